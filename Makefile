@@ -1,0 +1,61 @@
+# spotpool build. `make` builds build/spotpool; `make check` installs what is
+# missing and runs every test; `make check-asan` runs them under ASan+UBSan.
+PREFIX ?= /usr/local
+DESTDIR ?=
+BUILD ?= build
+CC ?= cc
+PKGS = libcurl libcjson yaml-0.1 libsystemd libcrypto libmicrohttpd
+VERSION := $(shell cat VERSION 2>/dev/null || echo 0.0.0)
+
+CFLAGS ?= -O2 -g
+CFLAGS += -std=c17 -Wall -Wextra -Werror -Wshadow -Wstrict-prototypes -Wformat=2 \
+	-fstack-protector-strong -D_FORTIFY_SOURCE=2 -fPIE -Iinclude \
+	-DSPOTPOOL_VERSION='"$(VERSION)"' $(SANITIZE) \
+	$(shell pkg-config --cflags $(PKGS) 2>/dev/null)
+LDFLAGS += -pie -Wl,-z,relro,-z,now $(SANITIZE)
+LDLIBS += $(shell pkg-config --libs $(PKGS) 2>/dev/null) -lpthread -lm
+
+SRCS := $(wildcard src/*.c)
+LIB_OBJS := $(patsubst src/%.c,$(BUILD)/obj/%.o,$(filter-out src/main.c,$(SRCS)))
+UNIT_SRCS := $(wildcard tests/unit/test_*.c)
+UNIT_BINS := $(patsubst tests/unit/%.c,$(BUILD)/tests/%,$(UNIT_SRCS))
+
+.PHONY: all deps check check-asan unit e2e clean install
+all: $(BUILD)/spotpool
+
+$(BUILD)/obj/%.o: src/%.c $(wildcard include/*.h) | $(BUILD)/obj
+	$(CC) $(CFLAGS) -c -o $@ $<
+
+$(BUILD)/libspotpool.a: $(LIB_OBJS)
+	$(AR) rcs $@ $^
+
+$(BUILD)/spotpool: $(BUILD)/obj/main.o $(BUILD)/libspotpool.a
+	$(CC) $(LDFLAGS) -o $@ $^ $(LDLIBS)
+
+$(BUILD)/tests/%: tests/unit/%.c $(BUILD)/libspotpool.a tests/unit/testutil.h | $(BUILD)/tests
+	$(CC) $(CFLAGS) -Itests/unit -o $@ $< $(BUILD)/libspotpool.a $(LDFLAGS) $(LDLIBS) -lcmocka
+
+$(BUILD)/obj $(BUILD)/tests:
+	mkdir -p $@
+
+deps:
+	scripts/install-deps
+
+unit: $(BUILD)/spotpool $(UNIT_BINS)
+
+# The one test command: installs dependencies, builds, runs unit and end-to-end tests
+# and ends with "N passed, M failed".
+check: deps
+	$(MAKE) unit
+	tests/run-tests --build $(BUILD)
+
+check-asan: deps
+	$(MAKE) unit BUILD=build-asan CFLAGS="-O1 -g -fno-omit-frame-pointer" \
+		SANITIZE="-fsanitize=address,undefined -fno-sanitize-recover=undefined"
+	ASAN_OPTIONS=detect_leaks=1:abort_on_error=0:exitcode=86 \
+	UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1 \
+	LSAN_OPTIONS=suppressions=$(CURDIR)/tests/lsan.supp \
+		tests/run-tests --build build-asan
+
+clean:
+	rm -rf build build-asan

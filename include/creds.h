@@ -1,0 +1,22 @@
+/* creds: owned Tencent Cloud credentials and where they came from. */
+#ifndef SPOTPOOL_CREDS_H
+#define SPOTPOOL_CREDS_H
+
+#include "cvm.h"
+#include "spotpool.h"
+
+struct creds {
+	char *secret_id;
+	char *secret_key;
+	char *token;
+	const char *source;  /* static description: "spec", "secret", "environment", ... */
+};
+
+/* TENCENTCLOUD_SECRET_ID, TENCENTCLOUD_SECRET_KEY, optional TENCENTCLOUD_SESSION_TOKEN. */
+int creds_from_env(struct creds *ret, struct sp_error *err);
+/* Takes copies and registers the secret parts for log redaction. */
+void creds_set(struct creds *c, const char *id, const char *key, const char *token, const char *source);
+struct cvm_credentials creds_view(const struct creds *c);
+void creds_clear(struct creds *c);
+
+#endif

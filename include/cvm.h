@@ -1,0 +1,76 @@
+/* cvm: Tencent Cloud CVM API client (DescribeInstances, RunInstances,
+ * TerminateInstances) over http, signed with tc3. Request building, response
+ * parsing and error classification are pure and unit-tested on their own. */
+#ifndef SPOTPOOL_CVM_H
+#define SPOTPOOL_CVM_H
+
+#include "http.h"
+#include "pool.h"
+#include "spotpool.h"
+
+#include <cjson/cJSON.h>
+
+#define CVM_API_VERSION "2017-03-12"
+#define CVM_PAGE_LIMIT 100
+#define CVM_TERMINATE_BATCH 100
+#define CVM_RESPONSE_MAX (8 * 1024 * 1024)
+#define CVM_DESCRIBE_MAX_INSTANCES 100000
+
+struct cvm_credentials {
+	const char *secret_id;
+	const char *secret_key;
+	const char *token;  /* temporary credentials' session token, or NULL */
+};
+
+/* Reports each API call's outcome (for metrics); code is "Success", a Tencent error
+ * code, or "HTTP<status>"/"NetworkError"/"MalformedResponse". */
+typedef void (*cvm_observe_fn)(void *userdata, const char *action, const char *code, double seconds);
+
+struct cvm_config {
+	const char *endpoint;     /* NULL: https://cvm.<region>.tencentcloudapi.com/ */
+	const char *user_agent;
+	long timeout_ms;          /* per request; 0 = 15 s */
+	int max_attempts;         /* throttled/transient retries with backoff; 0 = 3 */
+	const struct http_tls *tls;
+	cvm_observe_fn observe;
+	void *observe_userdata;
+};
+
+struct cvm_launch {
+	const struct pool_spec *spec;
+	int count;                /* 1..100 */
+	const char *client_token; /* <= 64 ASCII; same token => same launch */
+	bool dry_run;             /* check parameters, quota and stock only */
+};
+
+struct cvm_client;
+
+struct cvm_client *cvm_client_new(const struct cvm_config *cfg);
+void cvm_client_free(struct cvm_client *c);
+
+/* One signed call; on success ret_response is the detached "Response" object.
+ * Errors carry the Tencent code in err->reason and a class in the return value:
+ * SP_EAUTH, SP_ECONFIG, SP_ECAPACITY, SP_ETHROTTLED, SP_ETRANSIENT, SP_ENOTFOUND. */
+int cvm_call(struct cvm_client *c, const struct cvm_credentials *cred, const char *region,
+	     const char *action, const cJSON *params, cJSON **ret_response, struct sp_error *err);
+
+/* All instances carrying tag_key (=tag_value when not NULL), every page. */
+int cvm_describe_tagged(struct cvm_client *c, const struct cvm_credentials *cred,
+			const char *region, const char *tag_key, const char *tag_value,
+			struct pool_instance **ret_instances, size_t *ret_n, struct sp_error *err);
+/* Launches (or dry-runs) instances; ret_ids receives the new IDs (none for a dry run). */
+int cvm_run_instances(struct cvm_client *c, const struct cvm_credentials *cred,
+		      const struct cvm_launch *launch, struct strv *ret_ids, struct sp_error *err);
+/* Terminates ids in batches of 100; instances already gone or terminating count as done. */
+int cvm_terminate_instances(struct cvm_client *c, const struct cvm_credentials *cred,
+			    const char *region, const struct strv *ids, struct sp_error *err);
+
+/* Pure parts. */
+int cvm_classify_code(const char *code);
+cJSON *cvm_run_request(const struct cvm_launch *launch);
+int cvm_parse_instances(const cJSON *response, struct pool_instance **instances, size_t *n,
+			size_t *ret_total, struct sp_error *err);
+/* Parses "2026-11-21T11:45:00Z" (or with an offset) into epoch seconds; 0 if invalid. */
+int64_t cvm_parse_time(const char *iso);
+
+#endif

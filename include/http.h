@@ -1,0 +1,63 @@
+/* http: a thin, bounded HTTP/1.1 client over libcurl (one handle per thread,
+ * connections reused). Used by the CVM and Kubernetes clients. */
+#ifndef SPOTPOOL_HTTP_H
+#define SPOTPOOL_HTTP_H
+
+#include "buf.h"
+#include "spotpool.h"
+
+#include <signal.h>
+
+struct http_tls {
+	const char *ca_file;    /* PEM bundle; NULL = system store */
+	const char *ca_data;    /* PEM text instead of a file */
+	const char *cert_file;  /* client certificate (PEM) */
+	const char *cert_data;
+	const char *key_file;   /* client key (PEM) */
+	const char *key_data;
+	bool insecure;          /* only when a user explicitly asks for it */
+};
+
+/* Called with each chunk of a streamed body; non-zero aborts the transfer. */
+typedef int (*http_data_fn)(void *userdata, const char *data, size_t len);
+
+struct http_request {
+	const char *method;               /* GET, POST, PATCH, PUT, DELETE */
+	const char *url;
+	const char *const *headers;       /* "Name: value" lines */
+	size_t n_headers;
+	const char *body;
+	size_t body_len;
+	long timeout_ms;                  /* whole transfer; 0 = none (streams) */
+	long connect_timeout_ms;
+	size_t max_response;              /* buffered body limit */
+	const struct http_tls *tls;
+	http_data_fn on_data;             /* streams the body instead of buffering it */
+	void *userdata;
+	const volatile sig_atomic_t *cancel; /* non-zero aborts an ongoing transfer */
+};
+
+struct http_response {
+	long status;
+	struct buf body;
+};
+
+struct http_client;
+
+int http_global_init(void);
+void http_global_cleanup(void);
+struct http_client *http_client_new(const char *user_agent);
+void http_client_free(struct http_client *c);
+
+/* Performs the request. Transport failures (DNS, connect, TLS, timeout) are
+ * SP_ETRANSIENT; a body beyond max_response is SP_ETOOBIG; any HTTP status is
+ * success here and left to the caller. ret is initialised by this function and
+ * must be released with http_response_free() even on failure. */
+int http_do(struct http_client *c, const struct http_request *req, struct http_response *ret,
+	    struct sp_error *err);
+void http_response_free(struct http_response *r);
+
+/* Host part of a URL as it appears in the Host header ("h", "h:port"), caller frees. */
+int http_url_host(const char *url, char **ret_host, struct sp_error *err);
+
+#endif

@@ -1,0 +1,84 @@
+/* pool: the Spotpool resource's spec model and its validation, shared by
+ * manifests on disk and objects read from the apiserver. Pure: no I/O. */
+#ifndef SPOTPOOL_POOL_H
+#define SPOTPOOL_POOL_H
+
+#include "spotpool.h"
+
+#include <cjson/cJSON.h>
+
+#define POOL_API_GROUP "devops.jokerbai.com"
+#define POOL_API_VERSION POOL_API_GROUP "/v1"
+#define POOL_KIND "Spotpool"
+/* Tag every owned instance carries: key fixed for all pools (one tag-key filter finds
+ * them all), value "<namespace>/<name>" (a tag:<key> filter finds one pool's). */
+#define POOL_TAG_KEY "spotpool.jokerbai.com/pool"
+#define POOL_MAX_INSTANCES 1000
+#define POOL_USER_DATA_MAX 16384
+
+enum pool_deletion_policy { POOL_DELETE, POOL_RETAIN };
+
+/* One owned instance as DescribeInstances reports it. */
+struct pool_instance {
+	char id[32];
+	char state[24];
+	char zone[48];
+	char instance_type[48];
+	char private_ip[48];   /* empty when none */
+	char public_ip[48];    /* empty when none: normal, not an error */
+	char created_time[32]; /* ISO 8601 as reported */
+	int64_t created;       /* epoch seconds, 0 if unparseable */
+};
+
+struct pool_tag {
+	char *key;
+	char *value;
+};
+
+struct pool_spec {
+	char *namespace;
+	char *name;
+	char *uid;              /* empty for manifests read from disk */
+	int64_t generation;
+
+	char *secret_id;        /* inline credentials (discouraged), or NULL */
+	char *secret_key;
+	char *credentials_secret; /* credentialsSecretRef.name, or NULL */
+
+	char *region;
+	char *zone;
+	char *instance_type;
+	int minimum;
+	int maximum;
+	bool has_replicas;
+	int replicas;
+	char *vpc_id;           /* both NULL: the account's default VPC */
+	char *subnet_id;
+	struct strv security_group_ids;
+	char *image_id;
+	char *charge_type;      /* SPOTPAID (default) or POSTPAID_BY_HOUR */
+	char *max_price;        /* spot bid as a decimal string, or NULL (market price) */
+	int internet_max_bandwidth_out; /* Mbit/s; 0 = no public IP */
+	char *system_disk_type;
+	int system_disk_size;   /* GiB; 0 = image default */
+	struct strv key_ids;
+	char *user_data;        /* base64 */
+	struct pool_tag *tags;  /* extra instance tags */
+	size_t n_tags;
+	enum pool_deletion_policy deletion_policy;
+};
+
+/* Validates a whole Spotpool object (apiVersion, kind, metadata, spec) and builds
+ * the model. default_namespace applies when metadata.namespace is absent. Errors
+ * name the field ("spec.minimum: ..."). */
+int pool_spec_from_object(const cJSON *obj, const char *default_namespace,
+			  struct pool_spec **ret_spec, struct sp_error *err);
+void pool_spec_free(struct pool_spec *spec);
+
+/* The value of POOL_TAG_KEY for this pool; caller frees. */
+char *pool_tag_value(const struct pool_spec *spec);
+/* The size the pool converges to: clamp(replicas, min, max), or min when no replicas
+ * is set and the pool has fewer; the planner applies the "in range: do nothing" rule. */
+int pool_clamp(int value, int minimum, int maximum);
+
+#endif

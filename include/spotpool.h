@@ -1,0 +1,112 @@
+/* spotpool: keeps pools of Tencent Cloud GPU spot instances at a declared size.
+ *
+ * Conventions used by every module
+ * --------------------------------
+ * Errors.  A function that can fail returns int: 0 (or a non-negative count) on
+ *   success, a negative SP_E* code on failure.  When it also takes a
+ *   `struct sp_error *err` (may be NULL), it writes a human-readable message
+ *   there on failure, naming the field, file or call that failed.  Messages
+ *   never contain secrets.  Out-parameters are named ret_* and are left
+ *   untouched on failure.
+ *
+ * Ownership.  Pointers passed in are borrowed for the duration of the call.
+ *   What a function hands back through ret_* or as a return value belongs to
+ *   the caller and is released with the module's *_free() function (all
+ *   *_free() accept NULL).  Struct members are owned by their struct.
+ *   Allocation failure aborts the process (xmalloc and friends): a daemon
+ *   that cannot allocate a few bytes cannot do anything useful or safe.
+ *
+ * Bounds.  Every buffer that grows from network or file input has a maximum
+ *   (struct buf); exceeding it is SP_ETOOBIG, never unbounded growth.
+ *
+ * Prefixes.  buf_ (bounded buffers), log_ (logging), tc3_ (request signing),
+ *   http_ (libcurl transport), cvm_ (Tencent CVM client), pool_ (Spotpool spec
+ *   model and validation), manifest_ (YAML files), plan_ (pure planner),
+ *   kube_ (Kubernetes API client), ctl_ (controller), cfg_ (daemon config),
+ *   metrics_ (Prometheus and health endpoints), sdn_ (systemd notify).
+ */
+#ifndef SPOTPOOL_H
+#define SPOTPOOL_H
+
+#include <stdarg.h>
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdlib.h>
+
+#ifndef SPOTPOOL_VERSION
+#define SPOTPOOL_VERSION "0.1.0"
+#endif
+
+enum sp_err {
+	SP_OK = 0,
+	SP_EINVAL = -1,      /* bad input: manifest, flag, config, parameter */
+	SP_EIO = -2,         /* local I/O: files, sockets */
+	SP_ETOOBIG = -3,     /* a bounded buffer or list would exceed its maximum */
+	SP_EPROTO = -4,      /* a peer answered something malformed */
+	SP_EAUTH = -5,       /* credentials rejected or missing */
+	SP_ECONFIG = -6,     /* the cloud or apiserver rejected our parameters */
+	SP_ECAPACITY = -7,   /* sold out, quota or stock exhausted */
+	SP_ETHROTTLED = -8,  /* rate limited: retry later */
+	SP_ETRANSIENT = -9,  /* network, timeout, 5xx: retry later */
+	SP_ENOTFOUND = -10,  /* the object does not exist (or is already gone) */
+	SP_ECONFLICT = -11,  /* optimistic concurrency conflict */
+	SP_EGONE = -12,      /* watch resourceVersion too old: relist */
+	SP_EFORBIDDEN = -13, /* authenticated but not allowed (RBAC) */
+};
+
+#define SP_ERROR_MAX 512
+
+struct sp_error {
+	int code;
+	char msg[SP_ERROR_MAX];
+	/* Machine-readable reason from the peer (a Tencent Error.Code, a Kubernetes
+	 * Status reason), empty when there is none. */
+	char reason[96];
+};
+
+/* Sets err (if not NULL) and returns code, so callers can `return sp_fail(...)`. */
+int sp_fail(struct sp_error *err, int code, const char *fmt, ...)
+	__attribute__((format(printf, 3, 4)));
+/* Prefixes the message already in err with more context ("file.yaml: " ...). */
+void sp_error_prefix(struct sp_error *err, const char *fmt, ...)
+	__attribute__((format(printf, 2, 3)));
+const char *sp_strerror(int code);
+/* Whether a failure of this class is worth retrying as is. */
+bool sp_err_retryable(int code);
+
+void *xmalloc(size_t n);
+void *xcalloc(size_t nmemb, size_t size);
+void *xrealloc(void *p, size_t n);
+char *xstrdup(const char *s);
+char *xstrndup(const char *s, size_t n);
+char *xasprintf(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+
+/* A NULL-terminated, owned list of owned strings. */
+struct strv {
+	char **v;
+	size_t n;
+};
+void strv_push(struct strv *l, const char *s);
+void strv_clear(struct strv *l);
+bool strv_contains(const struct strv *l, const char *s);
+
+/* Wipes memory that held a secret before it is freed. */
+void sp_secure_free(char *s);
+
+/* Wall clock (epoch seconds) and a monotonic clock in milliseconds. */
+int64_t sp_now(void);
+int64_t sp_mono_ms(void);
+
+void sp_hex(const unsigned char *in, size_t n, char *out);
+/* Decodes standard base64; NULL when malformed. The result is NUL-terminated and its
+ * length stored in ret_len when not NULL. */
+char *sp_base64_decode(const char *in, size_t *ret_len);
+
+static inline void sp_freep(void *p)
+{
+	free(*(void **)p);
+}
+#define _cleanup_free_ __attribute__((cleanup(sp_freep)))
+
+#endif

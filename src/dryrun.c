@@ -1,0 +1,324 @@
+/* dryrun: `spotpool dry-run`: describe, plan and DryRun-check each pool from
+ * manifests on disk, changing nothing. */
+#define _GNU_SOURCE
+#include "cli.h"
+#include "creds.h"
+#include "cvm.h"
+#include "log.h"
+#include "manifest.h"
+#include "plan.h"
+
+#include <getopt.h>
+#include <stdio.h>
+#include <string.h>
+
+static const char dry_run_usage[] =
+	"Usage: spotpool dry-run -f FILE [-f FILE ...] [-o table|json] [--endpoint URL]\n"
+	"\n"
+	"Shows what spotpool would do for each Spotpool in FILE (YAML or JSON, several\n"
+	"documents allowed, '-' for standard input), changing nothing: it describes the\n"
+	"pool's own instances (those tagged " POOL_TAG_KEY "=<namespace>/<name>),\n"
+	"computes the plan and asks the cloud to validate intended launches with\n"
+	"RunInstances DryRun=true (parameters, quota and stock).\n"
+	"\n"
+	"Options:\n"
+	"  -f, --filename FILE   manifest to read (repeatable)\n"
+	"  -o, --output FORMAT   table (default) or json\n"
+	"      --endpoint URL    CVM API endpoint (default https://cvm.<region>.tencentcloudapi.com/,\n"
+	"                        or $SPOTPOOL_CVM_ENDPOINT)\n"
+	"      --timeout SEC     per-request timeout (default 15)\n"
+	"  -v, --verbose         log each API call to stderr\n"
+	"  -h, --help            this text\n"
+	"\n"
+	"Credentials: the pool's inline secretId/secretKey, else a Secret named by\n"
+	"credentialsSecretRef found among the files, else TENCENTCLOUD_SECRET_ID,\n"
+	"TENCENTCLOUD_SECRET_KEY and optional TENCENTCLOUD_SESSION_TOKEN.\n"
+	"\n"
+	"Exit status: 0 plan computed and every check passed; 1 bad usage or invalid\n"
+	"manifest (no API call was made); 2 a cloud call or a launch check failed.\n";
+
+static const char *class_name(int code)
+{
+	switch (code) {
+	case SP_EAUTH: return "auth";
+	case SP_ECONFIG: return "config";
+	case SP_ECAPACITY: return "capacity";
+	case SP_ETHROTTLED: return "throttled";
+	case SP_ENOTFOUND: return "gone";
+	default: return "transient";
+	}
+}
+
+static cJSON *error_json(const struct sp_error *e)
+{
+	cJSON *o = cJSON_CreateObject();
+	char msg[SP_ERROR_MAX];
+	snprintf(msg, sizeof(msg), "%s", e->msg);
+	cJSON_AddStringToObject(o, "class", class_name(e->code));
+	if (*e->reason)
+		cJSON_AddStringToObject(o, "code", e->reason);
+	cJSON_AddStringToObject(o, "message", log_redact(msg, sizeof(msg)));
+	return o;
+}
+
+static void add_ids(cJSON *o, const char *name, const struct strv *ids)
+{
+	cJSON *a = cJSON_AddArrayToObject(o, name);
+	for (size_t i = 0; i < ids->n; i++)
+		cJSON_AddItemToArray(a, cJSON_CreateString(ids->v[i]));
+}
+
+static int resolve_credentials(const struct pool_spec *s, const struct manifest_set *set,
+			       struct creds *out, cJSON *pool, struct sp_error *err)
+{
+	if (s->secret_id) {
+		creds_set(out, s->secret_id, s->secret_key, NULL, "spec (inline; prefer credentialsSecretRef)");
+	} else if (s->credentials_secret) {
+		char *id = manifest_secret_value(set, s->namespace, s->credentials_secret, "secretId");
+		char *key = manifest_secret_value(set, s->namespace, s->credentials_secret, "secretKey");
+		char *token = manifest_secret_value(set, s->namespace, s->credentials_secret, "token");
+		if (id && key)
+			creds_set(out, id, key, token, "secret (from the given files)");
+		free(id);
+		sp_secure_free(key);
+		sp_secure_free(token);
+	}
+	int r = out->secret_id ? 0 : creds_from_env(out, err);
+	if (r == 0)
+		cJSON_AddStringToObject(pool, "credentials", out->source);
+	return r;
+}
+
+static cJSON *instance_json(const struct pool_instance *in)
+{
+	cJSON *o = cJSON_CreateObject();
+	cJSON_AddStringToObject(o, "instanceId", in->id);
+	cJSON_AddStringToObject(o, "state", in->state);
+	cJSON_AddStringToObject(o, "zone", in->zone);
+	cJSON_AddStringToObject(o, "instanceType", in->instance_type);
+	cJSON_AddStringToObject(o, "privateIp", in->private_ip);
+	cJSON_AddStringToObject(o, "publicIp", in->public_ip);
+	cJSON_AddStringToObject(o, "createdTime", in->created_time);
+	return o;
+}
+
+/* Plans one pool; returns false when a cloud call or check failed. */
+static bool dry_run_pool(struct cvm_client *cvm, const struct pool_spec *s,
+			 const struct manifest_set *set, cJSON *pool)
+{
+	cJSON_AddStringToObject(pool, "namespace", s->namespace);
+	cJSON_AddStringToObject(pool, "name", s->name);
+	cJSON_AddStringToObject(pool, "region", s->region);
+	cJSON_AddStringToObject(pool, "zone", s->zone);
+	cJSON_AddStringToObject(pool, "instanceType", s->instance_type);
+	cJSON_AddNumberToObject(pool, "minimum", s->minimum);
+	cJSON_AddNumberToObject(pool, "maximum", s->maximum);
+	if (s->has_replicas)
+		cJSON_AddNumberToObject(pool, "replicas", s->replicas);
+
+	struct creds cred = {0};
+	struct sp_error err = {0};
+	if (resolve_credentials(s, set, &cred, pool, &err) < 0) {
+		cJSON_AddItemToObject(pool, "error", error_json(&err));
+		return false;
+	}
+	struct cvm_credentials view = creds_view(&cred);
+	char *identity = pool_tag_value(s);
+	struct pool_instance *instances = NULL;
+	size_t n = 0;
+	int r = cvm_describe_tagged(cvm, &view, s->region, POOL_TAG_KEY, identity, &instances, &n, &err);
+	free(identity);
+	if (r < 0) {
+		cJSON_AddItemToObject(pool, "error", error_json(&err));
+		creds_clear(&cred);
+		return false;
+	}
+	struct plan plan;
+	struct plan_input in = {.spec = s, .instances = instances, .n_instances = n, .now = sp_now()};
+	plan_compute(&in, &plan);
+	cJSON_AddNumberToObject(pool, "observed", plan.observed);
+	cJSON_AddNumberToObject(pool, "target", plan.target);
+	cJSON_AddNumberToObject(pool, "launch", plan.launch);
+	add_ids(pool, "terminate", &plan.scale_down);
+	add_ids(pool, "cleanup", &plan.cleanup);
+	cJSON *list = cJSON_AddArrayToObject(pool, "instances");
+	for (size_t i = 0; i < n; i++)
+		cJSON_AddItemToArray(list, instance_json(&instances[i]));
+
+	bool ok = true;
+	if (plan.launch > 0) {
+		struct cvm_launch launch = {.spec = s, .count = plan.launch, .dry_run = true};
+		struct strv ids = {0};
+		cJSON *check = cJSON_CreateObject();
+		r = cvm_run_instances(cvm, &view, &launch, &ids, &err);
+		strv_clear(&ids);
+		cJSON_AddBoolToObject(check, "passed", r == 0);
+		if (r < 0) {
+			cJSON_AddItemToObject(check, "error", error_json(&err));
+			ok = false;
+		}
+		cJSON_AddItemToObject(pool, "launchCheck", check);
+	}
+	plan_free(&plan);
+	free(instances);
+	creds_clear(&cred);
+	return ok;
+}
+
+static const char *str_or(const cJSON *o, const char *key, const char *dflt)
+{
+	const cJSON *v = cJSON_GetObjectItemCaseSensitive(o, key);
+	return cJSON_IsString(v) ? v->valuestring : dflt;
+}
+
+static int int_or(const cJSON *o, const char *key, int dflt)
+{
+	const cJSON *v = cJSON_GetObjectItemCaseSensitive(o, key);
+	return cJSON_IsNumber(v) ? v->valueint : dflt;
+}
+
+static void print_ids(const char *verb, const cJSON *ids)
+{
+	if (cJSON_GetArraySize(ids) == 0)
+		return;
+	printf("  would terminate (%s):", verb);
+	const cJSON *id;
+	cJSON_ArrayForEach(id, ids)
+		printf(" %s", id->valuestring);
+	printf("\n");
+}
+
+static void print_details(const cJSON *p)
+{
+	const cJSON *error = cJSON_GetObjectItemCaseSensitive(p, "error");
+	const cJSON *check = cJSON_GetObjectItemCaseSensitive(p, "launchCheck");
+	printf("%s/%s:\n", str_or(p, "namespace", ""), str_or(p, "name", ""));
+	if (error) {
+		printf("  error: %s\n", str_or(error, "message", ""));
+		return;
+	}
+	int launch = int_or(p, "launch", 0);
+	if (launch > 0) {
+		const cJSON *cerr = cJSON_GetObjectItemCaseSensitive(check, "error");
+		printf("  would launch %d x %s in %s: launch check %s%s\n", launch,
+		       str_or(p, "instanceType", ""), str_or(p, "zone", ""), cerr ? "FAILED: " : "passed",
+		       cerr ? str_or(cerr, "message", "") : "");
+	}
+	print_ids("scale down", cJSON_GetObjectItemCaseSensitive(p, "terminate"));
+	print_ids("dead, cleanup", cJSON_GetObjectItemCaseSensitive(p, "cleanup"));
+	if (launch == 0 && cJSON_GetArraySize(cJSON_GetObjectItemCaseSensitive(p, "terminate")) == 0 &&
+	    cJSON_GetArraySize(cJSON_GetObjectItemCaseSensitive(p, "cleanup")) == 0)
+		printf("  nothing to do: %d live instance(s), within [%d, %d]\n", int_or(p, "observed", 0),
+		       int_or(p, "minimum", 0), int_or(p, "maximum", 0));
+}
+
+static void print_table(const cJSON *pools)
+{
+	printf("%-12s %-22s %-16s %-16s %4s %4s %8s %6s %6s %9s  %s\n", "NAMESPACE", "NAME",
+	       "ZONE", "TYPE", "MIN", "MAX", "OBSERVED", "TARGET", "LAUNCH", "TERMINATE", "CHECK");
+	const cJSON *p;
+	cJSON_ArrayForEach(p, pools) {
+		const cJSON *check = cJSON_GetObjectItemCaseSensitive(p, "launchCheck");
+		bool failed = cJSON_GetObjectItemCaseSensitive(p, "error") != NULL;
+		const char *verdict = failed ? "error" : !check ? "-" :
+			cJSON_IsTrue(cJSON_GetObjectItemCaseSensitive(check, "passed")) ? "passed" : "failed";
+		int terminate = cJSON_GetArraySize(cJSON_GetObjectItemCaseSensitive(p, "terminate")) +
+				cJSON_GetArraySize(cJSON_GetObjectItemCaseSensitive(p, "cleanup"));
+		char observed[16] = "?", target[16] = "?";
+		if (!failed) {
+			snprintf(observed, sizeof(observed), "%d", int_or(p, "observed", 0));
+			snprintf(target, sizeof(target), "%d", int_or(p, "target", 0));
+		}
+		printf("%-12s %-22s %-16s %-16s %4d %4d %8s %6s %6d %9d  %s\n",
+		       str_or(p, "namespace", ""), str_or(p, "name", ""), str_or(p, "zone", ""),
+		       str_or(p, "instanceType", ""), int_or(p, "minimum", 0), int_or(p, "maximum", 0),
+		       observed, target, int_or(p, "launch", 0), terminate, verdict);
+	}
+	printf("\n");
+	cJSON_ArrayForEach(p, pools)
+		print_details(p);
+}
+
+const char *cli_cvm_endpoint(const char *flag)
+{
+	if (flag && *flag)
+		return flag;
+	const char *env = getenv("SPOTPOOL_CVM_ENDPOINT");
+	return env && *env ? env : NULL;
+}
+
+int cli_dry_run(int argc, char **argv)
+{
+	static const struct option opts[] = {
+		{"filename", required_argument, NULL, 'f'}, {"output", required_argument, NULL, 'o'},
+		{"endpoint", required_argument, NULL, 'E'}, {"timeout", required_argument, NULL, 'T'},
+		{"verbose", no_argument, NULL, 'v'}, {"help", no_argument, NULL, 'h'}, {0},
+	};
+	struct strv files = {0};
+	const char *output = "table", *endpoint = NULL;
+	long timeout = 15;
+	int c, rc = CLI_OK;
+	optind = 1;
+	while ((c = getopt_long(argc, argv, "f:o:vh", opts, NULL)) != -1) {
+		switch (c) {
+		case 'f': strv_push(&files, optarg); break;
+		case 'o': output = optarg; break;
+		case 'E': endpoint = optarg; break;
+		case 'T': timeout = strtol(optarg, NULL, 10); break;
+		case 'v': log_setup(LOG_FMT_PLAIN, LOG_LVL_DEBUG); break;
+		case 'h': fputs(dry_run_usage, stdout); strv_clear(&files); return CLI_OK;
+		default: fputs(dry_run_usage, stderr); strv_clear(&files); return CLI_EUSAGE;
+		}
+	}
+	if (optind < argc || files.n == 0 || (strcmp(output, "table") && strcmp(output, "json")) ||
+	    timeout < 1 || timeout > 300) {
+		fprintf(stderr, "spotpool dry-run: %s\n\n%s",
+			optind < argc ? "unexpected argument" : files.n == 0 ? "at least one -f FILE is required" :
+			timeout < 1 || timeout > 300 ? "--timeout must be 1..300 seconds" :
+			"--output must be table or json", dry_run_usage);
+		strv_clear(&files);
+		return CLI_EUSAGE;
+	}
+
+	struct manifest_set set = {0};
+	struct pool_spec **pools = NULL;
+	size_t n_pools = 0;
+	struct sp_error err = {0};
+	int r = 0;
+	for (size_t i = 0; i < files.n && r == 0; i++)
+		r = manifest_load_file(files.v[i], &set, &err);
+	if (r == 0)
+		r = manifest_pools(&set, &pools, &n_pools, &err);
+	if (r < 0) {
+		fprintf(stderr, "spotpool dry-run: %s\n", log_redact(err.msg, sizeof(err.msg)));
+		manifest_set_free(&set);
+		strv_clear(&files);
+		return CLI_EUSAGE;
+	}
+
+	struct cvm_config cfg = {.endpoint = cli_cvm_endpoint(endpoint), .timeout_ms = timeout * 1000,
+				 .user_agent = "spotpool/" SPOTPOOL_VERSION " (dry-run)"};
+	struct cvm_client *cvm = cvm_client_new(&cfg);
+	cJSON *root = cJSON_CreateObject();
+	cJSON *arr = cJSON_AddArrayToObject(root, "pools");
+	for (size_t i = 0; i < n_pools; i++) {
+		cJSON *pool = cJSON_CreateObject();
+		if (!dry_run_pool(cvm, pools[i], &set, pool))
+			rc = CLI_ECLOUD;
+		cJSON_AddItemToArray(arr, pool);
+		pool_spec_free(pools[i]);
+	}
+	free(pools);
+	cvm_client_free(cvm);
+	if (strcmp(output, "json") == 0) {
+		char *text = cJSON_Print(root);
+		puts(text);
+		cJSON_free(text);
+	} else {
+		print_table(arr);
+	}
+	cJSON_Delete(root);
+	manifest_set_free(&set);
+	strv_clear(&files);
+	return rc;
+}

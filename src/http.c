@@ -1,0 +1,184 @@
+/* http: bounded libcurl transport. */
+#define _GNU_SOURCE
+#include "http.h"
+
+#include <curl/curl.h>
+#include <string.h>
+
+struct http_client {
+	CURL *curl;
+	char *user_agent;
+};
+
+struct transfer {
+	const struct http_request *req;
+	struct http_response *resp;
+	int failure;  /* SP_E* that made us abort the write, if any */
+};
+
+int http_global_init(void)
+{
+	return curl_global_init(CURL_GLOBAL_DEFAULT) == CURLE_OK ? 0 : SP_EIO;
+}
+
+void http_global_cleanup(void)
+{
+	curl_global_cleanup();
+}
+
+struct http_client *http_client_new(const char *user_agent)
+{
+	struct http_client *c = xcalloc(1, sizeof(*c));
+	c->curl = curl_easy_init();
+	if (!c->curl)
+		abort();
+	c->user_agent = xstrdup(user_agent ? user_agent : "spotpool/" SPOTPOOL_VERSION);
+	return c;
+}
+
+void http_client_free(struct http_client *c)
+{
+	if (!c)
+		return;
+	curl_easy_cleanup(c->curl);
+	free(c->user_agent);
+	free(c);
+}
+
+void http_response_free(struct http_response *r)
+{
+	buf_free(&r->body);
+}
+
+static size_t on_write(char *ptr, size_t size, size_t nmemb, void *ud)
+{
+	struct transfer *t = ud;
+	size_t n = size * nmemb;
+	if (t->req->on_data) {
+		if (t->req->on_data(t->req->userdata, ptr, n) != 0) {
+			t->failure = SP_EPROTO;
+			return 0;
+		}
+		return n;
+	}
+	if (buf_append(&t->resp->body, ptr, n) < 0) {
+		t->failure = SP_ETOOBIG;
+		return 0;
+	}
+	return n;
+}
+
+static int on_progress(void *ud, curl_off_t dltotal, curl_off_t dlnow, curl_off_t ultotal,
+		       curl_off_t ulnow)
+{
+	(void)dltotal, (void)dlnow, (void)ultotal, (void)ulnow;
+	const struct transfer *t = ud;
+	return t->req->cancel && *t->req->cancel ? 1 : 0;
+}
+
+static void blob_opt(CURL *curl, CURLoption opt, const char *data)
+{
+	struct curl_blob blob = {.data = (void *)data, .len = strlen(data), .flags = CURL_BLOB_COPY};
+	curl_easy_setopt(curl, opt, &blob);
+}
+
+static void apply_tls(CURL *curl, const struct http_tls *tls)
+{
+	curl_easy_setopt(curl, CURLOPT_SSL_VERIFYPEER, 1L);
+	curl_easy_setopt(curl, CURLOPT_SSL_VERIFYHOST, 2L);
+	if (!tls)
+		return;
+	if (tls->insecure) {
+		curl_easy_setopt(curl, CURLOPT_SSL_VERIFYPEER, 0L);
+		curl_easy_setopt(curl, CURLOPT_SSL_VERIFYHOST, 0L);
+	}
+	if (tls->ca_file)
+		curl_easy_setopt(curl, CURLOPT_CAINFO, tls->ca_file);
+	if (tls->ca_data)
+		blob_opt(curl, CURLOPT_CAINFO_BLOB, tls->ca_data);
+	if (tls->cert_file)
+		curl_easy_setopt(curl, CURLOPT_SSLCERT, tls->cert_file);
+	if (tls->cert_data)
+		blob_opt(curl, CURLOPT_SSLCERT_BLOB, tls->cert_data);
+	if (tls->key_file)
+		curl_easy_setopt(curl, CURLOPT_SSLKEY, tls->key_file);
+	if (tls->key_data)
+		blob_opt(curl, CURLOPT_SSLKEY_BLOB, tls->key_data);
+}
+
+int http_do(struct http_client *c, const struct http_request *req, struct http_response *ret,
+	    struct sp_error *err)
+{
+	*ret = (struct http_response){0};
+	buf_init(&ret->body, req->max_response ? req->max_response : 1024 * 1024);
+	struct transfer t = {.req = req, .resp = ret};
+	CURL *curl = c->curl;
+
+	curl_easy_reset(curl);
+	curl_easy_setopt(curl, CURLOPT_URL, req->url);
+	curl_easy_setopt(curl, CURLOPT_PROTOCOLS_STR, "http,https");
+	curl_easy_setopt(curl, CURLOPT_USERAGENT, c->user_agent);
+	curl_easy_setopt(curl, CURLOPT_NOSIGNAL, 1L);
+	curl_easy_setopt(curl, CURLOPT_CUSTOMREQUEST, req->method);
+	curl_easy_setopt(curl, CURLOPT_TIMEOUT_MS, req->timeout_ms);
+	curl_easy_setopt(curl, CURLOPT_CONNECTTIMEOUT_MS,
+			 req->connect_timeout_ms ? req->connect_timeout_ms : 5000L);
+	curl_easy_setopt(curl, CURLOPT_WRITEFUNCTION, on_write);
+	curl_easy_setopt(curl, CURLOPT_WRITEDATA, &t);
+	curl_easy_setopt(curl, CURLOPT_NOPROGRESS, 0L);
+	curl_easy_setopt(curl, CURLOPT_XFERINFOFUNCTION, on_progress);
+	curl_easy_setopt(curl, CURLOPT_XFERINFODATA, &t);
+	if (req->body) {
+		curl_easy_setopt(curl, CURLOPT_POSTFIELDS, req->body);
+		curl_easy_setopt(curl, CURLOPT_POSTFIELDSIZE_LARGE, (curl_off_t)req->body_len);
+	} else if (strcmp(req->method, "GET") == 0) {
+		curl_easy_setopt(curl, CURLOPT_HTTPGET, 1L);
+	}
+	apply_tls(curl, req->tls);
+
+	struct curl_slist *hdrs = NULL;
+	for (size_t i = 0; i < req->n_headers; i++)
+		hdrs = curl_slist_append(hdrs, req->headers[i]);
+	/* We send exact bodies; "Expect: 100-continue" would only add a round trip. */
+	hdrs = curl_slist_append(hdrs, "Expect:");
+	curl_easy_setopt(curl, CURLOPT_HTTPHEADER, hdrs);
+
+	CURLcode rc = curl_easy_perform(curl);
+	curl_slist_free_all(hdrs);
+	curl_easy_getinfo(curl, CURLINFO_RESPONSE_CODE, &ret->status);
+
+	if (rc == CURLE_OK)
+		return 0;
+	if (t.failure == SP_ETOOBIG)
+		return sp_fail(err, SP_ETOOBIG, "%s %s: response larger than %zu bytes", req->method,
+			       req->url, req->max_response);
+	if (t.failure)
+		return sp_fail(err, t.failure, "%s %s: stream aborted by the reader", req->method, req->url);
+	if (rc == CURLE_ABORTED_BY_CALLBACK)
+		return sp_fail(err, SP_ETRANSIENT, "%s %s: cancelled", req->method, req->url);
+	if (rc == CURLE_URL_MALFORMAT || rc == CURLE_UNSUPPORTED_PROTOCOL)
+		return sp_fail(err, SP_EINVAL, "%s: %s", req->url, curl_easy_strerror(rc));
+	return sp_fail(err, SP_ETRANSIENT, "%s %s: %s", req->method, req->url, curl_easy_strerror(rc));
+}
+
+int http_url_host(const char *url, char **ret_host, struct sp_error *err)
+{
+	CURLU *u = curl_url();
+	char *host = NULL, *port = NULL;
+	int r = 0;
+	if (curl_url_set(u, CURLUPART_URL, url, 0) != CURLUE_OK ||
+	    curl_url_get(u, CURLUPART_HOST, &host, 0) != CURLUE_OK) {
+		r = sp_fail(err, SP_EINVAL, "invalid URL \"%s\"", url);
+		goto out;
+	}
+	/* An explicit port is part of the Host header; a default one is not. */
+	if (curl_url_get(u, CURLUPART_PORT, &port, 0) == CURLUE_OK)
+		*ret_host = xasprintf("%s:%s", host, port);
+	else
+		*ret_host = xstrdup(host);
+out:
+	curl_free(host);
+	curl_free(port);
+	curl_url_cleanup(u);
+	return r;
+}

@@ -1,0 +1,422 @@
+/* pool: Spotpool spec validation, as strict as the CRD schema. */
+#define _GNU_SOURCE
+#include "pool.h"
+
+#include <ctype.h>
+#include <math.h>
+#include <stdio.h>
+#include <string.h>
+
+static const char *const known_spec_fields[] = {
+	"secretId", "secretKey", "credentialsSecretRef", "region", "availabilityZone",
+	"instanceType", "minimum", "maximum", "replicas", "subnetId", "vpcId",
+	"securityGroupIds", "imageId", "instanceChargeType", "maxPrice",
+	"internetMaxBandwidthOut", "systemDisk", "keyIds", "userData", "tags",
+	"deletionPolicy", NULL,
+};
+
+static const char *json_type_name(const cJSON *v)
+{
+	if (cJSON_IsString(v)) return "string";
+	if (cJSON_IsNumber(v)) return "number";
+	if (cJSON_IsBool(v)) return "boolean";
+	if (cJSON_IsNull(v)) return "null";
+	if (cJSON_IsArray(v)) return "list";
+	if (cJSON_IsObject(v)) return "object";
+	return "unknown";
+}
+
+static bool matches_charset(const char *s, const char *extra)
+{
+	for (; *s; s++)
+		if (!isalnum((unsigned char)*s) && !strchr(extra, *s))
+			return false;
+	return true;
+}
+
+/* Reads an optional (or required) string field; ret stays NULL when absent. */
+static int get_string(const cJSON *obj, const char *path, const char *field, bool required,
+		      size_t max_len, char **ret, struct sp_error *err)
+{
+	const cJSON *v = cJSON_GetObjectItemCaseSensitive(obj, field);
+	if (!v || cJSON_IsNull(v)) {
+		if (required)
+			return sp_fail(err, SP_EINVAL, "%s.%s: required field is missing", path, field);
+		return 0;
+	}
+	if (!cJSON_IsString(v))
+		return sp_fail(err, SP_EINVAL, "%s.%s: must be a string, got %s", path, field,
+			       json_type_name(v));
+	if (required && !*v->valuestring)
+		return sp_fail(err, SP_EINVAL, "%s.%s: must not be empty", path, field);
+	if (strlen(v->valuestring) > max_len)
+		return sp_fail(err, SP_EINVAL, "%s.%s: longer than %zu characters", path, field, max_len);
+	*ret = xstrdup(v->valuestring);
+	return 0;
+}
+
+static int get_int(const cJSON *obj, const char *path, const char *field, bool required, int lo,
+		   int hi, int *ret, bool *ret_present, struct sp_error *err)
+{
+	const cJSON *v = cJSON_GetObjectItemCaseSensitive(obj, field);
+	if (ret_present)
+		*ret_present = false;
+	if (!v || cJSON_IsNull(v)) {
+		if (required)
+			return sp_fail(err, SP_EINVAL, "%s.%s: required field is missing", path, field);
+		return 0;
+	}
+	if (!cJSON_IsNumber(v)) {
+		if (cJSON_IsString(v))
+			return sp_fail(err, SP_EINVAL, "%s.%s: must be an integer, got string \"%.40s\"",
+				       path, field, v->valuestring);
+		return sp_fail(err, SP_EINVAL, "%s.%s: must be an integer, got %s", path, field,
+			       json_type_name(v));
+	}
+	double d = v->valuedouble;
+	if (!isfinite(d) || d != floor(d))
+		return sp_fail(err, SP_EINVAL, "%s.%s: must be an integer, got %g", path, field, d);
+	if (d < lo || d > hi)
+		return sp_fail(err, SP_EINVAL, "%s.%s: must be between %d and %d, got %.0f", path,
+			       field, lo, hi, d);
+	*ret = (int)d;
+	if (ret_present)
+		*ret_present = true;
+	return 0;
+}
+
+static int get_string_list(const cJSON *obj, const char *path, const char *field,
+			   const char *prefix, size_t max_items, struct strv *ret, struct sp_error *err)
+{
+	const cJSON *v = cJSON_GetObjectItemCaseSensitive(obj, field);
+	if (!v || cJSON_IsNull(v))
+		return 0;
+	if (!cJSON_IsArray(v))
+		return sp_fail(err, SP_EINVAL, "%s.%s: must be a list of strings, got %s", path, field,
+			       json_type_name(v));
+	size_t i = 0;
+	const cJSON *item;
+	cJSON_ArrayForEach(item, v) {
+		if (!cJSON_IsString(item))
+			return sp_fail(err, SP_EINVAL, "%s.%s[%zu]: must be a string, got %s", path, field,
+				       i, json_type_name(item));
+		if (prefix && strncmp(item->valuestring, prefix, strlen(prefix)) != 0)
+			return sp_fail(err, SP_EINVAL, "%s.%s[%zu]: must start with \"%s\", got \"%.64s\"",
+				       path, field, i, prefix, item->valuestring);
+		if (strlen(item->valuestring) > 64 || !matches_charset(item->valuestring, "-_"))
+			return sp_fail(err, SP_EINVAL, "%s.%s[%zu]: not a valid ID", path, field, i);
+		if (++i > max_items)
+			return sp_fail(err, SP_EINVAL, "%s.%s: at most %zu items", path, field, max_items);
+		strv_push(ret, item->valuestring);
+	}
+	return 0;
+}
+
+static int check_dns_name(const char *what, const char *s, size_t max, bool dots,
+			  struct sp_error *err)
+{
+	size_t n = strlen(s);
+	bool ok = n > 0 && n <= max && isalnum((unsigned char)s[0]) && isalnum((unsigned char)s[n - 1]);
+	for (size_t i = 0; ok && i < n; i++)
+		ok = islower((unsigned char)s[i]) || isdigit((unsigned char)s[i]) || s[i] == '-' ||
+		     (dots && s[i] == '.');
+	if (!ok)
+		return sp_fail(err, SP_EINVAL,
+			       "%s: \"%.64s\" is not a valid name (lower-case letters, digits and '-'%s, "
+			       "at most %zu characters)", what, s, dots ? " or '.'" : "", max);
+	return 0;
+}
+
+static int parse_metadata(const cJSON *obj, const char *default_namespace, struct pool_spec *p,
+			  struct sp_error *err)
+{
+	const cJSON *md = cJSON_GetObjectItemCaseSensitive(obj, "metadata");
+	if (!cJSON_IsObject(md))
+		return sp_fail(err, SP_EINVAL, "metadata: required object is missing");
+	int r = get_string(md, "metadata", "name", true, 253, &p->name, err);
+	if (r < 0 || (r = check_dns_name("metadata.name", p->name, 253, true, err)) < 0)
+		return r;
+	if ((r = get_string(md, "metadata", "namespace", false, 63, &p->namespace, err)) < 0)
+		return r;
+	if (!p->namespace)
+		p->namespace = xstrdup(default_namespace ? default_namespace : "default");
+	if ((r = check_dns_name("metadata.namespace", p->namespace, 63, false, err)) < 0)
+		return r;
+	if ((r = get_string(md, "metadata", "uid", false, 64, &p->uid, err)) < 0)
+		return r;
+	const cJSON *gen = cJSON_GetObjectItemCaseSensitive(md, "generation");
+	if (cJSON_IsNumber(gen))
+		p->generation = (int64_t)gen->valuedouble;
+	return 0;
+}
+
+static int parse_placement(const cJSON *spec, struct pool_spec *p, struct sp_error *err)
+{
+	int r;
+	if ((r = get_string(spec, "spec", "region", true, 32, &p->region, err)) < 0)
+		return r;
+	if (!matches_charset(p->region, "-") || !strchr(p->region, '-') || isupper((unsigned char)p->region[0]))
+		return sp_fail(err, SP_EINVAL, "spec.region: \"%s\" is not a region such as ap-singapore",
+			       p->region);
+	if ((r = get_string(spec, "spec", "availabilityZone", true, 48, &p->zone, err)) < 0)
+		return r;
+	size_t rl = strlen(p->region);
+	if (strncmp(p->zone, p->region, rl) != 0 || p->zone[rl] != '-' || !p->zone[rl + 1] ||
+	    !matches_charset(p->zone, "-"))
+		return sp_fail(err, SP_EINVAL,
+			       "spec.availabilityZone: \"%s\" is not a zone of region %s (expected %s-N)",
+			       p->zone, p->region, p->region);
+	if ((r = get_string(spec, "spec", "instanceType", true, 64, &p->instance_type, err)) < 0)
+		return r;
+	if (!matches_charset(p->instance_type, "."))
+		return sp_fail(err, SP_EINVAL, "spec.instanceType: \"%.64s\" is not an instance type such "
+			       "as GN7.2XLARGE32", p->instance_type);
+	if ((r = get_string(spec, "spec", "imageId", true, 64, &p->image_id, err)) < 0)
+		return r;
+	if (strncmp(p->image_id, "img-", 4) != 0 || !matches_charset(p->image_id, "-"))
+		return sp_fail(err, SP_EINVAL, "spec.imageId: \"%.64s\" is not an image ID (img-...)",
+			       p->image_id);
+	if ((r = get_string(spec, "spec", "vpcId", false, 64, &p->vpc_id, err)) < 0 ||
+	    (r = get_string(spec, "spec", "subnetId", false, 64, &p->subnet_id, err)) < 0)
+		return r;
+	if (!p->vpc_id != !p->subnet_id)
+		return sp_fail(err, SP_EINVAL, "spec.%s: required together with spec.%s",
+			       p->vpc_id ? "subnetId" : "vpcId", p->vpc_id ? "vpcId" : "subnetId");
+	return get_string_list(spec, "spec", "securityGroupIds", "sg-", 5, &p->security_group_ids, err);
+}
+
+static int parse_size(const cJSON *spec, struct pool_spec *p, struct sp_error *err)
+{
+	int r;
+	if ((r = get_int(spec, "spec", "minimum", true, 0, POOL_MAX_INSTANCES, &p->minimum, NULL, err)) < 0 ||
+	    (r = get_int(spec, "spec", "maximum", true, 0, POOL_MAX_INSTANCES, &p->maximum, NULL, err)) < 0)
+		return r;
+	if (p->minimum > p->maximum)
+		return sp_fail(err, SP_EINVAL, "spec.minimum: %d is greater than spec.maximum %d",
+			       p->minimum, p->maximum);
+	if ((r = get_int(spec, "spec", "replicas", false, 0, POOL_MAX_INSTANCES, &p->replicas,
+			 &p->has_replicas, err)) < 0)
+		return r;
+	if (p->has_replicas && (p->replicas < p->minimum || p->replicas > p->maximum))
+		return sp_fail(err, SP_EINVAL, "spec.replicas: %d is outside [minimum %d, maximum %d]",
+			       p->replicas, p->minimum, p->maximum);
+	return 0;
+}
+
+static int parse_credentials(const cJSON *spec, struct pool_spec *p, struct sp_error *err)
+{
+	int r;
+	if ((r = get_string(spec, "spec", "secretId", false, 128, &p->secret_id, err)) < 0 ||
+	    (r = get_string(spec, "spec", "secretKey", false, 128, &p->secret_key, err)) < 0)
+		return r;
+	if (!p->secret_id != !p->secret_key)
+		return sp_fail(err, SP_EINVAL, "spec.%s: required together with spec.%s",
+			       p->secret_id ? "secretKey" : "secretId", p->secret_id ? "secretId" : "secretKey");
+	const cJSON *ref = cJSON_GetObjectItemCaseSensitive(spec, "credentialsSecretRef");
+	if (!ref || cJSON_IsNull(ref))
+		return 0;
+	if (!cJSON_IsObject(ref))
+		return sp_fail(err, SP_EINVAL, "spec.credentialsSecretRef: must be an object with a name");
+	const cJSON *f;
+	cJSON_ArrayForEach(f, ref)
+		if (strcmp(f->string, "name") != 0)
+			return sp_fail(err, SP_EINVAL, "spec.credentialsSecretRef.%s: unknown field", f->string);
+	if ((r = get_string(ref, "spec.credentialsSecretRef", "name", true, 253, &p->credentials_secret, err)) < 0 ||
+	    (r = check_dns_name("spec.credentialsSecretRef.name", p->credentials_secret, 253, true, err)) < 0)
+		return r;
+	if (p->secret_id)
+		return sp_fail(err, SP_EINVAL, "spec.credentialsSecretRef: cannot be combined with inline "
+			       "spec.secretId/spec.secretKey; remove the inline keys");
+	return 0;
+}
+
+static bool is_decimal(const char *s)
+{
+	size_t digits = strspn(s, "0123456789");
+	if (digits == 0)
+		return false;
+	if (s[digits] == '\0')
+		return true;
+	return s[digits] == '.' && s[digits + 1] && strspn(s + digits + 1, "0123456789") == strlen(s + digits + 1);
+}
+
+static bool is_base64(const char *s)
+{
+	size_t n = strlen(s), pad = 0;
+	if (n % 4)
+		return false;
+	for (size_t i = 0; i < n; i++) {
+		if (s[i] == '=') {
+			if (++pad > 2 || i < n - 2)
+				return false;
+		} else if (pad || !(isalnum((unsigned char)s[i]) || s[i] == '+' || s[i] == '/')) {
+			return false;
+		}
+	}
+	return true;
+}
+
+static int parse_tags(const cJSON *spec, struct pool_spec *p, struct sp_error *err)
+{
+	const cJSON *tags = cJSON_GetObjectItemCaseSensitive(spec, "tags");
+	if (!tags || cJSON_IsNull(tags))
+		return 0;
+	if (!cJSON_IsObject(tags))
+		return sp_fail(err, SP_EINVAL, "spec.tags: must be a map of tag key to value, got %s",
+			       json_type_name(tags));
+	int n = cJSON_GetArraySize(tags);
+	if (n > 20)
+		return sp_fail(err, SP_EINVAL, "spec.tags: at most 20 tags");
+	p->tags = xcalloc((size_t)n, sizeof(*p->tags));
+	const cJSON *t;
+	cJSON_ArrayForEach(t, tags) {
+		if (!cJSON_IsString(t))
+			return sp_fail(err, SP_EINVAL, "spec.tags.%s: must be a string", t->string);
+		if (strncmp(t->string, "spotpool.jokerbai.com/", 22) == 0)
+			return sp_fail(err, SP_EINVAL, "spec.tags.%s: keys under spotpool.jokerbai.com/ are "
+				       "reserved for pool ownership", t->string);
+		if (!*t->string || strlen(t->string) > 127 || strlen(t->valuestring) > 255)
+			return sp_fail(err, SP_EINVAL, "spec.tags.%s: key must be 1-127 and value at most "
+				       "255 characters", t->string);
+		p->tags[p->n_tags].key = xstrdup(t->string);
+		p->tags[p->n_tags++].value = xstrdup(t->valuestring);
+	}
+	return 0;
+}
+
+static int parse_launch_options(const cJSON *spec, struct pool_spec *p, struct sp_error *err)
+{
+	int r;
+	if ((r = get_string(spec, "spec", "instanceChargeType", false, 32, &p->charge_type, err)) < 0)
+		return r;
+	if (!p->charge_type)
+		p->charge_type = xstrdup("SPOTPAID");
+	if (strcmp(p->charge_type, "SPOTPAID") != 0 && strcmp(p->charge_type, "POSTPAID_BY_HOUR") != 0)
+		return sp_fail(err, SP_EINVAL, "spec.instanceChargeType: must be SPOTPAID or "
+			       "POSTPAID_BY_HOUR, got \"%.32s\"", p->charge_type);
+	if ((r = get_string(spec, "spec", "maxPrice", false, 16, &p->max_price, err)) < 0)
+		return r;
+	if (p->max_price && !is_decimal(p->max_price))
+		return sp_fail(err, SP_EINVAL, "spec.maxPrice: \"%s\" is not a decimal price such as \"1.5\"",
+			       p->max_price);
+	p->internet_max_bandwidth_out = 10;
+	if ((r = get_int(spec, "spec", "internetMaxBandwidthOut", false, 0, 200,
+			 &p->internet_max_bandwidth_out, NULL, err)) < 0)
+		return r;
+	const cJSON *disk = cJSON_GetObjectItemCaseSensitive(spec, "systemDisk");
+	if (disk && !cJSON_IsNull(disk)) {
+		if (!cJSON_IsObject(disk))
+			return sp_fail(err, SP_EINVAL, "spec.systemDisk: must be an object");
+		const cJSON *f;
+		cJSON_ArrayForEach(f, disk)
+			if (strcmp(f->string, "diskType") != 0 && strcmp(f->string, "diskSize") != 0)
+				return sp_fail(err, SP_EINVAL, "spec.systemDisk.%s: unknown field", f->string);
+		if ((r = get_string(disk, "spec.systemDisk", "diskType", false, 32, &p->system_disk_type, err)) < 0 ||
+		    (r = get_int(disk, "spec.systemDisk", "diskSize", false, 20, 32000, &p->system_disk_size, NULL, err)) < 0)
+			return r;
+	}
+	if ((r = get_string_list(spec, "spec", "keyIds", "skey-", 1, &p->key_ids, err)) < 0)
+		return r;
+	if ((r = get_string(spec, "spec", "userData", false, POOL_USER_DATA_MAX, &p->user_data, err)) < 0)
+		return r;
+	if (p->user_data && !is_base64(p->user_data))
+		return sp_fail(err, SP_EINVAL, "spec.userData: must be base64-encoded");
+	if ((r = parse_tags(spec, p, err)) < 0)
+		return r;
+	char *policy = NULL;
+	if ((r = get_string(spec, "spec", "deletionPolicy", false, 16, &policy, err)) < 0)
+		return r;
+	if (policy && strcmp(policy, "Retain") == 0)
+		p->deletion_policy = POOL_RETAIN;
+	else if (policy && strcmp(policy, "Delete") != 0)
+		r = sp_fail(err, SP_EINVAL, "spec.deletionPolicy: must be Delete or Retain, got \"%s\"", policy);
+	free(policy);
+	return r;
+}
+
+static int check_header(const cJSON *obj, struct sp_error *err)
+{
+	if (!cJSON_IsObject(obj))
+		return sp_fail(err, SP_EINVAL, "the document is not an object");
+	const cJSON *api = cJSON_GetObjectItemCaseSensitive(obj, "apiVersion");
+	const cJSON *kind = cJSON_GetObjectItemCaseSensitive(obj, "kind");
+	if (!cJSON_IsString(api) || strcmp(api->valuestring, POOL_API_VERSION) != 0)
+		return sp_fail(err, SP_EINVAL, "apiVersion: must be %s", POOL_API_VERSION);
+	if (!cJSON_IsString(kind) || strcmp(kind->valuestring, POOL_KIND) != 0)
+		return sp_fail(err, SP_EINVAL, "kind: must be %s", POOL_KIND);
+	return 0;
+}
+
+int pool_spec_from_object(const cJSON *obj, const char *default_namespace,
+			  struct pool_spec **ret_spec, struct sp_error *err)
+{
+	int r = check_header(obj, err);
+	if (r < 0)
+		return r;
+	struct pool_spec *p = xcalloc(1, sizeof(*p));
+	if ((r = parse_metadata(obj, default_namespace, p, err)) < 0)
+		goto fail;
+	const cJSON *spec = cJSON_GetObjectItemCaseSensitive(obj, "spec");
+	if (!cJSON_IsObject(spec)) {
+		r = sp_fail(err, SP_EINVAL, "spec: required object is missing");
+		goto fail;
+	}
+	const cJSON *f;
+	cJSON_ArrayForEach(f, spec) {
+		bool known = false;
+		for (size_t i = 0; known_spec_fields[i] && !known; i++)
+			known = strcmp(f->string, known_spec_fields[i]) == 0;
+		if (!known) {
+			r = sp_fail(err, SP_EINVAL, "spec.%.64s: unknown field", f->string);
+			goto fail;
+		}
+	}
+	if ((r = parse_credentials(spec, p, err)) < 0 || (r = parse_placement(spec, p, err)) < 0 ||
+	    (r = parse_size(spec, p, err)) < 0 || (r = parse_launch_options(spec, p, err)) < 0)
+		goto fail;
+	*ret_spec = p;
+	return 0;
+fail:
+	pool_spec_free(p);
+	return r;
+}
+
+void pool_spec_free(struct pool_spec *p)
+{
+	if (!p)
+		return;
+	free(p->namespace);
+	free(p->name);
+	free(p->uid);
+	free(p->secret_id);
+	sp_secure_free(p->secret_key);
+	free(p->credentials_secret);
+	free(p->region);
+	free(p->zone);
+	free(p->instance_type);
+	free(p->vpc_id);
+	free(p->subnet_id);
+	strv_clear(&p->security_group_ids);
+	free(p->image_id);
+	free(p->charge_type);
+	free(p->max_price);
+	free(p->system_disk_type);
+	strv_clear(&p->key_ids);
+	free(p->user_data);
+	for (size_t i = 0; i < p->n_tags; i++) {
+		free(p->tags[i].key);
+		free(p->tags[i].value);
+	}
+	free(p->tags);
+	free(p);
+}
+
+char *pool_tag_value(const struct pool_spec *spec)
+{
+	return xasprintf("%s/%s", spec->namespace, spec->name);
+}
+
+int pool_clamp(int value, int minimum, int maximum)
+{
+	return value < minimum ? minimum : value > maximum ? maximum : value;
+}

@@ -1,0 +1,187 @@
+/* util: error helpers, abort-on-OOM allocation, string lists, clocks. */
+#define _GNU_SOURCE
+#include "spotpool.h"
+
+#include <openssl/evp.h>
+#include <stdio.h>
+#include <string.h>
+#include <time.h>
+
+int sp_fail(struct sp_error *err, int code, const char *fmt, ...)
+{
+	if (err) {
+		va_list ap;
+		va_start(ap, fmt);
+		vsnprintf(err->msg, sizeof(err->msg), fmt, ap);
+		va_end(ap);
+		err->code = code;
+	}
+	return code;
+}
+
+void sp_error_prefix(struct sp_error *err, const char *fmt, ...)
+{
+	if (!err)
+		return;
+	char prefix[SP_ERROR_MAX];
+	va_list ap;
+	va_start(ap, fmt);
+	vsnprintf(prefix, sizeof(prefix), fmt, ap);
+	va_end(ap);
+	/* Truncation is fine: the prefix matters most, the tail least. */
+	size_t pl = strlen(prefix), ml = strlen(err->msg);
+	if (pl >= SP_ERROR_MAX - 1)
+		pl = SP_ERROR_MAX - 1;
+	if (pl + ml >= SP_ERROR_MAX)
+		ml = SP_ERROR_MAX - 1 - pl;
+	memmove(err->msg + pl, err->msg, ml);
+	memcpy(err->msg, prefix, pl);
+	err->msg[pl + ml] = '\0';
+}
+
+const char *sp_strerror(int code)
+{
+	switch (code) {
+	case SP_OK: return "ok";
+	case SP_EINVAL: return "invalid input";
+	case SP_EIO: return "I/O error";
+	case SP_ETOOBIG: return "too large";
+	case SP_EPROTO: return "malformed reply";
+	case SP_EAUTH: return "authentication failed";
+	case SP_ECONFIG: return "rejected parameters";
+	case SP_ECAPACITY: return "capacity unavailable";
+	case SP_ETHROTTLED: return "throttled";
+	case SP_ETRANSIENT: return "transient failure";
+	case SP_ENOTFOUND: return "not found";
+	case SP_ECONFLICT: return "conflict";
+	case SP_EGONE: return "resource version expired";
+	case SP_EFORBIDDEN: return "forbidden";
+	default: return "unknown error";
+	}
+}
+
+bool sp_err_retryable(int code)
+{
+	return code == SP_ETHROTTLED || code == SP_ETRANSIENT || code == SP_EPROTO ||
+	       code == SP_ECONFLICT || code == SP_EIO;
+}
+
+static void *oom(void)
+{
+	fputs("spotpool: out of memory\n", stderr);
+	abort();
+}
+
+void *xmalloc(size_t n)
+{
+	void *p = malloc(n ? n : 1);
+	return p ? p : oom();
+}
+
+void *xcalloc(size_t nmemb, size_t size)
+{
+	void *p = calloc(nmemb ? nmemb : 1, size ? size : 1);
+	return p ? p : oom();
+}
+
+void *xrealloc(void *p, size_t n)
+{
+	void *q = realloc(p, n ? n : 1);
+	return q ? q : oom();
+}
+
+char *xstrdup(const char *s)
+{
+	char *p = strdup(s);
+	return p ? p : oom();
+}
+
+char *xstrndup(const char *s, size_t n)
+{
+	char *p = strndup(s, n);
+	return p ? p : oom();
+}
+
+char *xasprintf(const char *fmt, ...)
+{
+	char *s;
+	va_list ap;
+	va_start(ap, fmt);
+	int r = vasprintf(&s, fmt, ap);
+	va_end(ap);
+	return r < 0 ? oom() : s;
+}
+
+void strv_push(struct strv *l, const char *s)
+{
+	l->v = xrealloc(l->v, (l->n + 2) * sizeof(char *));
+	l->v[l->n++] = xstrdup(s);
+	l->v[l->n] = NULL;
+}
+
+void strv_clear(struct strv *l)
+{
+	for (size_t i = 0; i < l->n; i++)
+		free(l->v[i]);
+	free(l->v);
+	l->v = NULL;
+	l->n = 0;
+}
+
+bool strv_contains(const struct strv *l, const char *s)
+{
+	for (size_t i = 0; i < l->n; i++)
+		if (strcmp(l->v[i], s) == 0)
+			return true;
+	return false;
+}
+
+void sp_secure_free(char *s)
+{
+	if (!s)
+		return;
+	explicit_bzero(s, strlen(s));
+	free(s);
+}
+
+int64_t sp_now(void)
+{
+	return (int64_t)time(NULL);
+}
+
+int64_t sp_mono_ms(void)
+{
+	struct timespec ts;
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+}
+
+void sp_hex(const unsigned char *in, size_t n, char *out)
+{
+	static const char digits[] = "0123456789abcdef";
+	for (size_t i = 0; i < n; i++) {
+		out[2 * i] = digits[in[i] >> 4];
+		out[2 * i + 1] = digits[in[i] & 15];
+	}
+	out[2 * n] = '\0';
+}
+
+char *sp_base64_decode(const char *in, size_t *ret_len)
+{
+	size_t n = strlen(in);
+	if (n % 4)
+		return NULL;
+	unsigned char *out = xmalloc(n / 4 * 3 + 1);
+	int len = EVP_DecodeBlock(out, (const unsigned char *)in, (int)n);
+	if (len < 0) {
+		free(out);
+		return NULL;
+	}
+	/* EVP_DecodeBlock counts padding as data; drop it. */
+	for (size_t i = n; i > 0 && in[i - 1] == '='; i--)
+		len--;
+	out[len] = '\0';
+	if (ret_len)
+		*ret_len = (size_t)len;
+	return (char *)out;
+}
