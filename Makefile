@@ -7,13 +7,13 @@ CC ?= cc
 PKGS = libcurl libcjson yaml-0.1 libsystemd libcrypto libmicrohttpd
 VERSION := $(shell cat VERSION 2>/dev/null || echo 0.0.0)
 
-CFLAGS ?= -O2 -g
-CFLAGS += -std=c17 -Wall -Wextra -Werror -Wshadow -Wstrict-prototypes -Wformat=2 \
+OPT ?= -O2 -g
+override CFLAGS += $(OPT) -std=c17 -Wall -Wextra -Werror -Wshadow -Wstrict-prototypes -Wformat=2 \
 	-fstack-protector-strong -D_FORTIFY_SOURCE=2 -fPIE -Iinclude \
 	-DSPOTPOOL_VERSION='"$(VERSION)"' $(SANITIZE) \
 	$(shell pkg-config --cflags $(PKGS) 2>/dev/null)
-LDFLAGS += -pie -Wl,-z,relro,-z,now $(SANITIZE)
-LDLIBS += $(shell pkg-config --libs $(PKGS) 2>/dev/null) -lpthread -lm
+override LDFLAGS += -pie -Wl,-z,relro,-z,now $(SANITIZE)
+override LDLIBS += $(shell pkg-config --libs $(PKGS) 2>/dev/null) -lpthread -lm
 
 SRCS := $(wildcard src/*.c)
 LIB_OBJS := $(patsubst src/%.c,$(BUILD)/obj/%.o,$(filter-out src/main.c,$(SRCS)))
@@ -50,7 +50,7 @@ check: deps
 	tests/run-tests --build $(BUILD)
 
 check-asan: deps
-	$(MAKE) unit BUILD=build-asan CFLAGS="-O1 -g -fno-omit-frame-pointer" \
+	$(MAKE) unit BUILD=build-asan OPT="-O1 -g -fno-omit-frame-pointer" \
 		SANITIZE="-fsanitize=address,undefined -fno-sanitize-recover=undefined"
 	ASAN_OPTIONS=detect_leaks=1:abort_on_error=0:exitcode=86 \
 	UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1 \

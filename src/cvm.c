@@ -243,8 +243,8 @@ int cvm_parse_instances(const cJSON *response, struct pool_instance **instances,
 		const cJSON *state = cJSON_GetObjectItemCaseSensitive(it, "InstanceState");
 		if (!cJSON_IsString(id) || !cJSON_IsString(state) || !*id->valuestring ||
 		    strlen(id->valuestring) >= sizeof((*instances)->id))
-			return sp_fail(err, SP_EPROTO, "DescribeInstances: instance without a valid "
-				       "InstanceId/InstanceState");
+			return sp_fail(err, SP_EPROTO, "DescribeInstances: malformed response (instance without a valid "
+				       "InstanceId/InstanceState)");
 		bool dup = false;
 		for (size_t i = 0; i < *n && !dup; i++)
 			dup = strcmp((*instances)[i].id, id->valuestring) == 0;
