@@ -8,8 +8,9 @@ PKGS = libcurl libcjson yaml-0.1 libsystemd libcrypto libmicrohttpd
 VERSION := $(shell cat VERSION 2>/dev/null || echo 0.0.0)
 
 OPT ?= -O2 -g
-override CFLAGS += $(OPT) -std=c17 -Wall -Wextra -Werror -Wshadow -Wstrict-prototypes -Wformat=2 \
-	-fstack-protector-strong -D_FORTIFY_SOURCE=2 -fPIE -Iinclude \
+# Bounded messages truncate on purpose, hence -Wno-format-truncation.
+override CFLAGS += $(OPT) -std=c17 -Wall -Wextra -Werror -Wshadow -Wstrict-prototypes -Wformat=2 -Wno-format-truncation \
+	-fstack-protector-strong -D_FORTIFY_SOURCE=2 -fPIE -D_GNU_SOURCE -Iinclude \
 	-DSPOTPOOL_VERSION='"$(VERSION)"' $(SANITIZE) \
 	$(shell pkg-config --cflags $(PKGS) 2>/dev/null)
 override LDFLAGS += -pie -Wl,-z,relro,-z,now $(SANITIZE)

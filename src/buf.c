@@ -1,5 +1,4 @@
 /* buf: growable byte buffers with a hard maximum. */
-#define _GNU_SOURCE
 #include "buf.h"
 
 #include <stdio.h>

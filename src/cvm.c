@@ -1,5 +1,4 @@
 /* cvm: signed CVM API calls with error classes, paging, batching and retries. */
-#define _GNU_SOURCE
 #include "cvm.h"
 #include "log.h"
 #include "tc3.h"

@@ -1,6 +1,5 @@
 /* dryrun: `spotpool dry-run`: describe, plan and DryRun-check each pool from
  * manifests on disk, changing nothing. */
-#define _GNU_SOURCE
 #include "cli.h"
 #include "creds.h"
 #include "cvm.h"

@@ -1,5 +1,4 @@
 /* http: bounded libcurl transport. */
-#define _GNU_SOURCE
 #include "http.h"
 
 #include <curl/curl.h>

@@ -1,5 +1,4 @@
 /* log: leveled logging with secret redaction. */
-#define _GNU_SOURCE
 #include "log.h"
 
 #include <cjson/cJSON.h>

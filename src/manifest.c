@@ -1,5 +1,4 @@
 /* manifest: YAML documents into cJSON with YAML 1.2 core-schema scalar typing. */
-#define _GNU_SOURCE
 #include "manifest.h"
 #include "buf.h"
 

@@ -1,5 +1,4 @@
 /* pool: Spotpool spec validation, as strict as the CRD schema. */
-#define _GNU_SOURCE
 #include "pool.h"
 
 #include <ctype.h>

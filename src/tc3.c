@@ -1,5 +1,4 @@
 /* tc3: TC3-HMAC-SHA256 signing (see shared/reference/tc3-vectors.md). */
-#define _GNU_SOURCE
 #include "tc3.h"
 #include "buf.h"
 

@@ -1,5 +1,4 @@
 /* util: error helpers, abort-on-OOM allocation, string lists, clocks. */
-#define _GNU_SOURCE
 #include "spotpool.h"
 
 #include <openssl/evp.h>

@@ -1,0 +1,44 @@
+/* ctl: the controller. Informers (list + watch) feed a work queue; workers
+ * reconcile one pool at a time: credentials -> describe -> plan -> act -> status. */
+#ifndef SPOTPOOL_CTL_H
+#define SPOTPOOL_CTL_H
+
+#include "creds.h"
+#include "kube.h"
+#include "spotpool.h"
+
+#include <signal.h>
+
+#define CTL_FINALIZER "spotpool.jokerbai.com/finalizer"
+
+struct ctl_options {
+	struct kube_config *kube;
+	struct strv namespaces;       /* empty: all namespaces */
+	int resync_seconds;
+	int workers;
+	const char *cvm_endpoint;     /* NULL: the real cloud */
+	bool dry_run;                 /* never mutate the cloud */
+	const struct creds *default_creds; /* used when a pool names none; may be empty */
+	const char *identity;         /* this process, for events and leases */
+};
+
+struct ctl;
+
+struct ctl *ctl_new(const struct ctl_options *opt);
+void ctl_free(struct ctl *c);
+/* Starts informers and workers; returns at once. */
+int ctl_start(struct ctl *c, struct sp_error *err);
+/* Stops and joins all threads. */
+void ctl_stop(struct ctl *c);
+/* Queues every known pool (periodic resync). */
+void ctl_resync(struct ctl *c);
+/* Every informer has listed at least once. */
+bool ctl_synced(const struct ctl *c);
+/* Informers and workers are running (for health checks and the systemd watchdog). */
+bool ctl_healthy(struct ctl *c);
+/* Pools known and owned instances last observed, for STATUS= lines. */
+void ctl_counts(struct ctl *c, size_t *ret_pools, size_t *ret_instances);
+/* Gates mutations: only a leader acts (leader election sets this; default true). */
+void ctl_set_active(struct ctl *c, bool active);
+
+#endif

@@ -1,0 +1,65 @@
+/* kube: Kubernetes API client: kubeconfig and in-cluster configuration, JSON
+ * REST calls (get, list, create, merge-patch, status), and watch streams. */
+#ifndef SPOTPOOL_KUBE_H
+#define SPOTPOOL_KUBE_H
+
+#include "http.h"
+#include "spotpool.h"
+
+#include <cjson/cJSON.h>
+#include <pthread.h>
+
+#define KUBE_SA_DIR "/var/run/secrets/kubernetes.io/serviceaccount"
+#define KUBE_RESPONSE_MAX (64 * 1024 * 1024)
+#define KUBE_WATCH_EVENT_MAX (16 * 1024 * 1024)
+
+struct kube_config {
+	char *server;         /* https://host:port, no trailing slash */
+	char *namespace;      /* the context's (or service account's) namespace */
+	struct http_tls tls;  /* points into the owned strings below */
+	char *ca_file, *ca_data, *cert_file, *cert_data, *key_file, *key_data;
+	char *token_file;     /* re-read when it changes (projected SA tokens rotate) */
+	char *source;         /* "in-cluster" or the kubeconfig path, for messages */
+
+	pthread_mutex_t token_lock;
+	char *token;
+	int64_t token_mtime_ns;
+};
+
+/* path NULL: $KUBECONFIG, else in-cluster when KUBERNETES_SERVICE_HOST is set, else
+ * ~/.kube/config. */
+int kube_config_load(const char *path, struct kube_config **ret, struct sp_error *err);
+int kube_config_in_cluster(struct kube_config **ret, struct sp_error *err);
+void kube_config_free(struct kube_config *cfg);
+
+/* One per thread: owns a connection. */
+struct kube_client;
+struct kube_client *kube_client_new(struct kube_config *cfg, const char *user_agent);
+void kube_client_free(struct kube_client *c);
+
+/* method + path ("/apis/..."), optional JSON body and content type. Maps HTTP status to
+ * SP_ENOTFOUND (404), SP_ECONFLICT (409), SP_EGONE (410), SP_EAUTH (401),
+ * SP_EFORBIDDEN (403), SP_EINVAL (400, 422), SP_ETHROTTLED (429), SP_ETRANSIENT (5xx,
+ * network); the Status message goes to err->msg and its reason to err->reason. */
+int kube_request(struct kube_client *c, const char *method, const char *path,
+		 const char *content_type, const cJSON *body, cJSON **ret, struct sp_error *err);
+int kube_get(struct kube_client *c, const char *path, cJSON **ret, struct sp_error *err);
+int kube_merge_patch(struct kube_client *c, const char *path, const cJSON *patch, cJSON **ret,
+		     struct sp_error *err);
+
+/* Receives each watch event: type ADDED/MODIFIED/DELETED/BOOKMARK/ERROR and the object.
+ * Returning non-zero stops the watch. */
+typedef int (*kube_event_fn)(void *userdata, const char *type, cJSON *object);
+
+/* Streams a watch until the server closes it, cancel is set, or the callback stops it.
+ * The stream is read with a bounded buffer per event. */
+int kube_watch(struct kube_client *c, const char *path, kube_event_fn fn, void *userdata,
+	       const volatile sig_atomic_t *cancel, struct sp_error *err);
+
+/* Decoded value of key in a Secret object (data is base64), caller frees with
+ * sp_secure_free; NULL when absent or malformed. */
+char *kube_secret_value(const cJSON *secret, const char *key);
+/* URL-escapes s for a query parameter; caller frees. */
+char *kube_escape(const char *s);
+
+#endif

@@ -1,0 +1,183 @@
+/* status: .status of a Spotpool, conditions following Kubernetes API conventions. */
+#include "status.h"
+#include "log.h"
+
+#include <stdio.h>
+#include <string.h>
+#include <time.h>
+
+void status_format_time(int64_t t, char out[32])
+{
+	time_t tt = (time_t)t;
+	struct tm tm;
+	gmtime_r(&tt, &tm);
+	strftime(out, 32, "%Y-%m-%dT%H:%M:%SZ", &tm);
+}
+
+static const cJSON *find_condition(const cJSON *status, const char *type)
+{
+	const cJSON *c;
+	cJSON_ArrayForEach(c, cJSON_GetObjectItemCaseSensitive(status, "conditions")) {
+		const cJSON *t = cJSON_GetObjectItemCaseSensitive(c, "type");
+		if (cJSON_IsString(t) && strcmp(t->valuestring, type) == 0)
+			return c;
+	}
+	return NULL;
+}
+
+const char *status_condition(const cJSON *status, const char *type, const char *field)
+{
+	const cJSON *v = cJSON_GetObjectItemCaseSensitive(find_condition(status, type), field);
+	return cJSON_IsString(v) ? v->valuestring : NULL;
+}
+
+static void add_condition(cJSON *list, const struct status_input *in, const char *type, bool value,
+			  const char *reason, const char *message)
+{
+	const char *st = value ? "True" : "False";
+	char now[32];
+	status_format_time(in->now, now);
+	/* lastTransitionTime moves only when the status flips. */
+	const char *old_status = status_condition(in->old_status, type, "status");
+	const char *old_time = status_condition(in->old_status, type, "lastTransitionTime");
+	char msg[SP_ERROR_MAX];
+	snprintf(msg, sizeof(msg), "%s", message);
+	cJSON *c = cJSON_CreateObject();
+	cJSON_AddStringToObject(c, "type", type);
+	cJSON_AddStringToObject(c, "status", st);
+	cJSON_AddNumberToObject(c, "observedGeneration", (double)in->generation);
+	cJSON_AddStringToObject(c, "lastTransitionTime",
+				old_status && old_time && strcmp(old_status, st) == 0 ? old_time : now);
+	cJSON_AddStringToObject(c, "reason", reason);
+	cJSON_AddStringToObject(c, "message", log_redact(msg, sizeof(msg)));
+	cJSON_AddItemToArray(list, c);
+}
+
+static cJSON *instance_json(const struct pool_instance *i)
+{
+	cJSON *o = cJSON_CreateObject();
+	cJSON_AddStringToObject(o, "instanceId", i->id);
+	cJSON_AddStringToObject(o, "publicIp", i->public_ip);
+	cJSON_AddStringToObject(o, "privateIp", i->private_ip);
+	cJSON_AddStringToObject(o, "zone", i->zone);
+	cJSON_AddStringToObject(o, "instanceType", i->instance_type);
+	cJSON_AddStringToObject(o, "state", i->state);
+	cJSON_AddStringToObject(o, "createdTime", i->created_time);
+	return o;
+}
+
+static cJSON *ledger_json(const struct plan_launch *l)
+{
+	if (!l)
+		return cJSON_CreateNull();
+	char started[32];
+	status_format_time(l->started, started);
+	cJSON *o = cJSON_CreateObject();
+	cJSON_AddStringToObject(o, "clientToken", l->client_token);
+	cJSON_AddNumberToObject(o, "count", l->count);
+	cJSON_AddStringToObject(o, "startedAt", started);
+	if (l->ids_known) {
+		cJSON *ids = cJSON_AddArrayToObject(o, "instanceIds");
+		for (size_t i = 0; i < l->instance_ids.n; i++)
+			cJSON_AddItemToArray(ids, cJSON_CreateString(l->instance_ids.v[i]));
+	}
+	return o;
+}
+
+static void add_progress(cJSON *conds, const struct status_input *in, int running)
+{
+	const struct plan *p = in->plan;
+	char msg[SP_ERROR_MAX];
+	const char *reason = "Stable";
+	bool progressing = true;
+	if (in->progress_message) {
+		reason = "DryRun";
+		snprintf(msg, sizeof(msg), "%s", in->progress_message);
+	} else if (p && (p->launch > 0 || p->inflight > 0 || p->resume)) {
+		reason = "Launching";
+		snprintf(msg, sizeof(msg), "launching: %d observed, %d in flight, target %d",
+			 p->observed, p->inflight + p->launch, p->target);
+	} else if (p && (p->scale_down.n || p->cleanup.n)) {
+		reason = "Terminating";
+		snprintf(msg, sizeof(msg), "terminating %zu instance(s)", p->scale_down.n + p->cleanup.n);
+	} else if (p && running < p->observed) {
+		reason = "WaitingForInstances";
+		snprintf(msg, sizeof(msg), "%d of %d instance(s) running", running, p->observed);
+	} else {
+		progressing = false;
+		snprintf(msg, sizeof(msg), "pool is at its target size");
+	}
+	add_condition(conds, in, "Progressing", progressing, reason, msg);
+}
+
+cJSON *status_build(const struct status_input *in)
+{
+	const struct plan *p = in->plan;
+	cJSON *st = cJSON_CreateObject();
+	int live = 0, running = 0;
+	cJSON *list = cJSON_CreateArray();
+	for (size_t i = 0; i < in->n_instances; i++) {
+		if (plan_classify_state(in->instances[i].state) != PLAN_LIVE)
+			continue;
+		live++;
+		running += strcmp(in->instances[i].state, "RUNNING") == 0;
+		cJSON_AddItemToArray(list, instance_json(&in->instances[i]));
+	}
+	cJSON_AddNumberToObject(st, "size", live);
+	cJSON_AddItemToObject(st, "instances", list);
+	cJSON_AddNumberToObject(st, "observedGeneration", (double)in->generation);
+	cJSON_AddNumberToObject(st, "launchSeq", (double)in->launch_seq);
+	cJSON_AddItemToObject(st, "launch", ledger_json(in->ledger));
+
+	cJSON *conds = cJSON_AddArrayToObject(st, "conditions");
+	char msg[SP_ERROR_MAX];
+	bool ready = !in->degraded_reason && p && p->inflight == 0 && running == p->target &&
+		     live == p->target;
+	if (p)
+		snprintf(msg, sizeof(msg), "%d/%d instance(s) running", running, p->target);
+	else
+		snprintf(msg, sizeof(msg), "%s", in->degraded_message ? in->degraded_message : "not reconciled");
+	add_condition(conds, in, "Ready", ready,
+		      ready ? "PoolReady" : in->degraded_reason ? in->degraded_reason : "Scaling", msg);
+	add_progress(conds, in, running);
+	add_condition(conds, in, "Degraded", in->degraded_reason != NULL,
+		      in->degraded_reason ? in->degraded_reason : "AsExpected",
+		      in->degraded_message ? in->degraded_message : "no errors");
+	if (in->insecure_credentials)
+		add_condition(conds, in, "InsecureCredentials", true, "InlineCredentials",
+			      "spec.secretId/secretKey are stored in the resource; move them to a Secret "
+			      "and use spec.credentialsSecretRef");
+	return st;
+}
+
+bool status_ledger(const cJSON *status, struct plan_launch *ret)
+{
+	const cJSON *l = cJSON_GetObjectItemCaseSensitive(status, "launch");
+	const cJSON *token = cJSON_GetObjectItemCaseSensitive(l, "clientToken");
+	const cJSON *count = cJSON_GetObjectItemCaseSensitive(l, "count");
+	const cJSON *started = cJSON_GetObjectItemCaseSensitive(l, "startedAt");
+	if (!cJSON_IsString(token) || !cJSON_IsNumber(count) || !cJSON_IsString(started) ||
+	    strlen(token->valuestring) >= sizeof(ret->client_token))
+		return false;
+	struct plan_launch out = {.count = count->valueint};
+	snprintf(out.client_token, sizeof(out.client_token), "%s", token->valuestring);
+	struct tm tm = {0};
+	if (strptime(started->valuestring, "%Y-%m-%dT%H:%M:%SZ", &tm))
+		out.started = (int64_t)timegm(&tm);
+	const cJSON *ids = cJSON_GetObjectItemCaseSensitive(l, "instanceIds");
+	if (cJSON_IsArray(ids)) {
+		out.ids_known = true;
+		const cJSON *id;
+		cJSON_ArrayForEach(id, ids)
+			if (cJSON_IsString(id))
+				strv_push(&out.instance_ids, id->valuestring);
+	}
+	*ret = out;
+	return true;
+}
+
+int64_t status_launch_seq(const cJSON *status)
+{
+	const cJSON *v = cJSON_GetObjectItemCaseSensitive(status, "launchSeq");
+	return cJSON_IsNumber(v) ? (int64_t)v->valuedouble : 0;
+}
