@@ -53,9 +53,10 @@ check: deps
 check-asan: deps
 	$(MAKE) unit BUILD=build-asan OPT="-O1 -g -fno-omit-frame-pointer" \
 		SANITIZE="-fsanitize=address,undefined -fno-sanitize-recover=undefined"
-	ASAN_OPTIONS=detect_leaks=1:abort_on_error=0:exitcode=86 \
-	UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1 \
-	LSAN_OPTIONS=suppressions=$(CURDIR)/tests/lsan.supp \
+	rm -rf build-asan/sanitizer && mkdir -p build-asan/sanitizer
+	SANITIZER_LOG_DIR=$(CURDIR)/build-asan/sanitizer \
+	ASAN_OPTIONS=detect_leaks=1:exitcode=86:log_path=$(CURDIR)/build-asan/sanitizer/asan \
+	UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1:log_path=$(CURDIR)/build-asan/sanitizer/ubsan \
 		tests/run-tests --build build-asan
 
 clean:

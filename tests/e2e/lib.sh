@@ -14,6 +14,7 @@ cleanup() {
 	local pid
 	for pid in "${E2E_PIDS[@]}"; do kill "$pid" 2>/dev/null; done
 	for pid in "${E2E_PIDS[@]}"; do wait "$pid" 2>/dev/null; done
+	stop_cluster
 	[[ -n ${E2E_KEEP:-} ]] || rm -rf "$E2E_TMP"
 }
 trap cleanup EXIT
@@ -26,11 +27,15 @@ fail() {
 	for line in "$@"; do echo "# $line"; done
 	E2E_FAILED=$((E2E_FAILED + 1))
 }
-# check NAME COMMAND...: passes when the command succeeds.
+# check NAME COMMAND...: passes when the command succeeds; its output is shown on failure.
 check() {
 	local name=$1
 	shift
-	if "$@"; then pass "$name"; else fail "$name" "command failed: $*"; fi
+	if "$@" >"$E2E_TMP/check.out" 2>&1; then
+		pass "$name"
+	else
+		fail "$name" "command failed: $*" "$(tail -5 "$E2E_TMP/check.out")"
+	fi
 }
 finish() {
 	echo "# $(basename "$0"): $E2E_PASSED passed, $E2E_FAILED failed"
@@ -85,3 +90,40 @@ spec:
 ${5:-}
 YAML
 }
+
+# A real control plane (etcd + kube-apiserver) for this script, with the CRD applied.
+start_cluster() {
+	"$E2E_ROOT/scripts/k8s-up" "$E2E_TMP/k8s" >"$E2E_TMP/k8s-up.log" 2>&1 ||
+		{ echo "k8s-up failed"; cat "$E2E_TMP/k8s-up.log"; exit 1; }
+	export KUBECONFIG=$E2E_TMP/k8s/kubeconfig
+	E2E_CLUSTER=1
+	kubectl apply -f "$E2E_ROOT/crds/spotpool.yaml" >/dev/null &&
+		kubectl wait --for condition=established --timeout=30s crd/spotpools.devops.jokerbai.com >/dev/null ||
+		{ echo "CRD did not become established"; exit 1; }
+}
+stop_cluster() {
+	[[ -n ${E2E_CLUSTER:-} ]] && "$E2E_ROOT/scripts/k8s-down" "$E2E_TMP/k8s" >/dev/null 2>&1
+	E2E_CLUSTER=
+}
+
+# start_controller NAME [ARGS...]: runs `spotpool run` in the background, logging to
+# $E2E_TMP/NAME.log; its pid is in CTL_PID.
+start_controller() {
+	local name=$1
+	shift
+	SPOTPOOL_CVM_ENDPOINT=$EMU_URL "$SPOTPOOL_BIN" run --resync 2 --log-format plain "$@" \
+		>>"$E2E_TMP/$name.log" 2>&1 &
+	CTL_PID=$!
+	E2E_PIDS+=("$CTL_PID")
+}
+# stop_controller PID: SIGTERM, then returns the process's exit status.
+stop_controller() {
+	kill -TERM "$1" 2>/dev/null
+	wait "$1"
+}
+
+sp_json() { kubectl get sp "$@" -o json; }
+sp_field() { kubectl get sp "$1" -n "${3:-default}" -o json | jq -r "$2"; }
+# Owned live instances the emulator holds for a pool ("ns/name").
+emu_live() { emu_get "stats?tagKey=spotpool.jokerbai.com/pool&tagValue=$1" | jq .live; }
+emu_max_live() { emu_get "stats?tagKey=spotpool.jokerbai.com/pool&tagValue=$1" | jq .maxLive; }

@@ -2,7 +2,6 @@
 #ifndef SPOTPOOL_TESTUTIL_H
 #define SPOTPOOL_TESTUTIL_H
 
-#define _GNU_SOURCE
 #include <setjmp.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -10,6 +9,7 @@
 #include <stddef.h>
 #include <stdint.h>
 #include <string.h>
+#include <time.h>
 
 #include <cmocka.h>
 

@@ -1,0 +1,170 @@
+#!/usr/bin/env bash
+# spotpool dry-run and the CVM client against the signature-verifying emulator, over HTTP.
+source "$(dirname "$0")/lib.sh"
+
+start_emulator
+export SPOTPOOL_CVM_ENDPOINT=$EMU_URL
+export TENCENTCLOUD_SECRET_ID=$EMU_SECRET_ID TENCENTCLOUD_SECRET_KEY=$EMU_SECRET_KEY
+OUT=$E2E_TMP/out
+POOL_TAG=spotpool.jokerbai.com/pool
+
+dry() { "$SPOTPOOL_BIN" dry-run "$@" >"$OUT" 2>&1; }
+json() { jq -r "$1" "$OUT"; }
+mutations() { emu_get journal | jq '[.[] | select((.action == "RunInstances" and (.dryRun | not)) or .action == "TerminateInstances")] | length'; }
+no_secret_in() { ! grep -q -- "$EMU_SECRET_KEY" "$@"; }
+
+# 1. The earlier operator's manifest, unchanged but for emulator credentials.
+sed "s/secretId: xxx/secretId: $EMU_SECRET_ID/; s/secretKey: xxx/secretKey: $EMU_SECRET_KEY/" \
+	"${SPOTPOOL_SHARED_DIR:-$E2E_ROOT/../shared}/reference/earlier-operator-sample.yaml" >"$E2E_TMP/sample.yaml"
+if dry -f "$E2E_TMP/sample.yaml" -o json && [[ $(json '.pools[0].launch') == 2 && $(json '.pools[0].observed') == 0 &&
+	$(json '.pools[0].launchCheck.passed') == true && $(json '.pools[0].target') == 2 ]]; then
+	pass "earlier-operator sample: plan launches 2, DryRun check passed"
+else
+	fail "earlier-operator sample plan" "$(cat "$OUT")"
+fi
+check "dry-run launched and terminated nothing" test "$(mutations)" = 0
+check "the DryRun launch was sent with DryRun=true and spot options" \
+	test "$(emu_get journal | jq '[.[] | select(.action == "RunInstances" and .dryRun == true)] | length')" -ge 1
+check "secret key absent from output (inline credentials)" no_secret_in "$OUT"
+
+# 2. Foreign instances (untagged, other pools) are never counted.
+emu_post instances '{"region":"ap-singapore","zone":"ap-singapore-2","instanceType":"GN7.2XLARGE32","count":5}' >/dev/null
+emu_post instances "{\"region\":\"ap-singapore\",\"zone\":\"ap-singapore-2\",\"instanceType\":\"GN7.2XLARGE32\",\"count\":3,\"tags\":[{\"Key\":\"$POOL_TAG\",\"Value\":\"default/other-pool\"}]}" >/dev/null
+emu_post instances "{\"region\":\"ap-singapore\",\"zone\":\"ap-singapore-2\",\"instanceType\":\"GN7.2XLARGE32\",\"count\":2,\"tags\":[{\"Key\":\"team\",\"Value\":\"default/spotpool-sample\"}]}" >/dev/null
+pool_manifest mine default 1 3 >"$E2E_TMP/mine.yaml"
+if dry -f "$E2E_TMP/mine.yaml" -o json && [[ $(json '.pools[0].observed') == 0 && $(json '.pools[0].launch') == 1 ]]; then
+	pass "10 foreign instances in the account are not counted"
+else
+	fail "foreign instances counted" "$(cat "$OUT")"
+fi
+
+# 3. More than 100 owned instances are paged (Limit 100).
+emu_post instances "{\"region\":\"ap-singapore\",\"zone\":\"ap-singapore-2\",\"instanceType\":\"GN7.2XLARGE32\",\"count\":230,\"tags\":[{\"Key\":\"$POOL_TAG\",\"Value\":\"default/big\"}]}" >/dev/null
+pool_manifest big default 0 300 >"$E2E_TMP/big.yaml"
+since=$(emu_get journal | jq 'map(.seq) | max')
+if dry -f "$E2E_TMP/big.yaml" -o json && [[ $(json '.pools[0].observed') == 230 && $(json '.pools[0].instances | length') == 230 ]]; then
+	pass "230 owned instances observed across pages"
+else
+	fail "paging" "$(head -c 2000 "$OUT")"
+fi
+pages=$(emu_get "journal?since=$since" | jq -c '[.[] | select(.action == "DescribeInstances") | [.offset, .limit]]')
+check "DescribeInstances paged with Limit 100: $pages" test "$pages" = '[[0,100],[100,100],[200,100]]'
+
+# 4. Above maximum: the plan terminates the newest, and dry-run terminates nothing.
+pool_manifest big default 0 228 >"$E2E_TMP/big2.yaml"
+if dry -f "$E2E_TMP/big2.yaml" -o json && [[ $(json '.pools[0].terminate | length') == 2 ]]; then
+	pass "above maximum: 2 chosen for termination"
+else
+	fail "scale-down plan" "$(head -c 1000 "$OUT")"
+fi
+check "still nothing mutated" test "$(mutations)" = 0
+
+# 5. A capacity error from the DryRun launch is reported (exit 2, code named).
+emu_post stock '{"zone":"ap-singapore-2","instanceType":"GN7.2XLARGE32","count":0,"errorCode":"ResourcesSoldOut.SpecifiedInstanceType"}' >/dev/null
+dry -f "$E2E_TMP/mine.yaml" -o json
+rc=$?
+if [[ $rc == 2 && $(json '.pools[0].launchCheck.passed') == false &&
+	$(json '.pools[0].launchCheck.error.code') == ResourcesSoldOut.SpecifiedInstanceType &&
+	$(json '.pools[0].launchCheck.error.class') == capacity ]]; then
+	pass "sold-out zone reported as a capacity error, exit 2"
+else
+	fail "capacity error" "rc=$rc" "$(cat "$OUT")"
+fi
+dry -f "$E2E_TMP/mine.yaml"
+check "table output says the launch check FAILED" grep -q "launch check FAILED: RunInstances: ResourcesSoldOut" "$OUT"
+emu_post stock '{"zone":"ap-singapore-2","instanceType":"GN7.2XLARGE32","count":null}' >/dev/null
+
+# 6. A bad signature is rejected by the emulator (it really checks).
+TENCENTCLOUD_SECRET_KEY=wrong-key-$RANDOM dry -f "$E2E_TMP/mine.yaml" -o json
+rc=$?
+if [[ $rc == 2 && $(json '.pools[0].error.code') == AuthFailure.SignatureFailure && $(json '.pools[0].error.class') == auth ]]; then
+	pass "wrong secret key: AuthFailure.SignatureFailure"
+else
+	fail "bad signature accepted?" "rc=$rc" "$(cat "$OUT")"
+fi
+forged=$(curl -s -X POST "$EMU_URL/" -H 'Content-Type: application/json; charset=utf-8' -H 'X-TC-Action: DescribeInstances' \
+	-H 'X-TC-Version: 2017-03-12' -H "X-TC-Timestamp: $(date +%s)" -H 'X-TC-Region: ap-singapore' \
+	-H "Authorization: TC3-HMAC-SHA256 Credential=$EMU_SECRET_ID/$(date -u +%F)/cvm/tc3_request, SignedHeaders=content-type;host, Signature=$(printf '0%.0s' {1..64})" -d '{}')
+check "forged signature rejected: $(jq -r .Response.Error.Code <<<"$forged")" test "$(jq -r .Response.Error.Code <<<"$forged")" = AuthFailure.SignatureFailure
+TENCENTCLOUD_SECRET_ID=AKIDunknown dry -f "$E2E_TMP/mine.yaml" -o json
+check "unknown secret id: AuthFailure.SecretIdNotFound" test "$(json '.pools[0].error.code')" = AuthFailure.SecretIdNotFound
+
+# 7. Temporary credentials: the session token travels as X-TC-Token.
+emu_post credentials '{"secretId":"AKIDtemporary0000000000000000000001","secretKey":"tempKeyMustNotLeak99","token":"sessionTokenMustNotLeak77"}' >/dev/null
+TENCENTCLOUD_SECRET_ID=AKIDtemporary0000000000000000000001 TENCENTCLOUD_SECRET_KEY=tempKeyMustNotLeak99 \
+	TENCENTCLOUD_SESSION_TOKEN=sessionTokenMustNotLeak77 dry -f "$E2E_TMP/mine.yaml" -o json
+check "session token accepted" test "$(json '.pools[0].observed')" = 0
+TENCENTCLOUD_SECRET_ID=AKIDtemporary0000000000000000000001 TENCENTCLOUD_SECRET_KEY=tempKeyMustNotLeak99 \
+	dry -f "$E2E_TMP/mine.yaml" -o json
+check "missing session token: AuthFailure.TokenFailure" test "$(json '.pools[0].error.code')" = AuthFailure.TokenFailure
+
+# 8. Credentials from a Secret document referenced by credentialsSecretRef.
+{
+	cat <<YAML
+apiVersion: v1
+kind: Secret
+metadata: {name: tc-creds, namespace: default}
+data:
+  secretId: $(printf %s "$EMU_SECRET_ID" | base64 -w0)
+  secretKey: $(printf %s "$EMU_SECRET_KEY" | base64 -w0)
+---
+YAML
+	pool_manifest mine default 1 3 "  credentialsSecretRef: {name: tc-creds}"
+} >"$E2E_TMP/secretref.yaml"
+env -u TENCENTCLOUD_SECRET_ID -u TENCENTCLOUD_SECRET_KEY "$SPOTPOOL_BIN" dry-run -f "$E2E_TMP/secretref.yaml" -o json >"$OUT" 2>&1
+check "credentialsSecretRef resolved from a Secret in the files" test "$(json '.pools[0].credentials')" = "secret (from the given files)"
+
+# 9. Faults: throttling and 5xx are retried; persistent malformed replies are reported.
+emu_post fault '{"action":"DescribeInstances","errorCode":"RequestLimitExceeded","times":1}' >/dev/null
+emu_post fault '{"action":"DescribeInstances","httpStatus":503,"times":1}' >/dev/null
+check "one throttle and one 503 are retried transparently" dry -f "$E2E_TMP/mine.yaml" -o json
+emu_post fault '{"action":"DescribeInstances","malformed":true,"times":3}' >/dev/null
+dry -f "$E2E_TMP/mine.yaml" -o json
+rc=$?
+check "three malformed replies: error reported, exit 2" test "$rc:$(json '.pools[0].error.message' | grep -c malformed)" = 2:1
+emu_post throttle '{"action":"DescribeInstances","perSecond":0}' >/dev/null
+dry -f "$E2E_TMP/mine.yaml" -o json
+check "persistent throttling classified as throttled" test "$(json '.pools[0].error.class')" = throttled
+emu_post throttle '{"action":"DescribeInstances","perSecond":null}' >/dev/null
+emu_post fault '{"action":"DescribeInstances","latencyMs":3000,"times":3}' >/dev/null
+start=$SECONDS
+dry -f "$E2E_TMP/mine.yaml" -o json --timeout 1
+check "a slow API times out (1 s timeout, 3 attempts) within 10 s" test $((SECONDS - start)) -lt 10 -a "$(json '.pools[0].error.class')" = transient
+emu_post fault '{"clear":true}' >/dev/null
+
+# 10. Bad input: clear error naming file, document and field; no API call at all.
+before=$(emu_get journal | jq length)
+for bad in 'minimum: 3|maximum: 1|spec.minimum: 3 is greater than spec.maximum 1' \
+	'minimum: "abc"|maximum: 1|spec.minimum: must be an integer, got string "abc"' \
+	'minimum: 1|maximum: 2\n  unknownField: 1|spec.unknownField: unknown field'; do
+	IFS='|' read -r min max want <<<"$bad"
+	printf 'apiVersion: devops.jokerbai.com/v1\nkind: Spotpool\nmetadata: {name: bad}\nspec:\n  region: ap-singapore\n  availabilityZone: ap-singapore-2\n  instanceType: GN7.2XLARGE32\n  imageId: img-1\n  %s\n  %b\n' \
+		"$min" "$max" >"$E2E_TMP/bad.yaml"
+	dry -f "$E2E_TMP/bad.yaml"
+	rc=$?
+	if [[ $rc == 1 ]] && grep -qF "$E2E_TMP/bad.yaml: document 1: $want" "$OUT"; then
+		pass "rejected with exit 1: $want"
+	else
+		fail "bad manifest: $want" "rc=$rc" "$(cat "$OUT")"
+	fi
+done
+printf 'spec: [unclosed\n' >"$E2E_TMP/garbage.yaml"
+dry -f "$E2E_TMP/garbage.yaml"
+check "garbage YAML: exit 1, names the file and line" grep -q "garbage.yaml: line 2: invalid YAML" "$OUT"
+dry -f /nonexistent.yaml
+check "missing file: exit 1 with the path" grep -q "/nonexistent.yaml: No such file" "$OUT"
+check "no API call was made for any bad input" test "$(emu_get journal | jq length)" = "$before"
+
+# 11. Standard input, several documents, usage errors.
+cat "$E2E_TMP/mine.yaml" <(echo ---) "$E2E_TMP/big.yaml" | "$SPOTPOOL_BIN" dry-run -f - -o json >"$OUT" 2>&1
+check "two documents from stdin" test "$(json '.pools | length')" = 2
+"$SPOTPOOL_BIN" dry-run >"$OUT" 2>&1
+check "no -f: usage error exit 1" test $? = 1
+"$SPOTPOOL_BIN" dry-run -f x -o yaml >"$OUT" 2>&1
+check "bad -o: usage error naming --output" grep -q -- "--output must be table or json" "$OUT"
+check "spotpool --help exits 0" "$SPOTPOOL_BIN" --help
+check "spotpool version" bash -c "'$SPOTPOOL_BIN' version | grep -q '^spotpool [0-9]'"
+
+check "no secret in the emulator's log" no_secret_in "$E2E_TMP/emulator.log" "$E2E_TMP/journal.jsonl"
+check "no temporary key or token anywhere" bash -c "! grep -rqE 'tempKeyMustNotLeak99|sessionTokenMustNotLeak77' '$E2E_TMP'"
+finish
