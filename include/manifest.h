@@ -10,10 +10,18 @@
 #define MANIFEST_FILE_MAX (4 * 1024 * 1024)
 #define MANIFEST_DEPTH_MAX 64
 
+/* Where a mapping key was written: "a.b" for key b inside a; list items as "a[0]". */
+struct manifest_line {
+	char *path;
+	int line;
+};
+
 struct manifest_doc {
 	char *source;     /* file name */
 	int index;        /* 1-based document number within the file */
 	cJSON *object;
+	struct manifest_line *lines;
+	size_t n_lines;
 };
 
 struct manifest_set {
@@ -27,6 +35,8 @@ int manifest_parse(const char *text, size_t len, const char *source, struct mani
 		   struct sp_error *err);
 int manifest_load_file(const char *path, struct manifest_set *set, struct sp_error *err);
 void manifest_set_free(struct manifest_set *set);
+/* 1-based line of the key at path in doc, or 0 when unknown. */
+int manifest_line_of(const struct manifest_doc *doc, const char *path);
 
 /* Validates every Spotpool document of the set into specs (owned array of owned specs).
  * Documents of other kinds are skipped. Errors name the file, document and field. */

@@ -1,6 +1,7 @@
 /* ctl: informers, work queue and workers. */
 #include "ctl.h"
 #include "log.h"
+#include "metrics.h"
 #include "pool.h"
 #include "reconcile.h"
 #include "wq.h"
@@ -206,6 +207,9 @@ static int on_event(void *ud, const char *type, cJSON *obj)
 		return 0;
 	if (strcmp(type, "DELETED") == 0) {
 		forget(inf->ctl, key);
+		char *slash = strchr(key, '/');
+		*slash = '\0';
+		metrics_pool_forget(key, slash + 1);
 	} else if (remember(inf->ctl, key, obj)) {
 		log_debug("watch: %s %s", type, key);
 		wq_add(inf->ctl->queue, key, 0);
@@ -283,11 +287,13 @@ static void *worker_main(void *arg)
 	while (wq_get(c->queue, &key) == 0) {
 		char *slash = strchr(key, '/');
 		struct reconcile_result res = {0};
+		int64_t started = sp_mono_ms();
 		if (slash) {
 			*slash = '\0';
 			reconcile_pool(rc, key, slash + 1, &res);
 			*slash = '/';
 		}
+		metrics_reconcile_observe((double)(sp_mono_ms() - started) / 1000.0, res.error < 0);
 		if (res.error < 0) {
 			int64_t delay = wq_backoff(c->queue, key);
 			log_debug("%s: retrying in %lld ms", key, (long long)delay);
@@ -320,7 +326,7 @@ int ctl_start(struct ctl *c, struct sp_error *err)
 	int workers = c->opt.workers > 0 ? c->opt.workers : 2;
 	c->workers = xcalloc((size_t)workers, sizeof(*c->workers));
 	c->reconcilers = xcalloc((size_t)workers, sizeof(*c->reconcilers));
-	struct cvm_config cvm_cfg = {.endpoint = c->opt.cvm_endpoint};
+	struct cvm_config cvm_cfg = {.endpoint = c->opt.cvm_endpoint, .observe = metrics_cvm_observe};
 	char *ua = xasprintf("spotpool/%s (%s)", SPOTPOOL_VERSION, c->opt.identity ? c->opt.identity : "controller");
 	cvm_cfg.user_agent = ua;
 	for (int i = 0; i < workers; i++) {

@@ -14,7 +14,15 @@ struct parser {
 	const char *source;
 	int doc;
 	struct sp_error *err;
+	struct manifest_line *lines;  /* of the document being read */
+	size_t n_lines;
 };
+
+static void record_line(struct parser *p, const char *path, size_t line)
+{
+	p->lines = xrealloc(p->lines, (p->n_lines + 1) * sizeof(*p->lines));
+	p->lines[p->n_lines++] = (struct manifest_line){.path = xstrdup(path), .line = (int)line + 1};
+}
 
 static int yaml_fail(struct parser *p, const yaml_mark_t *mark, const char *what)
 {
@@ -67,11 +75,11 @@ static cJSON *scalar_to_json(const yaml_event_t *ev)
 	return cJSON_CreateString(v);
 }
 
-static int parse_node(struct parser *p, yaml_event_t *ev, int depth, cJSON **ret);
+static int parse_node(struct parser *p, yaml_event_t *ev, const char *path, int depth, cJSON **ret);
 
-static int parse_children(struct parser *p, cJSON *container, bool mapping, int depth)
+static int parse_children(struct parser *p, cJSON *container, bool mapping, const char *path, int depth)
 {
-	for (;;) {
+	for (int index = 0;; index++) {
 		yaml_event_t ev;
 		int r = next_event(p, &ev);
 		if (r < 0)
@@ -88,6 +96,7 @@ static int parse_children(struct parser *p, cJSON *container, bool mapping, int 
 				return r;
 			}
 			key = xstrdup((const char *)ev.data.scalar.value);
+			size_t line = ev.start_mark.line;
 			yaml_event_delete(&ev);
 			if (cJSON_GetObjectItemCaseSensitive(container, key)) {
 				char what[160];
@@ -96,13 +105,19 @@ static int parse_children(struct parser *p, cJSON *container, bool mapping, int 
 				free(key);
 				return r;
 			}
+			char *child_path = *path ? xasprintf("%s.%s", path, key) : xstrdup(key);
+			record_line(p, child_path, line);
+			free(child_path);
 			if ((r = next_event(p, &ev)) < 0) {
 				free(key);
 				return r;
 			}
 		}
+		char *child_path = mapping ? (*path ? xasprintf("%s.%s", path, key) : xstrdup(key))
+					   : xasprintf("%s[%d]", path, index);
 		cJSON *child = NULL;
-		r = parse_node(p, &ev, depth + 1, &child);
+		r = parse_node(p, &ev, child_path, depth + 1, &child);
+		free(child_path);
 		yaml_event_delete(&ev);
 		if (r < 0) {
 			free(key);
@@ -117,7 +132,7 @@ static int parse_children(struct parser *p, cJSON *container, bool mapping, int 
 }
 
 /* Consumes the node that starts with ev (already read). */
-static int parse_node(struct parser *p, yaml_event_t *ev, int depth, cJSON **ret)
+static int parse_node(struct parser *p, yaml_event_t *ev, const char *path, int depth, cJSON **ret)
 {
 	if (depth > MANIFEST_DEPTH_MAX)
 		return yaml_fail(p, &ev->start_mark, "nesting too deep");
@@ -131,7 +146,7 @@ static int parse_node(struct parser *p, yaml_event_t *ev, int depth, cJSON **ret
 	case YAML_MAPPING_START_EVENT: {
 		bool mapping = ev->type == YAML_MAPPING_START_EVENT;
 		cJSON *c = mapping ? cJSON_CreateObject() : cJSON_CreateArray();
-		int r = parse_children(p, c, mapping, depth);
+		int r = parse_children(p, c, mapping, path, depth);
 		if (r < 0) {
 			cJSON_Delete(c);
 			return r;
@@ -144,14 +159,24 @@ static int parse_node(struct parser *p, yaml_event_t *ev, int depth, cJSON **ret
 	}
 }
 
-static void set_push(struct manifest_set *set, const char *source, int index, cJSON *obj)
+static struct manifest_doc *set_push(struct manifest_set *set, const char *source, int index, cJSON *obj)
 {
 	set->docs = xrealloc(set->docs, (set->n + 1) * sizeof(*set->docs));
-	set->docs[set->n++] = (struct manifest_doc){.source = xstrdup(source), .index = index, .object = obj};
+	set->docs[set->n] = (struct manifest_doc){.source = xstrdup(source), .index = index, .object = obj};
+	return &set->docs[set->n++];
 }
 
-static void add_document(struct manifest_set *set, const char *source, int index, cJSON *root)
+static void free_lines(struct manifest_line *lines, size_t n)
 {
+	for (size_t i = 0; i < n; i++)
+		free(lines[i].path);
+	free(lines);
+}
+
+static void add_document(struct manifest_set *set, struct parser *p, cJSON *root)
+{
+	const char *source = p->source;
+	int index = p->doc;
 	const cJSON *kind = cJSON_GetObjectItemCaseSensitive(root, "kind");
 	cJSON *items = cJSON_GetObjectItemCaseSensitive(root, "items");
 	if (cJSON_IsString(kind) && strcmp(kind->valuestring, "List") == 0 && cJSON_IsArray(items)) {
@@ -161,7 +186,11 @@ static void add_document(struct manifest_set *set, const char *source, int index
 		cJSON_Delete(root);
 		return;
 	}
-	set_push(set, source, index, root);
+	struct manifest_doc *d = set_push(set, source, index, root);
+	d->lines = p->lines;
+	d->n_lines = p->n_lines;
+	p->lines = NULL;
+	p->n_lines = 0;
 }
 
 int manifest_parse(const char *text, size_t len, const char *source, struct manifest_set *set,
@@ -182,7 +211,10 @@ int manifest_parse(const char *text, size_t len, const char *source, struct mani
 			p.doc++;
 		} else if (ev.type != YAML_STREAM_START_EVENT && ev.type != YAML_DOCUMENT_END_EVENT) {
 			cJSON *root = NULL;
-			if ((r = parse_node(&p, &ev, 0, &root)) == 0) {
+			free_lines(p.lines, p.n_lines);
+			p.lines = NULL;
+			p.n_lines = 0;
+			if ((r = parse_node(&p, &ev, "", 0, &root)) == 0) {
 				if (cJSON_IsNull(root)) {
 					cJSON_Delete(root);
 				} else if (!cJSON_IsObject(root)) {
@@ -190,12 +222,13 @@ int manifest_parse(const char *text, size_t len, const char *source, struct mani
 					r = sp_fail(err, SP_EINVAL, "%s: document %d: expected a mapping "
 						    "(apiVersion, kind, metadata, spec)", source, p.doc);
 				} else {
-					add_document(set, source, p.doc, root);
+					add_document(set, &p, root);
 				}
 			}
 		}
 		yaml_event_delete(&ev);
 	}
+	free_lines(p.lines, p.n_lines);
 	yaml_parser_delete(&p.yaml);
 	return r;
 }
@@ -229,9 +262,18 @@ void manifest_set_free(struct manifest_set *set)
 	for (size_t i = 0; i < set->n; i++) {
 		free(set->docs[i].source);
 		cJSON_Delete(set->docs[i].object);
+		free_lines(set->docs[i].lines, set->docs[i].n_lines);
 	}
 	free(set->docs);
 	*set = (struct manifest_set){0};
+}
+
+int manifest_line_of(const struct manifest_doc *doc, const char *path)
+{
+	for (size_t i = 0; i < doc->n_lines; i++)
+		if (strcmp(doc->lines[i].path, path) == 0)
+			return doc->lines[i].line;
+	return 0;
 }
 
 static bool doc_is(const cJSON *o, const char *api, const char *kind)

@@ -5,6 +5,7 @@
  *  - nothing is launched or terminated for a pool whose spec does not validate. */
 #include "reconcile.h"
 #include "log.h"
+#include "metrics.h"
 #include "plan.h"
 #include "pool.h"
 #include "status.h"
@@ -46,6 +47,15 @@ void reconcile_client_token(const char *uid, const char *ns, const char *name, i
 	char hex[2 * SHA256_DIGEST_LENGTH + 1];
 	sp_hex(md, sizeof(md), hex);
 	snprintf(out, 65, "spotpool-%.32s-%lld", hex, (long long)seq);
+}
+
+/* Leadership can be lost mid-pass: every mutation checks it again just before acting. */
+static int still_leading(struct pass *p)
+{
+	if (*p->r->active)
+		return 0;
+	log_info("%s/%s: no longer the leader, not acting", p->ns, p->name);
+	return SP_ETRANSIENT;
 }
 
 static const char *reason_for(int code)
@@ -126,6 +136,8 @@ static bool has_finalizer(const cJSON *obj)
 /* Adds or removes our finalizer; resourceVersion makes a concurrent change a conflict. */
 static int set_finalizer(struct pass *p, bool present, struct sp_error *err)
 {
+	if (still_leading(p) < 0)
+		return sp_fail(err, SP_ETRANSIENT, "not the leader");
 	const cJSON *md = cJSON_GetObjectItemCaseSensitive(p->obj, "metadata");
 	cJSON *patch = cJSON_CreateObject();
 	cJSON *pmd = cJSON_AddObjectToObject(patch, "metadata");
@@ -153,6 +165,10 @@ static int set_finalizer(struct pass *p, bool present, struct sp_error *err)
 /* Merge-patches .status; the returned object replaces ours so later steps see it. */
 static int patch_status(struct pass *p, cJSON *status, struct sp_error *err)
 {
+	if (still_leading(p) < 0) {
+		cJSON_Delete(status);
+		return sp_fail(err, SP_ETRANSIENT, "not the leader");
+	}
 	cJSON *patch = cJSON_CreateObject();
 	cJSON_AddItemToObject(patch, "status", status);
 	char *path = xasprintf("%s/status", p->path);
@@ -246,6 +262,8 @@ static int describe(struct pass *p)
 /* Runs (or resumes) the recorded launch and stores the returned IDs in the ledger. */
 static int launch(struct pass *p)
 {
+	if (still_leading(p) < 0)
+		return SP_ETRANSIENT;
 	struct cvm_credentials view = creds_view(&p->creds);
 	struct cvm_launch l = {.spec = p->spec, .count = p->ledger.count,
 			       .client_token = p->ledger.client_token};
@@ -261,6 +279,7 @@ static int launch(struct pass *p)
 		for (size_t i = 0; i < ids.n; i++)
 			snprintf(joined + strlen(joined), sizeof(joined) - strlen(joined), "%s%s",
 				 i ? ", " : "", ids.v[i]);
+		metrics_pool_add(p->ns, p->name, METRICS_LAUNCHES, (int)ids.n);
 		emit_event(p, "Normal", "Launched", "launched %zu x %s in %s: %s", ids.n,
 			   p->spec->instance_type, p->spec->zone, joined);
 		strv_clear(&ids);
@@ -307,6 +326,8 @@ static int terminate(struct pass *p, const struct strv *ids, const char *why)
 {
 	if (!ids->n)
 		return 0;
+	if (still_leading(p) < 0)
+		return SP_ETRANSIENT;
 	struct cvm_credentials view = creds_view(&p->creds);
 	struct sp_error err = {0};
 	int r = cvm_terminate_instances(p->r->cvm, &view, p->spec->region, ids, &err);
@@ -319,6 +340,7 @@ static int terminate(struct pass *p, const struct strv *ids, const char *why)
 		emit_event(p, "Warning", p->degraded_reason, "terminate failed: %s", p->degraded_message);
 		return r;
 	}
+	metrics_pool_add(p->ns, p->name, METRICS_TERMINATIONS, (int)ids->n);
 	emit_event(p, "Normal", "Terminated", "terminated %zu instance(s) (%s): %s", ids->n, why, joined);
 	return 0;
 }
@@ -351,10 +373,12 @@ static void note_reclaims(struct pass *p, const struct strv *terminated_before)
 		bool present = false;
 		for (size_t i = 0; i < p->n_instances && !present; i++)
 			present = strcmp(p->instances[i].id, id->valuestring) == 0;
-		if (!present)
-			emit_event(p, "Warning", "InstanceReclaimed",
-				   "instance %s disappeared (spot reclaim or terminated outside spotpool); "
-				   "refilling", id->valuestring);
+		if (present)
+			continue;
+		metrics_pool_add(p->ns, p->name, METRICS_RECLAIMS, 1);
+		emit_event(p, "Warning", "InstanceReclaimed",
+			   "instance %s disappeared (spot reclaim or terminated outside spotpool); "
+			   "refilling", id->valuestring);
 	}
 }
 
@@ -522,6 +546,7 @@ void reconcile_pool(struct reconciler *r, const char *ns, const char *name,
 	plan_compute(&in, &plan);
 	planned = true;
 	r->last_instances = (size_t)plan.observed;
+	metrics_pool_set(ns, name, plan.target, plan.observed);
 	if (deleting) {
 		res->requeue_ms = finalize(&p, &plan, &res->error);
 		goto out;

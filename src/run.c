@@ -1,16 +1,25 @@
-/* run: `spotpool run`: the controller process. */
+/* run: `spotpool run`, the controller daemon: configuration, signals, systemd
+ * notification and watchdog, metrics and health, leader election. */
+#include "cfg.h"
 #include "cli.h"
 #include "creds.h"
 #include "ctl.h"
 #include "kube.h"
+#include "lease.h"
 #include "log.h"
+#include "metrics.h"
 
 #include <getopt.h>
 #include <signal.h>
+#include <stdatomic.h>
 #include <stdio.h>
 #include <string.h>
+#include <systemd/sd-daemon.h>
 #include <time.h>
 #include <unistd.h>
+
+#define STATUS_EVERY_MS 5000
+#define MAIN_LOOP_STALL_MS 10000
 
 static volatile sig_atomic_t stop_requested;
 
@@ -25,22 +34,188 @@ static const char run_usage[] =
 	"\n"
 	"Runs the controller: watches Spotpool resources and keeps each pool's instances\n"
 	"between minimum and maximum (or at replicas), refilling reclaimed spot instances.\n"
+	"Settings come from flags, then SPOTPOOL_* environment variables, then the\n"
+	"configuration file, then defaults (see conf/spotpool.yaml).\n"
 	"\n"
 	"Options:\n"
-	"      --kubeconfig FILE   cluster access (default: $KUBECONFIG, in-cluster service\n"
-	"                          account, or ~/.kube/config)\n"
-	"      --endpoint URL      CVM API endpoint (default https://cvm.<region>.tencentcloudapi.com/,\n"
-	"                          or $SPOTPOOL_CVM_ENDPOINT)\n"
-	"  -n, --namespace NS      watch only NS (repeatable; default: all namespaces)\n"
-	"      --resync SECONDS    look at every pool at least this often (default 30)\n"
-	"      --workers N         pools reconciled in parallel (default 2)\n"
-	"      --dry-run           plan, log, write status and events, never change the cloud\n"
-	"      --log-level LEVEL   error, warn, info (default) or debug\n"
-	"      --log-format FMT    auto (default), plain, json or journal\n"
-	"  -h, --help              this text\n"
-	"\n"
-	"Credentials for pools without spec.credentialsSecretRef: TENCENTCLOUD_SECRET_ID,\n"
-	"TENCENTCLOUD_SECRET_KEY, optional TENCENTCLOUD_SESSION_TOKEN.\n";
+	"      --config FILE          configuration file (default " CFG_DEFAULT_PATH " if present)\n"
+	"      --check-config         validate and print the effective configuration, then exit\n"
+	"      --kubeconfig FILE      cluster access (default: $KUBECONFIG, in-cluster service\n"
+	"                             account, or ~/.kube/config)\n"
+	"      --endpoint URL         CVM API endpoint (default https://cvm.<region>.tencentcloudapi.com/)\n"
+	"      --credentials-file F   YAML with secretId/secretKey[/token] for pools that name none\n"
+	"  -n, --namespace NS         watch only NS (repeatable; default: all namespaces)\n"
+	"      --resync SECONDS       look at every pool at least this often (default 30)\n"
+	"      --workers N            pools reconciled in parallel (default 2)\n"
+	"      --dry-run              plan, log, write status and events, never change the cloud\n"
+	"      --listen HOST:PORT     /metrics, /healthz, /readyz (default 127.0.0.1:9464; \"\" = off)\n"
+	"      --leader-elect         only the holder of a Lease acts (for several replicas)\n"
+	"      --lease-name NAME      default spotpool\n"
+	"      --lease-namespace NS   default: the service account's namespace, else default\n"
+	"      --log-level LEVEL      error, warn, info (default) or debug\n"
+	"      --log-format FMT       auto (journal under systemd, else plain), plain, json, journal\n"
+	"  -h, --help                 this text\n";
+
+/* State shared with the health endpoints and the leader election thread. */
+struct daemon {
+	struct cfg cfg;
+	struct ctl *ctl;
+	struct lease *lease;
+	atomic_llong heartbeat_ms;
+};
+
+static bool daemon_alive(void *ud)
+{
+	struct daemon *d = ud;
+	return sp_mono_ms() - atomic_load(&d->heartbeat_ms) < MAIN_LOOP_STALL_MS && ctl_healthy(d->ctl);
+}
+
+static bool daemon_ready(void *ud)
+{
+	struct daemon *d = ud;
+	return daemon_alive(d) && ctl_synced(d->ctl) && (!d->lease || lease_healthy(d->lease));
+}
+
+static void on_leadership(void *ud, bool leading)
+{
+	struct daemon *d = ud;
+	ctl_set_active(d->ctl, leading);
+	metrics_set_leader(leading);
+	if (leading)
+		ctl_resync(d->ctl);
+}
+
+struct flag_setting {
+	const char *key;
+	char *value;
+	char source[32];
+};
+
+/* Flags are collected first and applied last: they win over environment and file. */
+static int parse_flags(int argc, char **argv, struct flag_setting **ret, size_t *ret_n,
+		       const char **config, bool *check_only)
+{
+	static const struct option opts[] = {
+		{"config", required_argument, NULL, 'c'}, {"check-config", no_argument, NULL, 'C'},
+		{"kubeconfig", required_argument, NULL, 1}, {"endpoint", required_argument, NULL, 2},
+		{"credentials-file", required_argument, NULL, 3}, {"namespace", required_argument, NULL, 'n'},
+		{"resync", required_argument, NULL, 4}, {"workers", required_argument, NULL, 5},
+		{"dry-run", no_argument, NULL, 6}, {"listen", required_argument, NULL, 7},
+		{"leader-elect", no_argument, NULL, 8}, {"lease-name", required_argument, NULL, 9},
+		{"lease-namespace", required_argument, NULL, 10}, {"log-level", required_argument, NULL, 11},
+		{"log-format", required_argument, NULL, 12}, {"help", no_argument, NULL, 'h'}, {0},
+	};
+	static const char *const key_of[] = {
+		[1] = "kubeconfig", [2] = "cvmEndpoint", [3] = "credentialsFile", [4] = "resyncSeconds",
+		[5] = "workers", [6] = "dryRun", [7] = "listenAddress", [8] = "leaderElection.enabled",
+		[9] = "leaderElection.leaseName", [10] = "leaderElection.leaseNamespace",
+		[11] = "logLevel", [12] = "logFormat",
+	};
+	struct flag_setting *set = NULL;
+	size_t n = 0;
+	struct strv namespaces = {0};
+	int c, idx;
+	optind = 1;
+	while ((c = getopt_long(argc, argv, "n:h", opts, &idx)) != -1) {
+		if (c == 'c') {
+			*config = optarg;
+		} else if (c == 'C') {
+			*check_only = true;
+		} else if (c == 'n') {
+			strv_push(&namespaces, optarg);
+		} else if (c >= 1 && c <= 12) {
+			set = xrealloc(set, (n + 1) * sizeof(*set));
+			set[n] = (struct flag_setting){.key = key_of[c],
+						       .value = xstrdup(c == 6 || c == 8 ? "true" : optarg)};
+			snprintf(set[n++].source, sizeof(set->source), "--%s", opts[idx].name);
+		} else {
+			FILE *out = c == 'h' ? stdout : stderr;
+			fputs(run_usage, out);
+			for (size_t i = 0; i < n; i++)
+				free(set[i].value);
+			free(set);
+			strv_clear(&namespaces);
+			return c == 'h' ? CLI_OK : CLI_EUSAGE;
+		}
+	}
+	if (namespaces.n) {
+		struct buf joined;
+		buf_init(&joined, 64 * 1024);
+		for (size_t i = 0; i < namespaces.n; i++)
+			buf_printf(&joined, "%s%s", i ? "," : "", namespaces.v[i]);
+		set = xrealloc(set, (n + 1) * sizeof(*set));
+		set[n] = (struct flag_setting){.key = "namespaces", .value = buf_steal(&joined), .source = "--namespace"};
+		n++;
+		strv_clear(&namespaces);
+	}
+	*ret = set;
+	*ret_n = n;
+	if (optind < argc) {
+		fprintf(stderr, "spotpool run: unexpected argument \"%s\"\n", argv[optind]);
+		return CLI_EUSAGE;
+	}
+	return -1;  /* go on */
+}
+
+/* Builds the effective configuration; prints the reason and returns false on error. */
+static bool load_config(struct cfg *cfg, int argc, char **argv, bool *check_only, int *rc)
+{
+	struct flag_setting *flags = NULL;
+	size_t n = 0;
+	const char *config = NULL;
+	cfg_defaults(cfg);
+	*rc = parse_flags(argc, argv, &flags, &n, &config, check_only);
+	struct sp_error err = {0};
+	int r = 0;
+	if (*rc == -1) {
+		*rc = CLI_EUSAGE;
+		if (!config && access(CFG_DEFAULT_PATH, F_OK) == 0)
+			config = CFG_DEFAULT_PATH;
+		if (config)
+			r = cfg_load_file(cfg, config, &err);
+		if (r == 0)
+			r = cfg_apply_env(cfg, &err);
+		for (size_t i = 0; r == 0 && i < n; i++)
+			r = cfg_set(cfg, flags[i].key, flags[i].value, flags[i].source, &err);
+		if (r == 0)
+			r = cfg_validate(cfg, &err);
+		if (r < 0)
+			fprintf(stderr, "spotpool run: %s\n", err.msg);
+		else
+			*rc = CLI_OK;
+	}
+	for (size_t i = 0; i < n; i++)
+		free(flags[i].value);
+	free(flags);
+	return r == 0 && *rc == CLI_OK;
+}
+
+/* Default credentials: the configured file, a systemd credential, or the environment. */
+static int load_default_creds(const struct cfg *cfg, struct creds *out, struct sp_error *err)
+{
+	const char *dir = getenv("CREDENTIALS_DIRECTORY");
+	char *systemd_cred = dir ? xasprintf("%s/tencentcloud", dir) : NULL;
+	int r = 0;
+	if (*cfg->credentials_file)
+		r = creds_from_file(out, cfg->credentials_file, err);
+	else if (systemd_cred && access(systemd_cred, R_OK) == 0)
+		r = creds_from_file(out, systemd_cred, err);
+	else if (creds_from_env(out, NULL) < 0)
+		log_info("no default Tencent Cloud credentials: every pool must set spec.credentialsSecretRef");
+	free(systemd_cred);
+	return r;
+}
+
+static int load_kube(const struct cfg *cfg, struct kube_config **ret, struct sp_error *err)
+{
+	const char *dir = getenv("CREDENTIALS_DIRECTORY");
+	char *systemd_cred = dir ? xasprintf("%s/kubeconfig", dir) : NULL;
+	const char *path = *cfg->kubeconfig ? cfg->kubeconfig :
+			   systemd_cred && access(systemd_cred, R_OK) == 0 ? systemd_cred : NULL;
+	int r = kube_config_load(path, ret, err);
+	free(systemd_cred);
+	return r;
+}
 
 static void install_signals(void)
 {
@@ -58,101 +233,136 @@ static char *make_identity(void)
 	return xasprintf("%s_%ld", host, (long)getpid());
 }
 
-int cli_run(int argc, char **argv)
+static void notify_status(struct daemon *d)
 {
-	static const struct option opts[] = {
-		{"kubeconfig", required_argument, NULL, 'k'}, {"endpoint", required_argument, NULL, 'E'},
-		{"namespace", required_argument, NULL, 'n'}, {"resync", required_argument, NULL, 'r'},
-		{"workers", required_argument, NULL, 'w'}, {"dry-run", no_argument, NULL, 'd'},
-		{"log-level", required_argument, NULL, 'L'}, {"log-format", required_argument, NULL, 'F'},
-		{"help", no_argument, NULL, 'h'}, {0},
+	size_t pools, instances;
+	ctl_counts(d->ctl, &pools, &instances);
+	const char *role = d->cfg.dry_run ? "dry-run" : !d->lease ? "active" :
+			   lease_leading(d->lease) ? "leader" : "standby";
+	sd_notifyf(0, "STATUS=%zu pool(s), %zu live instance(s), %s", pools, instances, role);
+}
+
+/* The main loop: resync timer, readiness, status and watchdog pings. */
+static void main_loop(struct daemon *d)
+{
+	uint64_t watchdog_usec = 0;
+	bool watchdog = sd_watchdog_enabled(0, &watchdog_usec) > 0;
+	int64_t now = sp_mono_ms();
+	int64_t next_resync = now + d->cfg.resync_seconds * 1000LL, next_status = now, next_ping = now;
+	bool ready = false;
+	while (!stop_requested) {
+		struct timespec ts = {0, 100 * 1000000};
+		nanosleep(&ts, NULL);
+		now = sp_mono_ms();
+		atomic_store(&d->heartbeat_ms, now);
+		if (!ready && ctl_synced(d->ctl)) {
+			ready = true;
+			sd_notify(0, "READY=1");
+			log_info("initial list complete, ready");
+		}
+		if (now >= next_resync) {
+			ctl_resync(d->ctl);
+			next_resync = now + d->cfg.resync_seconds * 1000LL;
+		}
+		if (ready && now >= next_status) {
+			notify_status(d);
+			next_status = now + STATUS_EVERY_MS;
+		}
+		/* Ping only while healthy: a stuck informer or dead worker lets systemd restart us. */
+		if (watchdog && now >= next_ping && daemon_alive(d)) {
+			sd_notify(0, "WATCHDOG=1");
+			next_ping = now + (int64_t)(watchdog_usec / 2000);
+		}
+	}
+}
+
+static int serve(struct daemon *d, struct kube_config *kube, struct creds *defaults, char *identity)
+{
+	struct cfg *cfg = &d->cfg;
+	struct ctl_options opt = {
+		.kube = kube, .namespaces = cfg->namespaces, .resync_seconds = cfg->resync_seconds,
+		.workers = cfg->workers, .cvm_endpoint = cli_cvm_endpoint(cfg->cvm_endpoint),
+		.dry_run = cfg->dry_run, .default_creds = defaults, .identity = identity,
 	};
-	const char *kubeconfig = NULL, *endpoint = NULL;
-	struct ctl_options opt = {.resync_seconds = 30, .workers = 2};
-	enum log_level level = LOG_LVL_INFO;
-	enum log_format format = LOG_FMT_AUTO;
-	int c;
-	optind = 1;
-	while ((c = getopt_long(argc, argv, "n:h", opts, NULL)) != -1) {
-		char *end = NULL;
-		switch (c) {
-		case 'k': kubeconfig = optarg; break;
-		case 'E': endpoint = optarg; break;
-		case 'n': strv_push(&opt.namespaces, optarg); break;
-		case 'r': opt.resync_seconds = (int)strtol(optarg, &end, 10); break;
-		case 'w': opt.workers = (int)strtol(optarg, &end, 10); break;
-		case 'd': opt.dry_run = true; break;
-		case 'L':
-			if (log_parse_level(optarg, &level) < 0) {
-				fprintf(stderr, "spotpool run: --log-level: unknown level \"%s\"\n", optarg);
-				return CLI_EUSAGE;
-			}
-			break;
-		case 'F':
-			if (log_parse_format(optarg, &format) < 0) {
-				fprintf(stderr, "spotpool run: --log-format: unknown format \"%s\"\n", optarg);
-				return CLI_EUSAGE;
-			}
-			break;
-		case 'h': fputs(run_usage, stdout); strv_clear(&opt.namespaces); return CLI_OK;
-		default: fputs(run_usage, stderr); strv_clear(&opt.namespaces); return CLI_EUSAGE;
-		}
-		if (end && *end) {
-			fprintf(stderr, "spotpool run: --%s: \"%s\" is not a number\n",
-				c == 'r' ? "resync" : "workers", optarg);
-			strv_clear(&opt.namespaces);
-			return CLI_EUSAGE;
-		}
-	}
-	if (optind < argc || opt.resync_seconds < 1 || opt.workers < 1 || opt.workers > 64) {
-		fprintf(stderr, "spotpool run: %s\n", optind < argc ? "unexpected argument" :
-			opt.resync_seconds < 1 ? "--resync must be at least 1 second" : "--workers must be 1..64");
-		strv_clear(&opt.namespaces);
-		return CLI_EUSAGE;
-	}
-	log_setup(format, level);
-
 	struct sp_error err = {0};
-	struct kube_config *kube = NULL;
-	if (kube_config_load(kubeconfig, &kube, &err) < 0) {
+	struct metrics_server *metrics = NULL;
+	struct metrics_health health = {.alive = daemon_alive, .ready = daemon_ready, .userdata = d};
+	d->ctl = ctl_new(&opt);
+	atomic_store(&d->heartbeat_ms, sp_mono_ms());
+	int port = 0, rc = CLI_OK;
+	if (*cfg->listen_address && metrics_serve(cfg->listen_address, &health, &metrics, &port, &err) < 0) {
 		log_error("%s", err.msg);
-		strv_clear(&opt.namespaces);
-		return CLI_EUSAGE;
+		rc = CLI_EUSAGE;
+		goto out;
 	}
-	struct creds defaults = {0};
-	if (creds_from_env(&defaults, NULL) < 0)
-		log_info("no TENCENTCLOUD_SECRET_ID/KEY in the environment: pools must reference a Secret");
-	char *identity = make_identity();
-	opt.kube = kube;
-	opt.cvm_endpoint = cli_cvm_endpoint(endpoint);
-	opt.default_creds = &defaults;
-	opt.identity = identity;
-
-	install_signals();
-	struct ctl *ctl = ctl_new(&opt);
-	int rc = CLI_OK;
-	if (ctl_start(ctl, &err) < 0) {
+	ctl_set_active(d->ctl, !cfg->leader_elect);
+	metrics_set_leader(!cfg->leader_elect);
+	if (ctl_start(d->ctl, &err) < 0) {
 		log_error("%s", err.msg);
 		rc = CLI_ECLOUD;
-	} else {
-		log_info("spotpool %s started as %s: cluster %s (%s), cloud %s%s", SPOTPOOL_VERSION, identity,
-			 kube->server, kube->source, opt.cvm_endpoint ? opt.cvm_endpoint : "https://cvm.<region>.tencentcloudapi.com/",
-			 opt.dry_run ? ", dry-run: the cloud is never changed" : "");
-		int64_t next_resync = sp_mono_ms() + opt.resync_seconds * 1000LL;
-		while (!stop_requested) {
-			struct timespec ts = {0, 100 * 1000000};
-			nanosleep(&ts, NULL);
-			if (sp_mono_ms() >= next_resync) {
-				ctl_resync(ctl);
-				next_resync = sp_mono_ms() + opt.resync_seconds * 1000LL;
-			}
-		}
-		log_info("stopping");
+		goto out;
 	}
-	ctl_free(ctl);
+	if (cfg->leader_elect) {
+		struct lease_options lo = {
+			.kube = kube, .namespace = *cfg->lease_namespace ? cfg->lease_namespace : kube->namespace,
+			.name = cfg->lease_name, .identity = identity,
+			.duration_seconds = cfg->lease_duration_seconds,
+			.renew_deadline_seconds = cfg->renew_deadline_seconds,
+			.retry_period_seconds = cfg->retry_period_seconds, .on_change = on_leadership, .userdata = d,
+		};
+		if (lease_start(&lo, &d->lease, &err) < 0) {
+			log_error("%s", err.msg);
+			rc = CLI_ECLOUD;
+			goto out;
+		}
+	}
+	log_info("spotpool %s started as %s: cluster %s (%s), cloud %s%s%s%s", SPOTPOOL_VERSION, identity,
+		 kube->server, kube->source, opt.cvm_endpoint ? opt.cvm_endpoint : "https://cvm.<region>.tencentcloudapi.com/",
+		 cfg->leader_elect ? ", leader election on" : "", metrics ? ", metrics and health on " : "",
+		 metrics ? cfg->listen_address : "");
+	if (cfg->dry_run)
+		log_warn("dry-run: plans are logged and written to status; the cloud is never changed");
+	main_loop(d);
+	sd_notify(0, "STOPPING=1");
+	log_info("stopping");
+out:
+	lease_stop(d->lease);
+	ctl_free(d->ctl);
+	metrics_server_stop(metrics);
+	metrics_reset();
+	return rc;
+}
+
+int cli_run(int argc, char **argv)
+{
+	struct daemon d = {0};
+	bool check_only = false;
+	int rc;
+	if (!load_config(&d.cfg, argc, argv, &check_only, &rc)) {
+		cfg_free(&d.cfg);
+		return rc;
+	}
+	log_setup(d.cfg.log_format, d.cfg.log_level);
+	struct sp_error err = {0};
+	struct kube_config *kube = NULL;
+	struct creds defaults = {0};
+	if (load_default_creds(&d.cfg, &defaults, &err) < 0 || load_kube(&d.cfg, &kube, &err) < 0) {
+		fprintf(stderr, "spotpool run: %s\n", log_redact(err.msg, sizeof(err.msg)));
+		rc = CLI_EUSAGE;
+	} else if (check_only) {
+		cfg_print(&d.cfg, stdout);
+		printf("# cluster: %s (from %s)\n# default credentials: %s%s%s\n", kube->server, kube->source,
+		       defaults.secret_id ? defaults.source : "none (pools must reference a Secret)",
+		       defaults.secret_id ? ", secretKey [redacted]" : "", defaults.token ? ", token [redacted]" : "");
+		printf("# configuration is valid\n");
+	} else {
+		install_signals();
+		char *identity = make_identity();
+		rc = serve(&d, kube, &defaults, identity);
+		free(identity);
+	}
 	kube_config_free(kube);
 	creds_clear(&defaults);
-	free(identity);
-	strv_clear(&opt.namespaces);
+	cfg_free(&d.cfg);
 	return rc;
 }

@@ -127,3 +127,5 @@ sp_field() { kubectl get sp "$1" -n "${3:-default}" -o json | jq -r "$2"; }
 # Owned live instances the emulator holds for a pool ("ns/name").
 emu_live() { emu_get "stats?tagKey=spotpool.jokerbai.com/pool&tagValue=$1" | jq .live; }
 emu_max_live() { emu_get "stats?tagKey=spotpool.jokerbai.com/pool&tagValue=$1" | jq .maxLive; }
+
+free_port() { python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])'; }

@@ -275,6 +275,20 @@ static void test_scalar_typing(void **state)
 	manifest_set_free(&set);
 }
 
+static void test_key_lines_are_recorded(void **state)
+{
+	(void)state;
+	const char *text = "a: 1\nb:\n  c: 2\n  d:\n    - x\n    - {e: 3}\n";
+	struct manifest_set set = {0};
+	assert_int_equal(manifest_parse(text, strlen(text), "x", &set, NULL), 0);
+	assert_int_equal(manifest_line_of(&set.docs[0], "a"), 1);
+	assert_int_equal(manifest_line_of(&set.docs[0], "b.c"), 3);
+	assert_int_equal(manifest_line_of(&set.docs[0], "b.d"), 4);
+	assert_int_equal(manifest_line_of(&set.docs[0], "b.d[1].e"), 6);
+	assert_int_equal(manifest_line_of(&set.docs[0], "missing"), 0);
+	manifest_set_free(&set);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -289,6 +303,7 @@ int main(void)
 		cmocka_unit_test(test_missing_file),
 		cmocka_unit_test(test_secret_documents_resolve),
 		cmocka_unit_test(test_scalar_typing),
+		cmocka_unit_test(test_key_lines_are_recorded),
 	};
 	return cmocka_run_group_tests_name("manifest", tests, NULL, NULL);
 }

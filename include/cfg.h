@@ -1,0 +1,47 @@
+/* cfg: the daemon's configuration. Precedence: flags > environment > file > defaults.
+ * Every key is described once in a table (name, environment variable, type, range);
+ * errors name the key and where it came from ("spotpool.yaml:12: workers: ..."). */
+#ifndef SPOTPOOL_CFG_H
+#define SPOTPOOL_CFG_H
+
+#include "log.h"
+#include "spotpool.h"
+
+#include <stdio.h>
+
+#define CFG_DEFAULT_PATH "/etc/spotpool/spotpool.yaml"
+
+struct cfg {
+	char *kubeconfig;          /* "" = $KUBECONFIG, in-cluster, or ~/.kube/config */
+	struct strv namespaces;    /* empty = all */
+	int resync_seconds;
+	int workers;
+	char *cvm_endpoint;        /* "" = https://cvm.<region>.tencentcloudapi.com/ */
+	char *credentials_file;    /* "" = $CREDENTIALS_DIRECTORY/tencentcloud or environment */
+	enum log_format log_format;
+	enum log_level log_level;
+	char *listen_address;      /* "" = no metrics/health endpoint */
+	bool dry_run;
+	bool leader_elect;
+	char *lease_name;
+	char *lease_namespace;     /* "" = the service account's namespace, else "default" */
+	int lease_duration_seconds;
+	int renew_deadline_seconds;
+	int retry_period_seconds;
+	char *sources[32];         /* where each key's value came from, by table index */
+};
+
+void cfg_defaults(struct cfg *c);
+void cfg_free(struct cfg *c);
+/* Loads a YAML file; unknown keys and bad values are errors naming key and line. */
+int cfg_load_file(struct cfg *c, const char *path, struct sp_error *err);
+/* Applies SPOTPOOL_* (and KUBECONFIG) variables. */
+int cfg_apply_env(struct cfg *c, struct sp_error *err);
+/* Sets one key from text (a flag's argument); source is e.g. "--workers". */
+int cfg_set(struct cfg *c, const char *key, const char *value, const char *source, struct sp_error *err);
+/* Checks relations between keys (e.g. the renew deadline below the lease duration). */
+int cfg_validate(const struct cfg *c, struct sp_error *err);
+/* Prints the effective configuration as YAML with each value's source. */
+void cfg_print(const struct cfg *c, FILE *out);
+
+#endif

@@ -1,0 +1,34 @@
+/* lease: leader election on a coordination.k8s.io/v1 Lease. A candidate takes the
+ * lease only after seeing it unrenewed for a whole lease duration (measured on its
+ * own monotonic clock, so clock skew between hosts cannot cause two leaders); a
+ * leader that cannot renew within the renew deadline stops leading before its
+ * lease can expire for the others. */
+#ifndef SPOTPOOL_LEASE_H
+#define SPOTPOOL_LEASE_H
+
+#include "kube.h"
+#include "spotpool.h"
+
+struct lease_options {
+	struct kube_config *kube;
+	const char *namespace;
+	const char *name;
+	const char *identity;
+	int duration_seconds;
+	int renew_deadline_seconds;
+	int retry_period_seconds;
+	/* Called from the election thread whenever leadership starts or stops. */
+	void (*on_change)(void *userdata, bool leading);
+	void *userdata;
+};
+
+struct lease;
+
+int lease_start(const struct lease_options *opt, struct lease **ret, struct sp_error *err);
+/* Stops campaigning; a leader releases the lease so a standby takes over at once. */
+void lease_stop(struct lease *l);
+bool lease_leading(struct lease *l);
+/* The election loop reached the apiserver recently (a healthy standby or leader). */
+bool lease_healthy(struct lease *l);
+
+#endif

@@ -1,0 +1,289 @@
+/* cfg: table-driven configuration keys. */
+#include "cfg.h"
+#include "buf.h"
+#include "manifest.h"
+
+#include <errno.h>
+#include <limits.h>
+#include <stddef.h>
+#include <string.h>
+
+enum cfg_kind { CFG_STR, CFG_INT, CFG_BOOL, CFG_LIST, CFG_LEVEL, CFG_FORMAT };
+
+struct cfg_key {
+	const char *name;   /* dotted path in the file */
+	const char *env;
+	enum cfg_kind kind;
+	size_t offset;
+	int lo, hi;         /* CFG_INT range */
+};
+
+#define F(field) offsetof(struct cfg, field)
+static const struct cfg_key keys[] = {
+	{"kubeconfig", "KUBECONFIG", CFG_STR, F(kubeconfig), 0, 0},
+	{"namespaces", "SPOTPOOL_NAMESPACES", CFG_LIST, F(namespaces), 0, 0},
+	{"resyncSeconds", "SPOTPOOL_RESYNC_SECONDS", CFG_INT, F(resync_seconds), 1, 86400},
+	{"workers", "SPOTPOOL_WORKERS", CFG_INT, F(workers), 1, 64},
+	{"cvmEndpoint", "SPOTPOOL_CVM_ENDPOINT", CFG_STR, F(cvm_endpoint), 0, 0},
+	{"credentialsFile", "SPOTPOOL_CREDENTIALS_FILE", CFG_STR, F(credentials_file), 0, 0},
+	{"logFormat", "SPOTPOOL_LOG_FORMAT", CFG_FORMAT, F(log_format), 0, 0},
+	{"logLevel", "SPOTPOOL_LOG_LEVEL", CFG_LEVEL, F(log_level), 0, 0},
+	{"listenAddress", "SPOTPOOL_LISTEN_ADDRESS", CFG_STR, F(listen_address), 0, 0},
+	{"dryRun", "SPOTPOOL_DRY_RUN", CFG_BOOL, F(dry_run), 0, 0},
+	{"leaderElection.enabled", "SPOTPOOL_LEADER_ELECT", CFG_BOOL, F(leader_elect), 0, 0},
+	{"leaderElection.leaseName", "SPOTPOOL_LEASE_NAME", CFG_STR, F(lease_name), 0, 0},
+	{"leaderElection.leaseNamespace", "SPOTPOOL_LEASE_NAMESPACE", CFG_STR, F(lease_namespace), 0, 0},
+	{"leaderElection.leaseDurationSeconds", NULL, CFG_INT, F(lease_duration_seconds), 2, 3600},
+	{"leaderElection.renewDeadlineSeconds", NULL, CFG_INT, F(renew_deadline_seconds), 1, 3600},
+	{"leaderElection.retryPeriodSeconds", NULL, CFG_INT, F(retry_period_seconds), 1, 600},
+};
+#undef F
+#define N_KEYS (sizeof(keys) / sizeof(keys[0]))
+
+_Static_assert(N_KEYS <= sizeof(((struct cfg *)0)->sources) / sizeof(char *), "sources too small");
+
+static void *field(struct cfg *c, const struct cfg_key *k)
+{
+	return (char *)c + k->offset;
+}
+
+static void set_source(struct cfg *c, size_t i, const char *source)
+{
+	free(c->sources[i]);
+	c->sources[i] = xstrdup(source);
+}
+
+void cfg_defaults(struct cfg *c)
+{
+	*c = (struct cfg){
+		.kubeconfig = xstrdup(""), .resync_seconds = 30, .workers = 2, .cvm_endpoint = xstrdup(""),
+		.credentials_file = xstrdup(""), .log_format = LOG_FMT_AUTO, .log_level = LOG_LVL_INFO,
+		.listen_address = xstrdup("127.0.0.1:9464"), .lease_name = xstrdup("spotpool"),
+		.lease_namespace = xstrdup(""), .lease_duration_seconds = 15, .renew_deadline_seconds = 10,
+		.retry_period_seconds = 2,
+	};
+	for (size_t i = 0; i < N_KEYS; i++)
+		c->sources[i] = xstrdup("default");
+}
+
+void cfg_free(struct cfg *c)
+{
+	for (size_t i = 0; i < N_KEYS; i++) {
+		if (keys[i].kind == CFG_STR)
+			free(*(char **)field(c, &keys[i]));
+		free(c->sources[i]);
+	}
+	strv_clear(&c->namespaces);
+}
+
+static int parse_bool(const char *s, bool *out)
+{
+	if (!strcmp(s, "true") || !strcmp(s, "1") || !strcmp(s, "yes"))
+		*out = true;
+	else if (!strcmp(s, "false") || !strcmp(s, "0") || !strcmp(s, "no") || !*s)
+		*out = false;
+	else
+		return SP_EINVAL;
+	return 0;
+}
+
+/* Sets key i from text; the message names the source and key. */
+static int set_text(struct cfg *c, size_t i, const char *value, const char *source, struct sp_error *err)
+{
+	const struct cfg_key *k = &keys[i];
+	void *f = field(c, k);
+	switch (k->kind) {
+	case CFG_STR:
+		free(*(char **)f);
+		*(char **)f = xstrdup(value);
+		break;
+	case CFG_INT: {
+		char *end;
+		errno = 0;
+		long v = strtol(value, &end, 10);
+		if (errno || end == value || *end || v < k->lo || v > k->hi)
+			return sp_fail(err, SP_EINVAL, "%s: %s: must be an integer from %d to %d, got \"%.40s\"",
+				       source, k->name, k->lo, k->hi, value);
+		*(int *)f = (int)v;
+		break;
+	}
+	case CFG_BOOL:
+		if (parse_bool(value, f) < 0)
+			return sp_fail(err, SP_EINVAL, "%s: %s: must be true or false, got \"%.40s\"", source,
+				       k->name, value);
+		break;
+	case CFG_LIST: {
+		strv_clear(f);
+		char *copy = xstrdup(value), *save = NULL;
+		for (char *t = strtok_r(copy, ", ", &save); t; t = strtok_r(NULL, ", ", &save))
+			strv_push(f, t);
+		free(copy);
+		break;
+	}
+	case CFG_LEVEL:
+		if (log_parse_level(value, f) < 0)
+			return sp_fail(err, SP_EINVAL, "%s: %s: must be error, warn, info or debug, got \"%.40s\"",
+				       source, k->name, value);
+		break;
+	case CFG_FORMAT:
+		if (log_parse_format(value, f) < 0)
+			return sp_fail(err, SP_EINVAL, "%s: %s: must be auto, plain, json or journal, got \"%.40s\"",
+				       source, k->name, value);
+		break;
+	}
+	set_source(c, i, source);
+	return 0;
+}
+
+int cfg_set(struct cfg *c, const char *key, const char *value, const char *source, struct sp_error *err)
+{
+	for (size_t i = 0; i < N_KEYS; i++)
+		if (strcmp(keys[i].name, key) == 0)
+			return set_text(c, i, value, source, err);
+	return sp_fail(err, SP_EINVAL, "%s: unknown configuration key \"%s\"", source, key);
+}
+
+/* Turns a typed YAML value into the text set_text() takes, checking its type. */
+static int value_text(const struct cfg_key *k, const cJSON *v, char **ret, const char *where,
+		      struct sp_error *err)
+{
+	if (k->kind == CFG_LIST) {
+		if (!cJSON_IsArray(v))
+			return sp_fail(err, SP_EINVAL, "%s: %s: must be a list of strings", where, k->name);
+		struct buf b;
+		buf_init(&b, 64 * 1024);
+		const cJSON *it;
+		cJSON_ArrayForEach(it, v) {
+			if (!cJSON_IsString(it) || strpbrk(it->valuestring, ", ")) {
+				buf_free(&b);
+				return sp_fail(err, SP_EINVAL, "%s: %s: every item must be a namespace name", where,
+					       k->name);
+			}
+			if (buf_printf(&b, "%s%s", b.len ? "," : "", it->valuestring) < 0) {
+				buf_free(&b);
+				return sp_fail(err, SP_ETOOBIG, "%s: %s: too long", where, k->name);
+			}
+		}
+		*ret = buf_steal(&b);
+		return 0;
+	}
+	if (k->kind == CFG_INT && cJSON_IsNumber(v)) {
+		*ret = xasprintf("%.17g", v->valuedouble);
+		return 0;
+	}
+	if (k->kind == CFG_BOOL && cJSON_IsBool(v)) {
+		*ret = xstrdup(cJSON_IsTrue(v) ? "true" : "false");
+		return 0;
+	}
+	if (cJSON_IsString(v) && k->kind != CFG_INT && k->kind != CFG_BOOL) {
+		*ret = xstrdup(v->valuestring);
+		return 0;
+	}
+	static const char *const want[] = {"a string", "an integer", "true or false", "a list",
+					   "a log level", "a log format"};
+	return sp_fail(err, SP_EINVAL, "%s: %s: must be %s", where, k->name, want[k->kind]);
+}
+
+static int load_object(struct cfg *c, const struct manifest_doc *doc, const cJSON *obj,
+		       const char *prefix, struct sp_error *err)
+{
+	const cJSON *v;
+	cJSON_ArrayForEach(v, obj) {
+		char *path = *prefix ? xasprintf("%s.%s", prefix, v->string) : xstrdup(v->string);
+		char *where = xasprintf("%s:%d", doc->source, manifest_line_of(doc, path));
+		int r = 0;
+		if (strcmp(path, "leaderElection") == 0 && cJSON_IsObject(v)) {
+			r = load_object(c, doc, v, path, err);
+		} else {
+			size_t i = 0;
+			while (i < N_KEYS && strcmp(keys[i].name, path) != 0)
+				i++;
+			char *text = NULL;
+			if (i == N_KEYS)
+				r = sp_fail(err, SP_EINVAL, "%s: unknown key \"%s\"", where, path);
+			else if (cJSON_IsNull(v))
+				r = 0;  /* "key:" with no value keeps the default */
+			else if ((r = value_text(&keys[i], v, &text, where, err)) == 0)
+				r = set_text(c, i, text, where, err);
+			free(text);
+		}
+		free(where);
+		free(path);
+		if (r < 0)
+			return r;
+	}
+	return 0;
+}
+
+int cfg_load_file(struct cfg *c, const char *path, struct sp_error *err)
+{
+	struct manifest_set set = {0};
+	int r = manifest_load_file(path, &set, err);
+	if (r == 0 && set.n > 1)
+		r = sp_fail(err, SP_EINVAL, "%s: expected one YAML document, found %zu", path, set.n);
+	if (r == 0 && set.n == 1)
+		r = load_object(c, &set.docs[0], set.docs[0].object, "", err);
+	manifest_set_free(&set);
+	return r;
+}
+
+int cfg_apply_env(struct cfg *c, struct sp_error *err)
+{
+	for (size_t i = 0; i < N_KEYS; i++) {
+		const char *v = keys[i].env ? getenv(keys[i].env) : NULL;
+		if (!v)
+			continue;
+		int r = set_text(c, i, v, keys[i].env, err);
+		if (r < 0)
+			return r;
+	}
+	return 0;
+}
+
+int cfg_validate(const struct cfg *c, struct sp_error *err)
+{
+	if (c->leader_elect && !(c->retry_period_seconds < c->renew_deadline_seconds &&
+				 c->renew_deadline_seconds < c->lease_duration_seconds))
+		return sp_fail(err, SP_EINVAL, "leaderElection: need retryPeriodSeconds (%d) < "
+			       "renewDeadlineSeconds (%d) < leaseDurationSeconds (%d)",
+			       c->retry_period_seconds, c->renew_deadline_seconds, c->lease_duration_seconds);
+	if (c->leader_elect && !*c->lease_name)
+		return sp_fail(err, SP_EINVAL, "leaderElection.leaseName: must not be empty");
+	return 0;
+}
+
+static void print_value(const struct cfg *c, const struct cfg_key *k, FILE *out)
+{
+	const void *f = (const char *)c + k->offset;
+	switch (k->kind) {
+	case CFG_STR: fprintf(out, "\"%s\"", *(char *const *)f); break;
+	case CFG_INT: fprintf(out, "%d", *(const int *)f); break;
+	case CFG_BOOL: fprintf(out, "%s", *(const bool *)f ? "true" : "false"); break;
+	case CFG_LEVEL: fprintf(out, "%s", log_level_name(*(const enum log_level *)f)); break;
+	case CFG_FORMAT: fprintf(out, "%s", log_format_name(*(const enum log_format *)f)); break;
+	case CFG_LIST: {
+		const struct strv *l = f;
+		fputc('[', out);
+		for (size_t i = 0; i < l->n; i++)
+			fprintf(out, "%s\"%s\"", i ? ", " : "", l->v[i]);
+		fputc(']', out);
+		break;
+	}
+	}
+}
+
+void cfg_print(const struct cfg *c, FILE *out)
+{
+	bool in_leader = false;
+	for (size_t i = 0; i < N_KEYS; i++) {
+		const char *name = keys[i].name;
+		const char *dot = strchr(name, '.');
+		if (dot && !in_leader) {
+			fprintf(out, "leaderElection:\n");
+			in_leader = true;
+		}
+		fprintf(out, "%s%s: ", dot ? "  " : "", dot ? dot + 1 : name);
+		print_value(c, &keys[i], out);
+		fprintf(out, "  # %s\n", c->sources[i]);
+	}
+}

@@ -1,0 +1,212 @@
+/* lease: leader election, following client-go's leaderelection semantics. */
+#include "lease.h"
+#include "log.h"
+
+#include <pthread.h>
+#include <stdatomic.h>
+#include <stdio.h>
+#include <string.h>
+#include <sys/time.h>
+#include <time.h>
+
+struct lease {
+	struct lease_options opt;
+	char *path;
+	struct kube_client *kube;
+	pthread_t thread;
+	atomic_bool stop;
+	atomic_bool leading;
+	atomic_llong last_contact_ms;   /* last answer from the apiserver */
+	int64_t last_renew_ms;          /* last successful acquire or renew */
+	char observed[256];             /* holder + renewTime last seen */
+	int64_t observed_ms;            /* when that record last changed */
+};
+
+/* MicroTime: RFC 3339 with microseconds, as the Lease API expects. */
+static void micro_time(char out[40])
+{
+	struct timeval tv;
+	gettimeofday(&tv, NULL);
+	struct tm tm;
+	gmtime_r(&tv.tv_sec, &tm);
+	size_t n = strftime(out, 40, "%Y-%m-%dT%H:%M:%S", &tm);
+	snprintf(out + n, 40 - n, ".%06ldZ", (long)tv.tv_usec);
+}
+
+static const char *spec_str(const cJSON *spec, const char *key)
+{
+	const cJSON *v = cJSON_GetObjectItemCaseSensitive(spec, key);
+	return cJSON_IsString(v) ? v->valuestring : "";
+}
+
+static void fill_spec(struct lease *l, cJSON *spec, bool new_holder)
+{
+	char now[40];
+	micro_time(now);
+	cJSON_DeleteItemFromObject(spec, "holderIdentity");
+	cJSON_DeleteItemFromObject(spec, "renewTime");
+	cJSON_DeleteItemFromObject(spec, "leaseDurationSeconds");
+	cJSON_AddStringToObject(spec, "holderIdentity", l->opt.identity);
+	cJSON_AddStringToObject(spec, "renewTime", now);
+	cJSON_AddNumberToObject(spec, "leaseDurationSeconds", l->opt.duration_seconds);
+	if (new_holder) {
+		const cJSON *t = cJSON_GetObjectItemCaseSensitive(spec, "leaseTransitions");
+		int transitions = cJSON_IsNumber(t) ? t->valueint + 1 : 0;
+		cJSON_DeleteItemFromObject(spec, "leaseTransitions");
+		cJSON_DeleteItemFromObject(spec, "acquireTime");
+		cJSON_AddNumberToObject(spec, "leaseTransitions", transitions);
+		cJSON_AddStringToObject(spec, "acquireTime", now);
+	}
+}
+
+static bool create_lease(struct lease *l)
+{
+	cJSON *obj = cJSON_CreateObject();
+	cJSON_AddStringToObject(obj, "apiVersion", "coordination.k8s.io/v1");
+	cJSON_AddStringToObject(obj, "kind", "Lease");
+	cJSON *md = cJSON_AddObjectToObject(obj, "metadata");
+	cJSON_AddStringToObject(md, "name", l->opt.name);
+	cJSON_AddStringToObject(md, "namespace", l->opt.namespace);
+	fill_spec(l, cJSON_AddObjectToObject(obj, "spec"), true);
+	char *coll = xasprintf("/apis/coordination.k8s.io/v1/namespaces/%s/leases", l->opt.namespace);
+	struct sp_error err = {0};
+	int r = kube_request(l->kube, "POST", coll, NULL, obj, NULL, &err);
+	free(coll);
+	cJSON_Delete(obj);
+	if (r < 0 && r != SP_ECONFLICT)
+		log_warn("leader election: cannot create lease %s/%s: %s", l->opt.namespace, l->opt.name, err.msg);
+	return r == 0;
+}
+
+/* One round: create, renew, or take over an expired lease. */
+static bool try_acquire_or_renew(struct lease *l)
+{
+	cJSON *obj = NULL;
+	struct sp_error err = {0};
+	int r = kube_get(l->kube, l->path, &obj, &err);
+	if (r == SP_ENOTFOUND) {
+		atomic_store(&l->last_contact_ms, sp_mono_ms());
+		return create_lease(l);
+	}
+	if (r < 0) {
+		log_warn("leader election: %s", err.msg);
+		return false;
+	}
+	atomic_store(&l->last_contact_ms, sp_mono_ms());
+	cJSON *spec = cJSON_GetObjectItemCaseSensitive(obj, "spec");
+	if (!spec)
+		spec = cJSON_AddObjectToObject(obj, "spec");
+	const char *holder = spec_str(spec, "holderIdentity");
+	const cJSON *dur = cJSON_GetObjectItemCaseSensitive(spec, "leaseDurationSeconds");
+	int64_t duration_ms = 1000LL * (cJSON_IsNumber(dur) ? dur->valueint : l->opt.duration_seconds);
+	char record[256];
+	snprintf(record, sizeof(record), "%s|%s", holder, spec_str(spec, "renewTime"));
+	int64_t now = sp_mono_ms();
+	if (strcmp(record, l->observed) != 0) {
+		snprintf(l->observed, sizeof(l->observed), "%s", record);
+		l->observed_ms = now;
+	}
+	bool mine = strcmp(holder, l->opt.identity) == 0;
+	if (*holder && !mine && now - l->observed_ms < duration_ms) {
+		cJSON_Delete(obj);
+		return false;  /* held by someone who renewed recently */
+	}
+	fill_spec(l, spec, !mine);
+	r = kube_request(l->kube, "PUT", l->path, NULL, obj, NULL, &err);
+	cJSON_Delete(obj);
+	if (r < 0 && r != SP_ECONFLICT)
+		log_warn("leader election: cannot update lease: %s", err.msg);
+	return r == 0;
+}
+
+static void set_leading(struct lease *l, bool leading)
+{
+	if (atomic_exchange(&l->leading, leading) == leading)
+		return;
+	log_info("leader election: %s lease %s/%s as %s", leading ? "acquired" : "lost",
+		 l->opt.namespace, l->opt.name, l->opt.identity);
+	if (l->opt.on_change)
+		l->opt.on_change(l->opt.userdata, leading);
+}
+
+static void release(struct lease *l)
+{
+	cJSON *obj = NULL;
+	if (kube_get(l->kube, l->path, &obj, NULL) < 0)
+		return;
+	cJSON *spec = cJSON_GetObjectItemCaseSensitive(obj, "spec");
+	if (spec && strcmp(spec_str(spec, "holderIdentity"), l->opt.identity) == 0) {
+		/* An empty holder with a one-second duration lets a standby take over at once. */
+		fill_spec(l, spec, false);
+		cJSON_ReplaceItemInObject(spec, "holderIdentity", cJSON_CreateString(""));
+		cJSON_ReplaceItemInObject(spec, "leaseDurationSeconds", cJSON_CreateNumber(1));
+		struct sp_error err = {0};
+		if (kube_request(l->kube, "PUT", l->path, NULL, obj, NULL, &err) == 0)
+			log_info("leader election: released lease %s/%s", l->opt.namespace, l->opt.name);
+	}
+	cJSON_Delete(obj);
+}
+
+static void *lease_main(void *arg)
+{
+	struct lease *l = arg;
+	while (!atomic_load(&l->stop)) {
+		int64_t now = sp_mono_ms();
+		if (try_acquire_or_renew(l)) {
+			l->last_renew_ms = sp_mono_ms();
+			set_leading(l, true);
+		} else if (atomic_load(&l->leading) &&
+			   now - l->last_renew_ms > 1000LL * l->opt.renew_deadline_seconds) {
+			/* Stop acting while the lease is still ours in everyone else's eyes. */
+			set_leading(l, false);
+		}
+		int64_t until = now + 1000LL * l->opt.retry_period_seconds;
+		while (!atomic_load(&l->stop) && sp_mono_ms() < until) {
+			struct timespec ts = {0, 20 * 1000000};
+			nanosleep(&ts, NULL);
+		}
+	}
+	if (atomic_load(&l->leading)) {
+		set_leading(l, false);
+		release(l);
+	}
+	return NULL;
+}
+
+int lease_start(const struct lease_options *opt, struct lease **ret, struct sp_error *err)
+{
+	struct lease *l = xcalloc(1, sizeof(*l));
+	l->opt = *opt;
+	l->path = xasprintf("/apis/coordination.k8s.io/v1/namespaces/%s/leases/%s", opt->namespace, opt->name);
+	l->kube = kube_client_new(opt->kube, "spotpool/" SPOTPOOL_VERSION " (leader-election)");
+	if (pthread_create(&l->thread, NULL, lease_main, l) != 0) {
+		kube_client_free(l->kube);
+		free(l->path);
+		free(l);
+		return sp_fail(err, SP_EIO, "cannot start the leader election thread");
+	}
+	*ret = l;
+	return 0;
+}
+
+void lease_stop(struct lease *l)
+{
+	if (!l)
+		return;
+	atomic_store(&l->stop, true);
+	pthread_join(l->thread, NULL);
+	kube_client_free(l->kube);
+	free(l->path);
+	free(l);
+}
+
+bool lease_leading(struct lease *l)
+{
+	return atomic_load(&l->leading);
+}
+
+bool lease_healthy(struct lease *l)
+{
+	int64_t limit = 1000LL * (l->opt.retry_period_seconds + l->opt.renew_deadline_seconds);
+	return sp_mono_ms() - atomic_load(&l->last_contact_ms) < limit;
+}
