@@ -2,6 +2,11 @@
 # missing and runs every test; `make check-asan` runs them under ASan+UBSan.
 PREFIX ?= /usr/local
 DESTDIR ?=
+BINDIR ?= $(PREFIX)/bin
+# The daemon looks for /etc/spotpool/spotpool.yaml, so configuration is not under PREFIX.
+SYSCONFDIR ?= /etc
+UNITDIR ?= $(PREFIX)/lib/systemd/system
+DATADIR ?= $(PREFIX)/share/spotpool
 BUILD ?= build
 CC ?= cc
 PKGS = libcurl libcjson yaml-0.1 libsystemd libcrypto libmicrohttpd
@@ -58,6 +63,19 @@ check-asan: deps
 	ASAN_OPTIONS=detect_leaks=1:exitcode=86:log_path=$(CURDIR)/build-asan/sanitizer/asan \
 	UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1:log_path=$(CURDIR)/build-asan/sanitizer/ubsan \
 		tests/run-tests --build build-asan
+
+# Installs the binary, the unit (paths filled in), the configuration (kept if present)
+# and the CRD. DESTDIR stages the tree for packaging.
+install: $(BUILD)/spotpool
+	install -D -m 0755 $(BUILD)/spotpool $(DESTDIR)$(BINDIR)/spotpool
+	install -d -m 0755 $(DESTDIR)$(UNITDIR) $(DESTDIR)$(SYSCONFDIR)/spotpool $(DESTDIR)$(DATADIR)
+	sed -e 's|@BINDIR@|$(BINDIR)|g' -e 's|@SYSCONFDIR@|$(SYSCONFDIR)|g' systemd/spotpool.service.in \
+		> $(DESTDIR)$(UNITDIR)/spotpool.service
+	chmod 0644 $(DESTDIR)$(UNITDIR)/spotpool.service
+	[ -e $(DESTDIR)$(SYSCONFDIR)/spotpool/spotpool.yaml ] || \
+		install -m 0644 conf/spotpool.yaml $(DESTDIR)$(SYSCONFDIR)/spotpool/spotpool.yaml
+	install -m 0644 conf/tencentcloud.yaml.example $(DESTDIR)$(DATADIR)/tencentcloud.yaml.example
+	install -m 0644 crds/spotpool.yaml $(DESTDIR)$(DATADIR)/spotpool-crd.yaml
 
 clean:
 	rm -rf build build-asan

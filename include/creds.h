@@ -14,7 +14,8 @@ struct creds {
 
 /* TENCENTCLOUD_SECRET_ID, TENCENTCLOUD_SECRET_KEY, optional TENCENTCLOUD_SESSION_TOKEN. */
 int creds_from_env(struct creds *ret, struct sp_error *err);
-/* A YAML file with secretId, secretKey and optional token (e.g. a systemd credential). */
+/* A YAML file with secretId, secretKey and optional token (e.g. a systemd credential);
+ * SP_ENOTFOUND when it is empty or "{}" (the unit's default for a missing file). */
 int creds_from_file(struct creds *ret, const char *path, struct sp_error *err);
 /* Takes copies and registers the secret parts for log redaction. */
 void creds_set(struct creds *c, const char *id, const char *key, const char *token, const char *source);

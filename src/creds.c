@@ -32,7 +32,9 @@ int creds_from_file(struct creds *ret, const char *path, struct sp_error *err)
 	struct manifest_set set = {0};
 	int r = manifest_load_file(path, &set, err);
 	const cJSON *o = r == 0 && set.n == 1 ? set.docs[0].object : NULL;
-	if (r == 0 && !o)
+	if (r == 0 && set.n == 0)
+		r = sp_fail(err, SP_ENOTFOUND, "%s: no credentials in the file", path);
+	else if (r == 0 && !o)
 		r = sp_fail(err, SP_EINVAL, "%s: expected one mapping with secretId and secretKey", path);
 	const cJSON *v;
 	cJSON_ArrayForEach(v, o) {
@@ -49,7 +51,9 @@ int creds_from_file(struct creds *ret, const char *path, struct sp_error *err)
 	const cJSON *id = cJSON_GetObjectItemCaseSensitive(o, "secretId");
 	const cJSON *key = cJSON_GetObjectItemCaseSensitive(o, "secretKey");
 	const cJSON *token = cJSON_GetObjectItemCaseSensitive(o, "token");
-	if (r == 0 && (!cJSON_IsString(id) || !*id->valuestring || !cJSON_IsString(key) || !*key->valuestring))
+	if (r == 0 && !id && !key && !token)
+		r = sp_fail(err, SP_ENOTFOUND, "%s: no credentials in the file", path);
+	else if (r == 0 && (!cJSON_IsString(id) || !*id->valuestring || !cJSON_IsString(key) || !*key->valuestring))
 		r = sp_fail(err, SP_EINVAL, "%s: secretId and secretKey are required", path);
 	if (r == 0)
 		creds_set(ret, id->valuestring, key->valuestring, cJSON_IsString(token) ? token->valuestring : NULL,

@@ -200,7 +200,10 @@ static int load_default_creds(const struct cfg *cfg, struct creds *out, struct s
 		r = creds_from_file(out, cfg->credentials_file, err);
 	else if (systemd_cred && access(systemd_cred, R_OK) == 0)
 		r = creds_from_file(out, systemd_cred, err);
-	else if (creds_from_env(out, NULL) < 0)
+	/* An empty systemd credential stands for "no file installed": use the environment. */
+	if (r == SP_ENOTFOUND && !*cfg->credentials_file)
+		r = 0;
+	if (r == 0 && !out->secret_id && creds_from_env(out, NULL) < 0)
 		log_info("no default Tencent Cloud credentials: every pool must set spec.credentialsSecretRef");
 	free(systemd_cred);
 	return r;
