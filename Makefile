@@ -26,7 +26,7 @@ LIB_OBJS := $(patsubst src/%.c,$(BUILD)/obj/%.o,$(filter-out src/main.c,$(SRCS))
 UNIT_SRCS := $(wildcard tests/unit/test_*.c)
 UNIT_BINS := $(patsubst tests/unit/%.c,$(BUILD)/tests/%,$(UNIT_SRCS))
 
-.PHONY: all deps check check-asan unit e2e clean install
+.PHONY: all deps check check-asan unit clean install demo
 all: $(BUILD)/spotpool
 
 $(BUILD)/obj/%.o: src/%.c $(wildcard include/*.h) | $(BUILD)/obj
@@ -46,6 +46,10 @@ $(BUILD)/obj $(BUILD)/tests:
 
 deps:
 	scripts/install-deps
+
+# The local end-to-end run: emulator + control plane + controller in the foreground.
+demo:
+	scripts/demo
 
 unit: $(BUILD)/spotpool $(UNIT_BINS)
 
