@@ -15,11 +15,14 @@ void buf_init(struct buf *b, size_t max);
 int buf_append(struct buf *b, const void *p, size_t n);
 int buf_puts(struct buf *b, const char *s);
 int buf_printf(struct buf *b, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+int buf_vprintf(struct buf *b, const char *fmt, va_list ap) __attribute__((format(printf, 2, 0)));
 /* Drops the first n bytes (used by stream framing). */
 void buf_consume(struct buf *b, size_t n);
 void buf_reset(struct buf *b);
 /* Hands the contents to the caller (never NULL) and resets the buffer. */
 char *buf_steal(struct buf *b);
 void buf_free(struct buf *b);
+/* Appends a whole file ("-" = standard input); errors name the path. */
+int buf_read_file(struct buf *b, const char *path, struct sp_error *err);
 
 #endif

@@ -77,8 +77,7 @@ void pool_spec_free(struct pool_spec *spec);
 
 /* The value of POOL_TAG_KEY for this pool; caller frees. */
 char *pool_tag_value(const struct pool_spec *spec);
-/* The size the pool converges to: clamp(replicas, min, max), or min when no replicas
- * is set and the pool has fewer; the planner applies the "in range: do nothing" rule. */
+/* value limited to [minimum, maximum]. */
 int pool_clamp(int value, int minimum, int maximum);
 
 #endif

@@ -12,7 +12,9 @@ struct reconciler {
 	struct kube_client *kube;
 	struct cvm_client *cvm;
 	const volatile bool *active;  /* false: a standby, do not mutate anything */
-	size_t last_instances;        /* live instances seen in the last pass */
+	/* Told each pool's live instance count after a successful describe. */
+	void (*observed)(void *userdata, const char *ns, const char *name, int live);
+	void *userdata;
 };
 
 struct reconcile_result {

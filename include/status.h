@@ -9,6 +9,7 @@
 #include <cjson/cJSON.h>
 
 struct status_input {
+	const char *selector;              /* label selector for the /scale subresource, or NULL */
 	const cJSON *old_status;           /* current .status or NULL */
 	int64_t generation;
 	const struct pool_instance *instances;
@@ -24,6 +25,8 @@ struct status_input {
 };
 
 cJSON *status_build(const struct status_input *in);
+/* One .status.instances[] entry (also used by dry-run's JSON output). */
+cJSON *status_instance_json(const struct pool_instance *instance);
 /* The ledger recorded in a status (.status.launch), if any. */
 bool status_ledger(const cJSON *status, struct plan_launch *ret);
 int64_t status_launch_seq(const cJSON *status);

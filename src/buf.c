@@ -1,6 +1,7 @@
 /* buf: growable byte buffers with a hard maximum. */
 #include "buf.h"
 
+#include <errno.h>
 #include <stdio.h>
 #include <string.h>
 
@@ -32,17 +33,23 @@ int buf_puts(struct buf *b, const char *s)
 	return buf_append(b, s, strlen(s));
 }
 
-int buf_printf(struct buf *b, const char *fmt, ...)
+int buf_vprintf(struct buf *b, const char *fmt, va_list ap)
 {
-	va_list ap;
-	va_start(ap, fmt);
 	char *s;
 	int n = vasprintf(&s, fmt, ap);
-	va_end(ap);
 	if (n < 0)
 		abort();
 	int r = buf_append(b, s, (size_t)n);
 	free(s);
+	return r;
+}
+
+int buf_printf(struct buf *b, const char *fmt, ...)
+{
+	va_list ap;
+	va_start(ap, fmt);
+	int r = buf_vprintf(b, fmt, ap);
+	va_end(ap);
 	return r;
 }
 
@@ -76,4 +83,23 @@ void buf_free(struct buf *b)
 	free(b->data);
 	b->data = NULL;
 	b->len = b->cap = 0;
+}
+
+int buf_read_file(struct buf *b, const char *path, struct sp_error *err)
+{
+	FILE *f = strcmp(path, "-") == 0 ? stdin : fopen(path, "re");
+	if (!f)
+		return sp_fail(err, SP_EIO, "%s: %s", path, strerror(errno));
+	char chunk[8192];
+	size_t n;
+	int r = 0;
+	while (r == 0 && (n = fread(chunk, 1, sizeof(chunk), f)) > 0)
+		r = buf_append(b, chunk, n);
+	if (r < 0)
+		sp_fail(err, r, "%s: larger than %zu bytes", path, b->max);
+	else if (ferror(f))
+		r = sp_fail(err, SP_EIO, "%s: read error", path);
+	if (f != stdin)
+		fclose(f);
+	return r;
 }

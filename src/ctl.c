@@ -20,6 +20,7 @@ struct known_pool {
 	char *key;
 	int64_t generation;
 	bool deleting;
+	int live;  /* live instances at the last describe */
 };
 
 struct informer {
@@ -86,7 +87,7 @@ static bool remember(struct ctl *c, const char *key, const cJSON *obj)
 	} else {
 		c->pools = xrealloc(c->pools, (c->n_pools + 1) * sizeof(*c->pools));
 		p = &c->pools[c->n_pools++];
-		p->key = xstrdup(key);
+		*p = (struct known_pool){.key = xstrdup(key)};
 	}
 	p->generation = generation;
 	p->deleting = deleting;
@@ -278,10 +279,23 @@ static void *informer_main(void *arg)
 	return NULL;
 }
 
+static void record_live(void *ud, const char *ns, const char *name, int live)
+{
+	struct ctl *c = ud;
+	size_t nl = strlen(ns);
+	pthread_mutex_lock(&c->lock);
+	for (size_t i = 0; i < c->n_pools; i++) {
+		const char *k = c->pools[i].key;
+		if (strncmp(k, ns, nl) == 0 && k[nl] == '/' && strcmp(k + nl + 1, name) == 0)
+			c->pools[i].live = live;
+	}
+	pthread_mutex_unlock(&c->lock);
+}
+
 static void *worker_main(void *arg)
 {
 	struct reconciler *rc = arg;
-	struct ctl *c = (struct ctl *)((char *)rc->opt - offsetof(struct ctl, opt));
+	struct ctl *c = rc->userdata;
 	char *key;
 	atomic_fetch_add(&c->running_workers, 1);
 	while (wq_get(c->queue, &key) == 0) {
@@ -335,6 +349,8 @@ int ctl_start(struct ctl *c, struct sp_error *err)
 		rc->kube = kube_client_new(c->opt.kube, ua);
 		rc->cvm = cvm_client_new(&cvm_cfg);
 		rc->active = &c->active;
+		rc->observed = record_live;
+		rc->userdata = c;
 		if (pthread_create(&c->workers[i], NULL, worker_main, rc) != 0) {
 			free(ua);
 			return sp_fail(err, SP_EIO, "cannot start worker thread");
@@ -409,12 +425,12 @@ bool ctl_healthy(struct ctl *c)
 
 void ctl_counts(struct ctl *c, size_t *ret_pools, size_t *ret_instances)
 {
+	size_t n = 0;
 	pthread_mutex_lock(&c->lock);
 	*ret_pools = c->n_pools;
+	for (size_t i = 0; i < c->n_pools; i++)
+		n += (size_t)c->pools[i].live;
 	pthread_mutex_unlock(&c->lock);
-	size_t n = 0;
-	for (int i = 0; c->started && i < c->opt.workers; i++)
-		n += c->reconcilers[i].last_instances;
 	*ret_instances = n;
 }
 

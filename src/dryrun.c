@@ -6,6 +6,7 @@
 #include "log.h"
 #include "manifest.h"
 #include "plan.h"
+#include "status.h"
 
 #include <getopt.h>
 #include <stdio.h>
@@ -88,19 +89,6 @@ static int resolve_credentials(const struct pool_spec *s, const struct manifest_
 	return r;
 }
 
-static cJSON *instance_json(const struct pool_instance *in)
-{
-	cJSON *o = cJSON_CreateObject();
-	cJSON_AddStringToObject(o, "instanceId", in->id);
-	cJSON_AddStringToObject(o, "state", in->state);
-	cJSON_AddStringToObject(o, "zone", in->zone);
-	cJSON_AddStringToObject(o, "instanceType", in->instance_type);
-	cJSON_AddStringToObject(o, "privateIp", in->private_ip);
-	cJSON_AddStringToObject(o, "publicIp", in->public_ip);
-	cJSON_AddStringToObject(o, "createdTime", in->created_time);
-	return o;
-}
-
 /* Plans one pool; returns false when a cloud call or check failed. */
 static bool dry_run_pool(struct cvm_client *cvm, const struct pool_spec *s,
 			 const struct manifest_set *set, cJSON *pool)
@@ -142,7 +130,7 @@ static bool dry_run_pool(struct cvm_client *cvm, const struct pool_spec *s,
 	add_ids(pool, "cleanup", &plan.cleanup);
 	cJSON *list = cJSON_AddArrayToObject(pool, "instances");
 	for (size_t i = 0; i < n; i++)
-		cJSON_AddItemToArray(list, instance_json(&instances[i]));
+		cJSON_AddItemToArray(list, status_instance_json(&instances[i]));
 
 	bool ok = true;
 	if (plan.launch > 0) {

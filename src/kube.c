@@ -17,22 +17,10 @@ struct kube_client {
 
 static char *read_file(const char *path, size_t max, struct sp_error *err)
 {
-	FILE *f = fopen(path, "re");
-	if (!f) {
-		sp_fail(err, SP_EIO, "%s: %s", path, strerror(errno));
-		return NULL;
-	}
 	struct buf b;
 	buf_init(&b, max);
-	char chunk[4096];
-	size_t n;
-	int r = 0;
-	while (r == 0 && (n = fread(chunk, 1, sizeof(chunk), f)) > 0)
-		r = buf_append(&b, chunk, n);
-	fclose(f);
-	if (r < 0) {
+	if (buf_read_file(&b, path, err) < 0) {
 		buf_free(&b);
-		sp_fail(err, SP_ETOOBIG, "%s: larger than %zu bytes", path, max);
 		return NULL;
 	}
 	return buf_steal(&b);

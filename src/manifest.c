@@ -235,22 +235,9 @@ int manifest_parse(const char *text, size_t len, const char *source, struct mani
 
 int manifest_load_file(const char *path, struct manifest_set *set, struct sp_error *err)
 {
-	FILE *f = strcmp(path, "-") == 0 ? stdin : fopen(path, "re");
-	if (!f)
-		return sp_fail(err, SP_EIO, "%s: %s", path, strerror(errno));
 	struct buf b;
 	buf_init(&b, MANIFEST_FILE_MAX);
-	char chunk[8192];
-	size_t n;
-	int r = 0;
-	while (r == 0 && (n = fread(chunk, 1, sizeof(chunk), f)) > 0)
-		r = buf_append(&b, chunk, n);
-	if (r == 0 && ferror(f))
-		r = sp_fail(err, SP_EIO, "%s: read error", path);
-	else if (r < 0)
-		sp_fail(err, r, "%s: larger than %d bytes", path, MANIFEST_FILE_MAX);
-	if (f != stdin)
-		fclose(f);
+	int r = buf_read_file(&b, path, err);
 	if (r == 0)
 		r = manifest_parse(b.data ? b.data : "", b.len, path, set, err);
 	buf_free(&b);

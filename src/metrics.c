@@ -272,13 +272,8 @@ static void emit(struct page *pg, const char *fmt, ...)
 		return;
 	va_list ap;
 	va_start(ap, fmt);
-	char *s;
-	int n = vasprintf(&s, fmt, ap);
+	pg->err = buf_vprintf(&pg->b, fmt, ap);
 	va_end(ap);
-	if (n < 0)
-		abort();
-	pg->err = buf_append(&pg->b, s, (size_t)n);
-	free(s);
 }
 
 static void family(struct page *pg, const char *name, const char *type, const char *help)

@@ -133,6 +133,21 @@ static bool has_finalizer(const cJSON *obj)
 	return false;
 }
 
+/* Sends a merge patch; the object the apiserver returns replaces ours, so later
+ * steps of the pass see what was written. Takes ownership of patch. */
+static int apply_patch(struct pass *p, const char *path, cJSON *patch, struct sp_error *err)
+{
+	cJSON *updated = NULL;
+	int r = kube_merge_patch(p->r->kube, path, patch, &updated, err);
+	cJSON_Delete(patch);
+	if (r == 0) {
+		cJSON_Delete(p->obj);
+		p->obj = updated;
+		p->old_status = cJSON_GetObjectItemCaseSensitive(p->obj, "status");
+	}
+	return r;
+}
+
 /* Adds or removes our finalizer; resourceVersion makes a concurrent change a conflict. */
 static int set_finalizer(struct pass *p, bool present, struct sp_error *err)
 {
@@ -151,18 +166,9 @@ static int set_finalizer(struct pass *p, bool present, struct sp_error *err)
 	const cJSON *rv = cJSON_GetObjectItemCaseSensitive(md, "resourceVersion");
 	if (cJSON_IsString(rv))
 		cJSON_AddStringToObject(pmd, "resourceVersion", rv->valuestring);
-	cJSON *updated = NULL;
-	int r = kube_merge_patch(p->r->kube, p->path, patch, &updated, err);
-	cJSON_Delete(patch);
-	if (r == 0) {
-		cJSON_Delete(p->obj);
-		p->obj = updated;
-		p->old_status = cJSON_GetObjectItemCaseSensitive(p->obj, "status");
-	}
-	return r;
+	return apply_patch(p, p->path, patch, err);
 }
 
-/* Merge-patches .status; the returned object replaces ours so later steps see it. */
 static int patch_status(struct pass *p, cJSON *status, struct sp_error *err)
 {
 	if (still_leading(p) < 0) {
@@ -172,15 +178,8 @@ static int patch_status(struct pass *p, cJSON *status, struct sp_error *err)
 	cJSON *patch = cJSON_CreateObject();
 	cJSON_AddItemToObject(patch, "status", status);
 	char *path = xasprintf("%s/status", p->path);
-	cJSON *updated = NULL;
-	int r = kube_merge_patch(p->r->kube, path, patch, &updated, err);
+	int r = apply_patch(p, path, patch, err);
 	free(path);
-	cJSON_Delete(patch);
-	if (r == 0) {
-		cJSON_Delete(p->obj);
-		p->obj = updated;
-		p->old_status = cJSON_GetObjectItemCaseSensitive(p->obj, "status");
-	}
 	return r;
 }
 
@@ -384,8 +383,9 @@ static void note_reclaims(struct pass *p, const struct strv *terminated_before)
 
 static void write_status(struct pass *p, const struct plan *plan)
 {
+	char *selector = xasprintf("spotpool.jokerbai.com/pool-name=%s", p->name);
 	struct status_input in = {
-		.old_status = p->old_status, .generation = p->spec ? p->spec->generation : 0,
+		.selector = selector, .old_status = p->old_status, .generation = p->spec ? p->spec->generation : 0,
 		.instances = p->instances, .n_instances = p->n_instances, .plan = plan,
 		.ledger = p->has_ledger ? &p->ledger : NULL, .launch_seq = p->launch_seq,
 		.degraded_reason = p->degraded_reason,
@@ -394,6 +394,7 @@ static void write_status(struct pass *p, const struct plan *plan)
 		.insecure_credentials = p->insecure, .now = sp_now(),
 	};
 	cJSON *st = status_build(&in);
+	free(selector);
 	/* Compare without the ledger's null (absent and null mean the same). */
 	cJSON *cmp = cJSON_Duplicate(st, 1);
 	if (cJSON_IsNull(cJSON_GetObjectItemCaseSensitive(cmp, "launch")))
@@ -486,13 +487,11 @@ static void act(struct pass *p, const struct plan *plan, struct reconcile_result
 		r = start_launch(p, plan->launch);
 		res->requeue_ms = REQUEUE_PROGRESS_MS;
 	}
-	struct strv done = {0};
-	if (r == 0 && terminate(p, &plan->scale_down, "scale down") == 0)
-		for (size_t i = 0; i < plan->scale_down.n; i++)
-			strv_push(&done, plan->scale_down.v[i]);
-	if (terminate(p, &plan->cleanup, "dead instances") < 0 && r == 0)
-		r = SP_ETRANSIENT;
-	strv_clear(&done);
+	if (r == 0)
+		r = terminate(p, &plan->scale_down, "scale down");
+	int cleanup = terminate(p, &plan->cleanup, "dead instances");
+	if (r == 0)
+		r = cleanup;
 	if (r < 0)
 		res->error = r;
 }
@@ -545,7 +544,8 @@ void reconcile_pool(struct reconciler *r, const char *ns, const char *name,
 				.now = sp_now(), .deleting = deleting};
 	plan_compute(&in, &plan);
 	planned = true;
-	r->last_instances = (size_t)plan.observed;
+	if (r->observed)
+		r->observed(r->userdata, ns, name, plan.observed);
 	metrics_pool_set(ns, name, plan.target, plan.observed);
 	if (deleting) {
 		res->requeue_ms = finalize(&p, &plan, &res->error);

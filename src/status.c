@@ -53,7 +53,7 @@ static void add_condition(cJSON *list, const struct status_input *in, const char
 	cJSON_AddItemToArray(list, c);
 }
 
-static cJSON *instance_json(const struct pool_instance *i)
+cJSON *status_instance_json(const struct pool_instance *i)
 {
 	cJSON *o = cJSON_CreateObject();
 	cJSON_AddStringToObject(o, "instanceId", i->id);
@@ -121,9 +121,11 @@ cJSON *status_build(const struct status_input *in)
 			continue;
 		live++;
 		running += strcmp(in->instances[i].state, "RUNNING") == 0;
-		cJSON_AddItemToArray(list, instance_json(&in->instances[i]));
+		cJSON_AddItemToArray(list, status_instance_json(&in->instances[i]));
 	}
 	cJSON_AddNumberToObject(st, "size", live);
+	if (in->selector)
+		cJSON_AddStringToObject(st, "selector", in->selector);
 	cJSON_AddItemToObject(st, "instances", list);
 	cJSON_AddNumberToObject(st, "observedGeneration", (double)in->generation);
 	cJSON_AddNumberToObject(st, "launchSeq", (double)in->launch_seq);

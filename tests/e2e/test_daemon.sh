@@ -65,6 +65,9 @@ check "build info exported" grep -q '^spotpool_build_info{version="' "$E2E_TMP/m
 pool_manifest m1 default 2 3 | kubectl apply -f - >/dev/null
 converged() { [[ $(sp_field m1 '.status.size') == 2 && $(sp_field m1 '.status.conditions[] | select(.type=="Ready") | .status') == True ]]; }
 check "pool converges under the daemon" wait_for 40 converged
+check "STATUS= counts the pool's live instances" wait_for 10 bash -c "grep -q 'STATUS\": \"1 pool(s), 2 live instance(s), active' '$E2E_TMP/notify.jsonl'"
+kubectl scale sp/m1 --replicas=2 >/dev/null
+check "status.selector set for the /scale subresource" test "$(kubectl get --raw /apis/devops.jokerbai.com/v1/namespaces/default/spotpools/m1/scale | jq -r .status.selector)" = "spotpool.jokerbai.com/pool-name=m1"
 scrape
 check "launches counter moved to 2" test "$(metric 'spotpool_pool_launches_total{namespace="default",name="m1"}')" = 2
 check "observed gauge 2" test "$(metric 'spotpool_pool_observed_instances{namespace="default",name="m1"}')" = 2
