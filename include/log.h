@@ -18,6 +18,8 @@ bool log_enabled(enum log_level level);
 
 /* Registers a string that must never appear in output; it is replaced by "[redacted]". */
 void log_add_secret(const char *secret);
+/* Forgets (and wipes) a registered secret that is no longer in use, e.g. a rotated token. */
+void log_remove_secret(const char *secret);
 /* Replaces registered secrets in s (in place, output never longer than input + marker growth
  * bounded by n). Returns s. Used for any text that leaves the process (events, status). */
 char *log_redact(char *s, size_t n);

@@ -230,6 +230,7 @@ static char *auth_header(struct kube_config *cfg)
 				char *t = read_file(cfg->token_file, 64 * 1024, NULL);
 				if (t) {
 					trim_newlines(t);
+					log_remove_secret(cfg->token);
 					sp_secure_free(cfg->token);
 					cfg->token = t;
 					cfg->token_mtime_ns = mtime;

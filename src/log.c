@@ -94,6 +94,22 @@ void log_add_secret(const char *secret)
 	pthread_mutex_unlock(&log_lock);
 }
 
+void log_remove_secret(const char *secret)
+{
+	if (!secret)
+		return;
+	pthread_mutex_lock(&log_lock);
+	for (size_t i = 0; i < log_secrets.n; i++) {
+		if (strcmp(log_secrets.v[i], secret) != 0)
+			continue;
+		sp_secure_free(log_secrets.v[i]);
+		log_secrets.v[i] = log_secrets.v[--log_secrets.n];
+		log_secrets.v[log_secrets.n] = NULL;
+		break;
+	}
+	pthread_mutex_unlock(&log_lock);
+}
+
 static char *redact_locked(char *s, size_t n)
 {
 	for (size_t i = 0; i < log_secrets.n; i++) {

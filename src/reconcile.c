@@ -381,7 +381,7 @@ static void note_reclaims(struct pass *p, const struct strv *terminated_before)
 	}
 }
 
-static void write_status(struct pass *p, const struct plan *plan)
+static int write_status(struct pass *p, const struct plan *plan)
 {
 	char *selector = xasprintf("spotpool.jokerbai.com/pool-name=%s", p->name);
 	struct status_input in = {
@@ -403,11 +403,17 @@ static void write_status(struct pass *p, const struct plan *plan)
 	cJSON_Delete(cmp);
 	if (same) {
 		cJSON_Delete(st);
-		return;
+		return 0;
 	}
 	struct sp_error err = {0};
-	if (patch_status(p, st, &err) < 0)
+	int r = patch_status(p, st, &err);
+	/* Made visible on the object too: a status that cannot be written (RBAC, a
+	 * webhook) would otherwise look like a pool that is simply not progressing. */
+	if (r < 0 && r != SP_ETRANSIENT)
+		emit_event(p, "Warning", "StatusUpdateFailed", "cannot write status: %s", err.msg);
+	else if (r < 0)
 		log_warn("%s/%s: status update failed: %s", p->ns, p->name, err.msg);
+	return r;
 }
 
 static void dry_run_actions(struct pass *p, const struct plan *plan)
@@ -560,8 +566,8 @@ void reconcile_pool(struct reconciler *r, const char *ns, const char *name,
 		if (strcmp(p.instances[i].state, "PENDING") == 0 || strcmp(p.instances[i].state, "TERMINATING") == 0)
 			res->requeue_ms = REQUEUE_PROGRESS_MS;
 status:
-	if (active)
-		write_status(&p, planned ? &plan : NULL);
+	if (active && (rc = write_status(&p, planned ? &plan : NULL)) < 0 && res->error == 0)
+		res->error = rc;
 out:
 	if (planned)
 		plan_free(&plan);

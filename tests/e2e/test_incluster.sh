@@ -205,6 +205,8 @@ check "nothing launched for p2 (not recorded, so not launched)" test "$(emu_live
 check "emulator: no launch ever tagged team-a/p2" test "$(emu_get 'stats?tagKey=spotpool.jokerbai.com/pool&tagValue=team-a/p2' | jq .launched)" = 0
 check "emulator journal: no RunInstances call since controller b started" test "$(runs)" = "$runs_before"
 check "p1 keeps its 2 instances meanwhile" test "$(emu_live team-a/p1)" = 2
+check "the refusal is visible on the object: Warning event StatusUpdateFailed naming the 403" bash -c \
+	"kubectl get events -n team-a -o json | jq -e '[.items[] | select(.involvedObject.name==\"p2\" and .type==\"Warning\" and .reason==\"StatusUpdateFailed\" and (.message | test(\"403\")))] | length > 0' >/dev/null"
 
 # --- Restore the ClusterRole: the same process now converges p2 -----------------
 check "re-apply conf/kubernetes/clusterrole.yaml" kubectl apply -f "$CONF/clusterrole.yaml"

@@ -156,6 +156,11 @@ static void test_redaction(void **state)
 	char tight[40] = "Gu5t9xGARNpq86cd98joQYCN3EXAMPLE";
 	log_redact(tight, 34);
 	assert_null(strstr(tight, "Gu5t9x"));
+	/* A rotated token is forgotten: it is no longer redacted, nor kept in memory. */
+	log_remove_secret("Gu5t9xGARNpq86cd98joQYCN3EXAMPLE");
+	char after[64] = "old Gu5t9xGARNpq86cd98joQYCN3EXAMPLE";
+	log_redact(after, sizeof(after));
+	assert_string_equal(after, "old Gu5t9xGARNpq86cd98joQYCN3EXAMPLE");
 	log_shutdown();
 }
 
