@@ -107,11 +107,12 @@ stop_cluster() {
 }
 
 # start_controller NAME [ARGS...]: runs `spotpool run` in the background, logging to
-# $E2E_TMP/NAME.log; its pid is in CTL_PID.
+# $E2E_TMP/NAME.log; its pid is in CTL_PID. No metrics listener unless ARGS has
+# --listen (a later flag wins): tests never take the fixed default port.
 start_controller() {
 	local name=$1
 	shift
-	SPOTPOOL_CVM_ENDPOINT=$EMU_URL "$SPOTPOOL_BIN" run --resync 2 --log-format plain "$@" \
+	SPOTPOOL_CVM_ENDPOINT=$EMU_URL "$SPOTPOOL_BIN" run --resync 2 --log-format plain --listen "" "$@" \
 		>>"$E2E_TMP/$name.log" 2>&1 &
 	CTL_PID=$!
 	E2E_PIDS+=("$CTL_PID")
