@@ -38,7 +38,8 @@ bool ctl_synced(const struct ctl *c);
 bool ctl_healthy(struct ctl *c);
 /* Pools known and owned instances last observed, for STATUS= lines. */
 void ctl_counts(struct ctl *c, size_t *ret_pools, size_t *ret_instances);
-/* Gates mutations: only a leader acts (leader election sets this; default true). */
-void ctl_set_active(struct ctl *c, bool active);
+/* Gates mutations: only a leader acts. Mutations are allowed until until_ms on the
+ * monotonic clock (INT64_MAX: always, the default; 0: never, a standby). */
+void ctl_set_active_until(struct ctl *c, int64_t until_ms);
 
 #endif

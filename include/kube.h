@@ -35,6 +35,8 @@ void kube_config_free(struct kube_config *cfg);
 /* One per thread: owns a connection. */
 struct kube_client;
 struct kube_client *kube_client_new(struct kube_config *cfg, const char *user_agent);
+/* Per-request timeout for this client (default 30 s). */
+void kube_client_set_timeout(struct kube_client *c, long timeout_ms);
 void kube_client_free(struct kube_client *c);
 
 /* method + path ("/apis/..."), optional JSON body and content type. Maps HTTP status to
@@ -51,10 +53,11 @@ int kube_merge_patch(struct kube_client *c, const char *path, const cJSON *patch
  * Returning non-zero stops the watch. */
 typedef int (*kube_event_fn)(void *userdata, const char *type, cJSON *object);
 
-/* Streams a watch until the server closes it, cancel is set, or the callback stops it.
+/* Streams a watch until the server closes it, timeout_ms passes (a half-open
+ * connection must not block forever), cancel is set, or the callback stops it.
  * The stream is read with a bounded buffer per event. */
-int kube_watch(struct kube_client *c, const char *path, kube_event_fn fn, void *userdata,
-	       const volatile sig_atomic_t *cancel, struct sp_error *err);
+int kube_watch(struct kube_client *c, const char *path, long timeout_ms, kube_event_fn fn,
+	       void *userdata, const volatile sig_atomic_t *cancel, struct sp_error *err);
 
 /* Decoded value of key in a Secret object (data is base64), caller frees with
  * sp_secure_free; NULL when absent or malformed. */

@@ -17,8 +17,12 @@ struct lease_options {
 	int duration_seconds;
 	int renew_deadline_seconds;
 	int retry_period_seconds;
-	/* Called from the election thread whenever leadership starts or stops. */
+	/* Called from the election thread whenever leadership starts or stops, and after
+	 * every successful acquire or renew with the monotonic time (ms) until which this
+	 * process may act: the renew deadline. Acting stops then even if this thread is
+	 * stuck in a request. */
 	void (*on_change)(void *userdata, bool leading);
+	void (*on_renew)(void *userdata, int64_t act_until_ms);
 	void *userdata;
 };
 

@@ -25,7 +25,7 @@ struct plan {
 	int observed;           /* live owned instances DescribeInstances shows */
 	int inflight;           /* launched, not yet visible, still counted as live */
 	int target;             /* size the pool converges to now */
-	int launch;             /* instances to launch now (0 while a launch is unresolved) */
+	int launch;             /* instances to launch now (0 while an earlier launch settles) */
 	struct strv scale_down; /* live instances to terminate, in preference order */
 	struct strv cleanup;    /* dead owned instances to terminate */
 	/* A recorded launch whose outcome is unknown (crash or lost reply): repeat it with

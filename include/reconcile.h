@@ -6,12 +6,16 @@
 #include "cvm.h"
 #include "kube.h"
 
+#include <stdatomic.h>
+
 /* Per-worker clients (each owns its connections) and shared options. */
 struct reconciler {
 	const struct ctl_options *opt;
 	struct kube_client *kube;
 	struct cvm_client *cvm;
-	const volatile bool *active;  /* false: a standby, do not mutate anything */
+	/* Mutations are allowed until this monotonic time (ms): INT64_MAX without leader
+	 * election, else the current lease's renew deadline; 0 for a standby. */
+	const _Atomic int64_t *active_until_ms;
 	/* Told each pool's live instance count after a successful describe. */
 	void (*observed)(void *userdata, const char *ns, const char *name, int live);
 	void *userdata;

@@ -72,8 +72,6 @@ int sp_fail(struct sp_error *err, int code, const char *fmt, ...)
 void sp_error_prefix(struct sp_error *err, const char *fmt, ...)
 	__attribute__((format(printf, 2, 3)));
 const char *sp_strerror(int code);
-/* Whether a failure of this class is worth retrying as is. */
-bool sp_err_retryable(int code);
 
 void *xmalloc(size_t n);
 void *xcalloc(size_t nmemb, size_t size);

@@ -7,6 +7,7 @@
 #include "wq.h"
 
 #include <pthread.h>
+#include <stdint.h>
 #include <stdatomic.h>
 #include <stdio.h>
 #include <string.h>
@@ -44,8 +45,10 @@ struct ctl {
 	struct reconciler *reconcilers;
 	atomic_int running_workers;
 	volatile sig_atomic_t stopping;
-	volatile bool active;
-	bool started;
+	_Atomic int64_t active_until_ms;
+	atomic_bool started;
+	size_t informers_running;  /* threads created, for joining */
+	int workers_running;
 };
 
 struct ctl *ctl_new(const struct ctl_options *opt)
@@ -53,7 +56,7 @@ struct ctl *ctl_new(const struct ctl_options *opt)
 	struct ctl *c = xcalloc(1, sizeof(*c));
 	c->opt = *opt;
 	c->queue = wq_new();
-	c->active = true;
+	atomic_store(&c->active_until_ms, INT64_MAX);
 	pthread_mutex_init(&c->lock, NULL);
 	return c;
 }
@@ -256,7 +259,8 @@ static void *informer_main(void *arg)
 				       base, CTL_WATCH_TIMEOUT_SECONDS, inf->resource_version);
 		struct watch_ctx w = {.inf = inf};
 		int64_t started = sp_mono_ms();
-		int r = kube_watch(kc, path, on_event, &w, &c->stopping, &err);
+		int r = kube_watch(kc, path, (CTL_WATCH_TIMEOUT_SECONDS + 30) * 1000L, on_event, &w,
+				   &c->stopping, &err);
 		free(path);
 		if (c->stopping)
 			break;
@@ -328,54 +332,64 @@ static void *worker_main(void *arg)
 int ctl_start(struct ctl *c, struct sp_error *err)
 {
 	size_t n = c->opt.namespaces.n ? c->opt.namespaces.n : 1;
+	int workers = c->opt.workers > 0 ? c->opt.workers : 2;
+	c->opt.workers = workers;
 	c->informers = xcalloc(n, sizeof(*c->informers));
 	c->n_informers = n;
-	for (size_t i = 0; i < n; i++) {
+	c->workers = xcalloc((size_t)workers, sizeof(*c->workers));
+	c->reconcilers = xcalloc((size_t)workers, sizeof(*c->reconcilers));
+	char *ua = xasprintf("spotpool/%s (%s)", SPOTPOOL_VERSION, c->opt.identity ? c->opt.identity : "controller");
+	struct cvm_config cvm_cfg = {.endpoint = c->opt.cvm_endpoint, .observe = metrics_cvm_observe,
+				     .user_agent = ua};
+	int r = 0;
+	for (size_t i = 0; i < n && r == 0; i++) {
 		struct informer *inf = &c->informers[i];
 		inf->ctl = c;
 		inf->namespace = c->opt.namespaces.n ? xstrdup(c->opt.namespaces.v[i]) : NULL;
+		atomic_store(&inf->heartbeat_ms, sp_mono_ms());
 		if (pthread_create(&inf->thread, NULL, informer_main, inf) != 0)
-			return sp_fail(err, SP_EIO, "cannot start informer thread");
+			r = sp_fail(err, SP_EIO, "cannot start informer thread");
+		else
+			c->informers_running++;
 	}
-	int workers = c->opt.workers > 0 ? c->opt.workers : 2;
-	c->workers = xcalloc((size_t)workers, sizeof(*c->workers));
-	c->reconcilers = xcalloc((size_t)workers, sizeof(*c->reconcilers));
-	struct cvm_config cvm_cfg = {.endpoint = c->opt.cvm_endpoint, .observe = metrics_cvm_observe};
-	char *ua = xasprintf("spotpool/%s (%s)", SPOTPOOL_VERSION, c->opt.identity ? c->opt.identity : "controller");
-	cvm_cfg.user_agent = ua;
-	for (int i = 0; i < workers; i++) {
+	for (int i = 0; i < workers && r == 0; i++) {
 		struct reconciler *rc = &c->reconcilers[i];
 		rc->opt = &c->opt;
 		rc->kube = kube_client_new(c->opt.kube, ua);
 		rc->cvm = cvm_client_new(&cvm_cfg);
-		rc->active = &c->active;
+		rc->active_until_ms = &c->active_until_ms;
 		rc->observed = record_live;
 		rc->userdata = c;
-		if (pthread_create(&c->workers[i], NULL, worker_main, rc) != 0) {
-			free(ua);
-			return sp_fail(err, SP_EIO, "cannot start worker thread");
-		}
+		if (pthread_create(&c->workers[i], NULL, worker_main, rc) != 0)
+			r = sp_fail(err, SP_EIO, "cannot start worker thread");
+		else
+			c->workers_running++;
 	}
 	free(ua);
-	c->opt.workers = workers;
-	c->started = true;
-	return 0;
+	atomic_store(&c->started, true);
+	if (r < 0)
+		ctl_stop(c);  /* joins whatever did start */
+	return r;
 }
 
 void ctl_stop(struct ctl *c)
 {
-	if (!c->started)
+	if (!atomic_exchange(&c->started, false))
 		return;
 	c->stopping = 1;
 	wq_shutdown(c->queue);
-	for (size_t i = 0; i < c->n_informers; i++)
+	for (size_t i = 0; i < c->informers_running; i++)
 		pthread_join(c->informers[i].thread, NULL);
-	for (int i = 0; i < c->opt.workers; i++) {
+	for (int i = 0; i < c->workers_running; i++)
 		pthread_join(c->workers[i], NULL);
+	for (int i = 0; c->reconcilers && i < c->opt.workers; i++) {
 		kube_client_free(c->reconcilers[i].kube);
 		cvm_client_free(c->reconcilers[i].cvm);
+		c->reconcilers[i].kube = NULL;
+		c->reconcilers[i].cvm = NULL;
 	}
-	c->started = false;
+	c->informers_running = 0;
+	c->workers_running = 0;
 }
 
 void ctl_free(struct ctl *c)
@@ -414,13 +428,15 @@ bool ctl_synced(const struct ctl *c)
 
 bool ctl_healthy(struct ctl *c)
 {
-	/* An informer blocked in a watch still gets bookmarks or a timeout within
-	 * CTL_WATCH_TIMEOUT_SECONDS; twice that without a sign of life means it is stuck. */
+	if (!atomic_load(&c->started))
+		return false;
+	/* A watch ends within CTL_WATCH_TIMEOUT_SECONDS (+30 s client-side) and every
+	 * event or new round beats the heartbeat; twice that without one means stuck. */
 	int64_t now = sp_mono_ms();
 	for (size_t i = 0; i < c->n_informers; i++)
 		if (now - atomic_load(&c->informers[i].heartbeat_ms) > 2000LL * CTL_WATCH_TIMEOUT_SECONDS)
 			return false;
-	return c->started && atomic_load(&c->running_workers) == c->opt.workers;
+	return atomic_load(&c->running_workers) == c->workers_running;
 }
 
 void ctl_counts(struct ctl *c, size_t *ret_pools, size_t *ret_instances)
@@ -434,7 +450,7 @@ void ctl_counts(struct ctl *c, size_t *ret_pools, size_t *ret_instances)
 	*ret_instances = n;
 }
 
-void ctl_set_active(struct ctl *c, bool active)
+void ctl_set_active_until(struct ctl *c, int64_t until_ms)
 {
-	c->active = active;
+	atomic_store(&c->active_until_ms, until_ms);
 }

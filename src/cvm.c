@@ -138,7 +138,9 @@ static int call_once(struct cvm_client *c, const struct cvm_credentials *cred, c
 		snprintf(code, sizeof(code), "HTTP%ld", resp.status);
 		observe(c, action, code, start);
 		http_response_free(&resp);
-		r = resp.status == 429 ? SP_ETHROTTLED : resp.status >= 500 ? SP_ETRANSIENT : SP_EPROTO;
+		/* Tencent answers errors with 200; another status comes from something in
+		 * between (a gateway, a wrong endpoint): 4xx will not heal by retrying. */
+		r = resp.status == 429 ? SP_ETHROTTLED : resp.status >= 500 ? SP_ETRANSIENT : SP_ECONFIG;
 		return sp_fail(err, r, "%s: HTTP status %ld from %s", action, resp.status, host);
 	}
 	cJSON *root = cJSON_ParseWithLength(resp.body.data ? resp.body.data : "", resp.body.len);
@@ -446,8 +448,9 @@ int cvm_terminate_instances(struct cvm_client *c, const struct cvm_credentials *
 	for (size_t off = 0; off < ids->n; off += CVM_TERMINATE_BATCH) {
 		size_t n = ids->n - off < CVM_TERMINATE_BATCH ? ids->n - off : CVM_TERMINATE_BATCH;
 		int r = terminate_batch(c, cred, region, ids->v + off, n, err);
-		if (r == SP_ENOTFOUND && n > 1) {
-			/* One gone instance fails the whole call: settle the rest one by one. */
+		if ((r == SP_ENOTFOUND || r == SP_ECONFIG) && n > 1) {
+			/* One gone instance, or one of another charge type, fails the whole call:
+			 * settle them one by one. */
 			for (size_t i = 0; i < n; i++) {
 				r = terminate_batch(c, cred, region, ids->v + off + i, 1, err);
 				if (r < 0 && r != SP_ENOTFOUND)

@@ -9,10 +9,12 @@
 #include <stdio.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <unistd.h>
 
 struct kube_client {
 	struct kube_config *cfg;
 	struct http_client *http;
+	long timeout_ms;
 };
 
 static char *read_file(const char *path, size_t max, struct sp_error *err)
@@ -183,8 +185,7 @@ int kube_config_load(const char *path, struct kube_config **ret, struct sp_error
 	if (!path || !*path) {
 		const char *env = getenv("KUBECONFIG");
 		if (env && *env) {
-			/* Only the first file of a KUBECONFIG list is read; merging is not supported. */
-			owned = xstrndup(env, strcspn(env, ":"));
+			owned = xstrdup(env);
 		} else if (getenv("KUBERNETES_SERVICE_HOST")) {
 			return kube_config_in_cluster(ret, err);
 		} else if (getenv("HOME")) {
@@ -193,6 +194,12 @@ int kube_config_load(const char *path, struct kube_config **ret, struct sp_error
 			return sp_fail(err, SP_EINVAL, "no kubeconfig: pass --kubeconfig or set KUBECONFIG");
 		}
 		path = owned;
+	}
+	/* Only the first file of a KUBECONFIG list (a:b) is read; merging is not supported. */
+	if (strchr(path, ':') && access(path, F_OK) < 0) {
+		char *first = xstrndup(path, strcspn(path, ":"));
+		free(owned);
+		path = owned = first;
 	}
 	struct manifest_set set = {0};
 	int r = manifest_load_file(path, &set, err);
@@ -249,7 +256,13 @@ struct kube_client *kube_client_new(struct kube_config *cfg, const char *user_ag
 	struct kube_client *c = xcalloc(1, sizeof(*c));
 	c->cfg = cfg;
 	c->http = http_client_new(user_agent);
+	c->timeout_ms = 30000;
 	return c;
+}
+
+void kube_client_set_timeout(struct kube_client *c, long timeout_ms)
+{
+	c->timeout_ms = timeout_ms;
 }
 
 void kube_client_free(struct kube_client *c)
@@ -286,7 +299,7 @@ int kube_request(struct kube_client *c, const char *method, const char *path,
 	const char *headers[] = {"Accept: application/json", ct, auth};
 	struct http_request req = {
 		.method = method, .url = url, .headers = headers, .n_headers = auth ? 3 : 2,
-		.body = text, .body_len = text ? strlen(text) : 0, .timeout_ms = 30000,
+		.body = text, .body_len = text ? strlen(text) : 0, .timeout_ms = c->timeout_ms,
 		.max_response = KUBE_RESPONSE_MAX, .tls = &c->cfg->tls,
 	};
 	struct http_response resp;
@@ -297,8 +310,10 @@ int kube_request(struct kube_client *c, const char *method, const char *path,
 	if (r == 0 && (resp.status < 200 || resp.status > 299))
 		r = status_to_error(resp.status, resp.body.data, method, path, err);
 	if (r == 0 && ret) {
-		*ret = cJSON_ParseWithLength(resp.body.data ? resp.body.data : "", resp.body.len);
-		if (!*ret)
+		cJSON *parsed = cJSON_ParseWithLength(resp.body.data ? resp.body.data : "", resp.body.len);
+		if (parsed)
+			*ret = parsed;
+		else
 			r = sp_fail(err, SP_EPROTO, "%s %s: malformed JSON from the apiserver", method, path);
 	}
 	http_response_free(&resp);
@@ -321,7 +336,7 @@ struct watch_state {
 	struct buf line;
 	kube_event_fn fn;
 	void *userdata;
-	long status;
+	char *failure;   /* a Status object sent instead of events (an HTTP error body) */
 	bool stopped;
 	bool too_big;
 };
@@ -343,6 +358,8 @@ static int on_watch_data(void *ud, const char *data, size_t len)
 			continue;
 		const char *type = str(ev, "type");
 		cJSON *obj = cJSON_GetObjectItemCaseSensitive(ev, "object");
+		if (!type && !w->failure && str(ev, "kind") && strcmp(str(ev, "kind"), "Status") == 0)
+			w->failure = cJSON_PrintUnformatted(ev);
 		int stop = type && obj ? w->fn(w->userdata, type, obj) : 0;
 		cJSON_Delete(ev);
 		if (stop) {
@@ -353,8 +370,8 @@ static int on_watch_data(void *ud, const char *data, size_t len)
 	return 0;
 }
 
-int kube_watch(struct kube_client *c, const char *path, kube_event_fn fn, void *userdata,
-	       const volatile sig_atomic_t *cancel, struct sp_error *err)
+int kube_watch(struct kube_client *c, const char *path, long timeout_ms, kube_event_fn fn,
+	       void *userdata, const volatile sig_atomic_t *cancel, struct sp_error *err)
 {
 	char *url = xasprintf("%s%s", c->cfg->server, path);
 	char *auth = auth_header(c->cfg);
@@ -363,7 +380,8 @@ int kube_watch(struct kube_client *c, const char *path, kube_event_fn fn, void *
 	buf_init(&w.line, KUBE_WATCH_EVENT_MAX);
 	struct http_request req = {
 		.method = "GET", .url = url, .headers = headers, .n_headers = auth ? 2 : 1,
-		.tls = &c->cfg->tls, .on_data = on_watch_data, .userdata = &w, .cancel = cancel,
+		.timeout_ms = timeout_ms, .tls = &c->cfg->tls, .on_data = on_watch_data, .userdata = &w,
+		.cancel = cancel,
 	};
 	struct http_response resp;
 	int r = http_do(c->http, &req, &resp, err);
@@ -373,7 +391,8 @@ int kube_watch(struct kube_client *c, const char *path, kube_event_fn fn, void *
 	else if (w.too_big)
 		r = sp_fail(err, SP_ETOOBIG, "watch %s: event larger than %d bytes", path, KUBE_WATCH_EVENT_MAX);
 	else if (r == 0 && (resp.status < 200 || resp.status > 299))
-		r = status_to_error(resp.status, w.line.data, "watch", path, err);
+		r = status_to_error(resp.status, w.failure ? w.failure : w.line.data, "watch", path, err);
+	cJSON_free(w.failure);
 	buf_free(&w.line);
 	http_response_free(&resp);
 	free(url);

@@ -153,7 +153,10 @@ static void *lease_main(void *arg)
 	while (!atomic_load(&l->stop)) {
 		int64_t now = sp_mono_ms();
 		if (try_acquire_or_renew(l)) {
-			l->last_renew_ms = sp_mono_ms();
+			/* The grant starts when the request was sent, not when it answered. */
+			l->last_renew_ms = now;
+			if (l->opt.on_renew)
+				l->opt.on_renew(l->opt.userdata, now + 1000LL * l->opt.renew_deadline_seconds);
 			set_leading(l, true);
 		} else if (atomic_load(&l->leading) &&
 			   now - l->last_renew_ms > 1000LL * l->opt.renew_deadline_seconds) {
@@ -179,6 +182,9 @@ int lease_start(const struct lease_options *opt, struct lease **ret, struct sp_e
 	l->opt = *opt;
 	l->path = xasprintf("/apis/coordination.k8s.io/v1/namespaces/%s/leases/%s", opt->namespace, opt->name);
 	l->kube = kube_client_new(opt->kube, "spotpool/" SPOTPOOL_VERSION " (leader-election)");
+	/* A request must not outlive the renew deadline, or a hung call would keep a
+	 * leader believing it leads. */
+	kube_client_set_timeout(l->kube, 500L * opt->renew_deadline_seconds);
 	if (pthread_create(&l->thread, NULL, lease_main, l) != 0) {
 		kube_client_free(l->kube);
 		free(l->path);

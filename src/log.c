@@ -85,7 +85,7 @@ bool log_enabled(enum log_level level)
 
 void log_add_secret(const char *secret)
 {
-	/* Very short strings would redact ordinary words; such keys are rejected upstream. */
+	/* Very short strings would redact ordinary words; real keys and tokens are far longer. */
 	if (!secret || strlen(secret) < 4)
 		return;
 	pthread_mutex_lock(&log_lock);

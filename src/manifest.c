@@ -173,24 +173,35 @@ static void free_lines(struct manifest_line *lines, size_t n)
 	free(lines);
 }
 
-static void add_document(struct manifest_set *set, struct parser *p, cJSON *root)
+static int add_document(struct manifest_set *set, struct parser *p, cJSON *root)
 {
 	const char *source = p->source;
 	int index = p->doc;
 	const cJSON *kind = cJSON_GetObjectItemCaseSensitive(root, "kind");
 	cJSON *items = cJSON_GetObjectItemCaseSensitive(root, "items");
 	if (cJSON_IsString(kind) && strcmp(kind->valuestring, "List") == 0 && cJSON_IsArray(items)) {
+		int i = 0;
+		const cJSON *it;
+		cJSON_ArrayForEach(it, items)
+			if (!cJSON_IsObject(it)) {
+				cJSON_Delete(root);
+				return sp_fail(p->err, SP_EINVAL, "%s: document %d: items[%d]: expected a mapping",
+					       source, index, i);
+			} else {
+				i++;
+			}
 		cJSON *item;
 		while ((item = cJSON_DetachItemFromArray(items, 0)))
 			set_push(set, source, index, item);
 		cJSON_Delete(root);
-		return;
+		return 0;
 	}
 	struct manifest_doc *d = set_push(set, source, index, root);
 	d->lines = p->lines;
 	d->n_lines = p->n_lines;
 	p->lines = NULL;
 	p->n_lines = 0;
+	return 0;
 }
 
 int manifest_parse(const char *text, size_t len, const char *source, struct manifest_set *set,
@@ -222,7 +233,7 @@ int manifest_parse(const char *text, size_t len, const char *source, struct mani
 					r = sp_fail(err, SP_EINVAL, "%s: document %d: expected a mapping "
 						    "(apiVersion, kind, metadata, spec)", source, p.doc);
 				} else {
-					add_document(set, &p, root);
+					r = add_document(set, &p, root);
 				}
 			}
 		}

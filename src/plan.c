@@ -69,6 +69,10 @@ void plan_compute(const struct plan_input *in, struct plan *ret)
 			strv_push(&p.cleanup, in->instances[i].id);
 	}
 
+	/* A launch still settling (outcome unknown, or IDs known but not all visible yet)
+	 * blocks further launches: its instances count as in flight, and a new launch
+	 * would replace its record before they are seen. */
+	bool settling = false;
 	for (size_t i = 0; i < in->n_launches; i++) {
 		const struct plan_launch *l = &in->launches[i];
 		if (in->now - l->started > PLAN_LAUNCH_GRACE_SECONDS) {
@@ -78,13 +82,16 @@ void plan_compute(const struct plan_input *in, struct plan *ret)
 		if (!l->ids_known) {
 			/* Unknown outcome: assume the whole launch happened until proven otherwise. */
 			p.inflight += l->count;
+			settling = true;
 			if (!p.resume)
 				p.resume = l;
 			continue;
 		}
 		for (size_t j = 0; j < l->instance_ids.n; j++)
-			if (!visible(in, l->instance_ids.v[j]))
+			if (!visible(in, l->instance_ids.v[j])) {
 				p.inflight++;
+				settling = true;
+			}
 	}
 
 	int current = p.observed + p.inflight;
@@ -100,11 +107,13 @@ void plan_compute(const struct plan_input *in, struct plan *ret)
 		for (size_t i = 0; i < in->n_instances; i++)
 			if (plan_classify_state(in->instances[i].state) == PLAN_LIVE)
 				strv_push(&p.scale_down, in->instances[i].id);
-	} else if (current < p.target && !p.resume) {
+	} else if (current < p.target && !settling) {
 		p.launch = p.target - current;
 		if (p.launch > PLAN_MAX_LAUNCH_PER_CALL)
 			p.launch = PLAN_MAX_LAUNCH_PER_CALL;
-	} else if (current > p.target) {
+	} else if (current > p.target && !p.resume) {
+		/* While a launch is unresolved its instances may be counted twice (visible
+		 * and in flight): scaling down now could terminate them. Resolve first. */
 		pick_scale_down(in, current - p.target, &p.scale_down);
 	}
 	*ret = p;

@@ -1,7 +1,9 @@
 /* reconcile: one pass over one pool. Safety rules, in order:
  *  - only instances tagged with the pool's identity are counted or touched;
  *  - a launch is recorded in .status.launch (ClientToken, count) BEFORE RunInstances
- *    is called, so a crash or lost reply is resumed with the same token, never doubled;
+ *    is called, so a crash or lost reply is resumed with the same token (the cloud
+ *    answers a repeated token with the same instances), and no new launch starts
+ *    until the recorded one is visible;
  *  - nothing is launched or terminated for a pool whose spec does not validate. */
 #include "reconcile.h"
 #include "log.h"
@@ -52,7 +54,7 @@ void reconcile_client_token(const char *uid, const char *ns, const char *name, i
 /* Leadership can be lost mid-pass: every mutation checks it again just before acting. */
 static int still_leading(struct pass *p)
 {
-	if (*p->r->active)
+	if (sp_mono_ms() < atomic_load(p->r->active_until_ms))
 		return 0;
 	log_info("%s/%s: no longer the leader, not acting", p->ns, p->name);
 	return SP_ETRANSIENT;
@@ -183,16 +185,34 @@ static int patch_status(struct pass *p, cJSON *status, struct sp_error *err)
 	return r;
 }
 
-/* Writes the ledger (and sequence) alone: the step that must succeed before a launch. */
+/* Writes the ledger (and sequence) alone: the step that must succeed before a launch.
+ * The resourceVersion precondition makes it fail if anyone (another leader) wrote the
+ * object since this pass read it. */
 static int write_ledger(struct pass *p, struct sp_error *err)
 {
+	if (still_leading(p) < 0)
+		return sp_fail(err, SP_ETRANSIENT, "not the leader");
 	cJSON *st = cJSON_CreateObject();
 	cJSON_AddNumberToObject(st, "launchSeq", (double)p->launch_seq);
 	struct status_input in = {.ledger = p->has_ledger ? &p->ledger : NULL, .now = sp_now()};
 	cJSON *full = status_build(&in);
-	cJSON_AddItemToObject(st, "launch", cJSON_DetachItemFromObject(full, "launch"));
+	cJSON *launch = cJSON_DetachItemFromObject(full, "launch");
 	cJSON_Delete(full);
-	return patch_status(p, st, err);
+	/* A merge patch keeps keys it does not mention: clear the previous launch's IDs. */
+	if (cJSON_IsObject(launch) && !cJSON_HasObjectItem(launch, "instanceIds"))
+		cJSON_AddNullToObject(launch, "instanceIds");
+	cJSON_AddItemToObject(st, "launch", launch);
+	cJSON *patch = cJSON_CreateObject();
+	cJSON_AddItemToObject(patch, "status", st);
+	const cJSON *rv = cJSON_GetObjectItemCaseSensitive(
+		cJSON_GetObjectItemCaseSensitive(p->obj, "metadata"), "resourceVersion");
+	if (cJSON_IsString(rv))
+		cJSON_AddStringToObject(cJSON_AddObjectToObject(patch, "metadata"), "resourceVersion",
+					rv->valuestring);
+	char *path = xasprintf("%s/status", p->path);
+	int r = apply_patch(p, path, patch, err);
+	free(path);
+	return r;
 }
 
 static int resolve_credentials(struct pass *p)
@@ -309,6 +329,7 @@ static int start_launch(struct pass *p, int count)
 {
 	struct sp_error err = {0};
 	p->launch_seq++;
+	plan_launch_clear(&p->ledger);
 	p->ledger = (struct plan_launch){.count = count, .started = sp_now()};
 	reconcile_client_token(p->spec->uid, p->ns, p->name, p->launch_seq, p->ledger.client_token);
 	p->has_ledger = true;
@@ -344,19 +365,20 @@ static int terminate(struct pass *p, const struct strv *ids, const char *why)
 	return 0;
 }
 
-/* Forgets the ledger once every instance it launched is visible (or it expired). */
-static void settle_ledger(struct pass *p, const struct plan *plan)
+/* Forgets the ledger once every instance it launched is visible, or once it is past
+ * the grace period (instances reclaimed before they ever showed up). */
+static void settle_ledger(struct pass *p, int64_t now)
 {
-	if (!p->has_ledger || !p->ledger.ids_known)
+	if (!p->has_ledger)
 		return;
-	bool all_visible = true;
+	bool all_visible = p->ledger.ids_known;
 	for (size_t i = 0; i < p->ledger.instance_ids.n && all_visible; i++) {
 		bool seen = false;
 		for (size_t j = 0; j < p->n_instances && !seen; j++)
 			seen = strcmp(p->instances[j].id, p->ledger.instance_ids.v[i]) == 0;
 		all_visible = seen;
 	}
-	if (all_visible || plan->expired_launches) {
+	if (all_visible || now - p->ledger.started > PLAN_LAUNCH_GRACE_SECONDS) {
 		plan_launch_clear(&p->ledger);
 		p->has_ledger = false;
 	}
@@ -428,8 +450,11 @@ static void dry_run_actions(struct pass *p, const struct plan *plan)
 		struct sp_error err = {0};
 		int r = cvm_run_instances(p->r->cvm, &view, &l, &ids, &err);
 		strv_clear(&ids);
+		/* The error code, not the message: messages carry a RequestId that changes
+		 * every call and would turn each pass into a new event and status write. */
 		snprintf(m + strlen(m), cap - strlen(m), "; would launch %d (launch check %s%s)",
-			 plan->launch, r == 0 ? "passed" : "failed: ", r == 0 ? "" : err.msg);
+			 plan->launch, r == 0 ? "passed" : "failed: ",
+			 r == 0 ? "" : *err.reason ? err.reason : sp_strerror(r));
 	}
 	for (size_t i = 0; i < plan->scale_down.n; i++)
 		snprintf(m + strlen(m), cap - strlen(m), "%s%s", i ? ", " : "; would terminate ",
@@ -452,23 +477,25 @@ static int64_t finalize(struct pass *p, const struct plan *plan, int *ret_error)
 		*ret_error = set_finalizer(p, false, &err);
 		return 0;
 	}
-	if (plan->resume) {
-		*ret_error = launch(p);  /* learn the IDs of an unresolved launch to terminate them */
-		return REQUEUE_PROGRESS_MS;
-	}
+	/* Only instances the tag filter shows are terminated: IDs from the status ledger are
+	 * not trusted on their own. A launch still in flight is not resumed (that could
+	 * launch now); its instances are waited for until they show up or the grace period
+	 * ends. */
 	struct strv all = {0};
 	for (size_t i = 0; i < plan->scale_down.n; i++)
 		strv_push(&all, plan->scale_down.v[i]);
 	for (size_t i = 0; i < plan->cleanup.n; i++)
 		strv_push(&all, plan->cleanup.v[i]);
-	for (size_t i = 0; p->has_ledger && i < p->ledger.instance_ids.n; i++)
-		if (!strv_contains(&all, p->ledger.instance_ids.v[i]))
-			strv_push(&all, p->ledger.instance_ids.v[i]);
 	int r = terminate(p, &all, "pool deleted");
 	strv_clear(&all);
 	if (r < 0) {
 		*ret_error = r;
 		return 0;
+	}
+	if (plan->inflight > 0) {
+		log_info("%s/%s: waiting for %d launched instance(s) to appear before releasing", p->ns,
+			 p->name, plan->inflight);
+		return REQUEUE_PROGRESS_MS;
 	}
 	log_info("%s/%s: all instances terminated, releasing the resource", p->ns, p->name);
 	*ret_error = set_finalizer(p, false, &err);
@@ -523,7 +550,7 @@ void reconcile_pool(struct reconciler *r, const char *ns, const char *name,
 	p.has_ledger = status_ledger(p.old_status, &p.ledger);
 	const cJSON *md = cJSON_GetObjectItemCaseSensitive(p.obj, "metadata");
 	bool deleting = cJSON_GetObjectItemCaseSensitive(md, "deletionTimestamp") != NULL;
-	bool active = *r->active;
+	bool active = sp_mono_ms() < atomic_load(r->active_until_ms);
 	struct plan plan = {0};
 	bool planned = false;
 
@@ -541,13 +568,23 @@ void reconcile_pool(struct reconciler *r, const char *ns, const char *name,
 		res->error = rc;
 		goto out;
 	}
-	if ((rc = resolve_credentials(&p)) < 0 || (rc = describe(&p)) < 0) {
+	if ((rc = resolve_credentials(&p)) < 0 && deleting && r->opt->default_creds &&
+	    r->opt->default_creds->secret_id) {
+		/* Deleting a namespace deletes the pool's Secret too: finish with the defaults. */
+		const struct creds *d = r->opt->default_creds;
+		creds_set(&p.creds, d->secret_id, d->secret_key, d->token, d->source);
+		p.degraded_reason = NULL;
+		rc = 0;
+	}
+	if (rc < 0 || (rc = describe(&p)) < 0) {
 		res->error = rc;
 		goto status;
 	}
+	int64_t now = sp_now();
+	settle_ledger(&p, now);
 	struct plan_input in = {.spec = p.spec, .instances = p.instances, .n_instances = p.n_instances,
 				.launches = p.has_ledger ? &p.ledger : NULL, .n_launches = p.has_ledger,
-				.now = sp_now(), .deleting = deleting};
+				.now = now, .deleting = deleting};
 	plan_compute(&in, &plan);
 	planned = true;
 	if (r->observed)
@@ -559,7 +596,6 @@ void reconcile_pool(struct reconciler *r, const char *ns, const char *name,
 	}
 	note_reclaims(&p, &plan.scale_down);
 	act(&p, &plan, res);
-	settle_ledger(&p, &plan);
 	if (plan.inflight || plan.launch || plan.scale_down.n || plan.cleanup.n || plan.observed != plan.target)
 		res->requeue_ms = REQUEUE_PROGRESS_MS;
 	for (size_t i = 0; i < p.n_instances; i++)

@@ -10,6 +10,7 @@
 #include "metrics.h"
 
 #include <getopt.h>
+#include <stdint.h>
 #include <signal.h>
 #include <stdatomic.h>
 #include <stdio.h>
@@ -79,10 +80,17 @@ static bool daemon_ready(void *ud)
 static void on_leadership(void *ud, bool leading)
 {
 	struct daemon *d = ud;
-	ctl_set_active(d->ctl, leading);
+	if (!leading)
+		ctl_set_active_until(d->ctl, 0);
 	metrics_set_leader(leading);
 	if (leading)
 		ctl_resync(d->ctl);
+}
+
+static void on_lease_renewed(void *ud, int64_t act_until_ms)
+{
+	struct daemon *d = ud;
+	ctl_set_active_until(d->ctl, act_until_ms);
 }
 
 struct flag_setting {
@@ -293,16 +301,17 @@ static int serve(struct daemon *d, struct kube_config *kube, struct creds *defau
 	d->ctl = ctl_new(&opt);
 	atomic_store(&d->heartbeat_ms, sp_mono_ms());
 	int port = 0, rc = CLI_OK;
-	if (*cfg->listen_address && metrics_serve(cfg->listen_address, &health, &metrics, &port, &err) < 0) {
-		log_error("%s", err.msg);
-		rc = CLI_EUSAGE;
-		goto out;
-	}
-	ctl_set_active(d->ctl, !cfg->leader_elect);
+	ctl_set_active_until(d->ctl, cfg->leader_elect ? 0 : INT64_MAX);
 	metrics_set_leader(!cfg->leader_elect);
+	/* The controller first: the health endpoints look at it from their own thread. */
 	if (ctl_start(d->ctl, &err) < 0) {
 		log_error("%s", err.msg);
 		rc = CLI_ECLOUD;
+		goto out;
+	}
+	if (*cfg->listen_address && metrics_serve(cfg->listen_address, &health, &metrics, &port, &err) < 0) {
+		log_error("%s", err.msg);
+		rc = CLI_EUSAGE;
 		goto out;
 	}
 	if (cfg->leader_elect) {
@@ -311,7 +320,8 @@ static int serve(struct daemon *d, struct kube_config *kube, struct creds *defau
 			.name = cfg->lease_name, .identity = identity,
 			.duration_seconds = cfg->lease_duration_seconds,
 			.renew_deadline_seconds = cfg->renew_deadline_seconds,
-			.retry_period_seconds = cfg->retry_period_seconds, .on_change = on_leadership, .userdata = d,
+			.retry_period_seconds = cfg->retry_period_seconds, .on_change = on_leadership,
+			.on_renew = on_lease_renewed, .userdata = d,
 		};
 		if (lease_start(&lo, &d->lease, &err) < 0) {
 			log_error("%s", err.msg);
@@ -329,9 +339,12 @@ static int serve(struct daemon *d, struct kube_config *kube, struct creds *defau
 	sd_notify(0, "STOPPING=1");
 	log_info("stopping");
 out:
+	/* Workers finish their passes while still leading; then the lease is released so
+	 * a standby takes over at once; the health endpoints go before what they read. */
+	ctl_stop(d->ctl);
 	lease_stop(d->lease);
-	ctl_free(d->ctl);
 	metrics_server_stop(metrics);
+	ctl_free(d->ctl);
 	metrics_reset();
 	return rc;
 }

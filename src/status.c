@@ -158,8 +158,10 @@ bool status_ledger(const cJSON *status, struct plan_launch *ret)
 	const cJSON *token = cJSON_GetObjectItemCaseSensitive(l, "clientToken");
 	const cJSON *count = cJSON_GetObjectItemCaseSensitive(l, "count");
 	const cJSON *started = cJSON_GetObjectItemCaseSensitive(l, "startedAt");
+	/* Anyone allowed to write status could write this: accept only sane values. */
 	if (!cJSON_IsString(token) || !cJSON_IsNumber(count) || !cJSON_IsString(started) ||
-	    strlen(token->valuestring) >= sizeof(ret->client_token))
+	    strlen(token->valuestring) >= sizeof(ret->client_token) || count->valuedouble < 1 ||
+	    count->valuedouble > PLAN_MAX_LAUNCH_PER_CALL)
 		return false;
 	struct plan_launch out = {.count = count->valueint};
 	snprintf(out.client_token, sizeof(out.client_token), "%s", token->valuestring);

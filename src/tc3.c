@@ -141,9 +141,14 @@ int tc3_sign(const struct tc3_input *in, struct tc3_result *ret, struct sp_error
 	sp_hex(k_service, 32, res.k_service);
 	sp_hex(k_signing, 32, res.k_signing);
 	sp_hex(sig, 32, res.signature);
+	/* The derived keys sign anything for this service for the whole day. */
+	explicit_bzero(k_date, sizeof(k_date));
+	explicit_bzero(k_service, sizeof(k_service));
+	explicit_bzero(k_signing, sizeof(k_signing));
 	snprintf(res.authorization, sizeof(res.authorization),
 		 "TC3-HMAC-SHA256 Credential=%s/%s/%s/tc3_request, SignedHeaders=%s, Signature=%s",
 		 in->secret_id, res.date, in->service, res.signed_headers, res.signature);
 	*ret = res;
+	explicit_bzero(&res, sizeof(res));
 	return 0;
 }

@@ -59,12 +59,6 @@ const char *sp_strerror(int code)
 	}
 }
 
-bool sp_err_retryable(int code)
-{
-	return code == SP_ETHROTTLED || code == SP_ETRANSIENT || code == SP_EPROTO ||
-	       code == SP_ECONFLICT || code == SP_EIO;
-}
-
 static void *oom(void)
 {
 	fputs("spotpool: out of memory\n", stderr);

@@ -176,6 +176,45 @@ static void test_unresolved_launch_is_resumed_not_repeated(void **state)
 	plan_free(&p);
 }
 
+/* Review finding: raising replicas while launched instances are still invisible must
+ * not launch again (the new launch would replace the ledger of the first). */
+static void test_no_second_launch_while_first_is_invisible(void **state)
+{
+	(void)state;
+	struct pool_spec s = spec(0, 4);
+	s.has_replicas = true;
+	s.replicas = 4;
+	struct plan_launch l = {.count = 2, .started = NOW - 3, .ids_known = true};
+	strv_push(&l.instance_ids, "x");
+	strv_push(&l.instance_ids, "y");
+	struct plan p = run(&s, NULL, 0, &l, 1);
+	assert_int_equal(p.inflight, 2);
+	assert_int_equal(p.launch, 0);
+	plan_free(&p);
+	/* once both are visible the rest is launched */
+	struct pool_instance in[] = {inst("x", "PENDING", 1), inst("y", "PENDING", 2)};
+	p = run(&s, in, 2, &l, 1);
+	assert_int_equal(p.inflight, 0);
+	assert_int_equal(p.launch, 2);
+	plan_free(&p);
+	plan_launch_clear(&l);
+}
+
+/* Review finding: an unresolved launch whose instances are already visible counts them
+ * twice; scaling down in that pass would terminate the pool's own new instances. */
+static void test_no_scale_down_while_a_launch_is_unresolved(void **state)
+{
+	(void)state;
+	struct pool_spec s = spec(3, 3);
+	struct pool_instance in[] = {inst("a", "PENDING", 1), inst("b", "PENDING", 2), inst("c", "PENDING", 3)};
+	struct plan_launch l = {.client_token = "t", .count = 3, .started = NOW - 1};
+	struct plan p = run(&s, in, 3, &l, 1);
+	assert_non_null(p.resume);
+	assert_int_equal(p.launch, 0);
+	assert_int_equal(p.scale_down.n, 0);
+	plan_free(&p);
+}
+
 static void test_expired_launch_is_forgotten(void **state)
 {
 	(void)state;
@@ -284,6 +323,8 @@ int main(void)
 		cmocka_unit_test(test_replicas_clamped_to_bounds),
 		cmocka_unit_test(test_invisible_launch_counts_toward_maximum),
 		cmocka_unit_test(test_unresolved_launch_is_resumed_not_repeated),
+		cmocka_unit_test(test_no_second_launch_while_first_is_invisible),
+		cmocka_unit_test(test_no_scale_down_while_a_launch_is_unresolved),
 		cmocka_unit_test(test_expired_launch_is_forgotten),
 		cmocka_unit_test(test_launch_capped_per_call),
 		cmocka_unit_test(test_zero_pool_terminates_all),
