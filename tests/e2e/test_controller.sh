@@ -135,6 +135,21 @@ pool_manifest slowlist default 2 2 | kubectl apply -f - >/dev/null
 check "invisible-for-6s launch: converges to 2" wait_for 40 converged slowlist 2
 check "invisible-for-6s launch: never more than 2 live" test "$(emu_max_live default/slowlist)" -le 2
 
+# --- A dead instance is refilled while the refill's reply is lost and the new
+#     instance stays invisible: the old launch's IDs must not be mistaken for the
+#     new launch's (a merge patch keeps keys it does not mention) -----------------
+emu_post fault '{"action":"RunInstances","launchFail":true,"times":1}' >/dev/null
+pool_manifest refill default 1 1 | kubectl apply -f - >/dev/null
+failed_seen() { emu_get instances | jq -e '[.[] | select(.InstanceState=="LAUNCH_FAILED" and (.Tags[]? | .Value=="default/refill"))] | length > 0' >/dev/null; }
+check "first launch of pool refill ends LAUNCH_FAILED" wait_for 30 failed_seen
+emu_post fault '{"action":"RunInstances","applyThenFail":true,"times":1}' >/dev/null
+emu_post fault '{"action":"RunInstances","invisibleSeconds":5,"times":1}' >/dev/null
+check "refill: converges to 1 RUNNING instance" wait_for 60 converged refill 1
+check "refill: never more than 1 live (high-water mark $(emu_max_live default/refill))" test "$(emu_max_live default/refill)" -le 1
+check "refill: the lost reply was resumed with the same ClientToken" bash -c \
+	"curl -s '$EMU_URL/_emulator/journal' | jq -e '[.[] | select(.action==\"RunInstances\" and .replay==true and (.clientToken | test(\"spotpool-\")))] | length >= 2' >/dev/null"
+check "refill: the dead instance was cleaned up" wait_for 20 bash -c "! curl -s '$EMU_URL/_emulator/instances' | jq -e '[.[] | select(.InstanceState==\"LAUNCH_FAILED\")] | length > 0' >/dev/null"
+
 # --- Capacity: a sold-out zone is reported, nothing overshoots ----------------
 emu_post stock '{"zone":"ap-singapore-3","instanceType":"GN7.2XLARGE32","count":0,"errorCode":"ResourcesSoldOut.SpecifiedInstanceType"}' >/dev/null
 pool_manifest soldout default 1 1 | sed 's/ap-singapore-2/ap-singapore-3/' | kubectl apply -f - >/dev/null
@@ -157,6 +172,13 @@ gone() { ! kubectl get sp "$1" -n "${2:-default}" >/dev/null 2>&1; }
 check "deleted pool disappears" wait_for 40 gone scaler
 states=$(emu_get instances | jq -r --arg ids "$ids" '[.[] | select(.InstanceId as $i | $ids | split("\n") | index($i))] | map(.InstanceState) | unique | join(",")')
 check "its instances were terminated first (states now: ${states:-gone})" test "$states" = "" -o "$states" = TERMINATING
+# Deleting a namespace deletes a pool's Secret along with it: deletion still finishes
+# with the controller's default credentials.
+b2_ids=$(sp_field b2 '.status.instances[].instanceId' team-b)
+kubectl -n team-b delete secret tc-creds >/dev/null
+kubectl -n team-b delete sp b2 --wait=false >/dev/null
+check "pool whose Secret is gone is still released" wait_for 40 gone b2 team-b
+check "its instance was terminated" test "$(emu_get instances | jq -r --arg id "$b2_ids" '.[] | select(.InstanceId==$id) | .InstanceState')" != RUNNING
 pool_manifest keep default 1 1 "  deletionPolicy: Retain" | kubectl apply -f - >/dev/null
 check "Retain pool converges" wait_for 30 converged keep 1
 kept=$(sp_field keep '.status.instances[0].instanceId')
