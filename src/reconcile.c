@@ -310,10 +310,11 @@ static int launch(struct pass *p)
 	strv_clear(&ids);
 	degrade(p, reason_for(r), err.msg);
 	if (r == SP_ECAPACITY || r == SP_EAUTH || r == SP_ECONFIG) {
-		/* The cloud refused the launch: nothing was created, the ledger can go. */
-		if (!p->old_status || strcmp(status_condition(p->old_status, "Degraded", "message") ?
-					     status_condition(p->old_status, "Degraded", "message") : "",
-					     p->degraded_message) != 0)
+		/* The cloud refused the launch: nothing was created, the ledger can go. One
+		 * event per episode: the message carries a fresh RequestId on every retry, so
+		 * the condition's reason is what tells a new episode from a repeat. */
+		const char *old = status_condition(p->old_status, "Degraded", "reason");
+		if (!old || strcmp(old, p->degraded_reason) != 0)
 			emit_event(p, "Warning", p->degraded_reason, "launch failed: %s", p->degraded_message);
 		plan_launch_clear(&p->ledger);
 		p->has_ledger = false;

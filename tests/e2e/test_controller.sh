@@ -155,6 +155,10 @@ emu_post stock '{"zone":"ap-singapore-3","instanceType":"GN7.2XLARGE32","count":
 pool_manifest soldout default 1 1 | sed 's/ap-singapore-2/ap-singapore-3/' | kubectl apply -f - >/dev/null
 capacity() { [[ $(sp_field soldout '.status.conditions[] | select(.type=="Degraded") | .reason') == CapacityUnavailable ]]; }
 check "sold out: Degraded reason CapacityUnavailable" wait_for 30 capacity
+sleep 6  # several backoff retries (1 s, 2 s, 4 s) while still sold out
+retries=$(emu_get journal | jq '[.[] | select(.action=="RunInstances" and .error=="ResourcesSoldOut.SpecifiedInstanceType")] | length')
+events=$(kubectl get events -o json | jq '[.items[] | select(.involvedObject.name=="soldout" and .reason=="CapacityUnavailable")] | length')
+check "sold out: $retries refused launches, one Warning event ($events)" test "$retries" -ge 2 -a "$events" = 1
 emu_post stock '{"zone":"ap-singapore-3","instanceType":"GN7.2XLARGE32","count":null}' >/dev/null
 check "stock returns: the pool fills and Degraded clears" wait_for 60 converged soldout 1
 
