@@ -9,13 +9,30 @@
 #include <systemd/sd-journal.h>
 #include <time.h>
 
-#define LOG_LINE_MAX 4096
 #define REDACTED "[redacted]"
+#define REDACTED_LEN (sizeof(REDACTED) - 1)
 
 static pthread_mutex_t log_lock = PTHREAD_MUTEX_INITIALIZER;
 static enum log_format log_fmt = LOG_FMT_PLAIN;
 static enum log_level log_lvl = LOG_LVL_INFO;
+/* Longest first: a secret that contains another is replaced whole, not around the shorter. */
 static struct strv log_secrets;
+static FILE *log_out;  /* NULL: stderr */
+static int (*journal_sendv)(const struct iovec *iov, int n) = sd_journal_sendv;
+
+void log_set_output(FILE *out)
+{
+	pthread_mutex_lock(&log_lock);
+	log_out = out;
+	pthread_mutex_unlock(&log_lock);
+}
+
+void log_set_journal_sender(int (*sendv)(const struct iovec *iov, int n))
+{
+	pthread_mutex_lock(&log_lock);
+	journal_sendv = sendv ? sendv : sd_journal_sendv;
+	pthread_mutex_unlock(&log_lock);
+}
 
 static bool stderr_is_journal(void)
 {
@@ -89,8 +106,14 @@ void log_add_secret(const char *secret)
 	if (!secret || strlen(secret) < 4)
 		return;
 	pthread_mutex_lock(&log_lock);
-	if (!strv_contains(&log_secrets, secret))
+	if (!strv_contains(&log_secrets, secret)) {
 		strv_push(&log_secrets, secret);
+		size_t i = log_secrets.n - 1, len = strlen(secret);
+		char *added = log_secrets.v[i];
+		for (; i > 0 && strlen(log_secrets.v[i - 1]) < len; i--)
+			log_secrets.v[i] = log_secrets.v[i - 1];
+		log_secrets.v[i] = added;
+	}
 	pthread_mutex_unlock(&log_lock);
 }
 
@@ -103,8 +126,9 @@ void log_remove_secret(const char *secret)
 		if (strcmp(log_secrets.v[i], secret) != 0)
 			continue;
 		sp_secure_free(log_secrets.v[i]);
-		log_secrets.v[i] = log_secrets.v[--log_secrets.n];
-		log_secrets.v[log_secrets.n] = NULL;
+		/* Shifting (not swapping in the last) keeps the longest-first order. */
+		memmove(&log_secrets.v[i], &log_secrets.v[i + 1], (log_secrets.n - i) * sizeof(char *));
+		log_secrets.n--;
 		break;
 	}
 	pthread_mutex_unlock(&log_lock);
@@ -114,21 +138,67 @@ static char *redact_locked(char *s, size_t n)
 {
 	for (size_t i = 0; i < log_secrets.n; i++) {
 		const char *secret = log_secrets.v[i];
-		size_t sl = strlen(secret), rl = strlen(REDACTED);
+		size_t sl = strlen(secret);
 		char *hit;
 		while ((hit = strstr(s, secret))) {
 			size_t tail = strlen(hit + sl);
 			size_t used = (size_t)(hit - s);
-			if (used + rl + tail + 1 > n) {
+			if (used + REDACTED_LEN + tail + 1 > n) {
 				/* No room for the marker: blank the secret instead. */
 				memset(hit, '*', sl);
 				continue;
 			}
-			memmove(hit + rl, hit + sl, tail + 1);
-			memcpy(hit, REDACTED, rl);
+			memmove(hit + REDACTED_LEN, hit + sl, tail + 1);
+			memcpy(hit, REDACTED, REDACTED_LEN);
 		}
 	}
 	return s;
+}
+
+/* A copy of s with every registered secret replaced by the marker, never cut: cutting
+ * comes after, so the head of a secret can never survive without matching. */
+static char *redact_dup_locked(const char *s)
+{
+	char *out = xstrdup(s);
+	for (size_t i = 0; i < log_secrets.n; i++) {
+		const char *secret = log_secrets.v[i], *p, *hit;
+		size_t sl = strlen(secret), hits = 0;
+		for (p = out; (hit = strstr(p, secret)); p = hit + sl)
+			hits++;
+		if (!hits)
+			continue;
+		char *next = xmalloc(strlen(out) - hits * sl + hits * REDACTED_LEN + 1), *w = next;
+		for (p = out; (hit = strstr(p, secret)); p = hit + sl) {
+			memcpy(w, p, (size_t)(hit - p));
+			w += hit - p;
+			memcpy(w, REDACTED, REDACTED_LEN);
+			w += REDACTED_LEN;
+		}
+		strcpy(w, p);
+		sp_secure_free(out);
+		out = next;
+	}
+	return out;
+}
+
+/* Cuts s to fewer than n bytes without splitting a UTF-8 sequence. */
+static void cut_utf8(char *s, size_t n)
+{
+	size_t len = strlen(s);
+	if (len < n)
+		return;
+	len = n - 1;
+	while (len > 0 && ((unsigned char)s[len] & 0xC0) == 0x80)
+		len--;
+	s[len] = '\0';
+}
+
+/* One line per record: a newline inside a message or field would forge a second record. */
+static void one_line(char *s)
+{
+	for (char *p = s; *p; p++)
+		if (*p == '\n' || *p == '\r')
+			*p = ' ';
 }
 
 char *log_redact(char *s, size_t n)
@@ -137,6 +207,19 @@ char *log_redact(char *s, size_t n)
 	redact_locked(s, n);
 	pthread_mutex_unlock(&log_lock);
 	return s;
+}
+
+char *log_redact_copy(char *dst, size_t n, const char *src)
+{
+	if (n == 0)
+		return dst;
+	pthread_mutex_lock(&log_lock);
+	char *r = redact_dup_locked(src);
+	pthread_mutex_unlock(&log_lock);
+	cut_utf8(r, n);
+	memcpy(dst, r, strlen(r) + 1);
+	sp_secure_free(r);
+	return dst;
 }
 
 void log_shutdown(void)
@@ -148,7 +231,127 @@ void log_shutdown(void)
 	pthread_mutex_unlock(&log_lock);
 }
 
-static void write_line(enum log_level level, char *msg)
+/* The fields of a record, by output name; value NULL when absent. */
+enum { F_NS, F_POOL, F_ACTION, F_REQUEST_ID, F_ERROR_CODE, F_DURATION, F_COUNT };
+static const struct {
+	const char *key, *journal;
+} field_names[F_COUNT] = {
+	[F_NS] = {"namespace", "SPOTPOOL_NAMESPACE"},
+	[F_POOL] = {"pool", "SPOTPOOL_POOL"},
+	[F_ACTION] = {"action", "SPOTPOOL_ACTION"},
+	[F_REQUEST_ID] = {"request_id", "SPOTPOOL_REQUEST_ID"},
+	[F_ERROR_CODE] = {"error_code", "SPOTPOOL_ERROR_CODE"},
+	[F_DURATION] = {"duration_ms", "SPOTPOOL_DURATION_MS"},
+};
+
+struct record {
+	enum log_level level;
+	char *msg;
+	char *field[F_COUNT];
+	long duration_ms;
+};
+
+static char *clean_locked(const char *s, size_t max)
+{
+	char *r = redact_dup_locked(s);
+	one_line(r);
+	cut_utf8(r, max);
+	return r;
+}
+
+static void record_init_locked(struct record *rec, enum log_level level, const struct log_fields *f,
+			       const char *msg)
+{
+	*rec = (struct record){.level = level, .msg = clean_locked(msg, LOG_LINE_MAX)};
+	if (!f)
+		return;
+	const char *in[F_COUNT] = {f->ns, f->pool, f->action, f->request_id, f->error_code};
+	for (size_t i = 0; i < F_DURATION; i++)
+		if (in[i] && *in[i])
+			rec->field[i] = clean_locked(in[i], LOG_FIELD_MAX);
+	if (f->has_duration) {
+		rec->duration_ms = f->duration_ms;
+		rec->field[F_DURATION] = xasprintf("%ld", f->duration_ms);
+	}
+}
+
+static void record_free(struct record *rec)
+{
+	sp_secure_free(rec->msg);
+	for (size_t i = 0; i < F_COUNT; i++)
+		sp_secure_free(rec->field[i]);
+}
+
+/* logfmt-style: quoted when empty or holding a space, '"', '=' or '\\'. */
+static void write_plain_value(FILE *out, const char *v)
+{
+	if (*v && !strpbrk(v, " \t\"=\\")) {
+		fputs(v, out);
+		return;
+	}
+	fputc('"', out);
+	for (; *v; v++) {
+		if (*v == '"' || *v == '\\')
+			fputc('\\', out);
+		fputc(*v, out);
+	}
+	fputc('"', out);
+}
+
+static void write_plain(FILE *out, const char *ts, const struct record *rec)
+{
+	fprintf(out, "%s %-5s %s", ts, log_level_name(rec->level), rec->msg);
+	for (size_t i = 0; i < F_COUNT; i++) {
+		if (!rec->field[i])
+			continue;
+		fprintf(out, " %s=", field_names[i].key);
+		write_plain_value(out, rec->field[i]);
+	}
+	fputc('\n', out);
+	fflush(out);
+}
+
+static void write_json(FILE *out, const char *ts, const struct record *rec)
+{
+	cJSON *o = cJSON_CreateObject();
+	cJSON_AddStringToObject(o, "time", ts);
+	cJSON_AddStringToObject(o, "level", log_level_name(rec->level));
+	cJSON_AddStringToObject(o, "msg", rec->msg);
+	for (size_t i = 0; i < F_COUNT; i++) {
+		if (!rec->field[i])
+			continue;
+		if (i == F_DURATION)
+			cJSON_AddNumberToObject(o, field_names[i].key, (double)rec->duration_ms);
+		else
+			cJSON_AddStringToObject(o, field_names[i].key, rec->field[i]);
+	}
+	char *line = cJSON_PrintUnformatted(o);
+	fprintf(out, "%s\n", line);
+	fflush(out);
+	cJSON_free(line);
+	cJSON_Delete(o);
+}
+
+static int write_journal(const struct record *rec)
+{
+	char *items[3 + F_COUNT];
+	struct iovec iov[3 + F_COUNT];
+	int n = 0;
+	items[n++] = xasprintf("MESSAGE=%s", rec->msg);
+	items[n++] = xasprintf("PRIORITY=%d", (int)rec->level);
+	items[n++] = xstrdup("SYSLOG_IDENTIFIER=spotpool");
+	for (size_t i = 0; i < F_COUNT; i++)
+		if (rec->field[i])
+			items[n++] = xasprintf("%s=%s", field_names[i].journal, rec->field[i]);
+	for (int i = 0; i < n; i++)
+		iov[i] = (struct iovec){.iov_base = items[i], .iov_len = strlen(items[i])};
+	int r = journal_sendv(iov, n);
+	for (int i = 0; i < n; i++)
+		sp_secure_free(items[i]);
+	return r;
+}
+
+static void write_record_locked(const struct record *rec)
 {
 	char ts[32];
 	struct timespec now;
@@ -158,42 +361,42 @@ static void write_line(enum log_level level, char *msg)
 	size_t k = strftime(ts, sizeof(ts), "%Y-%m-%dT%H:%M:%S", &tm);
 	snprintf(ts + k, sizeof(ts) - k, ".%03ldZ", now.tv_nsec / 1000000);
 
-	switch (log_fmt) {
-	case LOG_FMT_JOURNAL:
-		sd_journal_send("MESSAGE=%s", msg, "PRIORITY=%d", (int)level,
-				"SYSLOG_IDENTIFIER=spotpool", NULL);
-		break;
-	case LOG_FMT_JSON: {
-		cJSON *o = cJSON_CreateObject();
-		cJSON_AddStringToObject(o, "time", ts);
-		cJSON_AddStringToObject(o, "level", log_level_name(level));
-		cJSON_AddStringToObject(o, "msg", msg);
-		char *line = cJSON_PrintUnformatted(o);
-		fprintf(stderr, "%s\n", line);
-		cJSON_free(line);
-		cJSON_Delete(o);
-		break;
-	}
-	default:
-		fprintf(stderr, "%s %-5s %s\n", ts, log_level_name(level), msg);
-	}
+	FILE *out = log_out ? log_out : stderr;
+	if (log_fmt == LOG_FMT_JSON)
+		write_json(out, ts, rec);
+	else if (log_fmt != LOG_FMT_JOURNAL || write_journal(rec) < 0)
+		write_plain(out, ts, rec);  /* plain, or the journal is not there */
+}
+
+void log_vmsg(enum log_level level, const struct log_fields *fields, const char *fmt, va_list ap)
+{
+	if (!log_enabled(level))
+		return;
+	/* The whole message first: redaction must see every secret whole before any cut. */
+	char *raw;
+	if (vasprintf(&raw, fmt, ap) < 0)
+		abort();
+	struct record rec;
+	pthread_mutex_lock(&log_lock);
+	record_init_locked(&rec, level, fields, raw);
+	write_record_locked(&rec);
+	pthread_mutex_unlock(&log_lock);
+	sp_secure_free(raw);
+	record_free(&rec);
 }
 
 void log_msg(enum log_level level, const char *fmt, ...)
 {
-	if (!log_enabled(level))
-		return;
-	char msg[LOG_LINE_MAX];
 	va_list ap;
 	va_start(ap, fmt);
-	vsnprintf(msg, sizeof(msg), fmt, ap);
+	log_vmsg(level, NULL, fmt, ap);
 	va_end(ap);
-	/* One line per record: a newline inside a message would forge a second record. */
-	for (char *p = msg; *p; p++)
-		if (*p == '\n' || *p == '\r')
-			*p = ' ';
-	pthread_mutex_lock(&log_lock);
-	redact_locked(msg, sizeof(msg));
-	write_line(level, msg);
-	pthread_mutex_unlock(&log_lock);
+}
+
+void log_fields_msg(enum log_level level, const struct log_fields *fields, const char *fmt, ...)
+{
+	va_list ap;
+	va_start(ap, fmt);
+	log_vmsg(level, fields, fmt, ap);
+	va_end(ap);
 }
