@@ -15,6 +15,7 @@
 #define CVM_TERMINATE_BATCH 100
 #define CVM_RESPONSE_MAX (8 * 1024 * 1024)
 #define CVM_DESCRIBE_MAX_INSTANCES 100000
+#define CVM_DESCRIBE_IDS_BATCH 100
 
 struct cvm_credentials {
 	const char *secret_id;
@@ -50,14 +51,28 @@ void cvm_client_free(struct cvm_client *c);
 
 /* One signed call; on success ret_response is the detached "Response" object.
  * Errors carry the Tencent code in err->reason and a class in the return value:
- * SP_EAUTH, SP_ECONFIG, SP_ECAPACITY, SP_ETHROTTLED, SP_ETRANSIENT, SP_ENOTFOUND. */
+ * SP_EAUTH, SP_ECONFIG, SP_ECAPACITY, SP_ETHROTTLED, SP_ETRANSIENT, SP_ENOTFOUND.
+ * Throttled, transient and malformed answers are retried with backoff. A call carrying
+ * a ClientToken whose earlier attempt had an unknown outcome (network error, 5xx,
+ * malformed reply, unknown code) is never reported as refused: a later refusal is
+ * SP_ETRANSIENT ("outcome unknown"), since the first attempt may have been done.
+ * After http_abort_all() calls fail promptly with SP_ETRANSIENT "aborted (shutting down)". */
 int cvm_call(struct cvm_client *c, const struct cvm_credentials *cred, const char *region,
 	     const char *action, const cJSON *params, cJSON **ret_response, struct sp_error *err);
 
-/* All instances carrying tag_key (=tag_value when not NULL), every page. */
+/* All instances carrying tag_key (=tag_value when not NULL), every page: at most
+ * CVM_DESCRIBE_MAX_INSTANCES / CVM_PAGE_LIMIT requests. Paging that does not add up
+ * (TotalCount out of range, a page larger than Limit, a page of instances already
+ * listed, an empty page before TotalCount) is SP_EPROTO, never a short list. */
 int cvm_describe_tagged(struct cvm_client *c, const struct cvm_credentials *cred,
 			const char *region, const char *tag_key, const char *tag_value,
 			struct pool_instance **ret_instances, size_t *ret_n, struct sp_error *err);
+/* The instances among ids that exist, looked up by ID (batches of 100). An ID the cloud
+ * does not know is simply absent from the result; a malformed one is SP_EINVAL naming
+ * it. Any instance of the account is found this way: check pool_tag for ownership. */
+int cvm_describe_ids(struct cvm_client *c, const struct cvm_credentials *cred, const char *region,
+		     const struct strv *ids, struct pool_instance **ret_instances, size_t *ret_n,
+		     struct sp_error *err);
 /* Launches (or dry-runs) instances; ret_ids receives the new IDs (none for a dry run). */
 int cvm_run_instances(struct cvm_client *c, const struct cvm_credentials *cred,
 		      const struct cvm_launch *launch, struct strv *ret_ids, struct sp_error *err);
@@ -66,9 +81,13 @@ int cvm_terminate_instances(struct cvm_client *c, const struct cvm_credentials *
 			    const char *region, const struct strv *ids, struct sp_error *err);
 
 /* Pure parts. */
+/* The class of a Tencent Error.Code (table from the SDK's errors.go, most specific
+ * entry wins); an unknown code is SP_ETRANSIENT, never a definitive refusal. */
 int cvm_classify_code(const char *code);
 cJSON *cvm_run_request(const struct cvm_launch *launch);
-int cvm_parse_instances(const cJSON *response, struct pool_instance **instances, size_t *n,
+/* One DescribeInstances page, as listed (no deduplication). TotalCount must be an
+ * integer in [0, CVM_DESCRIBE_MAX_INSTANCES]. */
+int cvm_parse_instances(const cJSON *response, struct pool_instance **ret_instances, size_t *ret_n,
 			size_t *ret_total, struct sp_error *err);
 /* Parses "2026-11-21T11:45:00Z" (or with an offset) into epoch seconds; 0 if invalid. */
 int64_t cvm_parse_time(const char *iso);

@@ -35,6 +35,9 @@ struct http_request {
 	http_data_fn on_data;             /* streams the body instead of buffering it */
 	void *userdata;
 	const volatile sig_atomic_t *cancel; /* non-zero aborts an ongoing transfer */
+	/* Also fail at once when started after http_abort_all(): set by calls that start
+	 * new cloud work, which must not begin during a shutdown. */
+	bool refuse_after_abort;
 };
 
 struct http_response {
@@ -56,6 +59,14 @@ void http_client_free(struct http_client *c);
 int http_do(struct http_client *c, const struct http_request *req, struct http_response *ret,
 	    struct sp_error *err);
 void http_response_free(struct http_response *r);
+
+/* Shutdown: aborts every transfer in progress within about a second; they fail with
+ * SP_ETRANSIENT "aborted (shutting down)". Async-signal-safe (only sets a flag), and
+ * irreversible. Transfers started afterwards run normally, bounded by their timeouts,
+ * so the shutdown itself can still record status and release its lease, unless the
+ * request sets refuse_after_abort. */
+void http_abort_all(void);
+bool http_aborting(void);
 
 /* Host part of a URL as it appears in the Host header ("h", "h:port"), caller frees. */
 int http_url_host(const char *url, char **ret_host, struct sp_error *err);

@@ -41,41 +41,148 @@ void cvm_client_free(struct cvm_client *c)
 	free(c);
 }
 
-static bool has_prefix(const char *s, const char *prefix)
+/* Error.Code -> class, from the SDK's cvm/v20170312/errors.go and the common error
+ * codes, for what RunInstances, DescribeInstances and TerminateInstances can answer.
+ * "X.*" covers X and every X.<sub>; the most specific entry wins (an exact code over
+ * its family, a longer family over a shorter one). */
+static const struct {
+	const char *code;
+	int cls;
+} code_classes[] = {
+	{"AuthFailure.*", SP_EAUTH},
+	{"UnauthorizedOperation.*", SP_EAUTH},
+	{"InvalidPermission", SP_EAUTH},
+	{"IpInBlacklist", SP_EAUTH},
+	{"IpNotInWhitelist", SP_EAUTH},
+
+	{"RequestLimitExceeded.*", SP_ETHROTTLED},
+
+	/* Terminate of an instance that is already gone or going counts as done. */
+	{"InvalidInstanceId.NotFound", SP_ENOTFOUND},
+	{"UnsupportedOperation.InstanceStateTerminating", SP_ENOTFOUND},
+	{"UnsupportedOperation.InstanceStateTerminated", SP_ENOTFOUND},
+
+	/* Stock, quota, or the offering is not sold there: another zone or type, or later. */
+	{"ResourceInsufficient.*", SP_ECAPACITY},
+	{"ResourcesSoldOut.*", SP_ECAPACITY},
+	{"ResourceUnavailable.*", SP_ECAPACITY},
+	{"ResourceNotFound.InvalidZoneInstanceType", SP_ECAPACITY},
+	{"UnsupportedOperation.InvalidZone", SP_ECAPACITY},
+	{"UnsupportedOperation.NoInstanceTypeSupportSpot", SP_ECAPACITY},
+	{"InvalidParameterValue.InsufficientOffering", SP_ECAPACITY},
+	{"InvalidParameterValue.InsufficientPrice", SP_ECAPACITY},
+	{"InvalidParameterValue.ZoneNotSupported", SP_ECAPACITY},
+	{"InvalidParameter.InvalidCloudDiskSoldOut", SP_ECAPACITY},
+	{"LimitExceeded.SpotQuota", SP_ECAPACITY},
+	{"LimitExceeded.UserSpotQuota", SP_ECAPACITY},
+	{"LimitExceeded.InstanceQuota", SP_ECAPACITY},
+	{"LimitExceeded.PrepayQuota", SP_ECAPACITY},
+	{"LimitExceeded.VpcSubnetNum", SP_ECAPACITY},
+	{"InstancesQuotaLimitExceeded", SP_ECAPACITY},
+	{"FailedOperation.NoAvailableIpAddressCountInSubnet", SP_ECAPACITY},
+
+	/* Our parameters, account or region are wrong: retrying the same call cannot help. */
+	{"InvalidParameter.*", SP_ECONFIG},
+	{"InvalidParameterValue.*", SP_ECONFIG},
+	{"InvalidParameterCombination", SP_ECONFIG},
+	{"InvalidParameterConflict", SP_ECONFIG},
+	{"InvalidParameterValueLimit", SP_ECONFIG},
+	{"InvalidParameterValueOffset", SP_ECONFIG},
+	{"MissingParameter.*", SP_ECONFIG},
+	{"UnknownParameter", SP_ECONFIG},
+	{"InvalidAction", SP_ECONFIG},
+	{"NoSuchVersion", SP_ECONFIG},
+	{"NoSuchProduct", SP_ECONFIG},
+	{"InvalidRequest", SP_ECONFIG},
+	{"RequestSizeLimitExceeded", SP_ECONFIG},
+	{"UnsupportedProtocol", SP_ECONFIG},
+	{"UnsupportedRegion", SP_ECONFIG},
+	{"InvalidRegion.*", SP_ECONFIG},
+	{"InvalidZone.*", SP_ECONFIG},
+	{"InvalidInstanceType.*", SP_ECONFIG},
+	{"InvalidImageId.*", SP_ECONFIG},
+	{"InvalidSecurityGroupId.*", SP_ECONFIG},
+	{"InvalidSgId.*", SP_ECONFIG},
+	{"InvalidKeyPairId.*", SP_ECONFIG},
+	{"InvalidProjectId.*", SP_ECONFIG},
+	{"InvalidHostId.*", SP_ECONFIG},
+	{"InvalidClientToken.*", SP_ECONFIG},
+	{"InvalidInstanceName.*", SP_ECONFIG},
+	{"InvalidInstanceId.Malformed", SP_ECONFIG},
+	{"InvalidFilter", SP_ECONFIG},
+	{"InvalidFilterValue.*", SP_ECONFIG},
+	{"InvalidPassword", SP_ECONFIG},
+	{"InvalidAccount.*", SP_ECONFIG},
+	{"AccountQualificationRestrictions", SP_ECONFIG},
+	{"InvalidInstance.NotSupported", SP_ECONFIG},
+	{"InvalidInstanceNotSupportedPrepaidInstance", SP_ECONFIG},
+	{"FailedOperation.IllegalTagKey", SP_ECONFIG},
+	{"FailedOperation.IllegalTagValue", SP_ECONFIG},
+	{"FailedOperation.TagKeyReserved", SP_ECONFIG},
+	{"LimitExceeded.AssociateUSGLimitExceeded", SP_ECONFIG},
+	{"LimitExceeded.SingleUSGQuota", SP_ECONFIG},
+	{"LimitExceeded.TagResourceQuota", SP_ECONFIG},
+	{"UnauthorizedOperation.ImageNotBelongToAccount", SP_ECONFIG},
+	{"UnsupportedOperation", SP_ECONFIG},
+	{"UnsupportedOperation.InstanceChargeType", SP_ECONFIG},
+	{"UnsupportedOperation.InstanceMixedPricingModel", SP_ECONFIG},
+	{"UnsupportedOperation.InstanceMixedZoneType", SP_ECONFIG},
+	{"UnsupportedOperation.InstancesProtected", SP_ECONFIG},
+	{"UnsupportedOperation.InvalidInstanceNotSupportedProtectedInstance", SP_ECONFIG},
+	{"UnsupportedOperation.RedHatInstanceTerminateUnsupported", SP_ECONFIG},
+	{"UnsupportedOperation.SpecialInstanceType", SP_ECONFIG},
+	{"UnsupportedOperation.SpotUnsupportedRegion", SP_ECONFIG},
+	{"UnsupportedOperation.Region", SP_ECONFIG},
+	{"UnsupportedOperation.KeyPairUnsupportedWindows", SP_ECONFIG},
+	{"UnsupportedOperation.EncryptedImagesNotSupported", SP_ECONFIG},
+	{"UnsupportedOperation.InvalidRegionDiskEncrypt", SP_ECONFIG},
+	{"UnsupportedOperation.BandwidthPackageIdNotSupported", SP_ECONFIG},
+	{"UnsupportedOperation.NoVpcNetwork", SP_ECONFIG},
+	{"UnsupportedOperation.UnsupportedInternationalUser", SP_ECONFIG},
+	/* A dry run that passed; cvm_run_instances turns it into success. Never retried. */
+	{"DryRunOperation", SP_ECONFIG},
+
+	/* Busy or broken for a moment on Tencent's side: retry with backoff. */
+	{"InternalError.*", SP_ETRANSIENT},
+	{"InternalServerError", SP_ETRANSIENT},
+	{"ServiceUnavailable", SP_ETRANSIENT},
+	{"FailedOperation.RequestTimeout", SP_ETRANSIENT},
+	{"FailedOperation.InvalidImageState", SP_ETRANSIENT},
+	{"InvalidParameterValue.InvalidImageState", SP_ETRANSIENT},
+	{"ResourceInUse.*", SP_ETRANSIENT},
+	{"ResourceUnavailable.SnapshotCreating", SP_ETRANSIENT},
+	{"MutexOperation.TaskRunning", SP_ETRANSIENT},
+	{"OperationDenied.InstanceOperationInProgress", SP_ETRANSIENT},
+	{"InvalidInstanceState", SP_ETRANSIENT},
+	{"UnsupportedOperation.InstanceStatePending", SP_ETRANSIENT},
+	{"UnsupportedOperation.InstanceStateStarting", SP_ETRANSIENT},
+	{"UnsupportedOperation.InstanceStateStopping", SP_ETRANSIENT},
+	{"UnsupportedOperation.InstanceStateRebooting", SP_ETRANSIENT},
+};
+
+/* How specifically pattern matches code: 0 none, else longer is more specific. */
+static size_t code_match(const char *pattern, const char *code)
 {
-	return strncmp(s, prefix, strlen(prefix)) == 0;
+	size_t n = strlen(pattern);
+	if (n >= 2 && strcmp(pattern + n - 2, ".*") == 0) {
+		n -= 2;
+		return strncmp(code, pattern, n) == 0 && (code[n] == '\0' || code[n] == '.') ? 2 * n : 0;
+	}
+	return strcmp(code, pattern) == 0 ? 2 * n + 1 : 0;
 }
 
 int cvm_classify_code(const char *code)
 {
-	static const char *const capacity[] = {
-		"ResourceInsufficient", "ResourcesSoldOut", "ResourceUnavailable",
-		"InvalidParameterValue.InsufficientOffering", "InvalidParameterValue.InsufficientPrice",
-		"LimitExceeded.SpotQuota", "LimitExceeded.UserSpotQuota", "LimitExceeded.InstanceQuota",
-		NULL,
-	};
-	static const char *const gone[] = {
-		"InvalidInstanceId.NotFound", "UnsupportedOperation.InstanceStateTerminating",
-		"UnsupportedOperation.InstanceStateTerminated", NULL,
-	};
-	static const char *const transient[] = {
-		"InternalError", "InternalServerError", "ServiceUnavailable", "FailedOperation.RequestTimeout",
-		"ResourceInUse", NULL,
-	};
-	if (has_prefix(code, "AuthFailure") || has_prefix(code, "UnauthorizedOperation"))
-		return SP_EAUTH;
-	if (has_prefix(code, "RequestLimitExceeded"))
-		return SP_ETHROTTLED;
-	for (size_t i = 0; capacity[i]; i++)
-		if (has_prefix(code, capacity[i]))
-			return SP_ECAPACITY;
-	for (size_t i = 0; gone[i]; i++)
-		if (strcmp(code, gone[i]) == 0)
-			return SP_ENOTFOUND;
-	for (size_t i = 0; transient[i]; i++)
-		if (has_prefix(code, transient[i]))
-			return SP_ETRANSIENT;
-	return SP_ECONFIG;
+	size_t best = 0;
+	int cls = SP_ETRANSIENT;  /* unknown: the outcome is unknown too, so never final */
+	for (size_t i = 0; i < sizeof(code_classes) / sizeof(code_classes[0]); i++) {
+		size_t m = code_match(code_classes[i].code, code);
+		if (m > best) {
+			best = m;
+			cls = code_classes[i].cls;
+		}
+	}
+	return cls;
 }
 
 static void observe(struct cvm_client *c, const char *action, const char *code, int64_t start_ms)
@@ -84,12 +191,15 @@ static void observe(struct cvm_client *c, const char *action, const char *code, 
 		c->observe(c->observe_userdata, action, code, (double)(sp_mono_ms() - start_ms) / 1000.0);
 }
 
-static void backoff_sleep(int attempt)
+/* Sleeps before retry number attempt + 1; false when a shutdown cut it short. */
+static bool backoff_wait(int attempt)
 {
-	long ms = 200L << attempt;
-	ms += (long)(sp_mono_ms() % 100);
-	struct timespec ts = {.tv_sec = ms / 1000, .tv_nsec = (ms % 1000) * 1000000L};
-	nanosleep(&ts, NULL);
+	int64_t until = sp_mono_ms() + (200L << attempt) + sp_mono_ms() % 100;
+	while (!http_aborting() && sp_mono_ms() < until) {
+		struct timespec ts = {0, 20 * 1000000L};
+		nanosleep(&ts, NULL);
+	}
+	return !http_aborting();
 }
 
 /* One HTTP exchange; fills ret_response on a well-formed non-error reply. */
@@ -122,6 +232,7 @@ static int call_once(struct cvm_client *c, const struct cvm_credentials *cred, c
 		.method = "POST", .url = url, .headers = headers,
 		.n_headers = h_token ? 8 : 7, .body = body, .body_len = strlen(body),
 		.timeout_ms = c->timeout_ms, .max_response = CVM_RESPONSE_MAX, .tls = c->tls,
+		.refuse_after_abort = true,
 	};
 	struct http_response resp;
 	r = http_do(c->http, &req, &resp, err);
@@ -189,15 +300,33 @@ int cvm_call(struct cvm_client *c, const struct cvm_credentials *cred, const cha
 		url = xasprintf("https://%s/", host);
 	}
 	char *body = cJSON_PrintUnformatted(params);
+	/* With a ClientToken a repeat is idempotent, and a refusal answers only the repeat. */
+	bool has_token = cJSON_GetObjectItemCaseSensitive(params, "ClientToken") != NULL;
+	char uncertain[200] = "";  /* why an earlier attempt's outcome is unknown */
 	struct sp_error local = {0};
 	for (int attempt = 0;; attempt++) {
 		local = (struct sp_error){0};
 		r = call_once(c, cred, url, host, region, action, body, ret_response, &local);
-		if (r == 0 || !(r == SP_ETHROTTLED || r == SP_ETRANSIENT || r == SP_EPROTO) ||
-		    attempt + 1 >= c->max_attempts)
+		if (r == 0 || !(r == SP_ETHROTTLED || r == SP_ETRANSIENT || r == SP_EPROTO))
+			break;
+		/* Throttling means "not done"; anything else may have been done. */
+		if (r != SP_ETHROTTLED && !*uncertain)
+			snprintf(uncertain, sizeof(uncertain), "%s", local.msg);
+		if (attempt + 1 >= c->max_attempts || http_aborting())
 			break;
 		log_debug("%s: attempt %d failed (%s), retrying", action, attempt + 1, local.msg);
-		backoff_sleep(attempt);
+		if (!backoff_wait(attempt)) {
+			struct sp_error last = local;
+			r = sp_fail(&local, SP_ETRANSIENT, "%s: aborted (shutting down) after: %.300s", action,
+				    last.msg);
+			break;
+		}
+	}
+	if (has_token && *uncertain && (r == SP_ECAPACITY || r == SP_ECONFIG || r == SP_EAUTH)) {
+		struct sp_error refusal = local;
+		r = sp_fail(&local, SP_ETRANSIENT, "%s: outcome unknown: an earlier attempt may have "
+			    "succeeded (%.150s); the retry was refused: %.250s", action, uncertain, refusal.msg);
+		snprintf(local.reason, sizeof(local.reason), "%s", refusal.reason);
 	}
 	if (r < 0 && err)
 		*err = local;
@@ -231,32 +360,49 @@ static void copy_field(char *dst, size_t cap, const cJSON *v)
 	snprintf(dst, cap, "%s", cJSON_IsString(v) ? v->valuestring : "");
 }
 
-int cvm_parse_instances(const cJSON *response, struct pool_instance **instances, size_t *n,
+/* A tag's value; empty when absent or too long to be one of ours. */
+static void copy_tag(char *dst, size_t cap, const cJSON *tags, const char *tag_key)
+{
+	const cJSON *t;
+	*dst = '\0';
+	if (!cJSON_IsArray(tags))
+		return;
+	cJSON_ArrayForEach(t, tags) {
+		const cJSON *key = cJSON_GetObjectItemCaseSensitive(t, "Key");
+		const cJSON *value = cJSON_GetObjectItemCaseSensitive(t, "Value");
+		if (cJSON_IsString(key) && strcmp(key->valuestring, tag_key) == 0 &&
+		    cJSON_IsString(value) && strlen(value->valuestring) < cap) {
+			snprintf(dst, cap, "%s", value->valuestring);
+			return;
+		}
+	}
+}
+
+int cvm_parse_instances(const cJSON *response, struct pool_instance **ret_instances, size_t *ret_n,
 			size_t *ret_total, struct sp_error *err)
 {
 	const cJSON *total = cJSON_GetObjectItemCaseSensitive(response, "TotalCount");
 	const cJSON *set = cJSON_GetObjectItemCaseSensitive(response, "InstanceSet");
-	if (!cJSON_IsNumber(total) || total->valuedouble < 0 || !(cJSON_IsArray(set) || cJSON_IsNull(set)))
+	if (!cJSON_IsNumber(total) || !(cJSON_IsArray(set) || cJSON_IsNull(set)))
 		return sp_fail(err, SP_EPROTO, "DescribeInstances: malformed response (TotalCount/InstanceSet)");
+	/* Written this way round so that NaN fails too. */
+	double t = total->valuedouble;
+	if (!(t >= 0 && t <= CVM_DESCRIBE_MAX_INSTANCES) || (double)(size_t)t != t)
+		return sp_fail(err, SP_EPROTO, "DescribeInstances: malformed response (TotalCount %g is not "
+			       "an integer from 0 to %d)", t, CVM_DESCRIBE_MAX_INSTANCES);
+	size_t cap = (size_t)cJSON_GetArraySize(set), n = 0;
+	struct pool_instance *list = cap ? xcalloc(cap, sizeof(*list)) : NULL;
 	const cJSON *it;
 	cJSON_ArrayForEach(it, set) {
 		const cJSON *id = cJSON_GetObjectItemCaseSensitive(it, "InstanceId");
 		const cJSON *state = cJSON_GetObjectItemCaseSensitive(it, "InstanceState");
 		if (!cJSON_IsString(id) || !cJSON_IsString(state) || !*id->valuestring ||
-		    strlen(id->valuestring) >= sizeof((*instances)->id))
+		    strlen(id->valuestring) >= sizeof(list->id)) {
+			free(list);
 			return sp_fail(err, SP_EPROTO, "DescribeInstances: malformed response (instance without a valid "
 				       "InstanceId/InstanceState)");
-		bool dup = false;
-		for (size_t i = 0; i < *n && !dup; i++)
-			dup = strcmp((*instances)[i].id, id->valuestring) == 0;
-		if (dup)  /* paging over a changing set can repeat an instance */
-			continue;
-		if (*n >= CVM_DESCRIBE_MAX_INSTANCES)
-			return sp_fail(err, SP_ETOOBIG, "DescribeInstances: more than %d instances",
-				       CVM_DESCRIBE_MAX_INSTANCES);
-		*instances = xrealloc(*instances, (*n + 1) * sizeof(**instances));
-		struct pool_instance *in = &(*instances)[(*n)++];
-		memset(in, 0, sizeof(*in));
+		}
+		struct pool_instance *in = &list[n++];
 		copy_field(in->id, sizeof(in->id), id);
 		copy_field(in->state, sizeof(in->state), state);
 		copy_field(in->zone, sizeof(in->zone), cJSON_GetObjectItemCaseSensitive(
@@ -270,48 +416,225 @@ int cvm_parse_instances(const cJSON *response, struct pool_instance **instances,
 		copy_field(in->created_time, sizeof(in->created_time),
 			   cJSON_GetObjectItemCaseSensitive(it, "CreatedTime"));
 		in->created = cvm_parse_time(in->created_time);
+		const cJSON *tags = cJSON_GetObjectItemCaseSensitive(it, "Tags");
+		copy_tag(in->pool_tag, sizeof(in->pool_tag), tags, POOL_TAG_KEY);
+		copy_tag(in->launch_tag, sizeof(in->launch_tag), tags, POOL_LAUNCH_TAG_KEY);
 	}
-	*ret_total = (size_t)total->valuedouble;
+	*ret_instances = list;
+	*ret_n = n;
+	*ret_total = (size_t)t;
 	return 0;
+}
+
+/* Open-addressing set of instance IDs, so that a 100,000-instance sweep stays linear. */
+struct idset {
+	char **slot;
+	size_t cap;  /* a power of two, at least twice n */
+	size_t n;
+};
+
+static size_t id_hash(const char *s)
+{
+	uint64_t h = 14695981039346656037ULL;  /* FNV-1a */
+	for (; *s; s++)
+		h = (h ^ (unsigned char)*s) * 1099511628211ULL;
+	return (size_t)h;
+}
+
+static char **idset_find(char **slot, size_t cap, const char *id)
+{
+	size_t i = id_hash(id) & (cap - 1);
+	while (slot[i] && strcmp(slot[i], id) != 0)
+		i = (i + 1) & (cap - 1);
+	return &slot[i];
+}
+
+static bool idset_has(const struct idset *s, const char *id)
+{
+	return s->cap && *idset_find(s->slot, s->cap, id);
+}
+
+/* False when id was already there. */
+static bool idset_add(struct idset *s, const char *id)
+{
+	if (2 * (s->n + 1) > s->cap) {
+		size_t cap = s->cap ? 2 * s->cap : 64;
+		char **slot = xcalloc(cap, sizeof(*slot));
+		for (size_t i = 0; i < s->cap; i++)
+			if (s->slot[i])
+				*idset_find(slot, cap, s->slot[i]) = s->slot[i];
+		free(s->slot);
+		s->slot = slot;
+		s->cap = cap;
+	}
+	char **at = idset_find(s->slot, s->cap, id);
+	if (*at)
+		return false;
+	*at = xstrdup(id);
+	s->n++;
+	return true;
+}
+
+static void idset_free(struct idset *s)
+{
+	for (size_t i = 0; i < s->cap; i++)
+		free(s->slot[i]);
+	free(s->slot);
+	*s = (struct idset){0};
+}
+
+/* What a DescribeInstances sweep (one or several queries) has found so far. */
+struct sweep {
+	struct pool_instance *v;
+	size_t n, cap;
+	struct idset listed;
+	const struct idset *wanted;  /* lookups by ID keep only these; NULL keeps all */
+};
+
+static int sweep_finish(struct sweep *sw, int r, struct pool_instance **ret_instances, size_t *ret_n)
+{
+	idset_free(&sw->listed);
+	if (r < 0) {
+		free(sw->v);
+		return r;
+	}
+	*ret_instances = sw->v;
+	*ret_n = sw->n;
+	return 0;
+}
+
+/* Checks one page against what this query's earlier pages said, then keeps its new instances. */
+static int take_page(struct sweep *sw, struct idset *query_seen, const struct pool_instance *page,
+		     size_t n, size_t offset, size_t total, struct sp_error *err)
+{
+	if (n > CVM_PAGE_LIMIT)
+		return sp_fail(err, SP_EPROTO, "DescribeInstances: malformed response (%zu instances in a page "
+			       "of at most %d)", n, CVM_PAGE_LIMIT);
+	if (n == 0 && offset < total)
+		return sp_fail(err, SP_EPROTO, "DescribeInstances: inconsistent paging: empty page at offset %zu "
+			       "of TotalCount %zu", offset, total);
+	size_t added = 0;
+	for (size_t i = 0; i < n; i++) {
+		/* Paging over a changing set can repeat an instance; a whole page of them cannot. */
+		added += idset_add(query_seen, page[i].id);
+		if (sw->wanted && !idset_has(sw->wanted, page[i].id)) {
+			log_debug("DescribeInstances: ignoring %s, which was not asked for", page[i].id);
+			continue;
+		}
+		if (!idset_add(&sw->listed, page[i].id))
+			continue;
+		if (sw->n == sw->cap) {
+			sw->cap = sw->cap ? 2 * sw->cap : CVM_PAGE_LIMIT;
+			sw->v = xrealloc(sw->v, sw->cap * sizeof(*sw->v));
+		}
+		sw->v[sw->n++] = page[i];
+	}
+	if (n > 0 && added == 0)
+		return sp_fail(err, SP_EPROTO, "DescribeInstances: inconsistent paging: the page at offset %zu "
+			       "repeats instances already listed", offset);
+	return 0;
+}
+
+/* Every page of query (Filters or InstanceIds) into sw. TotalCount only bounds the
+ * sweep: it ends at a short page or once the offset reaches it, whichever is first. */
+static int describe_pages(struct cvm_client *c, const struct cvm_credentials *cred, const char *region,
+			  cJSON *query, struct sweep *sw, struct sp_error *err)
+{
+	struct idset seen = {0};
+	int r = 0;
+	cJSON_AddNumberToObject(query, "Limit", CVM_PAGE_LIMIT);
+	/* Each page moves the offset by Limit and TotalCount is at most
+	 * CVM_DESCRIBE_MAX_INSTANCES, so this makes at most that / Limit requests. */
+	for (size_t offset = 0;; offset += CVM_PAGE_LIMIT) {
+		cJSON_DeleteItemFromObjectCaseSensitive(query, "Offset");
+		cJSON_AddNumberToObject(query, "Offset", (double)offset);
+		cJSON *resp = NULL;
+		if ((r = cvm_call(c, cred, region, "DescribeInstances", query, &resp, err)) < 0)
+			break;
+		struct pool_instance *page = NULL;
+		size_t n = 0, total = 0;
+		r = cvm_parse_instances(resp, &page, &n, &total, err);
+		cJSON_Delete(resp);
+		if (r == 0)
+			r = take_page(sw, &seen, page, n, offset, total, err);
+		free(page);
+		if (r < 0 || n < CVM_PAGE_LIMIT || offset + n >= total)
+			break;
+	}
+	idset_free(&seen);
+	return r;
 }
 
 int cvm_describe_tagged(struct cvm_client *c, const struct cvm_credentials *cred,
 			const char *region, const char *tag_key, const char *tag_value,
 			struct pool_instance **ret_instances, size_t *ret_n, struct sp_error *err)
 {
-	struct pool_instance *list = NULL;
-	size_t n = 0, total = 0;
+	cJSON *query = cJSON_CreateObject();
+	cJSON *f = cJSON_CreateObject();
+	cJSON_AddItemToArray(cJSON_AddArrayToObject(query, "Filters"), f);
+	char *name = tag_value ? xasprintf("tag:%s", tag_key) : xstrdup("tag-key");
+	cJSON_AddStringToObject(f, "Name", name);
+	free(name);
+	cJSON_AddItemToArray(cJSON_AddArrayToObject(f, "Values"), cJSON_CreateString(tag_value ? tag_value : tag_key));
+	struct sweep sw = {0};
+	int r = describe_pages(c, cred, region, query, &sw, err);
+	cJSON_Delete(query);
+	return sweep_finish(&sw, r, ret_instances, ret_n);
+}
+
+/* {"InstanceIds": [ids[0], ..., ids[n - 1]]} */
+static cJSON *ids_request(char *const *ids, size_t n)
+{
+	cJSON *req = cJSON_CreateObject();
+	cJSON *a = cJSON_AddArrayToObject(req, "InstanceIds");
+	for (size_t i = 0; i < n; i++)
+		cJSON_AddItemToArray(a, cJSON_CreateString(ids[i]));
+	return req;
+}
+
+static int describe_batch(struct cvm_client *c, const struct cvm_credentials *cred, const char *region,
+			  char *const *ids, size_t n, struct sweep *sw, struct sp_error *err)
+{
+	cJSON *query = ids_request(ids, n);
+	struct sp_error local = {0};
+	int r = describe_pages(c, cred, region, query, sw, &local);
+	cJSON_Delete(query);
+	bool malformed = r < 0 && strcmp(local.reason, "InvalidInstanceId.Malformed") == 0;
+	if ((r == SP_ENOTFOUND || malformed) && n > 1) {
+		/* One gone or malformed ID fails the whole batch and hides the others. */
+		for (size_t i = 0; i < n; i++)
+			if ((r = describe_batch(c, cred, region, ids + i, 1, sw, err)) < 0)
+				return r;
+		return 0;
+	}
+	if (r == SP_ENOTFOUND)
+		return 0;
+	if (malformed)
+		return sp_fail(err, SP_EINVAL, "DescribeInstances: malformed instance ID \"%s\": %s", ids[0],
+			       local.msg);
+	if (r < 0 && err)
+		*err = local;
+	return r;
+}
+
+int cvm_describe_ids(struct cvm_client *c, const struct cvm_credentials *cred, const char *region,
+		     const struct strv *ids, struct pool_instance **ret_instances, size_t *ret_n,
+		     struct sp_error *err)
+{
+	struct idset wanted = {0};
+	struct strv unique = {0};
+	for (size_t i = 0; i < ids->n; i++)
+		if (idset_add(&wanted, ids->v[i]))
+			strv_push(&unique, ids->v[i]);
+	struct sweep sw = {.wanted = &wanted};
 	int r = 0;
-	for (size_t offset = 0;; offset += CVM_PAGE_LIMIT) {
-		cJSON *req = cJSON_CreateObject();
-		cJSON *filters = cJSON_AddArrayToObject(req, "Filters");
-		cJSON *f = cJSON_CreateObject();
-		cJSON_AddItemToArray(filters, f);
-		char *name = tag_value ? xasprintf("tag:%s", tag_key) : xstrdup("tag-key");
-		cJSON_AddStringToObject(f, "Name", name);
-		free(name);
-		cJSON *values = cJSON_AddArrayToObject(f, "Values");
-		cJSON_AddItemToArray(values, cJSON_CreateString(tag_value ? tag_value : tag_key));
-		cJSON_AddNumberToObject(req, "Offset", (double)offset);
-		cJSON_AddNumberToObject(req, "Limit", CVM_PAGE_LIMIT);
-		cJSON *resp = NULL;
-		r = cvm_call(c, cred, region, "DescribeInstances", req, &resp, err);
-		cJSON_Delete(req);
-		if (r < 0)
-			break;
-		r = cvm_parse_instances(resp, &list, &n, &total, err);
-		int page = cJSON_GetArraySize(cJSON_GetObjectItemCaseSensitive(resp, "InstanceSet"));
-		cJSON_Delete(resp);
-		if (r < 0 || page == 0 || offset + CVM_PAGE_LIMIT >= total)
-			break;
+	for (size_t off = 0; off < unique.n && r == 0; off += CVM_DESCRIBE_IDS_BATCH) {
+		size_t n = unique.n - off < CVM_DESCRIBE_IDS_BATCH ? unique.n - off : CVM_DESCRIBE_IDS_BATCH;
+		r = describe_batch(c, cred, region, unique.v + off, n, &sw, err);
 	}
-	if (r < 0) {
-		free(list);
-		return r;
-	}
-	*ret_instances = list;
-	*ret_n = n;
-	return 0;
+	strv_clear(&unique);
+	idset_free(&wanted);
+	return sweep_finish(&sw, r, ret_instances, ret_n);
 }
 
 static void add_strv_array(cJSON *obj, const char *name, const struct strv *l)
@@ -383,6 +706,8 @@ cJSON *cvm_run_request(const struct cvm_launch *l)
 	char *identity = pool_tag_value(s);
 	cJSON_AddItemToArray(tags, tag(POOL_TAG_KEY, identity));
 	free(identity);
+	if (l->client_token)
+		cJSON_AddItemToArray(tags, tag(POOL_LAUNCH_TAG_KEY, l->client_token));
 	for (size_t i = 0; i < s->n_tags; i++)
 		cJSON_AddItemToArray(tags, tag(s->tags[i].key, s->tags[i].value));
 	cJSON_AddItemToArray(cJSON_AddArrayToObject(req, "TagSpecification"), spec);
@@ -431,10 +756,7 @@ int cvm_run_instances(struct cvm_client *c, const struct cvm_credentials *cred,
 static int terminate_batch(struct cvm_client *c, const struct cvm_credentials *cred,
 			   const char *region, char *const *ids, size_t n, struct sp_error *err)
 {
-	cJSON *req = cJSON_CreateObject();
-	cJSON *a = cJSON_AddArrayToObject(req, "InstanceIds");
-	for (size_t i = 0; i < n; i++)
-		cJSON_AddItemToArray(a, cJSON_CreateString(ids[i]));
+	cJSON *req = ids_request(ids, n);
 	cJSON *resp = NULL;
 	int r = cvm_call(c, cred, region, "TerminateInstances", req, &resp, err);
 	cJSON_Delete(req);

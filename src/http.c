@@ -2,7 +2,12 @@
 #include "http.h"
 
 #include <curl/curl.h>
+#include <stdatomic.h>
 #include <string.h>
+
+/* Lock-free, so storing it from a signal handler is async-signal-safe. */
+_Static_assert(ATOMIC_INT_LOCK_FREE == 2, "http_abort_all needs a lock-free atomic int");
+static atomic_int aborting;
 
 struct http_client {
 	CURL *curl;
@@ -13,7 +18,19 @@ struct transfer {
 	const struct http_request *req;
 	struct http_response *resp;
 	int failure;  /* SP_E* that made us abort the write, if any */
+	bool abortable; /* running when http_abort_all() came, or refuse_after_abort */
+	bool aborted;   /* ended by http_abort_all() */
 };
+
+void http_abort_all(void)
+{
+	atomic_store(&aborting, 1);
+}
+
+bool http_aborting(void)
+{
+	return atomic_load(&aborting) != 0;
+}
 
 int http_global_init(void)
 {
@@ -71,7 +88,11 @@ static int on_progress(void *ud, curl_off_t dltotal, curl_off_t dlnow, curl_off_
 		       curl_off_t ulnow)
 {
 	(void)dltotal, (void)dlnow, (void)ultotal, (void)ulnow;
-	const struct transfer *t = ud;
+	struct transfer *t = ud;
+	if (t->abortable && http_aborting()) {
+		t->aborted = true;
+		return 1;
+	}
 	return t->req->cancel && *t->req->cancel ? 1 : 0;
 }
 
@@ -110,8 +131,11 @@ int http_do(struct http_client *c, const struct http_request *req, struct http_r
 {
 	*ret = (struct http_response){0};
 	buf_init(&ret->body, req->max_response ? req->max_response : 1024 * 1024);
-	struct transfer t = {.req = req, .resp = ret};
+	struct transfer t = {.req = req, .resp = ret,
+			     .abortable = req->refuse_after_abort || !http_aborting()};
 	CURL *curl = c->curl;
+	if (req->refuse_after_abort && http_aborting())
+		return sp_fail(err, SP_ETRANSIENT, "%s %s: aborted (shutting down)", req->method, req->url);
 
 	curl_easy_reset(curl);
 	curl_easy_setopt(curl, CURLOPT_URL, req->url);
@@ -154,7 +178,8 @@ int http_do(struct http_client *c, const struct http_request *req, struct http_r
 	if (t.failure)
 		return sp_fail(err, t.failure, "%s %s: stream aborted by the reader", req->method, req->url);
 	if (rc == CURLE_ABORTED_BY_CALLBACK)
-		return sp_fail(err, SP_ETRANSIENT, "%s %s: cancelled", req->method, req->url);
+		return sp_fail(err, SP_ETRANSIENT, "%s %s: %s", req->method, req->url,
+			       t.aborted ? "aborted (shutting down)" : "cancelled");
 	if (rc == CURLE_URL_MALFORMAT || rc == CURLE_UNSUPPORTED_PROTOCOL)
 		return sp_fail(err, SP_EINVAL, "%s: %s", req->url, curl_easy_strerror(rc));
 	return sp_fail(err, SP_ETRANSIENT, "%s %s: %s", req->method, req->url, curl_easy_strerror(rc));

@@ -1,7 +1,189 @@
-/* cvm: error classes, RunInstances request shape, DescribeInstances parsing. */
+/* cvm: error classes, RunInstances request shape, DescribeInstances parsing, and the
+ * client against a fake endpoint: canned reply + expected request/outcome. */
 #include "testutil.h"
 #include "cvm.h"
 #include "log.h"
+
+#include <arpa/inet.h>
+#include <poll.h>
+#include <pthread.h>
+#include <stdatomic.h>
+#include <sys/socket.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+/* A fake CVM endpoint on loopback. Each request gets the next canned reply (or one
+ * computed by answer()); requests are recorded for the test to check. One connection
+ * per request. */
+struct canned {
+	const char *body;
+	int status;    /* 0: 200 */
+	int delay_ms;  /* hold the reply this long */
+};
+
+#define FAKE_MAX_REQUESTS 256
+
+struct fake {
+	int fd, port;
+	pthread_t thread;
+	atomic_int stop;
+	const struct canned *script;
+	size_t n_script;
+	/* Computes a reply instead of the script: returns a malloc'd body. */
+	char *(*answer)(struct fake *f, const cJSON *request, int *status, int *delay_ms);
+	void *userdata;
+	atomic_size_t n;  /* requests received (may exceed FAKE_MAX_REQUESTS) */
+	char actions[FAKE_MAX_REQUESTS][32];
+	cJSON *requests[FAKE_MAX_REQUESTS];
+};
+
+static const struct cvm_credentials test_cred = {.secret_id = "AKIDtest", .secret_key = "testkey"};
+
+static char *read_request(int fd)
+{
+	size_t cap = 1 << 20, len = 0, want = 0;
+	char *buf = malloc(cap + 1);
+	for (;;) {
+		ssize_t r = read(fd, buf + len, cap - len);
+		if (r <= 0)
+			break;
+		len += (size_t)r;
+		buf[len] = '\0';
+		char *end = strstr(buf, "\r\n\r\n");
+		if (end && !want) {
+			char *cl = strcasestr(buf, "\r\nContent-Length:");
+			want = (size_t)(end + 4 - buf) + (cl && cl < end ? strtoul(cl + 17, NULL, 10) : 0);
+		}
+		if (want && len >= want)
+			return buf;
+	}
+	free(buf);
+	return NULL;
+}
+
+static void *fake_main(void *arg)
+{
+	struct fake *f = arg;
+	while (!atomic_load(&f->stop)) {
+		struct pollfd p = {.fd = f->fd, .events = POLLIN};
+		if (poll(&p, 1, 20) <= 0)
+			continue;
+		int conn = accept(f->fd, NULL, NULL);
+		char *req = conn >= 0 ? read_request(conn) : NULL;
+		if (!req) {
+			if (conn >= 0)
+				close(conn);
+			continue;
+		}
+		size_t i = atomic_load(&f->n);
+		cJSON *body = cJSON_Parse(strstr(req, "\r\n\r\n") + 4);
+		char action[32] = "";
+		char *a = strcasestr(req, "\r\nX-TC-Action: ");
+		if (a)
+			sscanf(a + 15, "%31[A-Za-z]", action);
+		int status = 200, delay = 0;
+		char *reply;
+		if (f->answer) {
+			reply = f->answer(f, body, &status, &delay);
+		} else if (i < f->n_script) {
+			reply = strdup(f->script[i].body);
+			status = f->script[i].status ? f->script[i].status : 200;
+			delay = f->script[i].delay_ms;
+		} else {
+			reply = strdup("{\"Response\": {\"Error\": {\"Code\": \"TestScriptExhausted\"}}}");
+		}
+		if (i < FAKE_MAX_REQUESTS) {
+			snprintf(f->actions[i], sizeof(f->actions[i]), "%s", action);
+			f->requests[i] = body;
+		} else {
+			cJSON_Delete(body);
+		}
+		atomic_store(&f->n, i + 1);
+		/* Hold the reply, but give up once the client has gone (an aborted call). */
+		bool gone = false;
+		for (int64_t until = sp_mono_ms() + delay; !gone && !atomic_load(&f->stop) && sp_mono_ms() < until;) {
+			struct pollfd c = {.fd = conn, .events = POLLRDHUP};
+			gone = poll(&c, 1, 10) > 0;
+		}
+		char head[160];
+		int hn = snprintf(head, sizeof(head), "HTTP/1.1 %d X\r\nContent-Type: application/json\r\n"
+				  "Content-Length: %zu\r\nConnection: close\r\n\r\n", status, strlen(reply));
+		if (!gone && (send(conn, head, (size_t)hn, MSG_NOSIGNAL) < 0 ||
+			      send(conn, reply, strlen(reply), MSG_NOSIGNAL) < 0))
+			fprintf(stderr, "fake: write failed\n");
+		free(reply);
+		free(req);
+		close(conn);
+	}
+	return NULL;
+}
+
+static void fake_start(struct fake *f)
+{
+	struct sockaddr_in sa = {.sin_family = AF_INET, .sin_addr.s_addr = htonl(INADDR_LOOPBACK)};
+	socklen_t len = sizeof(sa);
+	f->fd = socket(AF_INET, SOCK_STREAM, 0);
+	assert_true(f->fd >= 0);
+	assert_int_equal(bind(f->fd, (struct sockaddr *)&sa, sizeof(sa)), 0);
+	assert_int_equal(listen(f->fd, 16), 0);
+	getsockname(f->fd, (struct sockaddr *)&sa, &len);
+	f->port = ntohs(sa.sin_port);
+	assert_int_equal(pthread_create(&f->thread, NULL, fake_main, f), 0);
+}
+
+static void fake_stop(struct fake *f)
+{
+	atomic_store(&f->stop, 1);
+	pthread_join(f->thread, NULL);
+	close(f->fd);
+}
+
+/* Forgets the recorded requests, once the test has looked at them. */
+static void fake_free(struct fake *f)
+{
+	for (size_t i = 0; i < FAKE_MAX_REQUESTS && i < atomic_load(&f->n); i++)
+		cJSON_Delete(f->requests[i]);
+	*f = (struct fake){0};
+}
+
+static struct cvm_client *fake_client(const struct fake *f, int max_attempts)
+{
+	char url[64];
+	snprintf(url, sizeof(url), "http://127.0.0.1:%d/", f->port);
+	struct cvm_config cfg = {.endpoint = url, .max_attempts = max_attempts, .timeout_ms = 30000};
+	return cvm_client_new(&cfg);
+}
+
+static double num(const cJSON *o, const char *name)
+{
+	const cJSON *v = cJSON_GetObjectItemCaseSensitive(o, name);
+	return cJSON_IsNumber(v) ? v->valuedouble : -1;
+}
+
+/* {"Response": {"TotalCount": total, "InstanceSet": [ins-<first> .. +count)}} as owned text. */
+static char *page_json(double total, int first, int count)
+{
+	cJSON *root = cJSON_CreateObject();
+	cJSON *resp = cJSON_AddObjectToObject(root, "Response");
+	cJSON_AddNumberToObject(resp, "TotalCount", total);
+	cJSON *set = cJSON_AddArrayToObject(resp, "InstanceSet");
+	for (int i = first; i < first + count; i++) {
+		cJSON *in = cJSON_CreateObject();
+		char id[32];
+		snprintf(id, sizeof(id), "ins-%08d", i);
+		cJSON_AddStringToObject(in, "InstanceId", id);
+		cJSON_AddStringToObject(in, "InstanceState", "RUNNING");
+		cJSON *tag = cJSON_CreateObject();
+		cJSON_AddStringToObject(tag, "Key", POOL_TAG_KEY);
+		cJSON_AddStringToObject(tag, "Value", "ml/gpu");
+		cJSON_AddItemToArray(cJSON_AddArrayToObject(in, "Tags"), tag);
+		cJSON_AddItemToArray(set, in);
+	}
+	cJSON_AddStringToObject(resp, "RequestId", "req-1");
+	char *text = cJSON_PrintUnformatted(root);
+	cJSON_Delete(root);
+	return text;
+}
 
 static void test_error_classes(void **state)
 {
@@ -10,22 +192,48 @@ static void test_error_classes(void **state)
 		{"AuthFailure.SignatureFailure", SP_EAUTH},
 		{"AuthFailure.SecretIdNotFound", SP_EAUTH},
 		{"UnauthorizedOperation", SP_EAUTH},
+		{"UnauthorizedOperation.PermissionDenied", SP_EAUTH},
 		{"ResourceInsufficient.SpecifiedInstanceType", SP_ECAPACITY},
 		{"ResourcesSoldOut.SpecifiedInstanceType", SP_ECAPACITY},
 		{"ResourceInsufficient.AvailabilityZoneSoldOut", SP_ECAPACITY},
 		{"ResourceUnavailable.InstanceType", SP_ECAPACITY},
-		{"InvalidParameterValue.InsufficientOffering", SP_ECAPACITY},
-		{"InvalidParameterValue.InsufficientPrice", SP_ECAPACITY},
+		{"ResourceNotFound.InvalidZoneInstanceType", SP_ECAPACITY},
 		{"LimitExceeded.SpotQuota", SP_ECAPACITY},
 		{"LimitExceeded.UserSpotQuota", SP_ECAPACITY},
+		{"LimitExceeded.InstanceQuota", SP_ECAPACITY},
 		{"RequestLimitExceeded", SP_ETHROTTLED},
 		{"RequestLimitExceeded.UinLimitExceeded", SP_ETHROTTLED},
 		{"InternalError", SP_ETRANSIENT},
+		{"InternalError.TradeUnknownError", SP_ETRANSIENT},
 		{"InvalidInstanceId.NotFound", SP_ENOTFOUND},
 		{"UnsupportedOperation.InstanceStateTerminating", SP_ENOTFOUND},
+		{"UnsupportedOperation.InstanceStateTerminated", SP_ENOTFOUND},
+		{"InvalidParameter", SP_ECONFIG},
+		{"InvalidParameterValue", SP_ECONFIG},
 		{"InvalidParameterValue.Range", SP_ECONFIG},
+		{"MissingParameter", SP_ECONFIG},
+		{"UnknownParameter", SP_ECONFIG},
+		{"InvalidImageId.NotFound", SP_ECONFIG},
 		{"InvalidZone.MismatchRegion", SP_ECONFIG},
+		{"InvalidInstanceType.Malformed", SP_ECONFIG},
+		{"InvalidSecurityGroupId.NotFound", SP_ECONFIG},
+		{"UnsupportedRegion", SP_ECONFIG},
 		{"InvalidAction", SP_ECONFIG},
+		{"NoSuchVersion", SP_ECONFIG},
+		{"UnsupportedOperation.InstanceMixedPricingModel", SP_ECONFIG},
+		/* Unknown codes are retried, never taken as a definitive refusal. */
+		{"SomethingNew.NeverSeenBefore", SP_ETRANSIENT},
+		{"", SP_ETRANSIENT},
+		{"UnsupportedOperation.InstanceStateSomethingNew", SP_ETRANSIENT},
+		/* A family matches whole segments only. */
+		{"InvalidParameterValueX", SP_ETRANSIENT},
+		{"AuthFailureX", SP_ETRANSIENT},
+		/* The most specific entry wins over its family. */
+		{"InvalidParameterValue.InsufficientOffering", SP_ECAPACITY},
+		{"InvalidParameterValue.InsufficientPrice", SP_ECAPACITY},
+		{"InvalidParameterValue.InvalidImageState", SP_ETRANSIENT},
+		{"ResourceUnavailable.SnapshotCreating", SP_ETRANSIENT},
+		{"UnauthorizedOperation.ImageNotBelongToAccount", SP_ECONFIG},
 	};
 	for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++)
 		if (cvm_classify_code(cases[i].code) != cases[i].cls)
@@ -77,7 +285,9 @@ static void test_run_request_shape(void **state)
 	assert_string_equal(jstr(req, "TagSpecification.0.ResourceType"), "instance");
 	assert_string_equal(jstr(req, "TagSpecification.0.Tags.0.Key"), POOL_TAG_KEY);
 	assert_string_equal(jstr(req, "TagSpecification.0.Tags.0.Value"), "ml/gpu");
-	assert_string_equal(jstr(req, "TagSpecification.0.Tags.1.Key"), "team");
+	assert_string_equal(jstr(req, "TagSpecification.0.Tags.1.Key"), POOL_LAUNCH_TAG_KEY);
+	assert_string_equal(jstr(req, "TagSpecification.0.Tags.1.Value"), "tok-1");
+	assert_string_equal(jstr(req, "TagSpecification.0.Tags.2.Key"), "team");
 	assert_true(cJSON_IsTrue(cJSON_GetObjectItem(cJSON_GetObjectItem(req, "InternetAccessible"), "PublicIpAssigned")));
 	assert_null(cJSON_GetObjectItem(req, "DryRun"));
 	cJSON_Delete(req);
@@ -99,19 +309,28 @@ static void test_parse_instances(void **state)
 		"{\"TotalCount\": 3, \"InstanceSet\": ["
 		"{\"InstanceId\": \"ins-1\", \"InstanceState\": \"RUNNING\", \"Placement\": {\"Zone\": \"ap-singapore-2\"},"
 		" \"InstanceType\": \"GN7.2XLARGE32\", \"PrivateIpAddresses\": [\"10.0.0.5\"],"
-		" \"PublicIpAddresses\": [\"43.1.2.3\"], \"CreatedTime\": \"2026-11-21T11:45:00Z\"},"
+		" \"PublicIpAddresses\": [\"43.1.2.3\"], \"CreatedTime\": \"2026-11-21T11:45:00Z\","
+		" \"Tags\": [{\"Key\": \"team\", \"Value\": \"ml\"}, {\"Key\": \"" POOL_TAG_KEY "\", \"Value\": \"ml/gpu\"},"
+		" {\"Key\": \"" POOL_LAUNCH_TAG_KEY "\", \"Value\": \"tok-9\"}]},"
 		"{\"InstanceId\": \"ins-2\", \"InstanceState\": \"PENDING\", \"PublicIpAddresses\": null,"
-		" \"PrivateIpAddresses\": null, \"CreatedTime\": \"2026-11-21T19:45:00+08:00\"},"
-		"{\"InstanceId\": \"ins-1\", \"InstanceState\": \"RUNNING\"}]}");
+		" \"PrivateIpAddresses\": null, \"CreatedTime\": \"2026-11-21T19:45:00+08:00\", \"Tags\": null},"
+		"{\"InstanceId\": \"ins-3\", \"InstanceState\": \"RUNNING\", \"Tags\": [{\"Key\": \"" POOL_TAG_KEY
+		"\", \"Value\": \"" "xxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxx"
+		"xxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxx\"}]}]}");
 	struct pool_instance *list = NULL;
 	size_t n = 0, total = 0;
 	assert_int_equal(cvm_parse_instances(resp, &list, &n, &total, NULL), 0);
 	assert_int_equal(total, 3);
-	assert_int_equal(n, 2); /* the repeated ins-1 (paging over a changing set) is dropped */
+	assert_int_equal(n, 3);
 	assert_string_equal(list[0].public_ip, "43.1.2.3");
 	assert_string_equal(list[0].private_ip, "10.0.0.5");
 	assert_string_equal(list[0].zone, "ap-singapore-2");
+	assert_string_equal(list[0].pool_tag, "ml/gpu");
+	assert_string_equal(list[0].launch_tag, "tok-9");
 	assert_string_equal(list[1].public_ip, "");
+	assert_string_equal(list[1].pool_tag, "");  /* no tags */
+	assert_string_equal(list[1].launch_tag, "");
+	assert_string_equal(list[2].pool_tag, "");  /* too long to be ours */
 	assert_int_equal(list[0].created, list[1].created);
 	free(list);
 	cJSON_Delete(resp);
@@ -124,16 +343,378 @@ static void test_parse_rejects_malformed(void **state)
 		"{}", "{\"TotalCount\": \"3\", \"InstanceSet\": []}",
 		"{\"TotalCount\": 1, \"InstanceSet\": [{\"InstanceState\": \"RUNNING\"}]}",
 		"{\"TotalCount\": 1, \"InstanceSet\": [{\"InstanceId\": \"ins-aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa\", \"InstanceState\": \"RUNNING\"}]}",
+		/* TotalCount must be an integer in [0, CVM_DESCRIBE_MAX_INSTANCES]. */
+		"{\"TotalCount\": 1e300, \"InstanceSet\": []}",
+		"{\"TotalCount\": -1, \"InstanceSet\": []}",
+		"{\"TotalCount\": 2.5, \"InstanceSet\": []}",
+		"{\"TotalCount\": 100001, \"InstanceSet\": []}",
 	};
 	for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
 		cJSON *resp = cJSON_Parse(bad[i]);
-		struct pool_instance *list = NULL;
-		size_t n = 0, total = 0;
+		struct pool_instance *list = (struct pool_instance *)&list;  /* must stay untouched */
+		size_t n = 7, total = 7;
 		struct sp_error err = {0};
 		assert_int_equal(cvm_parse_instances(resp, &list, &n, &total, &err), SP_EPROTO);
 		assert_contains(err.msg, "DescribeInstances: malformed");
-		free(list);
+		assert_ptr_equal(list, &list);
+		assert_int_equal(n + total, 14);
 		cJSON_Delete(resp);
+	}
+}
+
+/* A DescribeInstances-by-tag sweep against canned pages; checks what was asked. */
+static int sweep(const struct canned *script, size_t n_script, struct fake *f, struct pool_instance **list,
+		 size_t *n, struct sp_error *err)
+{
+	f->script = script;
+	f->n_script = n_script;
+	fake_start(f);
+	struct cvm_client *c = fake_client(f, 1);
+	int r = cvm_describe_tagged(c, &test_cred, "ap-singapore", POOL_TAG_KEY, "ml/gpu", list, n, err);
+	cvm_client_free(c);
+	fake_stop(f);
+	return r;
+}
+
+static void test_describe_pages(void **state)
+{
+	(void)state;
+	char *p1 = page_json(250, 0, 100), *p2 = page_json(250, 100, 100), *p3 = page_json(250, 200, 50);
+	/* The set shifted while paging: page 2 starts with the last of page 1. */
+	char *p2b = page_json(250, 99, 100), *p3b = page_json(250, 199, 51);
+	const struct canned ok[] = {{.body = p1}, {.body = p2}, {.body = p3}},
+			    shifted[] = {{.body = p1}, {.body = p2b}, {.body = p3b}};
+	struct fake f = {0};
+	struct pool_instance *list = NULL;
+	size_t n = 0;
+	assert_int_equal(sweep(ok, 3, &f, &list, &n, NULL), 0);
+	assert_int_equal(atomic_load(&f.n), 3);
+	for (int i = 0; i < 3; i++) {
+		assert_string_equal(f.actions[i], "DescribeInstances");
+		assert_int_equal(num(f.requests[i], "Offset"), 100 * i);
+		assert_int_equal(num(f.requests[i], "Limit"), 100);
+		assert_string_equal(jstr(f.requests[i], "Filters.0.Name"), "tag:" POOL_TAG_KEY);
+		assert_string_equal(jstr(f.requests[i], "Filters.0.Values.0"), "ml/gpu");
+		assert_null(cJSON_GetObjectItem(f.requests[i], "InstanceIds"));
+	}
+	assert_int_equal(n, 250);
+	assert_string_equal(list[249].id, "ins-00000249");
+	assert_string_equal(list[249].pool_tag, "ml/gpu");
+	free(list);
+
+	fake_free(&f);
+	assert_int_equal(sweep(shifted, 3, &f, &list, &n, NULL), 0);
+	assert_int_equal(n, 250);  /* the repeated instance is listed once */
+	free(list);
+	fake_free(&f);
+	free(p1), free(p2), free(p3), free(p2b), free(p3b);
+}
+
+static void test_describe_inconsistent_paging(void **state)
+{
+	(void)state;
+	char *full = page_json(100000, 0, 100), *empty_huge = page_json(1e300, 0, 0);
+	char *p1 = page_json(150, 0, 100), *empty = page_json(150, 0, 0), *big = page_json(101, 0, 101);
+	const struct {
+		struct canned script[3];
+		size_t n, requests;
+		const char *msg;
+	} cases[] = {
+		/* A huge TotalCount and the same page over and over. */
+		{{{.body = full}, {.body = full}, {.body = full}}, 3, 2, "inconsistent paging: the page at offset 100 repeats"},
+		/* An impossible TotalCount with an empty page is not "no instances". */
+		{{{.body = empty_huge}}, 1, 1, "TotalCount 1e+300 is not an integer"},
+		{{{.body = p1}, {.body = empty}}, 2, 2, "inconsistent paging: empty page at offset 100 of TotalCount 150"},
+		{{{.body = big}}, 1, 1, "101 instances in a page of at most 100"},
+		/* A failed page fails the sweep: never a short list. */
+		{{{.body = p1}, {.body = "{\"Response\": {\"Error\": {\"Code\": \"InternalError\"}}}"}}, 2, 2, "InternalError"},
+	};
+	for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+		struct fake f = {0};
+		struct pool_instance *list = (struct pool_instance *)&f;
+		size_t n = 7;
+		struct sp_error err = {0};
+		int r = sweep(cases[i].script, cases[i].n, &f, &list, &n, &err);
+		assert_int_equal(r, strstr(cases[i].msg, "InternalError") ? SP_ETRANSIENT : SP_EPROTO);
+		assert_contains(err.msg, cases[i].msg);
+		assert_int_equal(atomic_load(&f.n), cases[i].requests);
+		assert_ptr_equal(list, &f);  /* untouched on failure */
+		assert_int_equal(n, 7);
+		fake_free(&f);
+	}
+	free(full), free(empty_huge), free(p1), free(empty), free(big);
+}
+
+/* Pages of ten thousand instances, computed from the request's Offset. */
+static char *answer_10k(struct fake *f, const cJSON *request, int *status, int *delay_ms)
+{
+	(void)f, (void)status, (void)delay_ms;
+	int offset = (int)num(request, "Offset");
+	return page_json(10000, offset, offset < 10000 ? 100 : 0);
+}
+
+static void test_describe_10k(void **state)
+{
+	(void)state;
+	struct fake f = {.answer = answer_10k};
+	fake_start(&f);
+	struct cvm_client *c = fake_client(&f, 1);
+	struct pool_instance *list = NULL;
+	size_t n = 0;
+	int64_t start = sp_mono_ms();
+	assert_int_equal(cvm_describe_tagged(c, &test_cred, "ap-singapore", POOL_TAG_KEY, NULL, &list, &n, NULL), 0);
+	int64_t took = sp_mono_ms() - start;
+	cvm_client_free(c);
+	fake_stop(&f);
+	assert_int_equal(n, 10000);
+	assert_int_equal(atomic_load(&f.n), 100);
+	assert_string_equal(jstr(f.requests[0], "Filters.0.Name"), "tag-key");
+	for (size_t i = 0; i < n; i++) {
+		char id[32];
+		snprintf(id, sizeof(id), "ins-%08zu", i);
+		assert_string_equal(list[i].id, id);
+	}
+	free(list);
+	fake_free(&f);
+	if (took > 20000)
+		fail_msg("10,000 instances took %lld ms", (long long)took);
+}
+
+/* Answers by-ID lookups: ins-0000000N for N < known exists, "ins-bad" is malformed, a
+ * batch with an unknown ID is InvalidInstanceId.NotFound; adds one instance nobody asked for. */
+static char *answer_ids(struct fake *f, const cJSON *request, int *status, int *delay_ms)
+{
+	(void)status, (void)delay_ms;
+	int known = *(int *)f->userdata;
+	const cJSON *ids = cJSON_GetObjectItem(request, "InstanceIds"), *id;
+	cJSON *root = cJSON_CreateObject(), *resp = cJSON_AddObjectToObject(root, "Response");
+	cJSON *set = cJSON_CreateArray();
+	cJSON_ArrayForEach(id, ids) {
+		int k = atoi(id->valuestring + 4);
+		const char *code = strcmp(id->valuestring, "ins-bad") == 0 ? "InvalidInstanceId.Malformed" :
+				   k >= known ? "InvalidInstanceId.NotFound" : NULL;
+		if (code) {
+			cJSON_Delete(set);
+			cJSON_AddStringToObject(cJSON_AddObjectToObject(resp, "Error"), "Code", code);
+			goto out;
+		}
+		cJSON *in = cJSON_CreateObject();
+		cJSON_AddStringToObject(in, "InstanceId", id->valuestring);
+		cJSON_AddStringToObject(in, "InstanceState", "RUNNING");
+		cJSON_AddItemToArray(set, in);
+	}
+	if (cJSON_GetArraySize(set) < 100) {
+		cJSON *stray = cJSON_CreateObject();
+		cJSON_AddStringToObject(stray, "InstanceId", "ins-stray000");
+		cJSON_AddStringToObject(stray, "InstanceState", "RUNNING");
+		cJSON_AddItemToArray(set, stray);
+	}
+	cJSON_AddNumberToObject(resp, "TotalCount", cJSON_GetArraySize(set));
+	cJSON_AddItemToObject(resp, "InstanceSet", set);
+out:;
+	char *text = cJSON_PrintUnformatted(root);
+	cJSON_Delete(root);
+	return text;
+}
+
+static int lookup(struct fake *f, int known, const struct strv *ids, struct pool_instance **list, size_t *n,
+		  struct sp_error *err)
+{
+	f->answer = answer_ids;
+	f->userdata = &known;
+	fake_start(f);
+	struct cvm_client *c = fake_client(f, 1);
+	int r = cvm_describe_ids(c, &test_cred, "ap-singapore", ids, list, n, err);
+	cvm_client_free(c);
+	fake_stop(f);
+	return r;
+}
+
+static void test_describe_ids(void **state)
+{
+	(void)state;
+	struct strv ids = {0};
+	char id[32];
+	for (int i = 0; i < 150; i++) {
+		snprintf(id, sizeof(id), "ins-%08d", i);
+		strv_push(&ids, id);
+	}
+	strv_push(&ids, "ins-00000003");  /* asked twice, listed once */
+	struct fake f = {0};
+	struct pool_instance *list = NULL;
+	size_t n = 0;
+	assert_int_equal(lookup(&f, 1000, &ids, &list, &n, NULL), 0);
+	assert_int_equal(atomic_load(&f.n), 2);  /* batches of 100 and 50 */
+	assert_int_equal(cJSON_GetArraySize(cJSON_GetObjectItem(f.requests[0], "InstanceIds")), 100);
+	assert_int_equal(cJSON_GetArraySize(cJSON_GetObjectItem(f.requests[1], "InstanceIds")), 50);
+	assert_null(cJSON_GetObjectItem(f.requests[0], "Filters"));
+	assert_int_equal(num(f.requests[0], "Limit"), 100);
+	assert_int_equal(n, 150);  /* the instance nobody asked for is left out */
+	for (size_t i = 0; i < n; i++)
+		assert_string_not_equal(list[i].id, "ins-stray000");
+	free(list);
+
+	/* One gone ID fails its batch: the others are then looked up one by one. */
+	strv_clear(&ids);
+	strv_push(&ids, "ins-00000000"), strv_push(&ids, "ins-00000005"), strv_push(&ids, "ins-00000001");
+	fake_free(&f);
+	assert_int_equal(lookup(&f, 2, &ids, &list, &n, NULL), 0);
+	assert_int_equal(atomic_load(&f.n), 4);
+	assert_int_equal(n, 2);
+	assert_string_equal(list[0].id, "ins-00000000");
+	assert_string_equal(list[1].id, "ins-00000001");
+	free(list);
+
+	/* A malformed ID is our mistake, named. */
+	strv_push(&ids, "ins-bad");
+	fake_free(&f);
+	struct sp_error err = {0};
+	list = (struct pool_instance *)&f;
+	assert_int_equal(lookup(&f, 2, &ids, &list, &n, &err), SP_EINVAL);
+	assert_contains(err.msg, "malformed instance ID \"ins-bad\"");
+	assert_ptr_equal(list, &f);
+
+	/* Nothing to look up: no call. */
+	strv_clear(&ids);
+	fake_free(&f);
+	list = NULL;
+	n = 7;
+	assert_int_equal(lookup(&f, 2, &ids, &list, &n, NULL), 0);
+	assert_int_equal(atomic_load(&f.n), 0);
+	assert_int_equal(n, 0);
+	free(list);
+	fake_free(&f);
+}
+
+static int launch(struct fake *f, const struct canned *script, size_t n_script, struct sp_error *err)
+{
+	struct pool_spec s = sample_spec();
+	struct cvm_launch l = {.spec = &s, .count = 1, .client_token = "tok-1"};
+	struct strv ids = {0};
+	f->script = script;
+	f->n_script = n_script;
+	fake_start(f);
+	struct cvm_client *c = fake_client(f, 3);
+	int r = cvm_run_instances(c, &test_cred, &l, &ids, err);
+	cvm_client_free(c);
+	fake_stop(f);
+	strv_clear(&ids);
+	return r;
+}
+
+#define REFUSED "{\"Response\": {\"Error\": {\"Code\": \"ResourceInsufficient.SpecifiedInstanceType\"}}}"
+
+static void test_refusal_after_uncertain_attempt(void **state)
+{
+	(void)state;
+	const struct {
+		struct canned first;
+		int want;
+	} cases[] = {
+		/* The first attempt may have launched: the refusal only answers the retry. */
+		{{.body = "<html>bad gateway</html>", .status = 502}, SP_ETRANSIENT},
+		{{.body = "{\"Response\": {\"Error\": {\"Code\": \"InternalError\"}}}"}, SP_ETRANSIENT},
+		{{.body = "{\"Response\": {\"Error\": {\"Code\": \"BrandNew.Code\"}}}"}, SP_ETRANSIENT},
+		{{.body = "{\"Response\": {\"InstanceIdSet\": [\"ins-1\""}, SP_ETRANSIENT},
+		/* Throttling is a definitive "not done": the refusal stands. */
+		{{.body = "{\"Response\": {\"Error\": {\"Code\": \"RequestLimitExceeded\"}}}"}, SP_ECAPACITY},
+	};
+	for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+		const struct canned script[] = {cases[i].first, {.body = REFUSED}};
+		struct fake f = {0};
+		struct sp_error err = {0};
+		assert_int_equal(launch(&f, script, 2, &err), cases[i].want);
+		assert_int_equal(atomic_load(&f.n), 2);
+		assert_string_equal(jstr(f.requests[0], "ClientToken"), "tok-1");
+		assert_string_equal(jstr(f.requests[1], "ClientToken"), "tok-1");
+		assert_string_equal(err.reason, "ResourceInsufficient.SpecifiedInstanceType");
+		if (cases[i].want == SP_ETRANSIENT)
+			assert_contains(err.msg, "RunInstances: outcome unknown");
+		fake_free(&f);
+	}
+	/* A refusal at the first attempt is definitive. */
+	const struct canned refused[] = {{.body = REFUSED}};
+	struct fake f = {0};
+	struct sp_error err = {0};
+	assert_int_equal(launch(&f, refused, 1, &err), SP_ECAPACITY);
+	assert_int_equal(atomic_load(&f.n), 1);
+	fake_free(&f);
+}
+
+/* In a child (the abort cannot be undone): the call in flight, or in its retry
+ * backoff, ends promptly after http_abort_all() (curl checks about once a second; the
+ * bound leaves room for a loaded machine), and no call starts after it. */
+static void *abort_soon(void *arg)
+{
+	(void)arg;
+	usleep(100 * 1000);
+	http_abort_all();
+	return NULL;
+}
+
+static int abort_child(struct fake *f)
+{
+	struct pool_spec s = sample_spec();
+	struct cvm_launch l = {.spec = &s, .count = 1, .client_token = "tok-1"};
+	struct strv ids = {0};
+	struct sp_error err = {0};
+	struct cvm_client *c = fake_client(f, 3);
+	pthread_t t;
+	pthread_create(&t, NULL, abort_soon, NULL);
+	int64_t start = sp_mono_ms();
+	int r = cvm_run_instances(c, &test_cred, &l, &ids, &err);
+	int64_t took = sp_mono_ms() - start;
+	pthread_join(t, NULL);
+	if (r != SP_ETRANSIENT || !strstr(err.msg, "aborted (shutting down)") || took > 3000) {
+		fprintf(stderr, "abort: r=%d after %lld ms: %s\n", r, (long long)took, err.msg);
+		return 1;
+	}
+	/* Calls that would start new work now fail at once (the parent counts requests). */
+	r = cvm_run_instances(c, &test_cred, &l, &ids, &err);
+	if (r != SP_ETRANSIENT || !strstr(err.msg, "aborted (shutting down)")) {
+		fprintf(stderr, "after abort: r=%d: %s\n", r, err.msg);
+		return 1;
+	}
+	cvm_client_free(c);
+	/* Other requests still run (the shutdown writes its status, releases its lease). */
+	struct http_client *h = http_client_new(NULL);
+	char url[64];
+	snprintf(url, sizeof(url), "http://127.0.0.1:%d/", f->port);
+	struct http_request req = {.method = "GET", .url = url, .timeout_ms = 5000};
+	struct http_response resp;
+	r = http_do(h, &req, &resp, &err);
+	http_response_free(&resp);
+	http_client_free(h);
+	if (r != 0) {
+		fprintf(stderr, "plain request after abort: %s\n", err.msg);
+		return 1;
+	}
+	return 0;
+}
+
+static void test_abort(void **state)
+{
+	(void)state;
+	const struct canned in_flight[] = {{.body = "{\"Response\": {}}", .delay_ms = 10000}, {.body = "{}"}};
+	const struct canned in_backoff[] = {{.body = "{\"Response\": {\"Error\": {\"Code\": \"InternalError\"}}}"},
+					    {.body = "{}"}};
+	const struct canned *scripts[] = {in_flight, in_backoff};
+	for (size_t i = 0; i < 2; i++) {
+		struct fake f = {.script = scripts[i], .n_script = 3};
+		fake_start(&f);
+		pid_t pid = fork();
+		if (pid == 0)
+			_exit(abort_child(&f));
+		int status = 0;
+		waitpid(pid, &status, 0);
+		fake_stop(&f);
+		assert_true(WIFEXITED(status));
+		assert_int_equal(WEXITSTATUS(status), 0);
+		/* The aborted RunInstances, then only the plain request. */
+		assert_int_equal(atomic_load(&f.n), 2);
+		assert_string_equal(f.actions[0], "RunInstances");
+		assert_string_equal(f.actions[1], "");
+		fake_free(&f);
 	}
 }
 
@@ -171,6 +752,12 @@ int main(void)
 		cmocka_unit_test(test_run_request_shape),
 		cmocka_unit_test(test_parse_instances),
 		cmocka_unit_test(test_parse_rejects_malformed),
+		cmocka_unit_test(test_describe_pages),
+		cmocka_unit_test(test_describe_inconsistent_paging),
+		cmocka_unit_test(test_describe_10k),
+		cmocka_unit_test(test_describe_ids),
+		cmocka_unit_test(test_refusal_after_uncertain_attempt),
+		cmocka_unit_test(test_abort),
 		cmocka_unit_test(test_parse_time),
 		cmocka_unit_test(test_redaction),
 	};
