@@ -1,33 +1,60 @@
 /* metrics: Prometheus text metrics and /metrics, /healthz, /readyz over libmicrohttpd.
  *
  * One process-wide registry behind one mutex: every function here may be called from
- * any thread, and no initialisation is needed.  Labels are only ever namespace, name,
- * action and code, so no secret can reach the output. */
+ * any thread, and no initialisation is needed.  Names follow the Prometheus naming
+ * practices: counters end in _total, durations are histograms in seconds, and what
+ * varies is a label, never part of a name.  Label values are a pool's namespace and
+ * name, fixed sets (outcome, reason of a termination) and cloud error codes, so no
+ * secret can reach the output.  Open-ended values (cvm action and code, launch failure
+ * reason) and the number of pools are capped, and every value is escaped, so the page
+ * stays bounded whatever a peer sends. */
 #ifndef SPOTPOOL_METRICS_H
 #define SPOTPOOL_METRICS_H
 
 #include "spotpool.h"
 
-/* Distinct cvm action or code label values kept, and their longest length; further or
- * longer ones are folded into "other" so that a misbehaving peer cannot grow the
- * registry without bound. */
+/* Distinct values kept per open-ended label (cvm action, cvm code, launch failure
+ * reason), and their longest length; further or longer ones are folded into "other"
+ * so that a misbehaving peer cannot grow the registry without bound. */
 #define METRICS_LABEL_VALUES_MAX 64
 #define METRICS_LABEL_VALUE_LEN_MAX 128
+/* Pools tracked at once; updates for further pools are dropped (and logged once) until
+ * metrics_pool_forget() makes room. */
+#define METRICS_POOLS_MAX 10000
 /* metrics_render() gives up (NULL, HTTP 500) rather than build a larger page. */
 #define METRICS_RENDER_MAX (32 * 1024 * 1024)
 /* At most this many concurrent scrapes; idle connections are dropped after the timeout. */
 #define METRICS_CONNECTION_LIMIT 32
 #define METRICS_CONNECTION_TIMEOUT_S 10
 
-enum metrics_pool_counter { METRICS_LAUNCHES, METRICS_TERMINATIONS, METRICS_RECLAIMS };
+/* Per pool.  ns and pool are the Spotpool's namespace and name (labels namespace, pool). */
 
-/* Sets spotpool_pool_desired_instances and spotpool_pool_observed_instances. */
-void metrics_pool_set(const char *ns, const char *name, int desired, int observed);
-/* Adds n (> 0; anything else is ignored, counters never go down) to a pool's
- * spotpool_pool_{launches,terminations,reclaims}_total. */
-void metrics_pool_add(const char *ns, const char *name, enum metrics_pool_counter which, int n);
-/* The pool was deleted: drops all its series. */
-void metrics_pool_forget(const char *ns, const char *name);
+/* spotpool_pool_{minimum,maximum,desired,current}: the spec's bounds, the size the pool
+ * is driven to, and its live instances as last observed. */
+void metrics_pool_sizes(const char *ns, const char *pool, int minimum, int maximum, int desired,
+			int current);
+/* One RunInstances call for the pool ended with code (0 or an SP_E* class):
+ * spotpool_launch_requests_total{outcome} counts it, outcome being success, capacity,
+ * auth, config, throttled, transient or unknown.  A failure is also counted in
+ * spotpool_launch_failures_total{reason}: reason is the Tencent Error.Code (err.reason)
+ * when not NULL or empty, else the outcome. */
+void metrics_launch_request(const char *ns, const char *pool, int code, const char *reason);
+/* n (> 0; anything else is ignored, counters never go down) instances launched:
+ * spotpool_instances_launched_total. */
+void metrics_instances_launched(const char *ns, const char *pool, int n);
+enum metrics_termination {
+	METRICS_TERMINATED_SCALE_DOWN,  /* reason="scale_down": above the desired size */
+	METRICS_TERMINATED_CLEANUP,     /* reason="cleanup": dead or broken instances */
+	METRICS_TERMINATED_DELETION,    /* reason="deletion": the pool is being deleted */
+};
+/* n (> 0) instances terminated by spotpool: spotpool_instances_terminated_total{reason}. */
+void metrics_instances_terminated(const char *ns, const char *pool, enum metrics_termination reason, int n);
+/* One instance disappeared without spotpool terminating it (spot reclaim, or someone
+ * else): spotpool_instances_reclaimed_total. */
+void metrics_instance_reclaimed(const char *ns, const char *pool);
+/* The pool was deleted: drops every one of its series. */
+void metrics_pool_forget(const char *ns, const char *pool);
+
 /* Counts one CVM API call in spotpool_cvm_requests_total{action,code} and its duration in
  * spotpool_cvm_request_duration_seconds{action}.  Same signature as cvm_observe_fn so it
  * can be passed directly; userdata is ignored. */
@@ -37,6 +64,19 @@ void metrics_cvm_observe(void *userdata, const char *action, const char *code, d
 void metrics_reconcile_observe(double seconds, bool failed);
 /* spotpool_leader: true when this process leads or leader election is off. */
 void metrics_set_leader(bool leading);
+
+/* The controller's work queue (one per process): spotpool_workqueue_depth,
+ * spotpool_workqueue_queue_duration_seconds, spotpool_workqueue_work_duration_seconds and
+ * spotpool_workqueue_retries_total, fed by the queue's hooks:
+ *   c->queue = wq_new_with_hooks(&metrics_wq_hooks);
+ * The functions have the hooks' signatures (see struct wq_hooks); userdata is ignored. */
+struct wq_hooks;
+extern const struct wq_hooks metrics_wq_hooks;
+void metrics_workqueue_depth(void *userdata, size_t depth);
+void metrics_workqueue_queue_latency(void *userdata, double seconds);
+void metrics_workqueue_work_duration(void *userdata, double seconds);
+void metrics_workqueue_retry(void *userdata);
+
 /* The whole registry in Prometheus text exposition format 0.0.4; caller frees.  NULL only
  * when the page would exceed METRICS_RENDER_MAX. */
 char *metrics_render(void);

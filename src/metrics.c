@@ -4,6 +4,7 @@
 #include "metrics.h"
 #include "buf.h"
 #include "log.h"
+#include "wq.h"
 
 #include <arpa/inet.h>
 #include <errno.h>
@@ -16,48 +17,77 @@
 #include <sys/socket.h>
 #include <unistd.h>
 
-#define N_POOL_COUNTERS (METRICS_RECLAIMS + 1)
+#define N_ELEMS(a) (sizeof(a) / sizeof((a)[0]))
 
-static const double bucket_bounds[] = {0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10};
-#define N_BOUNDS (sizeof(bucket_bounds) / sizeof(bucket_bounds[0]))
+/* Bucket upper bounds, in seconds: API calls and reconciles take 50 ms to 10 s; a key
+ * waits for a worker for about nothing up to minutes when the workers are swamped. */
+struct buckets {
+	const double *le;
+	size_t n;
+};
+static const double request_le[] = {0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10};
+static const double queue_le[] = {0.001, 0.01, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60, 300};
+static const struct buckets request_buckets = {request_le, N_ELEMS(request_le)};
+static const struct buckets queue_buckets = {queue_le, N_ELEMS(queue_le)};
+#define BUCKETS_MAX 12
+_Static_assert(N_ELEMS(request_le) <= BUCKETS_MAX && N_ELEMS(queue_le) <= BUCKETS_MAX, "BUCKETS_MAX");
 
 struct histogram {
-	uint64_t counts[N_BOUNDS + 1];  /* per bucket, not cumulative; the last is +Inf */
+	uint64_t counts[BUCKETS_MAX + 1];  /* per bucket, not cumulative; [n] is +Inf */
 	double sum;
 };
 
-/* Label sets are escaped once, when a series is created, so rendering only copies them. */
-struct pool_series {
-	char *ns, *name;
-	char *labels;  /* namespace="...",name="..." */
-	bool has_sizes;
-	int desired, observed;
-	uint64_t counters[N_POOL_COUNTERS];
-};
-
-struct cvm_requests {
-	char *action, *code;
-	char *labels;  /* action="...",code="..." */
+/* One series of a labelled family, a counter or a histogram.  Label sets are escaped
+ * once, when a series is created, so rendering only copies them. */
+struct series {
+	char *a, *b;   /* the label values that tell it from its siblings; b may be NULL */
+	char *labels;  /* the whole label set */
 	uint64_t n;
+	struct histogram h;
 };
 
-struct cvm_duration {
-	char *action;
-	char *labels;  /* action="..." */
-	struct histogram h;
+struct series_vec {
+	struct series *v;
+	size_t n, cap;
+};
+
+enum { G_MINIMUM, G_MAXIMUM, G_DESIRED, G_CURRENT, N_GAUGES };
+enum { O_SUCCESS, O_CAPACITY, O_AUTH, O_CONFIG, O_THROTTLED, O_TRANSIENT, O_UNKNOWN, N_OUTCOMES };
+#define N_TERMINATIONS (METRICS_TERMINATED_DELETION + 1)
+/* Plain counters of a pool: C_TERMINATED + t counts terminations for reason t. */
+enum { C_LAUNCHED, C_RECLAIMED, C_TERMINATED, N_COUNTERS = C_TERMINATED + N_TERMINATIONS };
+
+static const char *const outcome_names[N_OUTCOMES] = {
+	"success", "capacity", "auth", "config", "throttled", "transient", "unknown",
+};
+static const char *const termination_names[N_TERMINATIONS] = {
+	[METRICS_TERMINATED_SCALE_DOWN] = "scale_down", [METRICS_TERMINATED_CLEANUP] = "cleanup",
+	[METRICS_TERMINATED_DELETION] = "deletion",
+};
+
+struct pool_series {
+	char *ns, *pool;
+	char *labels;  /* namespace="...",pool="..." */
+	bool has[N_GAUGES];
+	int gauges[N_GAUGES];
+	uint64_t requests[N_OUTCOMES];
+	uint64_t counts[N_COUNTERS];
+	struct series_vec failures;  /* by reason */
 };
 
 struct registry {
 	struct pool_series *pools;
 	size_t n_pools, cap_pools;
-	struct cvm_requests *requests;
-	size_t n_requests, cap_requests;
-	struct cvm_duration *durations;
-	size_t n_durations, cap_durations;
-	struct strv actions, codes;  /* label values admitted so far */
+	bool pools_full_logged;
+	struct series_vec cvm_requests;   /* by action, code */
+	struct series_vec cvm_durations;  /* by action */
+	struct strv actions, codes, reasons;  /* open-ended label values admitted so far */
 	struct histogram reconcile;
 	uint64_t reconciles, reconcile_errors;
 	bool leader;
+	size_t wq_depth;
+	struct histogram wq_queue, wq_work;
+	uint64_t wq_retries;
 };
 
 static pthread_mutex_t lock = PTHREAD_MUTEX_INITIALIZER;
@@ -72,9 +102,10 @@ static void *grow(void *p, size_t n, size_t *cap, size_t sz)
 	return xrealloc(p, *cap * sz);
 }
 
-/* Appends v as a label value: backslash, double quote and newline are escaped. */
-static void escape_into(struct buf *b, const char *v)
+/* Appends ,k="v" (no comma first) with backslash, double quote and newline escaped. */
+static void label_into(struct buf *b, const char *k, const char *v)
 {
+	buf_printf(b, "%s%s=\"", b->len ? "," : "", k);
 	for (; *v; v++) {
 		const char *esc = *v == '\\' ? "\\\\" : *v == '"' ? "\\\"" : *v == '\n' ? "\\n" : NULL;
 		if (esc)
@@ -82,95 +113,52 @@ static void escape_into(struct buf *b, const char *v)
 		else
 			buf_append(b, v, 1);
 	}
+	buf_puts(b, "\"");
 }
 
-/* Builds k1="v1"[,k2="v2"] with the values escaped.  No maximum is needed: values are
- * Kubernetes names or went through admit(). */
-static char *label_set(const char *k1, const char *v1, const char *k2, const char *v2)
+/* The series of sv labelled a (and b), created with the label set
+ * prefix,ka="a"[,kb="b"] if new; prefix is pre-escaped or NULL.  No maximum is needed
+ * for the labels: values are Kubernetes names or went through admit(). */
+static struct series *series_get(struct series_vec *sv, const char *prefix, const char *ka, const char *a,
+				 const char *kb, const char *b)
 {
-	struct buf b;
-	buf_init(&b, SIZE_MAX);
-	buf_printf(&b, "%s=\"", k1);
-	escape_into(&b, v1);
-	buf_puts(&b, "\"");
-	if (k2) {
-		buf_printf(&b, ",%s=\"", k2);
-		escape_into(&b, v2);
-		buf_puts(&b, "\"");
-	}
-	return buf_steal(&b);
+	for (size_t i = 0; i < sv->n; i++)
+		if (strcmp(sv->v[i].a, a) == 0 && (!b || strcmp(sv->v[i].b, b) == 0))
+			return &sv->v[i];
+	struct buf l;
+	buf_init(&l, SIZE_MAX);
+	if (prefix)
+		buf_puts(&l, prefix);
+	label_into(&l, ka, a);
+	if (b)
+		label_into(&l, kb, b);
+	sv->v = grow(sv->v, sv->n, &sv->cap, sizeof(*sv->v));
+	struct series *s = &sv->v[sv->n++];
+	*s = (struct series){.a = xstrdup(a), .b = b ? xstrdup(b) : NULL, .labels = buf_steal(&l)};
+	return s;
 }
 
-static void histogram_observe(struct histogram *h, double seconds)
+static void series_vec_free(struct series_vec *sv)
+{
+	for (size_t i = 0; i < sv->n; i++) {
+		free(sv->v[i].a);
+		free(sv->v[i].b);
+		free(sv->v[i].labels);
+	}
+	free(sv->v);
+	*sv = (struct series_vec){0};
+}
+
+static void histogram_observe(struct histogram *h, const struct buckets *bk, double seconds)
 {
 	/* A stepped clock or a caller bug must not poison _sum with a negative or NaN. */
 	if (!(seconds >= 0))
 		seconds = 0;
 	size_t i = 0;
-	while (i < N_BOUNDS && seconds > bucket_bounds[i])
+	while (i < bk->n && seconds > bk->le[i])
 		i++;
 	h->counts[i]++;
 	h->sum += seconds;
-}
-
-static struct pool_series *pool_find(const char *ns, const char *name)
-{
-	for (size_t i = 0; i < reg.n_pools; i++)
-		if (strcmp(reg.pools[i].ns, ns) == 0 && strcmp(reg.pools[i].name, name) == 0)
-			return &reg.pools[i];
-	return NULL;
-}
-
-static struct pool_series *pool_get(const char *ns, const char *name)
-{
-	struct pool_series *p = pool_find(ns, name);
-	if (p)
-		return p;
-	reg.pools = grow(reg.pools, reg.n_pools, &reg.cap_pools, sizeof(*reg.pools));
-	p = &reg.pools[reg.n_pools++];
-	*p = (struct pool_series){.ns = xstrdup(ns), .name = xstrdup(name),
-				  .labels = label_set("namespace", ns, "name", name)};
-	return p;
-}
-
-void metrics_pool_set(const char *ns, const char *name, int desired, int observed)
-{
-	pthread_mutex_lock(&lock);
-	struct pool_series *p = pool_get(ns, name);
-	p->has_sizes = true;
-	p->desired = desired;
-	p->observed = observed;
-	pthread_mutex_unlock(&lock);
-}
-
-void metrics_pool_add(const char *ns, const char *name, enum metrics_pool_counter which, int n)
-{
-	if (n <= 0 || which < METRICS_LAUNCHES || which > METRICS_RECLAIMS)
-		return;
-	pthread_mutex_lock(&lock);
-	pool_get(ns, name)->counters[which] += (uint64_t)n;
-	pthread_mutex_unlock(&lock);
-}
-
-static void pool_series_free(struct pool_series *p)
-{
-	free(p->ns);
-	free(p->name);
-	free(p->labels);
-}
-
-void metrics_pool_forget(const char *ns, const char *name)
-{
-	pthread_mutex_lock(&lock);
-	struct pool_series *p = pool_find(ns, name);
-	if (p) {
-		pool_series_free(p);
-		/* memmove rather than swap keeps the exposition order stable between scrapes. */
-		size_t i = (size_t)(p - reg.pools);
-		memmove(p, p + 1, (reg.n_pools - i - 1) * sizeof(*p));
-		reg.n_pools--;
-	}
-	pthread_mutex_unlock(&lock);
 }
 
 /* v if it is already known or there is room for it, else "other". */
@@ -184,29 +172,137 @@ static const char *admit(struct strv *seen, const char *v)
 	return v;
 }
 
-static struct cvm_requests *requests_get(const char *action, const char *code)
+/* Pools */
+
+static struct pool_series *pool_find(const char *ns, const char *pool)
 {
-	for (size_t i = 0; i < reg.n_requests; i++)
-		if (strcmp(reg.requests[i].action, action) == 0 && strcmp(reg.requests[i].code, code) == 0)
-			return &reg.requests[i];
-	reg.requests = grow(reg.requests, reg.n_requests, &reg.cap_requests, sizeof(*reg.requests));
-	struct cvm_requests *r = &reg.requests[reg.n_requests++];
-	*r = (struct cvm_requests){.action = xstrdup(action), .code = xstrdup(code),
-				   .labels = label_set("action", action, "code", code)};
-	return r;
+	for (size_t i = 0; i < reg.n_pools; i++)
+		if (strcmp(reg.pools[i].ns, ns) == 0 && strcmp(reg.pools[i].pool, pool) == 0)
+			return &reg.pools[i];
+	return NULL;
 }
 
-static struct cvm_duration *duration_get(const char *action)
+/* The pool's series, created if new; NULL when METRICS_POOLS_MAX pools are tracked. */
+static struct pool_series *pool_get(const char *ns, const char *pool)
 {
-	for (size_t i = 0; i < reg.n_durations; i++)
-		if (strcmp(reg.durations[i].action, action) == 0)
-			return &reg.durations[i];
-	reg.durations = grow(reg.durations, reg.n_durations, &reg.cap_durations, sizeof(*reg.durations));
-	struct cvm_duration *d = &reg.durations[reg.n_durations++];
-	*d = (struct cvm_duration){.action = xstrdup(action),
-				   .labels = label_set("action", action, NULL, NULL)};
-	return d;
+	struct pool_series *p = pool_find(ns, pool);
+	if (p)
+		return p;
+	if (reg.n_pools >= METRICS_POOLS_MAX) {
+		if (!reg.pools_full_logged)
+			log_warn("metrics: more than %d pools; %s/%s and further pools are not exported",
+				 METRICS_POOLS_MAX, ns, pool);
+		reg.pools_full_logged = true;
+		return NULL;
+	}
+	struct buf l;
+	buf_init(&l, SIZE_MAX);
+	label_into(&l, "namespace", ns);
+	label_into(&l, "pool", pool);
+	reg.pools = grow(reg.pools, reg.n_pools, &reg.cap_pools, sizeof(*reg.pools));
+	p = &reg.pools[reg.n_pools++];
+	*p = (struct pool_series){.ns = xstrdup(ns), .pool = xstrdup(pool), .labels = buf_steal(&l)};
+	return p;
 }
+
+static void pool_series_free(struct pool_series *p)
+{
+	free(p->ns);
+	free(p->pool);
+	free(p->labels);
+	series_vec_free(&p->failures);
+}
+
+static void set_gauge(struct pool_series *p, int which, int v)
+{
+	p->has[which] = true;
+	p->gauges[which] = v;
+}
+
+void metrics_pool_sizes(const char *ns, const char *pool, int minimum, int maximum, int desired,
+			int current)
+{
+	pthread_mutex_lock(&lock);
+	struct pool_series *p = pool_get(ns, pool);
+	if (p) {
+		set_gauge(p, G_MINIMUM, minimum);
+		set_gauge(p, G_MAXIMUM, maximum);
+		set_gauge(p, G_DESIRED, desired);
+		set_gauge(p, G_CURRENT, current);
+	}
+	pthread_mutex_unlock(&lock);
+}
+
+static int outcome_of(int code)
+{
+	switch (code) {
+	case SP_ECAPACITY: return O_CAPACITY;
+	case SP_EAUTH: case SP_EFORBIDDEN: return O_AUTH;
+	case SP_ECONFIG: case SP_EINVAL: return O_CONFIG;
+	case SP_ETHROTTLED: return O_THROTTLED;
+	case SP_ETRANSIENT: case SP_EPROTO: return O_TRANSIENT;
+	default: return code >= 0 ? O_SUCCESS : O_UNKNOWN;
+	}
+}
+
+void metrics_launch_request(const char *ns, const char *pool, int code, const char *reason)
+{
+	int outcome = outcome_of(code);
+	pthread_mutex_lock(&lock);
+	struct pool_series *p = pool_get(ns, pool);
+	if (p) {
+		p->requests[outcome]++;
+		if (outcome != O_SUCCESS) {
+			reason = admit(&reg.reasons, reason && *reason ? reason : outcome_names[outcome]);
+			series_get(&p->failures, p->labels, "reason", reason, NULL, NULL)->n++;
+		}
+	}
+	pthread_mutex_unlock(&lock);
+}
+
+/* Adds n > 0 to counter which (C_*) of the pool; anything else is ignored. */
+static void pool_count(const char *ns, const char *pool, int which, int n)
+{
+	if (n <= 0)
+		return;
+	pthread_mutex_lock(&lock);
+	struct pool_series *p = pool_get(ns, pool);
+	if (p)
+		p->counts[which] += (uint64_t)n;
+	pthread_mutex_unlock(&lock);
+}
+
+void metrics_instances_launched(const char *ns, const char *pool, int n)
+{
+	pool_count(ns, pool, C_LAUNCHED, n);
+}
+
+void metrics_instances_terminated(const char *ns, const char *pool, enum metrics_termination reason, int n)
+{
+	if (reason >= METRICS_TERMINATED_SCALE_DOWN && reason <= METRICS_TERMINATED_DELETION)
+		pool_count(ns, pool, C_TERMINATED + (int)reason, n);
+}
+
+void metrics_instance_reclaimed(const char *ns, const char *pool)
+{
+	pool_count(ns, pool, C_RECLAIMED, 1);
+}
+
+void metrics_pool_forget(const char *ns, const char *pool)
+{
+	pthread_mutex_lock(&lock);
+	struct pool_series *p = pool_find(ns, pool);
+	if (p) {
+		pool_series_free(p);
+		/* memmove rather than swap keeps the exposition order stable between scrapes. */
+		size_t i = (size_t)(p - reg.pools);
+		memmove(p, p + 1, (reg.n_pools - i - 1) * sizeof(*p));
+		reg.n_pools--;
+	}
+	pthread_mutex_unlock(&lock);
+}
+
+/* Cloud, controller, work queue */
 
 void metrics_cvm_observe(void *userdata, const char *action, const char *code, double seconds)
 {
@@ -214,8 +310,9 @@ void metrics_cvm_observe(void *userdata, const char *action, const char *code, d
 	pthread_mutex_lock(&lock);
 	action = admit(&reg.actions, action);
 	code = admit(&reg.codes, code);
-	requests_get(action, code)->n++;
-	histogram_observe(&duration_get(action)->h, seconds);
+	series_get(&reg.cvm_requests, NULL, "action", action, "code", code)->n++;
+	histogram_observe(&series_get(&reg.cvm_durations, NULL, "action", action, NULL, NULL)->h,
+			  &request_buckets, seconds);
 	pthread_mutex_unlock(&lock);
 }
 
@@ -225,7 +322,7 @@ void metrics_reconcile_observe(double seconds, bool failed)
 	reg.reconciles++;
 	if (failed)
 		reg.reconcile_errors++;
-	histogram_observe(&reg.reconcile, seconds);
+	histogram_observe(&reg.reconcile, &request_buckets, seconds);
 	pthread_mutex_unlock(&lock);
 }
 
@@ -236,25 +333,56 @@ void metrics_set_leader(bool leading)
 	pthread_mutex_unlock(&lock);
 }
 
+void metrics_workqueue_depth(void *userdata, size_t depth)
+{
+	(void)userdata;
+	pthread_mutex_lock(&lock);
+	reg.wq_depth = depth;
+	pthread_mutex_unlock(&lock);
+}
+
+void metrics_workqueue_queue_latency(void *userdata, double seconds)
+{
+	(void)userdata;
+	pthread_mutex_lock(&lock);
+	histogram_observe(&reg.wq_queue, &queue_buckets, seconds);
+	pthread_mutex_unlock(&lock);
+}
+
+void metrics_workqueue_work_duration(void *userdata, double seconds)
+{
+	(void)userdata;
+	pthread_mutex_lock(&lock);
+	histogram_observe(&reg.wq_work, &queue_buckets, seconds);
+	pthread_mutex_unlock(&lock);
+}
+
+void metrics_workqueue_retry(void *userdata)
+{
+	(void)userdata;
+	pthread_mutex_lock(&lock);
+	reg.wq_retries++;
+	pthread_mutex_unlock(&lock);
+}
+
+const struct wq_hooks metrics_wq_hooks = {
+	.depth = metrics_workqueue_depth,
+	.queue_latency = metrics_workqueue_queue_latency,
+	.work_duration = metrics_workqueue_work_duration,
+	.retry = metrics_workqueue_retry,
+};
+
 void metrics_reset(void)
 {
 	pthread_mutex_lock(&lock);
 	for (size_t i = 0; i < reg.n_pools; i++)
 		pool_series_free(&reg.pools[i]);
-	for (size_t i = 0; i < reg.n_requests; i++) {
-		free(reg.requests[i].action);
-		free(reg.requests[i].code);
-		free(reg.requests[i].labels);
-	}
-	for (size_t i = 0; i < reg.n_durations; i++) {
-		free(reg.durations[i].action);
-		free(reg.durations[i].labels);
-	}
 	free(reg.pools);
-	free(reg.requests);
-	free(reg.durations);
+	series_vec_free(&reg.cvm_requests);
+	series_vec_free(&reg.cvm_durations);
 	strv_clear(&reg.actions);
 	strv_clear(&reg.codes);
+	strv_clear(&reg.reasons);
 	reg = (struct registry){0};
 	pthread_mutex_unlock(&lock);
 }
@@ -281,6 +409,19 @@ static void family(struct page *pg, const char *name, const char *type, const ch
 	emit(pg, "# HELP %s %s\n# TYPE %s %s\n", name, help, name, type);
 }
 
+/* name{labels[,key="value"]} n; labels is pre-escaped ("" for none), value a constant. */
+static void counter_line(struct page *pg, const char *name, const char *labels, const char *key,
+			 const char *value, uint64_t n)
+{
+	const char *sep = *labels && key ? "," : "";
+	if (key)
+		emit(pg, "%s{%s%s%s=\"%s\"} %" PRIu64 "\n", name, labels, sep, key, value, n);
+	else if (*labels)
+		emit(pg, "%s{%s} %" PRIu64 "\n", name, labels, n);
+	else
+		emit(pg, "%s %" PRIu64 "\n", name, n);
+}
+
 /* The shortest of %.15g and %.17g that reads back as v: 0.3, not 0.29999999999999999. */
 static void format_double(char out[32], double v)
 {
@@ -291,16 +432,15 @@ static void format_double(char out[32], double v)
 
 /* labels is a pre-escaped label set, "" for none. */
 static void histogram_render(struct page *pg, const char *name, const char *labels,
-			     const struct histogram *h)
+			     const struct histogram *h, const struct buckets *bk)
 {
 	const char *sep = *labels ? "," : "";
 	uint64_t cumulative = 0;
-	for (size_t i = 0; i < N_BOUNDS; i++) {
+	for (size_t i = 0; i < bk->n; i++) {
 		cumulative += h->counts[i];
-		emit(pg, "%s_bucket{%s%sle=\"%g\"} %" PRIu64 "\n", name, labels, sep, bucket_bounds[i],
-		     cumulative);
+		emit(pg, "%s_bucket{%s%sle=\"%g\"} %" PRIu64 "\n", name, labels, sep, bk->le[i], cumulative);
 	}
-	cumulative += h->counts[N_BOUNDS];
+	cumulative += h->counts[bk->n];
 	emit(pg, "%s_bucket{%s%sle=\"+Inf\"} %" PRIu64 "\n", name, labels, sep, cumulative);
 	const char *open = *labels ? "{" : "", *close = *labels ? "}" : "";
 	char sum[32];
@@ -311,52 +451,85 @@ static void histogram_render(struct page *pg, const char *name, const char *labe
 
 static void render_pools(struct page *pg)
 {
-	family(pg, "spotpool_pool_desired_instances", "gauge", "Instances the pool should have.");
-	for (size_t i = 0; i < reg.n_pools; i++)
-		if (reg.pools[i].has_sizes)
-			emit(pg, "spotpool_pool_desired_instances{%s} %d\n", reg.pools[i].labels,
-			     reg.pools[i].desired);
-	family(pg, "spotpool_pool_observed_instances", "gauge", "Instances the pool has, as last observed.");
-	for (size_t i = 0; i < reg.n_pools; i++)
-		if (reg.pools[i].has_sizes)
-			emit(pg, "spotpool_pool_observed_instances{%s} %d\n", reg.pools[i].labels,
-			     reg.pools[i].observed);
-	static const char *const counter_names[N_POOL_COUNTERS][2] = {
-		[METRICS_LAUNCHES] = {"spotpool_pool_launches_total", "Instances launched for the pool."},
-		[METRICS_TERMINATIONS] = {"spotpool_pool_terminations_total", "Instances terminated by the pool."},
-		[METRICS_RECLAIMS] = {"spotpool_pool_reclaims_total", "Spot instances reclaimed by the cloud."},
+	static const char *const gauges[N_GAUGES][2] = {
+		[G_MINIMUM] = {"spotpool_pool_minimum", "The pool's spec.minimum."},
+		[G_MAXIMUM] = {"spotpool_pool_maximum", "The pool's spec.maximum."},
+		[G_DESIRED] = {"spotpool_pool_desired", "Instances the pool is being driven to."},
+		[G_CURRENT] = {"spotpool_pool_current", "Live instances of the pool, as last observed."},
 	};
-	for (int c = 0; c < N_POOL_COUNTERS; c++) {
-		family(pg, counter_names[c][0], "counter", counter_names[c][1]);
+	for (int g = 0; g < N_GAUGES; g++) {
+		family(pg, gauges[g][0], "gauge", gauges[g][1]);
 		for (size_t i = 0; i < reg.n_pools; i++)
-			emit(pg, "%s{%s} %" PRIu64 "\n", counter_names[c][0], reg.pools[i].labels,
-			     reg.pools[i].counters[c]);
+			if (reg.pools[i].has[g])
+				emit(pg, "%s{%s} %d\n", gauges[g][0], reg.pools[i].labels, reg.pools[i].gauges[g]);
 	}
+	const char *name = "spotpool_launch_requests_total";
+	family(pg, name, "counter", "RunInstances calls for the pool, by outcome.");
+	for (size_t i = 0; i < reg.n_pools; i++)
+		for (int o = 0; o < N_OUTCOMES; o++)
+			counter_line(pg, name, reg.pools[i].labels, "outcome", outcome_names[o],
+				     reg.pools[i].requests[o]);
+	name = "spotpool_launch_failures_total";
+	family(pg, name, "counter", "Failed RunInstances calls for the pool, by Tencent error code or class.");
+	for (size_t i = 0; i < reg.n_pools; i++)
+		for (size_t f = 0; f < reg.pools[i].failures.n; f++)
+			counter_line(pg, name, reg.pools[i].failures.v[f].labels, NULL, NULL,
+				     reg.pools[i].failures.v[f].n);
+	name = "spotpool_instances_launched_total";
+	family(pg, name, "counter", "Instances launched for the pool.");
+	for (size_t i = 0; i < reg.n_pools; i++)
+		counter_line(pg, name, reg.pools[i].labels, NULL, NULL, reg.pools[i].counts[C_LAUNCHED]);
+	name = "spotpool_instances_terminated_total";
+	family(pg, name, "counter", "Instances of the pool terminated by spotpool, by reason.");
+	for (size_t i = 0; i < reg.n_pools; i++)
+		for (int t = 0; t < N_TERMINATIONS; t++)
+			counter_line(pg, name, reg.pools[i].labels, "reason", termination_names[t],
+				     reg.pools[i].counts[C_TERMINATED + t]);
+	name = "spotpool_instances_reclaimed_total";
+	family(pg, name, "counter",
+	       "Instances of the pool that went away or died without spotpool terminating them (spot reclaims).");
+	for (size_t i = 0; i < reg.n_pools; i++)
+		counter_line(pg, name, reg.pools[i].labels, NULL, NULL, reg.pools[i].counts[C_RECLAIMED]);
 }
 
 static void render_cvm(struct page *pg)
 {
-	family(pg, "spotpool_cvm_requests_total", "counter", "Tencent Cloud CVM API calls by result code.");
-	for (size_t i = 0; i < reg.n_requests; i++)
-		emit(pg, "spotpool_cvm_requests_total{%s} %" PRIu64 "\n", reg.requests[i].labels,
-		     reg.requests[i].n);
+	family(pg, "spotpool_cvm_requests_total", "counter", "Tencent Cloud CVM API calls by action and result code.");
+	for (size_t i = 0; i < reg.cvm_requests.n; i++)
+		counter_line(pg, "spotpool_cvm_requests_total", reg.cvm_requests.v[i].labels, NULL, NULL,
+			     reg.cvm_requests.v[i].n);
 	family(pg, "spotpool_cvm_request_duration_seconds", "histogram",
 	       "Duration of Tencent Cloud CVM API calls, retries included.");
-	for (size_t i = 0; i < reg.n_durations; i++)
-		histogram_render(pg, "spotpool_cvm_request_duration_seconds", reg.durations[i].labels,
-				 &reg.durations[i].h);
+	for (size_t i = 0; i < reg.cvm_durations.n; i++)
+		histogram_render(pg, "spotpool_cvm_request_duration_seconds", reg.cvm_durations.v[i].labels,
+				 &reg.cvm_durations.v[i].h, &request_buckets);
 }
 
 static void render_controller(struct page *pg)
 {
 	family(pg, "spotpool_reconcile_duration_seconds", "histogram", "Duration of pool reconciles.");
-	histogram_render(pg, "spotpool_reconcile_duration_seconds", "", &reg.reconcile);
+	histogram_render(pg, "spotpool_reconcile_duration_seconds", "", &reg.reconcile, &request_buckets);
 	family(pg, "spotpool_reconciles_total", "counter", "Pool reconciles.");
-	emit(pg, "spotpool_reconciles_total %" PRIu64 "\n", reg.reconciles);
+	counter_line(pg, "spotpool_reconciles_total", "", NULL, NULL, reg.reconciles);
 	family(pg, "spotpool_reconcile_errors_total", "counter", "Pool reconciles that failed.");
-	emit(pg, "spotpool_reconcile_errors_total %" PRIu64 "\n", reg.reconcile_errors);
+	counter_line(pg, "spotpool_reconcile_errors_total", "", NULL, NULL, reg.reconcile_errors);
 	family(pg, "spotpool_leader", "gauge", "1 when this process leads (or election is off), else 0.");
 	emit(pg, "spotpool_leader %d\n", reg.leader ? 1 : 0);
+}
+
+static void render_workqueue(struct page *pg)
+{
+	family(pg, "spotpool_workqueue_depth", "gauge",
+	       "Pools queued for a reconcile, including those waiting out a delay or backoff.");
+	emit(pg, "spotpool_workqueue_depth %zu\n", reg.wq_depth);
+	family(pg, "spotpool_workqueue_queue_duration_seconds", "histogram",
+	       "Time a pool waited for a worker once due (added, or its delay over).");
+	histogram_render(pg, "spotpool_workqueue_queue_duration_seconds", "", &reg.wq_queue, &queue_buckets);
+	family(pg, "spotpool_workqueue_work_duration_seconds", "histogram",
+	       "Time a worker spent on a pool, from taking it off the queue to done.");
+	histogram_render(pg, "spotpool_workqueue_work_duration_seconds", "", &reg.wq_work, &queue_buckets);
+	family(pg, "spotpool_workqueue_retries_total", "counter", "Failed reconciles requeued with backoff.");
+	counter_line(pg, "spotpool_workqueue_retries_total", "", NULL, NULL, reg.wq_retries);
 }
 
 char *metrics_render(void)
@@ -369,6 +542,7 @@ char *metrics_render(void)
 	render_pools(&pg);
 	render_cvm(&pg);
 	render_controller(&pg);
+	render_workqueue(&pg);
 	pthread_mutex_unlock(&lock);
 	if (pg.err) {
 		log_error("metrics: the page would exceed %d bytes; not serving it", METRICS_RENDER_MAX);

@@ -11,8 +11,11 @@ struct wq_entry {
 	char *key;
 	enum wq_state state;
 	bool dirty;            /* re-added while processing */
+	bool dirty_resync;     /* ... by resyncs only: the backoff deadline still applies */
 	int64_t ready_at;      /* monotonic ms, when QUEUED (or dirty) */
+	int64_t started_at;    /* monotonic ms, when PROCESSING */
 	int failures;
+	int64_t backoff_until; /* monotonic ms, set by wq_backoff() */
 };
 
 struct wq {
@@ -20,12 +23,16 @@ struct wq {
 	pthread_cond_t cond;
 	struct wq_entry *entries;
 	size_t n, cap;
+	size_t queued;         /* entries in WQ_QUEUED */
+	struct wq_hooks hooks;
 	bool shutdown;
 };
 
-struct wq *wq_new(void)
+struct wq *wq_new_with_hooks(const struct wq_hooks *hooks)
 {
 	struct wq *q = xcalloc(1, sizeof(*q));
+	if (hooks)
+		q->hooks = *hooks;
 	pthread_mutex_init(&q->lock, NULL);
 	pthread_condattr_t attr;
 	pthread_condattr_init(&attr);
@@ -33,6 +40,11 @@ struct wq *wq_new(void)
 	pthread_cond_init(&q->cond, &attr);
 	pthread_condattr_destroy(&attr);
 	return q;
+}
+
+struct wq *wq_new(void)
+{
+	return wq_new_with_hooks(NULL);
 }
 
 void wq_free(struct wq *q)
@@ -77,23 +89,71 @@ static void drop_if_idle(struct wq *q, struct wq_entry *e)
 	*e = q->entries[--q->n];
 }
 
+static double seconds_since(int64_t then_ms, int64_t now_ms)
+{
+	return now_ms > then_ms ? (double)(now_ms - then_ms) / 1000.0 : 0.0;
+}
+
+/* Every state change goes through here, so that the depth count and hook stay right. */
+static void set_state(struct wq *q, struct wq_entry *e, enum wq_state state)
+{
+	if (e->state == state)
+		return;
+	if (e->state == WQ_QUEUED)
+		q->queued--;
+	if (state == WQ_QUEUED)
+		q->queued++;
+	bool depth_changed = e->state == WQ_QUEUED || state == WQ_QUEUED;
+	e->state = state;
+	if (depth_changed && q->hooks.depth)
+		q->hooks.depth(q->hooks.userdata, q->queued);
+}
+
+/* The earliest a resync may make e ready: its backoff deadline while it is failing. */
+static int64_t resync_floor(const struct wq_entry *e, int64_t now)
+{
+	return e->failures > 0 && e->backoff_until > now ? e->backoff_until : now;
+}
+
+/* Asks for e to be ready at `at`; the earlier of that and any pending time wins. */
+static void schedule(struct wq *q, struct wq_entry *e, int64_t at, bool resync)
+{
+	if (e->state == WQ_PROCESSING) {
+		if (!e->dirty || at < e->ready_at)
+			e->ready_at = at;
+		e->dirty_resync = resync && (!e->dirty || e->dirty_resync);
+		e->dirty = true;
+		return;
+	}
+	if (e->state == WQ_IDLE || at < e->ready_at)
+		e->ready_at = at;
+	set_state(q, e, WQ_QUEUED);
+	pthread_cond_broadcast(&q->cond);
+}
+
 void wq_add(struct wq *q, const char *key, int64_t delay_ms)
 {
 	pthread_mutex_lock(&q->lock);
+	if (!q->shutdown)
+		schedule(q, find_or_add(q, key), sp_mono_ms() + (delay_ms > 0 ? delay_ms : 0), false);
+	pthread_mutex_unlock(&q->lock);
+}
+
+void wq_add_resync(struct wq *q, const char *key)
+{
+	pthread_mutex_lock(&q->lock);
 	if (!q->shutdown) {
-		int64_t at = sp_mono_ms() + (delay_ms > 0 ? delay_ms : 0);
 		struct wq_entry *e = find_or_add(q, key);
-		if (e->state == WQ_PROCESSING) {
-			e->ready_at = e->dirty && e->ready_at < at ? e->ready_at : at;
-			e->dirty = true;
-		} else {
-			if (e->state == WQ_IDLE || at < e->ready_at)
-				e->ready_at = at;
-			e->state = WQ_QUEUED;
-			pthread_cond_broadcast(&q->cond);
-		}
+		schedule(q, e, resync_floor(e, sp_mono_ms()), true);
 	}
 	pthread_mutex_unlock(&q->lock);
+}
+
+/* Sleeps on the condition until the monotonic time at_ms (or a signal). */
+static void wait_until(struct wq *q, int64_t at_ms)
+{
+	struct timespec ts = {.tv_sec = at_ms / 1000, .tv_nsec = (at_ms % 1000) * 1000000};
+	pthread_cond_timedwait(&q->cond, &q->lock, &ts);
 }
 
 int wq_get(struct wq *q, char **ret_key)
@@ -114,26 +174,19 @@ int wq_get(struct wq *q, char **ret_key)
 			}
 		}
 		if (best && earliest <= now) {
-			best->state = WQ_PROCESSING;
+			set_state(q, best, WQ_PROCESSING);
 			best->dirty = false;
+			best->started_at = now;
+			if (q->hooks.queue_latency)
+				q->hooks.queue_latency(q->hooks.userdata, seconds_since(best->ready_at, now));
 			*ret_key = xstrdup(best->key);
 			pthread_mutex_unlock(&q->lock);
 			return 0;
 		}
-		if (best) {
-			struct timespec ts;
-			clock_gettime(CLOCK_MONOTONIC, &ts);
-			int64_t wait = earliest - now;
-			ts.tv_sec += wait / 1000;
-			ts.tv_nsec += (wait % 1000) * 1000000;
-			if (ts.tv_nsec >= 1000000000) {
-				ts.tv_sec++;
-				ts.tv_nsec -= 1000000000;
-			}
-			pthread_cond_timedwait(&q->cond, &q->lock, &ts);
-		} else {
+		if (best)
+			wait_until(q, earliest);
+		else
 			pthread_cond_wait(&q->cond, &q->lock);
-		}
 	}
 }
 
@@ -142,12 +195,19 @@ void wq_done(struct wq *q, const char *key)
 	pthread_mutex_lock(&q->lock);
 	struct wq_entry *e = find(q, key);
 	if (e && e->state == WQ_PROCESSING) {
+		int64_t now = sp_mono_ms();
+		if (q->hooks.work_duration)
+			q->hooks.work_duration(q->hooks.userdata, seconds_since(e->started_at, now));
 		if (e->dirty) {
-			e->state = WQ_QUEUED;
+			/* A failure recorded during this run may have set a later deadline. */
+			int64_t floor = resync_floor(e, now);
+			if (e->dirty_resync && e->ready_at < floor)
+				e->ready_at = floor;
 			e->dirty = false;
+			set_state(q, e, WQ_QUEUED);
 			pthread_cond_broadcast(&q->cond);
 		} else {
-			e->state = WQ_IDLE;
+			set_state(q, e, WQ_IDLE);
 			drop_if_idle(q, e);
 		}
 	}
@@ -163,8 +223,13 @@ int64_t wq_backoff(struct wq *q, const char *key)
 	int64_t delay = WQ_BACKOFF_BASE_MS;
 	for (int i = 1; i < e->failures && delay < WQ_BACKOFF_MAX_MS; i++)
 		delay *= 2;
+	if (delay > WQ_BACKOFF_MAX_MS)
+		delay = WQ_BACKOFF_MAX_MS;
+	e->backoff_until = sp_mono_ms() + delay;
+	if (q->hooks.retry)
+		q->hooks.retry(q->hooks.userdata);
 	pthread_mutex_unlock(&q->lock);
-	return delay < WQ_BACKOFF_MAX_MS ? delay : WQ_BACKOFF_MAX_MS;
+	return delay;
 }
 
 void wq_forget(struct wq *q, const char *key)
@@ -173,6 +238,7 @@ void wq_forget(struct wq *q, const char *key)
 	struct wq_entry *e = find(q, key);
 	if (e) {
 		e->failures = 0;
+		e->backoff_until = 0;
 		drop_if_idle(q, e);
 	}
 	pthread_mutex_unlock(&q->lock);
@@ -189,9 +255,21 @@ void wq_shutdown(struct wq *q)
 size_t wq_len(struct wq *q)
 {
 	pthread_mutex_lock(&q->lock);
-	size_t n = 0;
-	for (size_t i = 0; i < q->n; i++)
-		n += q->entries[i].state == WQ_QUEUED;
+	size_t n = q->queued;
 	pthread_mutex_unlock(&q->lock);
 	return n;
+}
+
+int64_t wq_when(struct wq *q, const char *key)
+{
+	pthread_mutex_lock(&q->lock);
+	const struct wq_entry *e = find(q, key);
+	int64_t in = -1;
+	if (e && (e->state == WQ_QUEUED || e->dirty)) {
+		in = e->ready_at - sp_mono_ms();
+		if (in < 0)
+			in = 0;
+	}
+	pthread_mutex_unlock(&q->lock);
+	return in;
 }

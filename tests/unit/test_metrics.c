@@ -1,10 +1,14 @@
-/* metrics: exposition format, label escaping and caps, and the HTTP endpoints. */
+/* metrics: exposition format and naming, every pool series and its removal, label
+ * escaping and caps, the work-queue hooks, and the HTTP endpoints. */
 #include "testutil.h"
 #include "buf.h"
 #include "metrics.h"
+#include "wq.h"
 
 #include <curl/curl.h>
 #include <pthread.h>
+#include <sys/wait.h>
+#include <unistd.h>
 
 static size_t count(const char *haystack, const char *needle)
 {
@@ -27,38 +31,76 @@ static int reset(void **state)
 	return 0;
 }
 
-static void test_families_appear_once(void **state)
+/* Every per-pool function once, so that a page shows every per-pool family. */
+static void touch_pool(const char *ns, const char *pool)
 {
-	(void)state;
-	metrics_pool_set("ns", "a", 1, 1);
+	metrics_pool_sizes(ns, pool, 1, 5, 3, 2);
+	metrics_launch_request(ns, pool, 0, NULL);
+	metrics_launch_request(ns, pool, SP_ECAPACITY, "ResourceInsufficient.SpecifiedInstanceType");
+	metrics_instances_launched(ns, pool, 2);
+	metrics_instances_terminated(ns, pool, METRICS_TERMINATED_SCALE_DOWN, 1);
+	metrics_instances_terminated(ns, pool, METRICS_TERMINATED_CLEANUP, 1);
+	metrics_instances_terminated(ns, pool, METRICS_TERMINATED_DELETION, 1);
+	metrics_instance_reclaimed(ns, pool);
+}
+
+/* Everything that is not per pool. */
+static void touch_globals(void)
+{
 	metrics_cvm_observe(NULL, "RunInstances", "Success", 1);
 	metrics_cvm_observe(NULL, "DescribeInstances", "Success", 1);
 	metrics_reconcile_observe(1, false);
-	static const char *const families[][2] = {
-		{"spotpool_build_info", "gauge"},
-		{"spotpool_pool_desired_instances", "gauge"},
-		{"spotpool_pool_observed_instances", "gauge"},
-		{"spotpool_pool_launches_total", "counter"},
-		{"spotpool_pool_terminations_total", "counter"},
-		{"spotpool_pool_reclaims_total", "counter"},
-		{"spotpool_cvm_requests_total", "counter"},
-		{"spotpool_cvm_request_duration_seconds", "histogram"},
-		{"spotpool_reconcile_duration_seconds", "histogram"},
-		{"spotpool_reconcile_errors_total", "counter"},
-		{"spotpool_reconciles_total", "counter"},
-		{"spotpool_leader", "gauge"},
-	};
+	metrics_set_leader(true);
+	metrics_workqueue_depth(NULL, 3);
+	metrics_workqueue_queue_latency(NULL, 0.002);
+	metrics_workqueue_work_duration(NULL, 0.5);
+	metrics_workqueue_retry(NULL);
+}
+
+static const char *const families[][2] = {
+	{"spotpool_build_info", "gauge"},
+	{"spotpool_pool_minimum", "gauge"},
+	{"spotpool_pool_maximum", "gauge"},
+	{"spotpool_pool_desired", "gauge"},
+	{"spotpool_pool_current", "gauge"},
+	{"spotpool_launch_requests_total", "counter"},
+	{"spotpool_launch_failures_total", "counter"},
+	{"spotpool_instances_launched_total", "counter"},
+	{"spotpool_instances_terminated_total", "counter"},
+	{"spotpool_instances_reclaimed_total", "counter"},
+	{"spotpool_cvm_requests_total", "counter"},
+	{"spotpool_cvm_request_duration_seconds", "histogram"},
+	{"spotpool_reconcile_duration_seconds", "histogram"},
+	{"spotpool_reconciles_total", "counter"},
+	{"spotpool_reconcile_errors_total", "counter"},
+	{"spotpool_leader", "gauge"},
+	{"spotpool_workqueue_depth", "gauge"},
+	{"spotpool_workqueue_queue_duration_seconds", "histogram"},
+	{"spotpool_workqueue_work_duration_seconds", "histogram"},
+	{"spotpool_workqueue_retries_total", "counter"},
+};
+#define N_FAMILIES (sizeof(families) / sizeof(families[0]))
+
+static void test_families_appear_once(void **state)
+{
+	(void)state;
+	touch_pool("ns", "a");
+	touch_globals();
 	char *page = metrics_render();
-	for (size_t i = 0; i < sizeof(families) / sizeof(families[0]); i++) {
+	for (size_t i = 0; i < N_FAMILIES; i++) {
 		char *help = xasprintf("# HELP %s ", families[i][0]);
 		char *type = xasprintf("# TYPE %s %s\n", families[i][0], families[i][1]);
+		char *sample = xasprintf("\n%s", families[i][0]);
 		assert_int_equal(count(page, help), 1);
 		assert_int_equal(count(page, type), 1);
+		if (!strstr(page, sample))
+			fail_msg("no sample of %s", families[i][0]);
 		free(help);
 		free(type);
+		free(sample);
 	}
-	assert_int_equal(count(page, "# HELP "), sizeof(families) / sizeof(families[0]));
-	assert_int_equal(count(page, "# TYPE "), sizeof(families) / sizeof(families[0]));
+	assert_int_equal(count(page, "# HELP "), N_FAMILIES);
+	assert_int_equal(count(page, "# TYPE "), N_FAMILIES);
 	assert_contains(page, "spotpool_build_info{version=\"" SPOTPOOL_VERSION "\"} 1\n");
 	free(page);
 }
@@ -66,23 +108,92 @@ static void test_families_appear_once(void **state)
 static void test_pool_values(void **state)
 {
 	(void)state;
-	metrics_pool_set("prod", "gpu", 4, 3);
-	metrics_pool_set("prod", "gpu", 5, 4);
-	metrics_pool_add("prod", "gpu", METRICS_LAUNCHES, 3);
-	metrics_pool_add("prod", "gpu", METRICS_LAUNCHES, 2);
-	metrics_pool_add("prod", "gpu", METRICS_LAUNCHES, -7);  /* counters never go down */
-	metrics_pool_add("prod", "gpu", METRICS_RECLAIMS, 1);
-	metrics_pool_add("prod", "counted-only", METRICS_TERMINATIONS, 2);
+	metrics_pool_sizes("prod", "gpu", 2, 8, 4, 3);
+	metrics_pool_sizes("prod", "gpu", 2, 8, 5, 4);
+	metrics_launch_request("prod", "gpu", 0, NULL);
+	metrics_launch_request("prod", "gpu", 0, "");
+	metrics_instances_launched("prod", "gpu", 3);
+	metrics_instances_launched("prod", "gpu", 2);
+	metrics_instances_launched("prod", "gpu", -7);  /* counters never go down */
+	metrics_instances_launched("prod", "gpu", 0);
+	metrics_instances_terminated("prod", "gpu", METRICS_TERMINATED_CLEANUP, 2);
+	metrics_instances_terminated("prod", "gpu", METRICS_TERMINATED_CLEANUP, -1);
+	metrics_instances_terminated("prod", "gpu", (enum metrics_termination)42, 1);  /* ignored */
+	metrics_instance_reclaimed("prod", "gpu");
+	metrics_instance_reclaimed("prod", "gpu");
+	metrics_instances_terminated("prod", "counted-only", METRICS_TERMINATED_DELETION, 6);
 	char *page = metrics_render();
-	assert_contains(page, "\nspotpool_pool_desired_instances{namespace=\"prod\",name=\"gpu\"} 5\n");
-	assert_contains(page, "\nspotpool_pool_observed_instances{namespace=\"prod\",name=\"gpu\"} 4\n");
-	assert_contains(page, "\nspotpool_pool_launches_total{namespace=\"prod\",name=\"gpu\"} 5\n");
-	assert_contains(page, "\nspotpool_pool_terminations_total{namespace=\"prod\",name=\"gpu\"} 0\n");
-	assert_contains(page, "\nspotpool_pool_reclaims_total{namespace=\"prod\",name=\"gpu\"} 1\n");
-	assert_contains(page, "\nspotpool_pool_terminations_total{namespace=\"prod\",name=\"counted-only\"} 2\n");
+#define GPU "{namespace=\"prod\",pool=\"gpu\""
+	static const char *const want[] = {
+		"\nspotpool_pool_minimum" GPU "} 2\n",
+		"\nspotpool_pool_maximum" GPU "} 8\n",
+		"\nspotpool_pool_desired" GPU "} 5\n",
+		"\nspotpool_pool_current" GPU "} 4\n",
+		"\nspotpool_launch_requests_total" GPU ",outcome=\"success\"} 2\n",
+		"\nspotpool_launch_requests_total" GPU ",outcome=\"capacity\"} 0\n",
+		"\nspotpool_launch_requests_total" GPU ",outcome=\"unknown\"} 0\n",
+		"\nspotpool_instances_launched_total" GPU "} 5\n",
+		"\nspotpool_instances_terminated_total" GPU ",reason=\"scale_down\"} 0\n",
+		"\nspotpool_instances_terminated_total" GPU ",reason=\"cleanup\"} 2\n",
+		"\nspotpool_instances_terminated_total" GPU ",reason=\"deletion\"} 0\n",
+		"\nspotpool_instances_reclaimed_total" GPU "} 2\n",
+	};
+#undef GPU
+	for (size_t i = 0; i < sizeof(want) / sizeof(want[0]); i++)
+		assert_contains(page, want[i]);
+	/* all seven outcomes and three reasons from the start, so that rate() sees the first */
+	assert_int_equal(count(page, "spotpool_launch_requests_total{namespace=\"prod\",pool=\"gpu\","), 7);
+	assert_int_equal(count(page, "spotpool_instances_terminated_total{namespace=\"prod\",pool=\"gpu\","), 3);
+	assert_not_contains(page, "spotpool_launch_failures_total{");  /* no failure yet */
+	assert_not_contains(page, "reason=\"unknown\"");
+	assert_contains(page, "\nspotpool_instances_terminated_total{namespace=\"prod\",pool=\"counted-only\","
+			      "reason=\"deletion\"} 6\n");
+	assert_contains(page, "\nspotpool_instances_launched_total{namespace=\"prod\",pool=\"counted-only\"} 0\n");
 	/* sizes never set: no made-up zero gauges */
-	assert_not_contains(page, "instances{namespace=\"prod\",name=\"counted-only\"}");
+	assert_not_contains(page, "spotpool_pool_desired{namespace=\"prod\",pool=\"counted-only\"}");
 	free(page);
+}
+
+static void test_launch_outcomes_and_failure_reasons(void **state)
+{
+	(void)state;
+	static const struct {
+		int code;
+		const char *reason, *outcome, *failure;
+	} cases[] = {
+		{0, NULL, "success", NULL},
+		{SP_ECAPACITY, "ResourcesSoldOut.SpecifiedInstanceType", "capacity",
+		 "ResourcesSoldOut.SpecifiedInstanceType"},
+		{SP_ECAPACITY, "LimitExceeded.SpotQuota", "capacity", "LimitExceeded.SpotQuota"},
+		{SP_EAUTH, "AuthFailure.SignatureFailure", "auth", "AuthFailure.SignatureFailure"},
+		{SP_EFORBIDDEN, NULL, "auth", "auth"},
+		{SP_ECONFIG, "InvalidParameterValue.Zone", "config", "InvalidParameterValue.Zone"},
+		{SP_EINVAL, "", "config", "config"},
+		{SP_ETHROTTLED, "RequestLimitExceeded", "throttled", "RequestLimitExceeded"},
+		{SP_ETRANSIENT, NULL, "transient", "transient"},  /* HTTP 503, timeout: no code */
+		{SP_EPROTO, NULL, "transient", "transient"},      /* malformed reply */
+		{SP_EIO, NULL, "unknown", "unknown"},
+	};
+	for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+		metrics_reset();
+		metrics_launch_request("ns", "p", cases[i].code, cases[i].reason);
+		char *page = metrics_render();
+		char *line = xasprintf("\nspotpool_launch_requests_total{namespace=\"ns\",pool=\"p\",outcome=\"%s\"} 1\n",
+				       cases[i].outcome);
+		assert_contains(page, line);
+		free(line);
+		/* that one, build_info and the failure if any: nothing else moved */
+		assert_int_equal(count(page, "} 1\n"), cases[i].failure ? 3 : 2);
+		if (cases[i].failure) {
+			line = xasprintf("\nspotpool_launch_failures_total{namespace=\"ns\",pool=\"p\",reason=\"%s\"} 1\n",
+					 cases[i].failure);
+			assert_contains(page, line);
+			free(line);
+		} else {
+			assert_not_contains(page, "spotpool_launch_failures_total{");
+		}
+		free(page);
+	}
 }
 
 static void test_histograms_and_counters(void **state)
@@ -129,16 +240,72 @@ static void test_histograms_and_counters(void **state)
 	free(page);
 }
 
+static void test_workqueue_hooks(void **state)
+{
+	(void)state;
+	struct wq *q = wq_new_with_hooks(&metrics_wq_hooks);
+	wq_add(q, "ns/a", 0);
+	wq_add(q, "ns/b", 0);
+	char *page = metrics_render();
+	assert_contains(page, "\nspotpool_workqueue_depth 2\n");
+	assert_contains(page, "\nspotpool_workqueue_queue_duration_seconds_count 0\n");
+	free(page);
+	char *k;
+	assert_int_equal(wq_get(q, &k), 0);
+	int64_t delay = wq_backoff(q, k);
+	wq_done(q, k);
+	wq_add(q, k, delay);
+	free(k);
+	assert_int_equal(wq_get(q, &k), 0);
+	wq_forget(q, k);
+	wq_done(q, k);
+	free(k);
+	page = metrics_render();
+	assert_contains(page, "\nspotpool_workqueue_depth 1\n");  /* the one backing off */
+	assert_contains(page, "\nspotpool_workqueue_queue_duration_seconds_count 2\n");
+	assert_contains(page, "\nspotpool_workqueue_work_duration_seconds_count 2\n");
+	assert_contains(page, "\nspotpool_workqueue_queue_duration_seconds_bucket{le=\"0.001\"} ");
+	assert_contains(page, "\nspotpool_workqueue_work_duration_seconds_bucket{le=\"300\"} 2\n");
+	assert_contains(page, "\nspotpool_workqueue_retries_total 1\n");
+	free(page);
+	wq_free(q);
+	/* direct observations land in the expected buckets */
+	metrics_reset();
+	metrics_workqueue_queue_latency(NULL, 0.0005);
+	metrics_workqueue_work_duration(NULL, 45);
+	metrics_workqueue_work_duration(NULL, 600);
+	page = metrics_render();
+	assert_contains(page, "\nspotpool_workqueue_queue_duration_seconds_bucket{le=\"0.001\"} 1\n");
+	assert_contains(page, "\nspotpool_workqueue_work_duration_seconds_bucket{le=\"30\"} 0\n"
+			      "spotpool_workqueue_work_duration_seconds_bucket{le=\"60\"} 1\n"
+			      "spotpool_workqueue_work_duration_seconds_bucket{le=\"300\"} 1\n"
+			      "spotpool_workqueue_work_duration_seconds_bucket{le=\"+Inf\"} 2\n"
+			      "spotpool_workqueue_work_duration_seconds_sum 645\n");
+	free(page);
+}
+
 static void test_label_escaping(void **state)
 {
 	(void)state;
-	metrics_pool_set("a\"b", "c\\d\ne", 1, 0);
+	metrics_pool_sizes("a\"b", "c\\d\ne", 0, 2, 1, 0);
+	metrics_launch_request("a\"b", "c\\d\ne", SP_ECONFIG, "Bad\"Code\\\n");
 	metrics_cvm_observe(NULL, "Run\"Instances", "Bad\\Code\n", 1);
 	char *page = metrics_render();
-	assert_contains(page, "spotpool_pool_desired_instances{namespace=\"a\\\"b\",name=\"c\\\\d\\ne\"} 1\n");
+	assert_contains(page, "spotpool_pool_desired{namespace=\"a\\\"b\",pool=\"c\\\\d\\ne\"} 1\n");
+	assert_contains(page, "spotpool_launch_failures_total{namespace=\"a\\\"b\",pool=\"c\\\\d\\ne\","
+			      "reason=\"Bad\\\"Code\\\\\\n\"} 1\n");
 	assert_contains(page, "{action=\"Run\\\"Instances\",code=\"Bad\\\\Code\\n\"} 1\n");
 	assert_contains(page, "_count{action=\"Run\\\"Instances\"} 1\n");
 	free(page);
+}
+
+/* A label value one character longer than admitted, made of c. */
+static char *too_long_value(char c)
+{
+	char *v = xmalloc(METRICS_LABEL_VALUE_LEN_MAX + 2);
+	memset(v, c, METRICS_LABEL_VALUE_LEN_MAX + 1);
+	v[METRICS_LABEL_VALUE_LEN_MAX + 1] = '\0';
+	return v;
 }
 
 static void test_code_cardinality_is_capped(void **state)
@@ -149,10 +316,9 @@ static void test_code_cardinality_is_capped(void **state)
 		snprintf(code, sizeof(code), "Code%d", i);
 		metrics_cvm_observe(NULL, "RunInstances", code, 0.01);
 	}
-	char huge[METRICS_LABEL_VALUE_LEN_MAX + 2];
-	memset(huge, 'x', sizeof(huge) - 1);
-	huge[sizeof(huge) - 1] = '\0';
+	char *huge = too_long_value('x');
 	metrics_cvm_observe(NULL, "RunInstances", huge, 0.01);
+	free(huge);
 	metrics_cvm_observe(NULL, "RunInstances", "Code0", 0.01);  /* known values still count */
 	char *page = metrics_render();
 	assert_contains(page, "code=\"Code0\"} 2\n");
@@ -165,30 +331,130 @@ static void test_code_cardinality_is_capped(void **state)
 	free(page);
 }
 
-static void test_forget_drops_series(void **state)
+static void test_failure_reasons_are_capped(void **state)
 {
 	(void)state;
-	metrics_pool_set("ns", "gone", 2, 2);
-	metrics_pool_add("ns", "gone", METRICS_LAUNCHES, 2);
-	metrics_pool_set("ns", "kept", 1, 1);
-	metrics_pool_forget("ns", "gone");
-	metrics_pool_forget("ns", "never-existed");
+	/* reasons are admitted across pools: two pools share one budget */
+	for (int i = 0; i < METRICS_LABEL_VALUES_MAX + 4; i++) {
+		char reason[32];
+		snprintf(reason, sizeof(reason), "FailedOperation.Code%d", i);
+		metrics_launch_request("ns", i % 2 ? "odd" : "even", SP_ECONFIG, reason);
+	}
+	char *huge = too_long_value('y');
+	metrics_launch_request("ns", "even", SP_ECONFIG, huge);
+	free(huge);
 	char *page = metrics_render();
-	assert_not_contains(page, "name=\"gone\"");
-	assert_contains(page, "spotpool_pool_desired_instances{namespace=\"ns\",name=\"kept\"} 1\n");
-	assert_contains(page, "spotpool_pool_reclaims_total{namespace=\"ns\",name=\"kept\"} 0\n");
+	assert_not_contains(page, "yyyy");
+	assert_not_contains(page, "Code64");
+	assert_contains(page, "\nspotpool_launch_failures_total{namespace=\"ns\",pool=\"even\",reason=\"other\"} 3\n");
+	assert_contains(page, "\nspotpool_launch_failures_total{namespace=\"ns\",pool=\"odd\",reason=\"other\"} 2\n");
+	assert_int_equal(count(page, "spotpool_launch_failures_total{"), METRICS_LABEL_VALUES_MAX + 2);
+	assert_contains(page, "\nspotpool_launch_requests_total{namespace=\"ns\",pool=\"even\",outcome=\"config\"} 35\n");
 	free(page);
+}
+
+static void test_pool_count_is_capped(void **state)
+{
+	(void)state;
+	char name[32];
+	for (int i = 0; i <= METRICS_POOLS_MAX; i++) {
+		snprintf(name, sizeof(name), "p%d", i);
+		metrics_instance_reclaimed("ns", name);
+	}
+	char *page = metrics_render();
+	assert_int_equal(count(page, "\nspotpool_instances_reclaimed_total{"), METRICS_POOLS_MAX);
+	assert_not_contains(page, "pool=\"p10000\"");
+	free(page);
+	/* forgetting one makes room again */
+	metrics_pool_forget("ns", "p0");
+	metrics_instance_reclaimed("ns", name);
+	page = metrics_render();
+	assert_contains(page, "\nspotpool_instances_reclaimed_total{namespace=\"ns\",pool=\"p10000\"} 1\n");
+	free(page);
+}
+
+static void test_forget_drops_every_pool_series(void **state)
+{
+	(void)state;
+	/* What the page looks like when "gone" never existed ... */
+	touch_pool("ns", "before");
+	touch_pool("ns", "kept");
+	touch_globals();
+	metrics_launch_request("ns", "kept", SP_EAUTH, "AuthFailure.SecretIdNotFound");
+	char *want = metrics_render();
+	/* ... is what it looks like once it is forgotten, whatever it had. */
+	metrics_reset();
+	touch_pool("ns", "before");
+	touch_pool("ns", "gone");
+	touch_pool("other-ns", "gone");
+	touch_pool("ns", "kept");
+	touch_globals();
+	metrics_launch_request("ns", "gone", SP_ETHROTTLED, "RequestLimitExceeded");
+	metrics_launch_request("ns", "kept", SP_EAUTH, "AuthFailure.SecretIdNotFound");
+	metrics_pool_forget("ns", "gone");
+	metrics_pool_forget("other-ns", "gone");
+	metrics_pool_forget("ns", "never-existed");
+	char *got = metrics_render();
+	assert_not_contains(got, "pool=\"gone\"");
+	assert_string_equal(got, want);
+	free(want);
+	free(got);
+	/* a forgotten pool that comes back starts from zero */
+	metrics_instances_launched("ns", "gone", 1);
+	got = metrics_render();
+	assert_contains(got, "\nspotpool_instances_launched_total{namespace=\"ns\",pool=\"gone\"} 1\n");
+	assert_contains(got, "\nspotpool_launch_requests_total{namespace=\"ns\",pool=\"gone\",outcome=\"success\"} 0\n");
+	assert_not_contains(got, "spotpool_launch_failures_total{namespace=\"ns\",pool=\"gone\"");
+	free(got);
+}
+
+/* Runs tests/tools/promcheck.py (args) on page; its exit status, or -1 without python3
+ * or outside the source tree (tests/run-tests runs from its top). */
+static int promcheck(const char *args, const char *page)
+{
+	if (access("tests/tools/promcheck.py", R_OK) != 0 || system("python3 -c '' 2>/dev/null") != 0)
+		return -1;
+	char *cmd = xasprintf("python3 tests/tools/promcheck.py %s >/dev/null", args);
+	FILE *p = popen(cmd, "w");
+	free(cmd);
+	assert_non_null(p);
+	fputs(page, p);
+	int status = pclose(p);
+	return WIFEXITED(status) ? WEXITSTATUS(status) : 128;
+}
+
+static void test_page_passes_promcheck(void **state)
+{
+	(void)state;
+	touch_pool("ns", "a");
+	touch_pool("n\"s", "b\\\n");
+	touch_globals();
+	metrics_cvm_observe(NULL, "RunInstances", "ResourcesSoldOut", 30);
+	char *page = metrics_render();
+	int rc = promcheck("", page);
+	free(page);
+	if (rc < 0)
+		skip();
+	assert_int_equal(rc, 0);
+	/* and promcheck rejects pages that break each of its rules */
+	assert_int_equal(promcheck("--self-test", ""), 0);
 }
 
 static void *hammer(void *arg)
 {
 	(void)arg;
 	for (int i = 0; i < 500; i++) {
-		metrics_pool_add("ns", "busy", METRICS_LAUNCHES, 1);
+		metrics_instances_launched("ns", "busy", 1);
+		metrics_launch_request("ns", "busy", i % 2 ? 0 : SP_ECAPACITY, "ResourceInsufficient");
 		metrics_cvm_observe(NULL, "DescribeInstances", "Success", 0.01);
 		metrics_reconcile_observe(0.01, i % 2);
-		if (i % 100 == 0)
+		metrics_workqueue_retry(NULL);
+		if (i % 100 == 0) {
 			free(metrics_render());
+			metrics_pool_forget("ns", "churn");
+		} else {
+			metrics_instance_reclaimed("ns", "churn");
+		}
 	}
 	return NULL;
 }
@@ -202,10 +468,14 @@ static void test_concurrent_updates(void **state)
 	for (int i = 0; i < 4; i++)
 		pthread_join(t[i], NULL);
 	char *page = metrics_render();
-	assert_contains(page, "spotpool_pool_launches_total{namespace=\"ns\",name=\"busy\"} 2000\n");
+	assert_contains(page, "spotpool_instances_launched_total{namespace=\"ns\",pool=\"busy\"} 2000\n");
+	assert_contains(page, "spotpool_launch_requests_total{namespace=\"ns\",pool=\"busy\",outcome=\"success\"} 1000\n");
+	assert_contains(page, "spotpool_launch_failures_total{namespace=\"ns\",pool=\"busy\","
+			      "reason=\"ResourceInsufficient\"} 1000\n");
 	assert_contains(page, "code=\"Success\"} 2000\n");
 	assert_contains(page, "\nspotpool_reconciles_total 2000\n");
 	assert_contains(page, "\nspotpool_reconcile_errors_total 1000\n");
+	assert_contains(page, "\nspotpool_workqueue_retries_total 2000\n");
 	free(page);
 }
 
@@ -305,13 +575,13 @@ static void test_serve_endpoints(void **state)
 	assert_int_equal(metrics_serve("127.0.0.1:0", &health, &s, &port, &err), 0);
 	assert_non_null(s);
 	assert_true(port > 0 && port < 65536);
-	metrics_pool_set("ns", "served", 7, 6);
+	metrics_pool_sizes("ns", "served", 1, 9, 7, 6);
 
 	struct reply r = fetch("127.0.0.1", port, "GET", "/metrics");
 	assert_int_equal(r.status, 200);
 	assert_string_equal(r.content_type, "text/plain; version=0.0.4; charset=utf-8");
 	assert_contains(r.body, "spotpool_build_info{version=\"" SPOTPOOL_VERSION "\"} 1\n");
-	assert_contains(r.body, "spotpool_pool_desired_instances{namespace=\"ns\",name=\"served\"} 7\n");
+	assert_contains(r.body, "spotpool_pool_desired{namespace=\"ns\",pool=\"served\"} 7\n");
 	reply_free(&r);
 	expect("127.0.0.1", port, "HEAD", "/metrics", 200, "");
 	r = fetch("127.0.0.1", port, "GET", "/metrics?debug=1");  /* the query is not part of the path */
@@ -391,10 +661,15 @@ int main(void)
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test_setup_teardown(test_families_appear_once, reset, reset),
 		cmocka_unit_test_setup_teardown(test_pool_values, reset, reset),
+		cmocka_unit_test_setup_teardown(test_launch_outcomes_and_failure_reasons, reset, reset),
 		cmocka_unit_test_setup_teardown(test_histograms_and_counters, reset, reset),
+		cmocka_unit_test_setup_teardown(test_workqueue_hooks, reset, reset),
 		cmocka_unit_test_setup_teardown(test_label_escaping, reset, reset),
 		cmocka_unit_test_setup_teardown(test_code_cardinality_is_capped, reset, reset),
-		cmocka_unit_test_setup_teardown(test_forget_drops_series, reset, reset),
+		cmocka_unit_test_setup_teardown(test_failure_reasons_are_capped, reset, reset),
+		cmocka_unit_test_setup_teardown(test_pool_count_is_capped, reset, reset),
+		cmocka_unit_test_setup_teardown(test_forget_drops_every_pool_series, reset, reset),
+		cmocka_unit_test_setup_teardown(test_page_passes_promcheck, reset, reset),
 		cmocka_unit_test_setup_teardown(test_concurrent_updates, reset, reset),
 		cmocka_unit_test_setup_teardown(test_serve_endpoints, reset, reset),
 		cmocka_unit_test_setup_teardown(test_serve_ipv6_without_probes, reset, reset),

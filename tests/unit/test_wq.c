@@ -1,4 +1,4 @@
-/* wq: de-duplication, one worker per key, delays and backoff. */
+/* wq: de-duplication, one worker per key, delays, backoff that resyncs respect, hooks. */
 #include "testutil.h"
 #include "wq.h"
 
@@ -81,6 +81,174 @@ static void test_backoff_grows_and_resets(void **state)
 	wq_free(q);
 }
 
+/* The controller's resync period in these tests: a backing-off key must not run at
+ * every resync once its backoff is longer than that. */
+#define RESYNC_MS 2000
+
+/* One failed pass over key, as ctl's worker does it; returns the backoff delay. */
+static int64_t fail_pass(struct wq *q, const char *key)
+{
+	char *k;
+	assert_int_equal(wq_get(q, &k), 0);
+	assert_string_equal(k, key);
+	int64_t delay = wq_backoff(q, k);
+	wq_done(q, k);
+	wq_add(q, k, delay);
+	free(k);
+	return delay;
+}
+
+static void test_resync_keeps_backoff_event_does_not(void **state)
+{
+	(void)state;
+	struct wq *q = wq_new();
+	wq_add_resync(q, "p");  /* a key with no failures runs at once */
+	assert_int_equal(wq_when(q, "p"), 0);
+	int64_t delay = 0;
+	for (int i = 0; i < 3; i++) {
+		wq_add(q, "p", 0);  /* a spec change: runs at once, backoff or not */
+		assert_int_equal(wq_when(q, "p"), 0);
+		delay = fail_pass(q, "p");
+		assert_int_equal(delay, WQ_BACKOFF_BASE_MS << i);
+	}
+	assert_true(delay > RESYNC_MS);
+	assert_true(wq_when(q, "p") > delay - 500);
+	for (int i = 0; i < 5; i++) {
+		wq_add_resync(q, "p");  /* resyncs come and go: the key stays put */
+		assert_true(wq_when(q, "p") > delay - 500);
+	}
+	assert_int_equal(wq_len(q), 1);
+	/* an earlier event wins over the backoff */
+	wq_add(q, "p", 0);
+	assert_int_equal(wq_when(q, "p"), 0);
+	/* a success resets it all */
+	char *k;
+	assert_int_equal(wq_get(q, &k), 0);
+	wq_forget(q, k);
+	wq_done(q, k);
+	free(k);
+	assert_int_equal(wq_when(q, "p"), -1);
+	assert_int_equal(wq_len(q), 0);
+	wq_add_resync(q, "p");
+	assert_int_equal(wq_when(q, "p"), 0);
+	assert_int_equal(fail_pass(q, "p"), WQ_BACKOFF_BASE_MS);
+	wq_free(q);
+}
+
+static void test_resync_during_a_failing_pass_keeps_backoff(void **state)
+{
+	(void)state;
+	struct wq *q = wq_new();
+	char *k;
+	/* a resync arrives while the pass that is about to fail runs */
+	wq_add(q, "p", 0);
+	assert_int_equal(wq_get(q, &k), 0);
+	wq_add_resync(q, "p");
+	assert_int_equal(wq_len(q), 0);
+	int64_t delay = wq_backoff(q, k);
+	wq_done(q, k);
+	wq_add(q, k, delay);
+	free(k);
+	assert_int_equal(wq_len(q), 1);
+	assert_true(wq_when(q, "p") > delay - 500);
+	/* an event during the pass still runs the key right after it */
+	wq_add(q, "p", 0);
+	assert_int_equal(wq_get(q, &k), 0);
+	wq_add(q, "p", 0);
+	wq_add_resync(q, "p");
+	delay = wq_backoff(q, k);
+	assert_int_equal(delay, 2 * WQ_BACKOFF_BASE_MS);
+	wq_done(q, k);
+	wq_add(q, k, delay);
+	free(k);
+	assert_int_equal(wq_when(q, "p"), 0);
+	wq_free(q);
+}
+
+struct recorder {
+	size_t depth;
+	int depth_calls, gets, dones, retries;
+	double queued_max, worked_max;
+};
+
+static void on_depth(void *ud, size_t depth)
+{
+	struct recorder *r = ud;
+	r->depth = depth;
+	r->depth_calls++;
+}
+
+static void on_queue_latency(void *ud, double seconds)
+{
+	struct recorder *r = ud;
+	r->gets++;
+	if (seconds > r->queued_max)
+		r->queued_max = seconds;
+}
+
+static void on_work_duration(void *ud, double seconds)
+{
+	struct recorder *r = ud;
+	r->dones++;
+	if (seconds > r->worked_max)
+		r->worked_max = seconds;
+}
+
+static void on_retry(void *ud)
+{
+	((struct recorder *)ud)->retries++;
+}
+
+static void sleep_ms(long ms)
+{
+	struct timespec ts = {ms / 1000, (ms % 1000) * 1000000};
+	nanosleep(&ts, NULL);
+}
+
+static void test_hooks_report_depth_latency_work_and_retries(void **state)
+{
+	(void)state;
+	struct recorder r = {0};
+	struct wq_hooks hooks = {.depth = on_depth, .queue_latency = on_queue_latency,
+				 .work_duration = on_work_duration, .retry = on_retry, .userdata = &r};
+	struct wq *q = wq_new_with_hooks(&hooks);
+	wq_add(q, "a", 0);
+	wq_add(q, "b", 0);
+	wq_add(q, "a", 0);  /* de-duplicated: no depth change */
+	assert_int_equal(r.depth, 2);
+	assert_int_equal(r.depth_calls, 2);
+	sleep_ms(30);
+	char *k;
+	assert_int_equal(wq_get(q, &k), 0);
+	assert_int_equal(r.depth, 1);
+	assert_int_equal(r.gets, 1);
+	assert_true(r.queued_max >= 0.02 && r.queued_max < 5);  /* waited ~30 ms for a worker */
+	sleep_ms(30);
+	wq_done(q, k);
+	assert_int_equal(r.dones, 1);
+	assert_true(r.worked_max >= 0.02 && r.worked_max < 5);
+	free(k);
+	assert_int_equal(wq_get(q, &k), 0);
+	assert_int_equal(r.depth, 0);
+	wq_backoff(q, k);
+	wq_backoff(q, k);
+	assert_int_equal(r.retries, 2);
+	wq_done(q, k);
+	free(k);
+	/* a requested delay is not time spent waiting for a worker */
+	r.queued_max = 0;
+	wq_add(q, "later", 200);
+	assert_int_equal(wq_get(q, &k), 0);
+	assert_true(r.queued_max < 0.15);
+	wq_done(q, k);
+	free(k);
+	assert_int_equal(r.gets, 3);
+	assert_int_equal(r.dones, 3);
+	assert_int_equal(wq_len(q), 0);
+	assert_int_equal(r.depth, 0);
+	wq_free(q);
+}
+
 static void *shutdown_later(void *arg)
 {
 	struct timespec ts = {0, 50 * 1000000};
@@ -111,6 +279,9 @@ int main(void)
 		cmocka_unit_test(test_readd_while_processing_waits_for_done),
 		cmocka_unit_test(test_delay_is_honoured),
 		cmocka_unit_test(test_backoff_grows_and_resets),
+		cmocka_unit_test(test_resync_keeps_backoff_event_does_not),
+		cmocka_unit_test(test_resync_during_a_failing_pass_keeps_backoff),
+		cmocka_unit_test(test_hooks_report_depth_latency_work_and_retries),
 		cmocka_unit_test(test_shutdown_wakes_waiters),
 	};
 	return cmocka_run_group_tests_name("wq", tests, NULL, NULL);
