@@ -13,6 +13,9 @@
 /* Tag every owned instance carries: key fixed for all pools (one tag-key filter finds
  * them all), value "<namespace>/<name>" (a tag:<key> filter finds one pool's). */
 #define POOL_TAG_KEY "spotpool.jokerbai.com/pool"
+/* Tag of each launched instance naming its launch (the ClientToken): a launch whose
+ * reply was lost is resolved as soon as its instances are seen. */
+#define POOL_LAUNCH_TAG_KEY "spotpool.jokerbai.com/launch"
 #define POOL_MAX_INSTANCES 1000
 #define POOL_USER_DATA_MAX 16384
 
@@ -28,6 +31,8 @@ struct pool_instance {
 	char public_ip[48];    /* empty when none: normal, not an error */
 	char created_time[32]; /* ISO 8601 as reported */
 	int64_t created;       /* epoch seconds, 0 if unparseable */
+	char pool_tag[160];    /* value of POOL_TAG_KEY (the owner), empty if none or too long */
+	char launch_tag[65];   /* value of POOL_LAUNCH_TAG_KEY, empty if none or too long */
 };
 
 struct pool_tag {
@@ -72,6 +77,22 @@ struct pool_spec {
  * the model. default_namespace applies when metadata.namespace is absent. Errors
  * name the field ("spec.minimum: ..."). */
 int pool_spec_from_object(const cJSON *obj, const char *default_namespace,
+			  struct pool_spec **ret_spec, struct sp_error *err);
+/* Every problem of one object, in the order pool_spec_from_object meets them; `more`
+ * counts those past POOL_ERRORS_MAX. */
+#define POOL_ERRORS_MAX 16
+struct pool_errors {
+	struct sp_error v[POOL_ERRORS_MAX];
+	size_t n;
+	size_t more;
+};
+/* pool_spec_from_object that goes on after a problem to report them all: 0 and *ret_spec,
+ * or SP_EINVAL with errs->n >= 1 (ret_spec untouched). */
+int pool_spec_check(const cJSON *obj, const char *default_namespace, struct pool_spec **ret_spec,
+		    struct pool_errors *errs);
+/* Only what deleting a pool needs (metadata, credentials, region, deletionPolicy), so a
+ * pool whose spec no longer validates can still be cleaned up. Other fields stay unset. */
+int pool_spec_for_cleanup(const cJSON *obj, const char *default_namespace,
 			  struct pool_spec **ret_spec, struct sp_error *err);
 void pool_spec_free(struct pool_spec *spec);
 

@@ -30,12 +30,19 @@ static const char dry_run_usage[] =
 	"  -v, --verbose         log each API call to stderr\n"
 	"  -h, --help            this text\n"
 	"\n"
-	"Credentials: the pool's inline secretId/secretKey, else a Secret named by\n"
-	"credentialsSecretRef found among the files, else TENCENTCLOUD_SECRET_ID,\n"
-	"TENCENTCLOUD_SECRET_KEY and optional TENCENTCLOUD_SESSION_TOKEN.\n"
+	"Credentials: the pool's inline secretId/secretKey, else the Secret named by\n"
+	"credentialsSecretRef, read from the given files (never from a cluster; a Secret\n"
+	"that is there but lacks secretId or secretKey, or has one empty or not base64,\n"
+	"is an error), else TENCENTCLOUD_SECRET_ID, TENCENTCLOUD_SECRET_KEY and optional\n"
+	"TENCENTCLOUD_SESSION_TOKEN.\n"
 	"\n"
-	"Exit status: 0 plan computed and every check passed; 1 bad usage or invalid\n"
-	"manifest (no API call was made); 2 a cloud call or a launch check failed.\n";
+	"Input: at most 4 MiB per file, 64 levels of nesting and 100000 keys and list\n"
+	"items per file. Every problem of every file and document is reported (file,\n"
+	"document, name, field, line) before anything is called.\n"
+	"\n"
+	"Exit status: 0 plan computed and every check passed; 1 invalid manifest or\n"
+	"unusable credentials (no API call was made); 2 usage error (a bad flag or\n"
+	"argument, no -f); 3 a cloud call or a launch check failed.\n";
 
 static const char *class_name(int code)
 {
@@ -61,6 +68,8 @@ static cJSON *error_json(const struct sp_error *e)
 	return o;
 }
 
+static const char *str_or(const cJSON *o, const char *key, const char *dflt);
+
 static void add_ids(cJSON *o, const char *name, const struct strv *ids)
 {
 	cJSON *a = cJSON_AddArrayToObject(o, name);
@@ -68,30 +77,87 @@ static void add_ids(cJSON *o, const char *name, const struct strv *ids)
 		cJSON_AddItemToArray(a, cJSON_CreateString(ids->v[i]));
 }
 
-static int resolve_credentials(const struct pool_spec *s, const struct manifest_set *set,
-			       struct creds *out, cJSON *pool, struct sp_error *err)
+/* The Spotpool document s was read from (for the file, document and line of a message). */
+static const struct manifest_doc *pool_doc(const struct manifest_set *set, const struct pool_spec *s)
 {
-	if (s->secret_id) {
-		creds_set(out, s->secret_id, s->secret_key, NULL, "spec (inline; prefer credentialsSecretRef)");
-	} else if (s->credentials_secret) {
-		char *id = manifest_secret_value(set, s->namespace, s->credentials_secret, "secretId");
-		char *key = manifest_secret_value(set, s->namespace, s->credentials_secret, "secretKey");
-		char *token = manifest_secret_value(set, s->namespace, s->credentials_secret, "token");
-		if (id && key)
-			creds_set(out, id, key, token, "secret (from the given files)");
-		free(id);
-		sp_secure_free(key);
-		sp_secure_free(token);
+	for (size_t i = 0; i < set->n; i++) {
+		const cJSON *o = set->docs[i].object;
+		const cJSON *md = cJSON_GetObjectItemCaseSensitive(o, "metadata");
+		const cJSON *name = cJSON_GetObjectItemCaseSensitive(md, "name");
+		const cJSON *ns = cJSON_GetObjectItemCaseSensitive(md, "namespace");
+		if (cJSON_IsString(name) && strcmp(name->valuestring, s->name) == 0 &&
+		    strcmp(cJSON_IsString(ns) ? ns->valuestring : "default", s->namespace) == 0 &&
+		    strcmp(str_or(o, "kind", ""), POOL_KIND) == 0)
+			return &set->docs[i];
 	}
-	int r = out->secret_id ? 0 : creds_from_env(out, err);
+	return NULL;
+}
+
+static bool env_has_credentials(void)
+{
+	const char *id = getenv("TENCENTCLOUD_SECRET_ID"), *key = getenv("TENCENTCLOUD_SECRET_KEY");
+	return id && *id && key && *key;
+}
+
+/* The Secret named by credentialsSecretRef, from the given files. A Secret that is there
+ * but unusable is an error; one that is not there falls back to the environment. */
+static int secret_credentials(const struct pool_spec *s, const struct manifest_set *set,
+			      struct creds *out, struct sp_error *err)
+{
+	static const char *const keys[] = {"secretId", "secretKey", "token"};
+	char *v[3] = {0};
+	int r = 0;
+	for (size_t i = 0; i < 3 && r == 0; i++)
+		r = manifest_secret_lookup(set, s->namespace, s->credentials_secret, keys[i], i == 2, &v[i], err);
 	if (r == 0)
-		cJSON_AddStringToObject(pool, "credentials", out->source);
+		creds_set(out, v[0], v[1], v[2], "secret (from the given files)");
+	else if (r == SP_ENOTFOUND && env_has_credentials() && (r = creds_from_env(out, err)) == 0)
+		fprintf(stderr, "spotpool dry-run: note: %s/%s: Secret %s/%s is not among the given files; "
+			"using TENCENTCLOUD_SECRET_ID/TENCENTCLOUD_SECRET_KEY\n", s->namespace, s->name,
+			s->namespace, s->credentials_secret);
+	else if (r == SP_ENOTFOUND)
+		r = sp_fail(err, SP_EINVAL, "Secret %s/%s is not among the given files (dry-run reads "
+			    "Secrets only from -f files, never from a cluster): add it with -f, or set "
+			    "TENCENTCLOUD_SECRET_ID and TENCENTCLOUD_SECRET_KEY", s->namespace,
+			    s->credentials_secret);
+	for (size_t i = 0; i < 3; i++)
+		sp_secure_free(v[i]);
+	if (r == 0 && strcmp(out->source, "environment") == 0)
+		out->source = "environment (the Secret named by credentialsSecretRef is not among the files)";
 	return r;
 }
 
+/* Credentials of every pool, before any call: a problem with one is bad input (exit 1),
+ * reported with the others, and nothing is called. */
+static void resolve_credentials(struct pool_spec *const *pools, size_t n, const struct manifest_set *set,
+				struct creds *out, struct manifest_errors *errs)
+{
+	for (size_t i = 0; i < n; i++) {
+		const struct pool_spec *s = pools[i];
+		struct sp_error err = {0};
+		int r = 0;
+		if (s->secret_id)
+			creds_set(&out[i], s->secret_id, s->secret_key, NULL,
+				  "spec (inline; prefer credentialsSecretRef)");
+		else if (s->credentials_secret)
+			r = secret_credentials(s, set, &out[i], &err);
+		else
+			r = creds_from_env(&out[i], &err);
+		if (r == 0)
+			continue;
+		const struct manifest_doc *d = pool_doc(set, s);
+		char *msg = xasprintf("spec%s: %s", s->credentials_secret ? ".credentialsSecretRef" : "", err.msg);
+		if (d)
+			manifest_doc_error(errs, d, msg);
+		else
+			manifest_error(errs, msg);
+		free(msg);
+	}
+}
+
 /* Plans one pool; returns false when a cloud call or check failed. */
-static bool dry_run_pool(struct cvm_client *cvm, const struct pool_spec *s,
-			 const struct manifest_set *set, cJSON *pool)
+static bool dry_run_pool(struct cvm_client *cvm, const struct pool_spec *s, const struct creds *cred,
+			 cJSON *pool)
 {
 	cJSON_AddStringToObject(pool, "namespace", s->namespace);
 	cJSON_AddStringToObject(pool, "name", s->name);
@@ -103,13 +169,9 @@ static bool dry_run_pool(struct cvm_client *cvm, const struct pool_spec *s,
 	if (s->has_replicas)
 		cJSON_AddNumberToObject(pool, "replicas", s->replicas);
 
-	struct creds cred = {0};
+	cJSON_AddStringToObject(pool, "credentials", cred->source);
 	struct sp_error err = {0};
-	if (resolve_credentials(s, set, &cred, pool, &err) < 0) {
-		cJSON_AddItemToObject(pool, "error", error_json(&err));
-		return false;
-	}
-	struct cvm_credentials view = creds_view(&cred);
+	struct cvm_credentials view = creds_view(cred);
 	char *identity = pool_tag_value(s);
 	struct pool_instance *instances = NULL;
 	size_t n = 0;
@@ -117,7 +179,6 @@ static bool dry_run_pool(struct cvm_client *cvm, const struct pool_spec *s,
 	free(identity);
 	if (r < 0) {
 		cJSON_AddItemToObject(pool, "error", error_json(&err));
-		creds_clear(&cred);
 		return false;
 	}
 	struct plan plan;
@@ -148,7 +209,6 @@ static bool dry_run_pool(struct cvm_client *cvm, const struct pool_spec *s,
 	}
 	plan_free(&plan);
 	free(instances);
-	creds_clear(&cred);
 	return ok;
 }
 
@@ -234,6 +294,34 @@ const char *cli_cvm_endpoint(const char *flag)
 	return env && *env ? env : NULL;
 }
 
+/* Describes, plans and checks every pool (all valid, with credentials); prints the result. */
+static int dry_run_pools(const char *endpoint, long timeout, struct pool_spec *const *pools,
+			 const struct creds *creds, size_t n_pools, const char *output)
+{
+	struct cvm_config cfg = {.endpoint = endpoint, .timeout_ms = timeout * 1000,
+				 .user_agent = "spotpool/" SPOTPOOL_VERSION " (dry-run)"};
+	struct cvm_client *cvm = cvm_client_new(&cfg);
+	cJSON *root = cJSON_CreateObject();
+	cJSON *arr = cJSON_AddArrayToObject(root, "pools");
+	int rc = CLI_OK;
+	for (size_t i = 0; i < n_pools; i++) {
+		cJSON *pool = cJSON_CreateObject();
+		if (!dry_run_pool(cvm, pools[i], &creds[i], pool))
+			rc = CLI_ECLOUD;
+		cJSON_AddItemToArray(arr, pool);
+	}
+	cvm_client_free(cvm);
+	if (strcmp(output, "json") == 0) {
+		char *text = cJSON_Print(root);
+		puts(text);
+		cJSON_free(text);
+	} else {
+		print_table(arr);
+	}
+	cJSON_Delete(root);
+	return rc;
+}
+
 int cli_dry_run(int argc, char **argv)
 {
 	static const struct option opts[] = {
@@ -246,7 +334,8 @@ int cli_dry_run(int argc, char **argv)
 	long timeout = 15;
 	int c, rc = CLI_OK;
 	optind = 1;
-	while ((c = getopt_long(argc, argv, "f:o:vh", opts, NULL)) != -1) {
+	opterr = 0;
+	while ((c = getopt_long(argc, argv, ":f:o:vh", opts, NULL)) != -1) {
 		switch (c) {
 		case 'f': strv_push(&files, optarg); break;
 		case 'o': output = optarg; break;
@@ -254,58 +343,58 @@ int cli_dry_run(int argc, char **argv)
 		case 'T': timeout = strtol(optarg, NULL, 10); break;
 		case 'v': log_setup(LOG_FMT_PLAIN, LOG_LVL_DEBUG); break;
 		case 'h': fputs(dry_run_usage, stdout); strv_clear(&files); return CLI_OK;
-		default: fputs(dry_run_usage, stderr); strv_clear(&files); return CLI_EUSAGE;
+		default: strv_clear(&files); return cli_getopt_error("dry-run", dry_run_usage, c, argv, opts);
 		}
 	}
 	if (optind < argc || files.n == 0 || (strcmp(output, "table") && strcmp(output, "json")) ||
 	    timeout < 1 || timeout > 300) {
-		fprintf(stderr, "spotpool dry-run: %s\n\n%s",
-			optind < argc ? "unexpected argument" : files.n == 0 ? "at least one -f FILE is required" :
-			timeout < 1 || timeout > 300 ? "--timeout must be 1..300 seconds" :
-			"--output must be table or json", dry_run_usage);
+		/* Chosen before files is cleared: files.n is part of the choice. */
+		const char *why = files.n == 0 ? "at least one -f FILE is required" :
+				  timeout < 1 || timeout > 300 ? "--timeout must be 1..300 seconds" :
+				  "--output must be table or json";
 		strv_clear(&files);
-		return CLI_EUSAGE;
+		if (optind < argc)
+			return cli_usage_error("dry-run", dry_run_usage, "unexpected argument \"%s\"", argv[optind]);
+		return cli_usage_error("dry-run", dry_run_usage, "%s", why);
 	}
 
+	/* Every problem of every file, document and pool is found before any call. */
 	struct manifest_set set = {0};
+	struct manifest_errors errs = {0};
 	struct pool_spec **pools = NULL;
 	size_t n_pools = 0;
-	struct sp_error err = {0};
-	int r = 0;
-	for (size_t i = 0; i < files.n && r == 0; i++)
-		r = manifest_load_file(files.v[i], &set, &err);
-	if (r == 0)
-		r = manifest_pools(&set, &pools, &n_pools, &err);
-	if (r < 0) {
-		fprintf(stderr, "spotpool dry-run: %s\n", log_redact(err.msg, sizeof(err.msg)));
-		manifest_set_free(&set);
-		strv_clear(&files);
-		return CLI_EUSAGE;
+	for (size_t i = 0; i < files.n; i++) {
+		struct sp_error err = {0};
+		if (manifest_load_file(files.v[i], &set, &err) < 0)
+			manifest_error(&errs, err.msg);
 	}
-
-	struct cvm_config cfg = {.endpoint = cli_cvm_endpoint(endpoint), .timeout_ms = timeout * 1000,
-				 .user_agent = "spotpool/" SPOTPOOL_VERSION " (dry-run)"};
-	struct cvm_client *cvm = cvm_client_new(&cfg);
-	cJSON *root = cJSON_CreateObject();
-	cJSON *arr = cJSON_AddArrayToObject(root, "pools");
-	for (size_t i = 0; i < n_pools; i++) {
-		cJSON *pool = cJSON_CreateObject();
-		if (!dry_run_pool(cvm, pools[i], &set, pool))
-			rc = CLI_ECLOUD;
-		cJSON_AddItemToArray(arr, pool);
-		pool_spec_free(pools[i]);
+	if ((errs.n == 0 || set.n > 0) && manifest_pools_all(&set, &pools, &n_pools, &errs) == 0) {
+		struct creds *creds = xcalloc(n_pools + 1, sizeof(*creds));
+		resolve_credentials(pools, n_pools, &set, creds, &errs);
+		if (errs.n == 0)
+			rc = dry_run_pools(cli_cvm_endpoint(endpoint), timeout, pools, creds, n_pools, output);
+		for (size_t i = 0; i < n_pools; i++) {
+			creds_clear(&creds[i]);
+			pool_spec_free(pools[i]);
+		}
+		free(creds);
+		free(pools);
 	}
-	free(pools);
-	cvm_client_free(cvm);
-	if (strcmp(output, "json") == 0) {
-		char *text = cJSON_Print(root);
-		puts(text);
-		cJSON_free(text);
-	} else {
-		print_table(arr);
+	for (size_t i = 0; i < errs.n; i++) {
+		char msg[SP_ERROR_MAX];
+		snprintf(msg, sizeof(msg), "%s", errs.list.v[i]);
+		fprintf(stderr, "spotpool dry-run: %s\n", log_redact(msg, sizeof(msg)));
 	}
-	cJSON_Delete(root);
+	if (errs.more)
+		fprintf(stderr, "spotpool dry-run: ... and %zu more problem(s)\n", errs.more);
+	if (errs.n > 0) {
+		fprintf(stderr, "spotpool dry-run: %zu problem(s) found; nothing was called\n",
+			errs.n + errs.more);
+		rc = CLI_EINPUT;
+	}
+	manifest_errors_clear(&errs);
 	manifest_set_free(&set);
 	strv_clear(&files);
 	return rc;
 }
+

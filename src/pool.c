@@ -49,7 +49,8 @@ static int get_string(const cJSON *obj, const char *path, const char *field, boo
 	if (required && !*v->valuestring)
 		return sp_fail(err, SP_EINVAL, "%s.%s: must not be empty", path, field);
 	if (strlen(v->valuestring) > max_len)
-		return sp_fail(err, SP_EINVAL, "%s.%s: longer than %zu characters", path, field, max_len);
+		return sp_fail(err, SP_EINVAL, "%s.%s: %zu characters, longer than the maximum %zu", path,
+			       field, strlen(v->valuestring), max_len);
 	*ret = xstrdup(v->valuestring);
 	return 0;
 }
@@ -105,7 +106,8 @@ static int get_string_list(const cJSON *obj, const char *path, const char *field
 		if (strlen(item->valuestring) > 64 || !matches_charset(item->valuestring, "-_"))
 			return sp_fail(err, SP_EINVAL, "%s.%s[%zu]: not a valid ID", path, field, i);
 		if (++i > max_items)
-			return sp_fail(err, SP_EINVAL, "%s.%s: at most %zu items", path, field, max_items);
+			return sp_fail(err, SP_EINVAL, "%s.%s: %d items, more than the maximum %zu", path,
+				       field, cJSON_GetArraySize(v), max_items);
 		strv_push(ret, item->valuestring);
 	}
 	return 0;
@@ -149,7 +151,7 @@ static int parse_metadata(const cJSON *obj, const char *default_namespace, struc
 	return 0;
 }
 
-static int parse_placement(const cJSON *spec, struct pool_spec *p, struct sp_error *err)
+static int parse_region(const cJSON *spec, struct pool_spec *p, struct sp_error *err)
 {
 	int r;
 	if ((r = get_string(spec, "spec", "region", true, 32, &p->region, err)) < 0)
@@ -157,6 +159,15 @@ static int parse_placement(const cJSON *spec, struct pool_spec *p, struct sp_err
 	if (!matches_charset(p->region, "-") || !strchr(p->region, '-') || isupper((unsigned char)p->region[0]))
 		return sp_fail(err, SP_EINVAL, "spec.region: \"%s\" is not a region such as ap-singapore",
 			       p->region);
+	return 0;
+}
+
+/* Region and zone together: the zone must belong to the region. */
+static int parse_zone(const cJSON *spec, struct pool_spec *p, struct sp_error *err)
+{
+	int r;
+	if ((r = parse_region(spec, p, err)) < 0)
+		return r;
 	if ((r = get_string(spec, "spec", "availabilityZone", true, 48, &p->zone, err)) < 0)
 		return r;
 	size_t rl = strlen(p->region);
@@ -165,41 +176,76 @@ static int parse_placement(const cJSON *spec, struct pool_spec *p, struct sp_err
 		return sp_fail(err, SP_EINVAL,
 			       "spec.availabilityZone: \"%s\" is not a zone of region %s (expected %s-N)",
 			       p->zone, p->region, p->region);
+	return 0;
+}
+
+static int parse_instance_type(const cJSON *spec, struct pool_spec *p, struct sp_error *err)
+{
+	int r;
 	if ((r = get_string(spec, "spec", "instanceType", true, 64, &p->instance_type, err)) < 0)
 		return r;
 	if (!matches_charset(p->instance_type, "."))
 		return sp_fail(err, SP_EINVAL, "spec.instanceType: \"%.64s\" is not an instance type such "
 			       "as GN7.2XLARGE32", p->instance_type);
+	return 0;
+}
+
+static int parse_image(const cJSON *spec, struct pool_spec *p, struct sp_error *err)
+{
+	int r;
 	if ((r = get_string(spec, "spec", "imageId", true, 64, &p->image_id, err)) < 0)
 		return r;
 	if (strncmp(p->image_id, "img-", 4) != 0 || !matches_charset(p->image_id, "-"))
 		return sp_fail(err, SP_EINVAL, "spec.imageId: \"%.64s\" is not an image ID (img-...)",
 			       p->image_id);
+	return 0;
+}
+
+static int parse_network(const cJSON *spec, struct pool_spec *p, struct sp_error *err)
+{
+	int r;
 	if ((r = get_string(spec, "spec", "vpcId", false, 64, &p->vpc_id, err)) < 0 ||
 	    (r = get_string(spec, "spec", "subnetId", false, 64, &p->subnet_id, err)) < 0)
 		return r;
 	if (!p->vpc_id != !p->subnet_id)
 		return sp_fail(err, SP_EINVAL, "spec.%s: required together with spec.%s",
 			       p->vpc_id ? "subnetId" : "vpcId", p->vpc_id ? "vpcId" : "subnetId");
+	return 0;
+}
+
+static int parse_security_groups(const cJSON *spec, struct pool_spec *p, struct sp_error *err)
+{
 	return get_string_list(spec, "spec", "securityGroupIds", "sg-", 5, &p->security_group_ids, err);
 }
 
-static int parse_size(const cJSON *spec, struct pool_spec *p, struct sp_error *err)
+/* Records a failed check's error in errs; true when the check passed. */
+static bool noted(struct pool_errors *errs, int r, const struct sp_error *e)
 {
-	int r;
-	if ((r = get_int(spec, "spec", "minimum", true, 0, POOL_MAX_INSTANCES, &p->minimum, NULL, err)) < 0 ||
-	    (r = get_int(spec, "spec", "maximum", true, 0, POOL_MAX_INSTANCES, &p->maximum, NULL, err)) < 0)
-		return r;
-	if (p->minimum > p->maximum)
-		return sp_fail(err, SP_EINVAL, "spec.minimum: %d is greater than spec.maximum %d",
-			       p->minimum, p->maximum);
-	if ((r = get_int(spec, "spec", "replicas", false, 0, POOL_MAX_INSTANCES, &p->replicas,
-			 &p->has_replicas, err)) < 0)
-		return r;
-	if (p->has_replicas && (p->replicas < p->minimum || p->replicas > p->maximum))
-		return sp_fail(err, SP_EINVAL, "spec.replicas: %d is outside [minimum %d, maximum %d]",
-			       p->replicas, p->minimum, p->maximum);
-	return 0;
+	if (r >= 0)
+		return true;
+	if (errs->n < POOL_ERRORS_MAX)
+		errs->v[errs->n++] = *e;
+	else
+		errs->more++;
+	return false;
+}
+
+/* minimum, maximum and replicas, each checked on its own, then against each other. */
+static void check_size(const cJSON *spec, struct pool_spec *p, struct pool_errors *errs)
+{
+	struct sp_error e = {0};
+	bool ok = noted(errs, get_int(spec, "spec", "minimum", true, 0, POOL_MAX_INSTANCES, &p->minimum,
+				      NULL, &e), &e);
+	ok &= noted(errs, get_int(spec, "spec", "maximum", true, 0, POOL_MAX_INSTANCES, &p->maximum,
+				  NULL, &e), &e);
+	if (ok && p->minimum > p->maximum)
+		ok = noted(errs, sp_fail(&e, SP_EINVAL, "spec.minimum: %d is greater than spec.maximum %d",
+					 p->minimum, p->maximum), &e);
+	ok &= noted(errs, get_int(spec, "spec", "replicas", false, 0, POOL_MAX_INSTANCES, &p->replicas,
+				  &p->has_replicas, &e), &e);
+	if (ok && p->has_replicas && (p->replicas < p->minimum || p->replicas > p->maximum))
+		noted(errs, sp_fail(&e, SP_EINVAL, "spec.replicas: %d is outside [minimum %d, maximum %d]",
+				    p->replicas, p->minimum, p->maximum), &e);
 }
 
 static int parse_credentials(const cJSON *spec, struct pool_spec *p, struct sp_error *err)
@@ -265,25 +311,41 @@ static int parse_tags(const cJSON *spec, struct pool_spec *p, struct sp_error *e
 			       json_type_name(tags));
 	int n = cJSON_GetArraySize(tags);
 	if (n > 20)
-		return sp_fail(err, SP_EINVAL, "spec.tags: at most 20 tags");
+		return sp_fail(err, SP_EINVAL, "spec.tags: %d tags, more than the maximum 20", n);
 	p->tags = xcalloc((size_t)n, sizeof(*p->tags));
 	const cJSON *t;
 	cJSON_ArrayForEach(t, tags) {
 		if (!cJSON_IsString(t))
-			return sp_fail(err, SP_EINVAL, "spec.tags.%s: must be a string", t->string);
+			return sp_fail(err, SP_EINVAL, "spec.tags.%.127s: must be a string, got %s", t->string,
+				       json_type_name(t));
 		if (strncmp(t->string, "spotpool.jokerbai.com/", 22) == 0)
 			return sp_fail(err, SP_EINVAL, "spec.tags.%s: keys under spotpool.jokerbai.com/ are "
 				       "reserved for pool ownership", t->string);
 		if (!*t->string || strlen(t->string) > 127 || strlen(t->valuestring) > 255)
-			return sp_fail(err, SP_EINVAL, "spec.tags.%s: key must be 1-127 and value at most "
-				       "255 characters", t->string);
+			return sp_fail(err, SP_EINVAL, "spec.tags.%.127s: key of %zu characters (must be "
+				       "1-127) and value of %zu (at most 255)", t->string, strlen(t->string),
+				       strlen(t->valuestring));
 		p->tags[p->n_tags].key = xstrdup(t->string);
 		p->tags[p->n_tags++].value = xstrdup(t->valuestring);
 	}
 	return 0;
 }
 
-static int parse_launch_options(const cJSON *spec, struct pool_spec *p, struct sp_error *err)
+static int parse_deletion_policy(const cJSON *spec, struct pool_spec *p, struct sp_error *err)
+{
+	char *policy = NULL;
+	int r = get_string(spec, "spec", "deletionPolicy", false, 16, &policy, err);
+	if (r < 0)
+		return r;
+	if (policy && strcmp(policy, "Retain") == 0)
+		p->deletion_policy = POOL_RETAIN;
+	else if (policy && strcmp(policy, "Delete") != 0)
+		r = sp_fail(err, SP_EINVAL, "spec.deletionPolicy: must be Delete or Retain, got \"%s\"", policy);
+	free(policy);
+	return r;
+}
+
+static int parse_charge_type(const cJSON *spec, struct pool_spec *p, struct sp_error *err)
 {
 	int r;
 	if ((r = get_string(spec, "spec", "instanceChargeType", false, 32, &p->charge_type, err)) < 0)
@@ -293,44 +355,69 @@ static int parse_launch_options(const cJSON *spec, struct pool_spec *p, struct s
 	if (strcmp(p->charge_type, "SPOTPAID") != 0 && strcmp(p->charge_type, "POSTPAID_BY_HOUR") != 0)
 		return sp_fail(err, SP_EINVAL, "spec.instanceChargeType: must be SPOTPAID or "
 			       "POSTPAID_BY_HOUR, got \"%.32s\"", p->charge_type);
+	return 0;
+}
+
+static int parse_max_price(const cJSON *spec, struct pool_spec *p, struct sp_error *err)
+{
+	int r;
 	if ((r = get_string(spec, "spec", "maxPrice", false, 16, &p->max_price, err)) < 0)
 		return r;
 	if (p->max_price && !is_decimal(p->max_price))
 		return sp_fail(err, SP_EINVAL, "spec.maxPrice: \"%s\" is not a decimal price such as \"1.5\"",
 			       p->max_price);
+	return 0;
+}
+
+static int parse_bandwidth(const cJSON *spec, struct pool_spec *p, struct sp_error *err)
+{
 	p->internet_max_bandwidth_out = 10;
-	if ((r = get_int(spec, "spec", "internetMaxBandwidthOut", false, 0, 200,
-			 &p->internet_max_bandwidth_out, NULL, err)) < 0)
-		return r;
+	return get_int(spec, "spec", "internetMaxBandwidthOut", false, 0, 200,
+		       &p->internet_max_bandwidth_out, NULL, err);
+}
+
+static int parse_system_disk(const cJSON *spec, struct pool_spec *p, struct sp_error *err)
+{
+	int r;
 	const cJSON *disk = cJSON_GetObjectItemCaseSensitive(spec, "systemDisk");
-	if (disk && !cJSON_IsNull(disk)) {
-		if (!cJSON_IsObject(disk))
-			return sp_fail(err, SP_EINVAL, "spec.systemDisk: must be an object");
-		const cJSON *f;
-		cJSON_ArrayForEach(f, disk)
-			if (strcmp(f->string, "diskType") != 0 && strcmp(f->string, "diskSize") != 0)
-				return sp_fail(err, SP_EINVAL, "spec.systemDisk.%s: unknown field", f->string);
-		if ((r = get_string(disk, "spec.systemDisk", "diskType", false, 32, &p->system_disk_type, err)) < 0 ||
-		    (r = get_int(disk, "spec.systemDisk", "diskSize", false, 20, 32000, &p->system_disk_size, NULL, err)) < 0)
-			return r;
-	}
-	if ((r = get_string_list(spec, "spec", "keyIds", "skey-", 1, &p->key_ids, err)) < 0)
+	if (!disk || cJSON_IsNull(disk))
+		return 0;
+	if (!cJSON_IsObject(disk))
+		return sp_fail(err, SP_EINVAL, "spec.systemDisk: must be an object, got %s", json_type_name(disk));
+	const cJSON *f;
+	cJSON_ArrayForEach(f, disk)
+		if (strcmp(f->string, "diskType") != 0 && strcmp(f->string, "diskSize") != 0)
+			return sp_fail(err, SP_EINVAL, "spec.systemDisk.%.64s: unknown field", f->string);
+	if ((r = get_string(disk, "spec.systemDisk", "diskType", false, 32, &p->system_disk_type, err)) < 0)
 		return r;
+	return get_int(disk, "spec.systemDisk", "diskSize", false, 20, 32000, &p->system_disk_size, NULL, err);
+}
+
+static int parse_key_ids(const cJSON *spec, struct pool_spec *p, struct sp_error *err)
+{
+	return get_string_list(spec, "spec", "keyIds", "skey-", 1, &p->key_ids, err);
+}
+
+static int parse_user_data(const cJSON *spec, struct pool_spec *p, struct sp_error *err)
+{
+	int r;
 	if ((r = get_string(spec, "spec", "userData", false, POOL_USER_DATA_MAX, &p->user_data, err)) < 0)
 		return r;
 	if (p->user_data && !is_base64(p->user_data))
 		return sp_fail(err, SP_EINVAL, "spec.userData: must be base64-encoded");
-	if ((r = parse_tags(spec, p, err)) < 0)
-		return r;
-	char *policy = NULL;
-	if ((r = get_string(spec, "spec", "deletionPolicy", false, 16, &policy, err)) < 0)
-		return r;
-	if (policy && strcmp(policy, "Retain") == 0)
-		p->deletion_policy = POOL_RETAIN;
-	else if (policy && strcmp(policy, "Delete") != 0)
-		r = sp_fail(err, SP_EINVAL, "spec.deletionPolicy: must be Delete or Retain, got \"%s\"", policy);
-	free(policy);
-	return r;
+	return 0;
+}
+
+typedef int (*spec_check)(const cJSON *spec, struct pool_spec *p, struct sp_error *err);
+
+/* Runs each check, recording every failure. */
+static void run_checks(const spec_check *checks, size_t n, const cJSON *spec, struct pool_spec *p,
+		       struct pool_errors *errs)
+{
+	for (size_t i = 0; i < n; i++) {
+		struct sp_error e = {0};
+		noted(errs, checks[i](spec, p, &e), &e);
+	}
 }
 
 static int check_header(const cJSON *obj, struct sp_error *err)
@@ -346,38 +433,81 @@ static int check_header(const cJSON *obj, struct sp_error *err)
 	return 0;
 }
 
-int pool_spec_from_object(const cJSON *obj, const char *default_namespace,
-			  struct pool_spec **ret_spec, struct sp_error *err)
+/* Checks in the order a reader of the spec meets the fields, so the first error reported
+ * by pool_spec_from_object stays the one it always was. */
+static void check_spec(const cJSON *spec, struct pool_spec *p, struct pool_errors *errs)
 {
-	int r = check_header(obj, err);
-	if (r < 0)
-		return r;
-	struct pool_spec *p = xcalloc(1, sizeof(*p));
-	if ((r = parse_metadata(obj, default_namespace, p, err)) < 0)
-		goto fail;
-	const cJSON *spec = cJSON_GetObjectItemCaseSensitive(obj, "spec");
-	if (!cJSON_IsObject(spec)) {
-		r = sp_fail(err, SP_EINVAL, "spec: required object is missing");
-		goto fail;
-	}
+	static const spec_check placement[] = {
+		parse_credentials, parse_zone, parse_instance_type, parse_image, parse_network,
+		parse_security_groups,
+	};
+	static const spec_check launch[] = {
+		parse_charge_type, parse_max_price, parse_bandwidth, parse_system_disk, parse_key_ids,
+		parse_user_data, parse_tags, parse_deletion_policy,
+	};
+	struct sp_error e = {0};
 	const cJSON *f;
 	cJSON_ArrayForEach(f, spec) {
 		bool known = false;
 		for (size_t i = 0; known_spec_fields[i] && !known; i++)
 			known = strcmp(f->string, known_spec_fields[i]) == 0;
-		if (!known) {
-			r = sp_fail(err, SP_EINVAL, "spec.%.64s: unknown field", f->string);
-			goto fail;
-		}
+		if (!known)
+			noted(errs, sp_fail(&e, SP_EINVAL, "spec.%.64s: unknown field", f->string), &e);
 	}
-	if ((r = parse_credentials(spec, p, err)) < 0 || (r = parse_placement(spec, p, err)) < 0 ||
-	    (r = parse_size(spec, p, err)) < 0 || (r = parse_launch_options(spec, p, err)) < 0)
-		goto fail;
+	run_checks(placement, sizeof(placement) / sizeof(placement[0]), spec, p, errs);
+	check_size(spec, p, errs);
+	run_checks(launch, sizeof(launch) / sizeof(launch[0]), spec, p, errs);
+}
+
+int pool_spec_check(const cJSON *obj, const char *default_namespace, struct pool_spec **ret_spec,
+		    struct pool_errors *errs)
+{
+	struct sp_error e = {0};
+	errs->n = errs->more = 0;
+	if (!noted(errs, check_header(obj, &e), &e) && !cJSON_IsObject(obj))
+		return SP_EINVAL;
+	struct pool_spec *p = xcalloc(1, sizeof(*p));
+	noted(errs, parse_metadata(obj, default_namespace, p, &e), &e);
+	const cJSON *spec = cJSON_GetObjectItemCaseSensitive(obj, "spec");
+	if (!cJSON_IsObject(spec))
+		noted(errs, sp_fail(&e, SP_EINVAL, "spec: required object is missing"), &e);
+	else
+		check_spec(spec, p, errs);
+	if (errs->n > 0) {
+		pool_spec_free(p);
+		return SP_EINVAL;
+	}
 	*ret_spec = p;
 	return 0;
-fail:
-	pool_spec_free(p);
+}
+
+int pool_spec_from_object(const cJSON *obj, const char *default_namespace,
+			  struct pool_spec **ret_spec, struct sp_error *err)
+{
+	struct pool_errors *errs = xmalloc(sizeof(*errs));
+	int r = pool_spec_check(obj, default_namespace, ret_spec, errs);
+	if (r < 0 && err)
+		*err = errs->v[0];
+	free(errs);
 	return r;
+}
+
+int pool_spec_for_cleanup(const cJSON *obj, const char *default_namespace,
+			  struct pool_spec **ret_spec, struct sp_error *err)
+{
+	struct pool_spec *p = xcalloc(1, sizeof(*p));
+	const cJSON *spec = cJSON_GetObjectItemCaseSensitive(obj, "spec");
+	int r = parse_metadata(obj, default_namespace, p, err);
+	if (r == 0 && !cJSON_IsObject(spec))
+		r = sp_fail(err, SP_EINVAL, "spec: required object is missing");
+	if (r == 0 && (r = parse_credentials(spec, p, err)) == 0 && (r = parse_region(spec, p, err)) == 0)
+		r = parse_deletion_policy(spec, p, err);
+	if (r < 0) {
+		pool_spec_free(p);
+		return r;
+	}
+	*ret_spec = p;
+	return 0;
 }
 
 void pool_spec_free(struct pool_spec *p)

@@ -59,14 +59,14 @@ else
 fi
 check "still nothing mutated" test "$(mutations)" = 0
 
-# 5. A capacity error from the DryRun launch is reported (exit 2, code named).
+# 5. A capacity error from the DryRun launch is reported (exit 3, code named).
 emu_post stock '{"zone":"ap-singapore-2","instanceType":"GN7.2XLARGE32","count":0,"errorCode":"ResourcesSoldOut.SpecifiedInstanceType"}' >/dev/null
 dry -f "$E2E_TMP/mine.yaml" -o json
 rc=$?
-if [[ $rc == 2 && $(json '.pools[0].launchCheck.passed') == false &&
+if [[ $rc == 3 && $(json '.pools[0].launchCheck.passed') == false &&
 	$(json '.pools[0].launchCheck.error.code') == ResourcesSoldOut.SpecifiedInstanceType &&
 	$(json '.pools[0].launchCheck.error.class') == capacity ]]; then
-	pass "sold-out zone reported as a capacity error, exit 2"
+	pass "sold-out zone reported as a capacity error, exit 3"
 else
 	fail "capacity error" "rc=$rc" "$(cat "$OUT")"
 fi
@@ -77,8 +77,8 @@ emu_post stock '{"zone":"ap-singapore-2","instanceType":"GN7.2XLARGE32","count":
 # 6. A bad signature is rejected by the emulator (it really checks).
 TENCENTCLOUD_SECRET_KEY=wrong-key-$RANDOM dry -f "$E2E_TMP/mine.yaml" -o json
 rc=$?
-if [[ $rc == 2 && $(json '.pools[0].error.code') == AuthFailure.SignatureFailure && $(json '.pools[0].error.class') == auth ]]; then
-	pass "wrong secret key: AuthFailure.SignatureFailure"
+if [[ $rc == 3 && $(json '.pools[0].error.code') == AuthFailure.SignatureFailure && $(json '.pools[0].error.class') == auth ]]; then
+	pass "wrong secret key: AuthFailure.SignatureFailure, exit 3"
 else
 	fail "bad signature accepted?" "rc=$rc" "$(cat "$OUT")"
 fi
@@ -114,6 +114,53 @@ YAML
 env -u TENCENTCLOUD_SECRET_ID -u TENCENTCLOUD_SECRET_KEY "$SPOTPOOL_BIN" dry-run -f "$E2E_TMP/secretref.yaml" -o json >"$OUT" 2>&1
 check "credentialsSecretRef resolved from a Secret in the files" test "$(json '.pools[0].credentials')" = "secret (from the given files)"
 
+# 8b. A Secret that cannot be used is told precisely (exit 1, nothing called).
+pool_manifest mine default 1 3 "  credentialsSecretRef: {name: tc-creds}" >"$E2E_TMP/ref.yaml"
+secret_doc() { printf 'apiVersion: v1\nkind: Secret\nmetadata: {name: tc-creds, namespace: default}\n%b' "$1"; }
+id64=$(printf %s "$EMU_SECRET_ID" | base64 -w0) key64=$(printf %s "$EMU_SECRET_KEY" | base64 -w0)
+before=$(emu_get journal | jq length)
+nocreds() { env -u TENCENTCLOUD_SECRET_ID -u TENCENTCLOUD_SECRET_KEY "$SPOTPOOL_BIN" dry-run "$@" >"$OUT" 2>&1; }
+secret_case() { # NAME SECRET-BODY WANT
+	secret_doc "$2" >"$E2E_TMP/secret.yaml"
+	nocreds -f "$E2E_TMP/ref.yaml" -f "$E2E_TMP/secret.yaml"
+	local rc=$?
+	if [[ $rc == 1 ]] && grep -qF -- "$3" "$OUT" && grep -qF "ref.yaml: document 1 (mine): spec.credentialsSecretRef: " "$OUT"; then
+		pass "Secret $1: exit 1: $3"
+	else
+		fail "Secret $1" "rc=$rc" "$(cat "$OUT")"
+	fi
+}
+nocreds -f "$E2E_TMP/ref.yaml"
+rc=$?
+check "Secret missing: exit 1, names default/tc-creds and says where dry-run looks" bash -c "[[ $rc == 1 ]] &&
+	grep -qF 'spec.credentialsSecretRef: Secret default/tc-creds is not among the given files (dry-run reads Secrets only from -f files, never from a cluster)' '$OUT'"
+secret_case "key absent" "data:\n  secretId: $id64\n" \
+	"Secret default/tc-creds ($E2E_TMP/secret.yaml, document 1): key \"secretKey\" is absent (keys present: secretId)"
+secret_case "key empty" "data:\n  secretId: $id64\n  secretKey: \"\"\n" \
+	"Secret default/tc-creds ($E2E_TMP/secret.yaml, line 6): key \"secretKey\" is empty"
+secret_case "not base64" "data:\n  secretId: \"not base64!\"\n  secretKey: $key64\n" \
+	"Secret default/tc-creds ($E2E_TMP/secret.yaml, line 5): data.secretId: not valid base64"
+secret_case "stringData key empty" "stringData:\n  secretId: \"\"\n  secretKey: x\n" 'key "secretId" is empty'
+check "no secret value in those messages" no_secret_in "$OUT"
+# Not readable: the file holding the Secret cannot be opened (as root, run as nobody).
+mkdir -p "$E2E_TMP/perm" && cp "$E2E_TMP/ref.yaml" "$E2E_TMP/perm/" && secret_doc "data:\n  secretId: $id64\n  secretKey: $key64\n" >"$E2E_TMP/perm/secret.yaml"
+chmod 755 "$E2E_TMP/perm" && chmod 644 "$E2E_TMP/perm/ref.yaml" && chmod 600 "$E2E_TMP/perm/secret.yaml"
+as_user=()
+if [[ $(id -u) == 0 ]]; then chmod 711 "$E2E_TMP"; as_user=(setpriv --reuid=65534 --regid=65534 --clear-groups); else chmod 000 "$E2E_TMP/perm/secret.yaml"; fi
+"${as_user[@]}" env -u TENCENTCLOUD_SECRET_ID -u TENCENTCLOUD_SECRET_KEY "$SPOTPOOL_BIN" dry-run \
+	-f "$E2E_TMP/perm/ref.yaml" -f "$E2E_TMP/perm/secret.yaml" >"$OUT" 2>&1
+rc=$?
+check "Secret file not readable: exit 1, names the file and the reason" \
+	bash -c "[[ $rc == 1 ]] && grep -qF '$E2E_TMP/perm/secret.yaml: Permission denied' '$OUT'"
+chmod 700 "$E2E_TMP"
+check "no API call was made for any unusable Secret" test "$(emu_get journal | jq length)" = "$before"
+# Not among the files, but credentials in the environment: used, and said so.
+"$SPOTPOOL_BIN" dry-run -f "$E2E_TMP/ref.yaml" -o json >"$OUT" 2>"$E2E_TMP/err"
+rc=$?
+check "Secret not among the files, environment set: exit 0, uses the environment and says so" \
+	bash -c "[[ $rc == 0 && \$(jq -r '.pools[0].credentials' '$OUT') == environment* ]] &&
+		grep -qF 'note: default/mine: Secret default/tc-creds is not among the given files; using TENCENTCLOUD_SECRET_ID' '$E2E_TMP/err'"
+
 # 9. Faults: throttling and 5xx are retried; persistent malformed replies are reported.
 emu_post fault '{"action":"DescribeInstances","errorCode":"RequestLimitExceeded","times":1}' >/dev/null
 emu_post fault '{"action":"DescribeInstances","httpStatus":503,"times":1}' >/dev/null
@@ -121,7 +168,7 @@ check "one throttle and one 503 are retried transparently" dry -f "$E2E_TMP/mine
 emu_post fault '{"action":"DescribeInstances","malformed":true,"times":3}' >/dev/null
 dry -f "$E2E_TMP/mine.yaml" -o json
 rc=$?
-check "three malformed replies: error reported, exit 2" test "$rc:$(json '.pools[0].error.message' | grep -c malformed)" = 2:1
+check "three malformed replies: error reported, exit 3" test "$rc:$(json '.pools[0].error.message' | grep -c malformed)" = 3:1
 emu_post throttle '{"action":"DescribeInstances","perSecond":0}' >/dev/null
 dry -f "$E2E_TMP/mine.yaml" -o json
 check "persistent throttling classified as throttled" test "$(json '.pools[0].error.class')" = throttled
@@ -142,7 +189,7 @@ for bad in 'minimum: 3|maximum: 1|spec.minimum: 3 is greater than spec.maximum 1
 		"$min" "$max" >"$E2E_TMP/bad.yaml"
 	dry -f "$E2E_TMP/bad.yaml"
 	rc=$?
-	if [[ $rc == 1 ]] && grep -qF "$E2E_TMP/bad.yaml: document 1: $want" "$OUT"; then
+	if [[ $rc == 1 ]] && grep -qF "$E2E_TMP/bad.yaml: document 1 (bad): $want (line " "$OUT"; then
 		pass "rejected with exit 1: $want"
 	else
 		fail "bad manifest: $want" "rc=$rc" "$(cat "$OUT")"
@@ -150,18 +197,88 @@ for bad in 'minimum: 3|maximum: 1|spec.minimum: 3 is greater than spec.maximum 1
 done
 printf 'spec: [unclosed\n' >"$E2E_TMP/garbage.yaml"
 dry -f "$E2E_TMP/garbage.yaml"
-check "garbage YAML: exit 1, names the file and line" grep -q "garbage.yaml: line 2: invalid YAML" "$OUT"
+rc=$?
+check "garbage YAML: exit 1 ($rc), names the file and line" \
+	bash -c "[[ $rc == 1 ]] && grep -q 'garbage.yaml: line 2: invalid YAML' '$OUT'"
 dry -f /nonexistent.yaml
-check "missing file: exit 1 with the path" grep -q "/nonexistent.yaml: No such file" "$OUT"
+rc=$?
+check "missing file: exit 1 ($rc) with the path" bash -c "[[ $rc == 1 ]] && grep -q '/nonexistent.yaml: No such file' '$OUT'"
+
+# Every problem of every document, each with file, document, name, field and line.
+{
+	pool_manifest spotpool-a default 1 2 "  replicas: 5"
+	echo ---
+	pool_manifest spotpool-b default -1 abc "  bogusField: 1"
+	echo ---
+	pool_manifest spotpool-c default 1 3
+} >"$E2E_TMP/multi.yaml"
+dry -f "$E2E_TMP/multi.yaml" -f "$E2E_TMP/garbage.yaml"
+rc=$?
+m=$E2E_TMP/multi.yaml
+for want in "$m: document 1 (spotpool-a): spec.replicas: 5 is outside [minimum 1, maximum 2] (line 13)" \
+	"$m: document 2 (spotpool-b): spec.bogusField: unknown field (line 27)" \
+	"$m: document 2 (spotpool-b): spec.minimum: must be between 0 and 1000, got -1 (line 25)" \
+	"$m: document 2 (spotpool-b): spec.maximum: must be an integer, got string \"abc\" (line 26)" \
+	"garbage.yaml: line 2: invalid YAML" "5 problem(s) found; nothing was called"; do
+	check "all errors reported: $want" grep -qF -- "$want" "$OUT"
+done
+check "several bad documents: exit 1, the valid one is not dry-run either" \
+	bash -c "[[ $rc == 1 ]] && ! grep -q spotpool-c '$OUT'"
+
+# Input caps: 300,000 keys is rejected at once, naming the file, line and limit; a file
+# just under the key cap is read (linear time); more than 4 MiB or 64 levels is rejected.
+elapsed_ms() { local t0=$(date +%s%N); "$@"; local rc=$?; ELAPSED_MS=$((($(date +%s%N) - t0) / 1000000)); return $rc; }
+keys_manifest() { # NAME N: a Spotpool (min > max, so no call) with N annotations in one flow mapping
+	printf 'apiVersion: devops.jokerbai.com/v1\nkind: Spotpool\nmetadata:\n  name: %s\n  annotations: {' "$1"
+	seq -s, -f 'k%.0f: v' 0 $(($2 - 1)) | tr -d '\n'
+	printf '}\nspec:\n  region: ap-singapore\n  availabilityZone: ap-singapore-2\n  instanceType: GN7.2XLARGE32\n'
+	printf '  imageId: img-1\n  minimum: 3\n  maximum: 1\n'
+}
+keys_manifest k300k 300000 >"$E2E_TMP/keys300k.yaml"
+elapsed_ms dry -f "$E2E_TMP/keys300k.yaml"
+rc=$?
+if [[ $rc == 1 && $ELAPSED_MS -lt 2000 ]] &&
+	grep -qF "keys300k.yaml: line 5: more than 100000 keys and list items (the limit per file)" "$OUT"; then
+	pass "300,000 keys ($(stat -c %s "$E2E_TMP/keys300k.yaml") bytes): rejected in ${ELAPSED_MS} ms, exit 1, names file, line and limit"
+else
+	fail "300,000 keys" "rc=$rc, ${ELAPSED_MS} ms" "$(head -c 600 "$OUT")"
+fi
+keys_manifest k99k 99980 >"$E2E_TMP/keys99k.yaml"
+elapsed_ms dry -f "$E2E_TMP/keys99k.yaml"
+rc=$?
+if [[ $rc == 1 && $ELAPSED_MS -lt 2000 ]] &&
+	grep -qF "keys99k.yaml: document 1 (k99k): spec.minimum: 3 is greater than spec.maximum 1 (line 11)" "$OUT"; then
+	pass "99,980 keys: read and validated in ${ELAPSED_MS} ms"
+else
+	fail "99,980 keys" "rc=$rc, ${ELAPSED_MS} ms" "$(head -c 600 "$OUT")"
+fi
+{ pool_manifest big-file default 1 2; for i in $(seq 1 $((4 * 1024 * 1024 / 64 + 1))); do
+	printf '# %061d\n' "$i"; done; } >"$E2E_TMP/huge.yaml"
+elapsed_ms dry -f "$E2E_TMP/huge.yaml"
+rc=$?
+check "a file over 4 MiB: rejected in ${ELAPSED_MS} ms naming the file and the limit" \
+	bash -c "[[ $rc == 1 && $ELAPSED_MS -lt 2000 ]] && grep -qF 'huge.yaml: larger than 4 MiB (the limit per file)' '$OUT'"
+python3 -c "print('? ' + 'k' * 1000000 + '\n: {' + ', '.join('a%d: 1' % i for i in range(99990)) + '}')" >"$E2E_TMP/longkey.yaml"
+elapsed_ms dry -f "$E2E_TMP/longkey.yaml"
+rc=$?
+check "a 1 MB key above 99,990 keys: read in ${ELAPSED_MS} ms (paths are not copied per key)" \
+	bash -c "[[ $rc == 1 && $ELAPSED_MS -lt 2000 ]] && grep -qF 'no Spotpool documents' '$OUT'"
+python3 -c "print('a:\n  b: ' + '[' * 70 + ']' * 70)" >"$E2E_TMP/deep.yaml"
+dry -f "$E2E_TMP/deep.yaml"
+rc=$?
+check "more than 64 levels of nesting: rejected naming the line" \
+	bash -c "[[ $rc == 1 ]] && grep -qF 'deep.yaml: line 2: nesting deeper than 64 levels' '$OUT'"
 check "no API call was made for any bad input" test "$(emu_get journal | jq length)" = "$before"
 
 # 11. Standard input, several documents, usage errors.
 cat "$E2E_TMP/mine.yaml" <(echo ---) "$E2E_TMP/big.yaml" | "$SPOTPOOL_BIN" dry-run -f - -o json >"$OUT" 2>&1
 check "two documents from stdin" test "$(json '.pools | length')" = 2
 "$SPOTPOOL_BIN" dry-run >"$OUT" 2>&1
-check "no -f: usage error exit 1" test $? = 1
+check "no -f: usage error exit 2" test $? = 2
 "$SPOTPOOL_BIN" dry-run -f x -o yaml >"$OUT" 2>&1
-check "bad -o: usage error naming --output" grep -q -- "--output must be table or json" "$OUT"
+rc=$?
+check "bad -o: usage error exit 2 ($rc) naming --output" \
+	bash -c "[[ $rc == 2 ]] && grep -q -- '--output must be table or json' '$OUT'"
 check "spotpool --help exits 0" "$SPOTPOOL_BIN" --help
 check "spotpool version" bash -c "'$SPOTPOOL_BIN' version | grep -q '^spotpool [0-9]'"
 

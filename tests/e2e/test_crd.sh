@@ -1,0 +1,93 @@
+#!/usr/bin/env bash
+# The CRD on its own, against a real kube-apiserver and no controller: the columns of
+# `kubectl get sp` (and -o wide), the bounds in the CEL messages, and the CRD and
+# `spotpool dry-run` agreeing on what is valid and on the field they name.
+source "$(dirname "$0")/lib.sh"
+
+start_cluster
+OUT=$E2E_TMP/out
+
+# --- kubectl get sp: columns and values -----------------------------------------
+pool_manifest crd-a default 1 3 "  replicas: 2" | kubectl apply -f - >"$OUT" 2>&1
+check "a pool applies without a controller" kubectl get sp crd-a
+kubectl get sp crd-a >"$OUT" 2>&1
+check "kubectl get sp header: NAME MINIMUM MAXIMUM REPLICAS SIZE READY REASON AGE" \
+	grep -qE '^NAME +MINIMUM +MAXIMUM +REPLICAS +SIZE +READY +REASON +AGE$' "$OUT"
+check "kubectl get sp hides ZONE and TYPE" bash -c "! grep -qE 'ZONE|TYPE|ap-singapore-2' '$OUT'"
+check "kubectl get sp row before any status: crd-a 1 3 2" grep -qE '^crd-a +1 +3 +2 ' "$OUT"
+
+# What a controller would write; no controller runs here, so it stays.
+now=$(date -u +%Y-%m-%dT%H:%M:%SZ)
+kubectl patch sp crd-a --subresource=status --type=merge -p "{\"status\":{\"size\":1,\"conditions\":[
+	{\"type\":\"Ready\",\"status\":\"False\",\"reason\":\"CapacityUnavailable\",\"message\":\"sold out\",\"lastTransitionTime\":\"$now\"},
+	{\"type\":\"Degraded\",\"status\":\"True\",\"reason\":\"CapacityUnavailable\",\"message\":\"sold out\",\"lastTransitionTime\":\"$now\"}]}}" \
+	>"$OUT" 2>&1 || fail "status patch" "$(cat "$OUT")"
+kubectl get sp >"$OUT" 2>&1
+check "kubectl get sp row: size 1, Ready False, reason CapacityUnavailable" \
+	grep -qE '^crd-a +1 +3 +2 +1 +False +CapacityUnavailable +[0-9]+[smh]$' "$OUT"
+kubectl get sp -o wide >"$OUT" 2>&1
+check "kubectl get sp -o wide header adds ZONE TYPE after AGE" \
+	grep -qE '^NAME +MINIMUM +MAXIMUM +REPLICAS +SIZE +READY +REASON +AGE +ZONE +TYPE$' "$OUT"
+check "kubectl get sp -o wide row: zone and instance type of the first preference" \
+	grep -qE '^crd-a +1 +3 +2 +1 +False +CapacityUnavailable +[0-9]+[smh] +ap-singapore-2 +GN7\.2XLARGE32$' "$OUT"
+check "kubectl scale still drives spec.replicas" \
+	bash -c "kubectl scale sp crd-a --replicas=3 >/dev/null && test \"\$(kubectl get sp crd-a -o jsonpath='{.spec.replicas}')\" = 3"
+echo "# kubectl get sp -o wide:" && sed 's/^/#   /' <(kubectl get sp -o wide)
+
+# --- CEL messages name both bounds with their values ------------------------------
+apply_fails() { # WANT MANIFEST-ARGS...
+	local want=$1
+	shift
+	pool_manifest "$@" | kubectl apply -f - >"$OUT" 2>&1
+	if [[ $? != 0 ]] && grep -qF "$want" "$OUT"; then
+		pass "apiserver: $want"
+	else
+		fail "apiserver did not say: $want" "$(cat "$OUT")"
+	fi
+}
+apply_fails "spec.replicas: Invalid value: \"object\": replicas 5 is outside [minimum 1, maximum 2]" \
+	crd-b default 1 2 "  replicas: 5"
+apply_fails "spec.minimum: Invalid value: \"object\": minimum 3 is greater than maximum 1" crd-c default 3 1
+apply_fails "replicas 1000 is outside [minimum 0, maximum 10]" crd-d default 0 10 "  replicas: 1000"
+
+# --- The CRD and the C validation agree -------------------------------------------
+# Each case is applied with `kubectl apply --dry-run=server` and read by `spotpool
+# dry-run`; both accept it, or both reject it naming the same field.
+export TENCENTCLOUD_SECRET_ID=AKIDcrossCheck TENCENTCLOUD_SECRET_KEY=crossCheckKey
+cases=(
+	'ok|1|3|'
+	'ok|0|0|'
+	'ok|1|3|  replicas: 3'
+	'spec.replicas|1|2|  replicas: 5'
+	'spec.replicas|1|2|  replicas: 0'
+	'spec.minimum|3|1|'
+	'spec.minimum|-1|3|'
+	'spec.maximum|0|1001|'
+	'spec.replicas|0|3|  replicas: 1001'
+	'spec.securityGroupIds|1|3|  securityGroupIds: [sg-1, sg-2, sg-3, sg-4, sg-5, sg-6]'
+	'spec.tags|1|3|  tags: {a: "1", b: "2", c: "3", d: "4", e: "5", f: "6", g: "7", h: "8", i: "9", j: "10", k: "11", l: "12", m: "13", n: "14", o: "15", p: "16", q: "17", r: "18", s: "19", t: "20", u: "21"}'
+	'spec.internetMaxBandwidthOut|1|3|  internetMaxBandwidthOut: 201'
+	'spec.systemDisk.diskSize|1|3|  systemDisk: {diskSize: 10}'
+	'spec.maxPrice|1|3|  maxPrice: "1.5x"'
+)
+agree=0
+for c in "${cases[@]}"; do
+	IFS='|' read -r field min max extra <<<"$c"
+	pool_manifest crd-x default "$min" "$max" "$extra" >"$E2E_TMP/x.yaml"
+	kubectl apply --dry-run=server -f "$E2E_TMP/x.yaml" >"$E2E_TMP/api.out" 2>&1
+	api=$?
+	SPOTPOOL_CVM_ENDPOINT=http://127.0.0.1:9 timeout 20 "$SPOTPOOL_BIN" dry-run -f "$E2E_TMP/x.yaml" --timeout 1 \
+		>"$E2E_TMP/c.out" 2>&1
+	rc=$?
+	if [[ $field == ok ]]; then
+		# Valid: the apiserver accepts it and dry-run goes on to the (unreachable) cloud.
+		[[ $api == 0 && $rc != 1 ]] && agree=$((agree + 1)) ||
+			fail "both accept: $extra (min $min, max $max)" "apiserver rc=$api: $(cat "$E2E_TMP/api.out")" "dry-run rc=$rc: $(cat "$E2E_TMP/c.out")"
+	else
+		[[ $api != 0 && $rc == 1 ]] && grep -qF "$field" "$E2E_TMP/api.out" && grep -qF "): $field" "$E2E_TMP/c.out" &&
+			agree=$((agree + 1)) ||
+			fail "both reject naming $field: $extra (min $min, max $max)" "apiserver rc=$api: $(cat "$E2E_TMP/api.out")" "dry-run rc=$rc: $(cat "$E2E_TMP/c.out")"
+	fi
+done
+check "CRD and dry-run agree on all ${#cases[@]} cases ($agree agreed)" test "$agree" = "${#cases[@]}"
+finish
