@@ -20,6 +20,7 @@ struct ctl_options {
 	bool dry_run;                 /* never mutate the cloud */
 	const struct creds *default_creds; /* used when a pool names none; may be empty */
 	const char *identity;         /* this process, for events and leases */
+	int launch_grace_seconds;     /* plan.h; <= 0: PLAN_LAUNCH_GRACE_DEFAULT_SECONDS */
 };
 
 struct ctl;

@@ -1,5 +1,18 @@
 /* plan: the pure planner. (spec, owned instances, launch ledger, now) -> actions.
- * No I/O; every invariant of the pool's size is decided here. */
+ * No I/O; every invariant of the pool's size is decided here.
+ *
+ * The cloud is an unreliable witness: a tag-filtered listing lags and is not monotonic
+ * (an instance already seen can drop out of it for a while), and a freshly launched
+ * instance can be invisible to every lookup for a while. So:
+ *  - an instance the pool has recorded (seen in an earlier pass, or launched by the
+ *    ledger's launch) that the listing does not show is looked up by ID before the pool
+ *    acts on its absence (plan_ids_to_confirm);
+ *  - a recorded instance that was seen before is gone when a lookup by ID omits it or
+ *    shows it not live; one never seen (only RunInstances returned its ID) still counts
+ *    as live until the launch grace has passed;
+ *  - a launch whose outcome is unknown (crash or lost reply) is never forgotten: it is
+ *    repeated with the same ClientToken (the cloud then answers the original instances,
+ *    or launches), asking for no more than the pool needs now. */
 #ifndef SPOTPOOL_PLAN_H
 #define SPOTPOOL_PLAN_H
 
@@ -7,10 +20,12 @@
 #include "spotpool.h"
 
 #define PLAN_MAX_LAUNCH_PER_CALL 100
-/* How long a launch whose instances are not yet visible still counts as live. */
-#define PLAN_LAUNCH_GRACE_SECONDS 600
+/* Default for how long an instance ID that RunInstances returned may stay invisible to
+ * lookups by ID before the launch is taken as not having created it (it failed or was
+ * reclaimed before anyone saw it). Configurable (--launch-grace). */
+#define PLAN_LAUNCH_GRACE_DEFAULT_SECONDS 60
 
-/* A launch recorded before RunInstances was called. */
+/* The launch ledger: recorded in the pool's status before RunInstances is called. */
 struct plan_launch {
 	char client_token[65];
 	int count;
@@ -22,30 +37,53 @@ struct plan_launch {
 enum plan_state_class { PLAN_LIVE, PLAN_DEAD, PLAN_GOING };
 
 struct plan {
-	int observed;           /* live owned instances DescribeInstances shows */
-	int inflight;           /* launched, not yet visible, still counted as live */
+	int observed;           /* live owned instances (listing or lookup by ID) */
+	int inflight;           /* launched, never seen yet, still within the grace: counted as live */
 	int target;             /* size the pool converges to now */
-	int launch;             /* instances to launch now (0 while an earlier launch settles) */
+	int launch;             /* instances to launch now under a new ClientToken */
+	/* > 0: repeat the ledger's launch (same ClientToken, outcome unknown) asking for this
+	 * many instances: the ledger's count clamped to what the pool needs now. */
+	int resume;
 	struct strv scale_down; /* live instances to terminate, in preference order */
-	struct strv cleanup;    /* dead owned instances to terminate */
-	/* A recorded launch whose outcome is unknown (crash or lost reply): repeat it with
-	 * the same ClientToken before anything else. Borrowed from the input ledger. */
-	const struct plan_launch *resume;
-	size_t expired_launches; /* ledger entries past the grace period: forget them */
+	struct strv cleanup;    /* owned instances to terminate: dead ones, or all when deleting */
+	bool ledger_done;       /* the ledger's launch is resolved: drop the record */
+	bool waiting;           /* a launch is still unresolved (nothing new is launched meanwhile) */
+	bool release;           /* deleting, and every recorded instance is confirmed gone */
+	/* Recorded as live by an earlier pass, now gone, and not terminated by spotpool: a spot
+	 * reclaim (or someone outside spotpool). */
+	struct strv reclaimed;
 };
 
 struct plan_input {
-	const struct pool_spec *spec;
-	const struct pool_instance *instances;
+	const struct pool_spec *spec;            /* minimum/maximum/replicas; ignored when deleting */
+	const struct pool_instance *instances;   /* owned instances known this pass */
 	size_t n_instances;
-	const struct plan_launch *launches;
-	size_t n_launches;
+	const struct strv *seen;                 /* IDs recorded by earlier passes (status), or NULL */
+	const struct strv *seen_live;            /* of those, the ones recorded live, or NULL */
+	const struct strv *foreign;              /* recorded IDs a lookup showed to be someone else's */
+	const struct plan_launch *ledger;        /* the recorded launch, or NULL */
 	int64_t now;
-	bool deleting;          /* terminate everything owned (deletionPolicy Delete) */
+	int64_t launch_grace;                    /* seconds; <= 0 means the default */
+	bool deleting;                           /* terminate everything owned (deletionPolicy Delete) */
 };
 
 enum plan_state_class plan_classify_state(const char *state);
+/* IDs recorded (seen, or the ledger's) that the listing does not show: to be looked up
+ * by ID before their absence is believed. Sorted, without duplicates. */
+void plan_ids_to_confirm(const struct pool_instance *listed, size_t n_listed, const struct strv *seen,
+			 const struct plan_launch *ledger, struct strv *ret);
+/* Appends to *list the instances of found that carry the owner's tag and are not in
+ * *list yet (a lookup by ID answers for any instance of the account: someone who can
+ * write the status must not be able to make the pool act on a foreign instance).
+ * The IDs of foreign ones are added to ret_foreign. */
+void plan_merge_owned(struct pool_instance **list, size_t *n, const struct pool_instance *found,
+		      size_t n_found, const char *owner, struct strv *ret_foreign);
 void plan_compute(const struct plan_input *in, struct plan *ret);
+/* The instances a pool's status records: the known ones not going away, and those
+ * terminated by this pass (shown TERMINATING, so their disappearance is not taken for a
+ * reclaim next time). Returns a new array of *ret_n entries; caller frees. */
+struct pool_instance *plan_recorded(const struct pool_instance *known, size_t n_known,
+				    const struct strv *terminated, size_t *ret_n);
 void plan_free(struct plan *p);
 void plan_launch_clear(struct plan_launch *l);
 

@@ -12,9 +12,15 @@ struct status_input {
 	const char *selector;              /* label selector for the /scale subresource, or NULL */
 	const cJSON *old_status;           /* current .status or NULL */
 	int64_t generation;
+	/* The instances the pool records: every owned instance known this pass that is not
+	 * going away, plus those spotpool terminated this pass (state TERMINATING: not a
+	 * reclaim when they vanish). Ignored without a plan: the cloud could not be read, so
+	 * size and instances keep their last known values (the keys are left out). */
 	const struct pool_instance *instances;
 	size_t n_instances;
 	const struct plan *plan;           /* NULL when no plan could be made */
+	int minimum;                       /* spec.minimum, for "below minimum" */
+	bool deleting;
 	const struct plan_launch *ledger;  /* the in-flight launch, or NULL */
 	int64_t launch_seq;
 	const char *degraded_reason;       /* NULL: not degraded */
@@ -25,11 +31,18 @@ struct status_input {
 };
 
 cJSON *status_build(const struct status_input *in);
+/* Whether a merge patch of these status keys would change nothing in old (keys it does
+ * not mention are kept by a merge patch; a null and an absent key mean the same). */
+bool status_patch_is_noop(const cJSON *patch, const cJSON *old);
 /* One .status.instances[] entry (also used by dry-run's JSON output). */
 cJSON *status_instance_json(const struct pool_instance *instance);
 /* The ledger recorded in a status (.status.launch), if any. */
 bool status_ledger(const cJSON *status, struct plan_launch *ret);
 int64_t status_launch_seq(const cJSON *status);
+/* Anyone allowed to write the status could grow this list: it is read up to a bound. */
+#define STATUS_MAX_RECORDED 10000
+/* The instance IDs a status records (.status.instances), and of those the live ones. */
+void status_recorded(const cJSON *status, struct strv *ret_ids, struct strv *ret_live);
 /* A condition's field ("status", "reason", "message") or NULL. */
 const char *status_condition(const cJSON *status, const char *type, const char *field);
 void status_format_time(int64_t t, char out[32]);

@@ -55,7 +55,7 @@ struct ctl *ctl_new(const struct ctl_options *opt)
 {
 	struct ctl *c = xcalloc(1, sizeof(*c));
 	c->opt = *opt;
-	c->queue = wq_new();
+	c->queue = wq_new_with_hooks(&metrics_wq_hooks);
 	atomic_store(&c->active_until_ms, INT64_MAX);
 	pthread_mutex_init(&c->lock, NULL);
 	return c;
@@ -169,9 +169,13 @@ static int list_pools(struct informer *inf, struct kube_client *kc, struct sp_er
 			char *key = pool_key(item);
 			if (!key)
 				continue;
-			remember(inf->ctl, key, item);
+			/* A relist must not cut a failing pool's backoff short; a change still
+			 * runs at once. */
+			if (remember(inf->ctl, key, item))
+				wq_add(inf->ctl->queue, key, 0);
+			else
+				wq_add_resync(inf->ctl->queue, key);
 			strv_push(&listed, key);
-			wq_add(inf->ctl->queue, key, 0);
 			free(key);
 		}
 		set_resource_version(inf, list);
@@ -414,7 +418,7 @@ void ctl_resync(struct ctl *c)
 {
 	pthread_mutex_lock(&c->lock);
 	for (size_t i = 0; i < c->n_pools; i++)
-		wq_add(c->queue, c->pools[i].key, 0);
+		wq_add_resync(c->queue, c->pools[i].key);
 	pthread_mutex_unlock(&c->lock);
 }
 

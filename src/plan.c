@@ -1,6 +1,7 @@
-/* plan: decides launches and terminations; see design.md section 3. */
+/* plan: decides launches and terminations; see design.md section 3 and plan.h. */
 #include "plan.h"
 
+#include <stdio.h>
 #include <string.h>
 
 enum plan_state_class plan_classify_state(const char *state)
@@ -18,17 +19,95 @@ enum plan_state_class plan_classify_state(const char *state)
 	return PLAN_LIVE;
 }
 
-static bool visible(const struct plan_input *in, const char *id)
+/* Instances sorted by ID for lookups: a pool can hold a thousand instances and a pass
+ * must stay linearithmic. */
+struct id_index {
+	const struct pool_instance **v;
+	size_t n;
+};
+
+static int cmp_instance_ptr(const void *a, const void *b)
 {
-	for (size_t i = 0; i < in->n_instances; i++)
-		if (strcmp(in->instances[i].id, id) == 0)
-			return true;
-	return false;
+	return strcmp((*(const struct pool_instance *const *)a)->id,
+		      (*(const struct pool_instance *const *)b)->id);
+}
+
+static struct id_index index_instances(const struct pool_instance *in, size_t n)
+{
+	struct id_index x = {.v = xcalloc(n ? n : 1, sizeof(*x.v)), .n = n};
+	for (size_t i = 0; i < n; i++)
+		x.v[i] = &in[i];
+	if (n)
+		qsort(x.v, n, sizeof(*x.v), cmp_instance_ptr);
+	return x;
+}
+
+static const struct pool_instance *index_find(const struct id_index *x, const char *id)
+{
+	struct pool_instance key;
+	snprintf(key.id, sizeof(key.id), "%s", id);
+	const struct pool_instance *k = &key;
+	const struct pool_instance **hit =
+		x->n ? bsearch(&k, x->v, x->n, sizeof(*x->v), cmp_instance_ptr) : NULL;
+	return hit ? *hit : NULL;
+}
+
+static int cmp_str_ptr(const void *a, const void *b)
+{
+	return strcmp(*(const char *const *)a, *(const char *const *)b);
+}
+
+static bool listed_in(const struct strv *l, const char *id)
+{
+	return l && strv_contains(l, id);
+}
+
+void plan_ids_to_confirm(const struct pool_instance *listed, size_t n_listed, const struct strv *seen,
+			 const struct plan_launch *ledger, struct strv *ret)
+{
+	struct id_index x = index_instances(listed, n_listed);
+	struct strv out = {0};
+	size_t n_seen = seen ? seen->n : 0, n_ledger = ledger ? ledger->instance_ids.n : 0;
+	for (size_t i = 0; i < n_seen + n_ledger; i++) {
+		const char *id = i < n_seen ? seen->v[i] : ledger->instance_ids.v[i - n_seen];
+		if (!index_find(&x, id))
+			strv_push(&out, id);
+	}
+	free(x.v);
+	if (out.n)
+		qsort(out.v, out.n, sizeof(char *), cmp_str_ptr);
+	for (size_t i = 0; i < out.n; i++)
+		if (i == 0 || strcmp(out.v[i], out.v[i - 1]) != 0)
+			strv_push(ret, out.v[i]);
+	strv_clear(&out);
+}
+
+void plan_merge_owned(struct pool_instance **list, size_t *n, const struct pool_instance *found,
+		      size_t n_found, const char *owner, struct strv *ret_foreign)
+{
+	size_t old_n = *n;
+	*list = xrealloc(*list, (old_n + n_found + 1) * sizeof(**list));
+	struct id_index x = index_instances(*list, old_n);
+	for (size_t i = 0; i < n_found; i++) {
+		if (strcmp(found[i].pool_tag, owner) != 0) {
+			strv_push(ret_foreign, found[i].id);
+			continue;
+		}
+		bool dup = index_find(&x, found[i].id) != NULL;
+		/* Lookups by ID only ask for what the listing lacked, so this part stays short. */
+		for (size_t j = old_n; j < *n && !dup; j++)
+			dup = strcmp((*list)[j].id, found[i].id) == 0;
+		if (!dup)
+			(*list)[(*n)++] = found[i];
+	}
+	free(x.v);
 }
 
 /* Scale-down preference: not yet RUNNING first, then the newest, then by ID for determinism. */
-static int scale_down_order(const struct pool_instance *a, const struct pool_instance *b)
+static int scale_down_order(const void *pa, const void *pb)
 {
+	const struct pool_instance *a = *(const struct pool_instance *const *)pa;
+	const struct pool_instance *b = *(const struct pool_instance *const *)pb;
 	bool ar = strcmp(a->state, "RUNNING") == 0, br = strcmp(b->state, "RUNNING") == 0;
 	if (ar != br)
 		return ar ? 1 : -1;
@@ -39,90 +118,168 @@ static int scale_down_order(const struct pool_instance *a, const struct pool_ins
 
 static void pick_scale_down(const struct plan_input *in, int excess, struct strv *out)
 {
-	const struct pool_instance **live = xcalloc(in->n_instances, sizeof(*live));
+	const struct pool_instance **live = xcalloc(in->n_instances ? in->n_instances : 1, sizeof(*live));
 	size_t n = 0;
 	for (size_t i = 0; i < in->n_instances; i++)
 		if (plan_classify_state(in->instances[i].state) == PLAN_LIVE)
 			live[n++] = &in->instances[i];
-	/* Insertion sort: pools are small and this keeps the order stable and obvious. */
-	for (size_t i = 1; i < n; i++)
-		for (size_t j = i; j > 0 && scale_down_order(live[j], live[j - 1]) < 0; j--) {
-			const struct pool_instance *t = live[j];
-			live[j] = live[j - 1];
-			live[j - 1] = t;
-		}
+	if (n)
+		qsort(live, n, sizeof(*live), scale_down_order);
 	for (size_t i = 0; i < n && (int)i < excess; i++)
 		strv_push(out, live[i]->id);
 	free(live);
+}
+
+static int min_int(int a, int b)
+{
+	return a < b ? a : b;
+}
+
+/* The ledger's IDs that no lookup shows (ret_unconfirmed) and, of those, how many are
+ * in flight: never seen and within the grace. Past it they were never launched (failed
+ * or reclaimed before anyone saw them); seen before, they are gone. */
+static int count_inflight(const struct plan_input *in, const struct id_index *known, int64_t grace,
+			  struct strv *ret_unconfirmed)
+{
+	const struct plan_launch *l = in->ledger;
+	int inflight = 0;
+	for (size_t i = 0; l && l->ids_known && i < l->instance_ids.n; i++) {
+		const char *id = l->instance_ids.v[i];
+		if (index_find(known, id) || listed_in(in->seen, id) || listed_in(in->foreign, id))
+			continue;
+		strv_push(ret_unconfirmed, id);
+		if (in->now - l->started < grace)
+			inflight++;
+	}
+	return inflight;
+}
+
+/* Known instances carrying the launch tag of a ledger whose outcome is unknown. */
+static int count_tagged(const struct plan_input *in)
+{
+	const struct plan_launch *l = in->ledger;
+	int n = 0;
+	for (size_t i = 0; l && !l->ids_known && i < in->n_instances; i++)
+		n += strcmp(in->instances[i].launch_tag, l->client_token) == 0;
+	return n;
+}
+
+/* Recorded live earlier, not live now, and not terminated by spotpool (what spotpool
+ * terminates is recorded TERMINATING, not live). */
+static void find_reclaimed(const struct plan_input *in, const struct id_index *known, struct strv *out)
+{
+	for (size_t i = 0; in->seen_live && i < in->seen_live->n; i++) {
+		const struct pool_instance *now = index_find(known, in->seen_live->v[i]);
+		if (!listed_in(in->foreign, in->seen_live->v[i]) &&
+		    (!now || plan_classify_state(now->state) != PLAN_LIVE))
+			strv_push(out, in->seen_live->v[i]);
+	}
+}
+
+static void plan_deletion(const struct plan_input *in, int64_t grace, int tagged,
+			  const struct strv *unconfirmed, struct plan *p)
+{
+	const struct plan_launch *l = in->ledger;
+	/* Everything owned and not already going away, plus the launched IDs no lookup shows
+	 * (yet): TerminateInstances answers NotFound for what is really gone. */
+	for (size_t i = 0; i < in->n_instances; i++)
+		if (plan_classify_state(in->instances[i].state) != PLAN_GOING)
+			strv_push(&p->cleanup, in->instances[i].id);
+	for (size_t i = 0; i < unconfirmed->n; i++)
+		strv_push(&p->cleanup, unconfirmed->v[i]);
+	/* A launch whose outcome is unknown may still bring instances the listing will show:
+	 * watch for them until the grace is over, or until all of them carrying its token
+	 * were seen. Nothing is launched to find out. */
+	p->waiting = l && !l->ids_known && tagged < l->count && in->now - l->started < grace;
+	p->ledger_done = l && !p->waiting;
+	p->release = p->cleanup.n == 0 && !p->waiting;
 }
 
 void plan_compute(const struct plan_input *in, struct plan *ret)
 {
 	struct plan p = {0};
 	const struct pool_spec *s = in->spec;
+	const struct plan_launch *l = in->ledger;
+	int64_t grace = in->launch_grace > 0 ? in->launch_grace : PLAN_LAUNCH_GRACE_DEFAULT_SECONDS;
 
 	for (size_t i = 0; i < in->n_instances; i++) {
 		enum plan_state_class c = plan_classify_state(in->instances[i].state);
 		if (c == PLAN_LIVE)
 			p.observed++;
-		else if (c == PLAN_DEAD)
+		else if (c == PLAN_DEAD && !in->deleting)
 			strv_push(&p.cleanup, in->instances[i].id);
 	}
-
-	/* A launch still settling (outcome unknown, or IDs known but not all visible yet)
-	 * blocks further launches: its instances count as in flight, and a new launch
-	 * would replace its record before they are seen. */
-	bool settling = false;
-	for (size_t i = 0; i < in->n_launches; i++) {
-		const struct plan_launch *l = &in->launches[i];
-		if (in->now - l->started > PLAN_LAUNCH_GRACE_SECONDS) {
-			p.expired_launches++;
-			continue;
-		}
-		if (!l->ids_known) {
-			/* Unknown outcome: assume the whole launch happened until proven otherwise. */
-			p.inflight += l->count;
-			settling = true;
-			if (!p.resume)
-				p.resume = l;
-			continue;
-		}
-		for (size_t j = 0; j < l->instance_ids.n; j++)
-			if (!visible(in, l->instance_ids.v[j])) {
-				p.inflight++;
-				settling = true;
-			}
+	struct id_index known = index_instances(in->instances, in->n_instances);
+	int tagged = count_tagged(in);
+	struct strv unconfirmed = {0};
+	p.inflight = count_inflight(in, &known, grace, &unconfirmed);
+	if (!in->deleting)
+		find_reclaimed(in, &known, &p.reclaimed);
+	free(known.v);
+	if (in->deleting) {
+		plan_deletion(in, grace, tagged, &unconfirmed, &p);
+		strv_clear(&unconfirmed);
+		*ret = p;
+		return;
 	}
+	strv_clear(&unconfirmed);
+	/* A launch whose reply was lost did happen once instances carrying its token show
+	 * up; those not seen yet count as in flight within the grace, like known IDs. */
+	if (l && !l->ids_known && tagged > 0 && tagged < l->count && in->now - l->started < grace)
+		p.inflight += l->count - tagged;
 
 	int current = p.observed + p.inflight;
-	if (in->deleting) {
-		p.target = 0;
-	} else if (s->has_replicas) {
+	if (s->has_replicas)
 		p.target = pool_clamp(s->replicas, s->minimum, s->maximum);
-	} else {
+	else
 		p.target = pool_clamp(current, s->minimum, s->maximum);
-	}
 
-	if (in->deleting) {
-		for (size_t i = 0; i < in->n_instances; i++)
-			if (plan_classify_state(in->instances[i].state) == PLAN_LIVE)
-				strv_push(&p.scale_down, in->instances[i].id);
-	} else if (current < p.target && !settling) {
-		p.launch = p.target - current;
-		if (p.launch > PLAN_MAX_LAUNCH_PER_CALL)
-			p.launch = PLAN_MAX_LAUNCH_PER_CALL;
-	} else if (current > p.target && !p.resume) {
-		/* While a launch is unresolved its instances may be counted twice (visible
-		 * and in flight): scaling down now could terminate them. Resolve first. */
-		pick_scale_down(in, current - p.target, &p.scale_down);
+	if (l && !l->ids_known && tagged == 0) {
+		/* Outcome unknown. Repeating the same token launches nothing new if the first
+		 * call did launch; if it did not, it launches only what is needed now (the spec
+		 * may have lowered maximum since). Nothing needed: keep waiting, never forget. */
+		int need = p.target - p.observed;
+		if (need > 0)
+			p.resume = min_int(min_int(l->count, need), PLAN_MAX_LAUNCH_PER_CALL);
+		p.waiting = true;
+	} else if (p.inflight > 0) {
+		/* One ledger entry at a time: a new launch would replace the record of these. */
+		p.waiting = true;
+	} else {
+		p.ledger_done = l != NULL;
+		if (current < p.target)
+			p.launch = min_int(p.target - current, PLAN_MAX_LAUNCH_PER_CALL);
 	}
+	/* Only confirmed live instances are terminated, so in-flight ones are never counted
+	 * twice; excess above the target (and so above maximum) goes in the same pass. */
+	if (p.observed > p.target)
+		pick_scale_down(in, p.observed - p.target, &p.scale_down);
 	*ret = p;
+}
+
+struct pool_instance *plan_recorded(const struct pool_instance *known, size_t n_known,
+				    const struct strv *terminated, size_t *ret_n)
+{
+	struct pool_instance *out = xcalloc(n_known ? n_known : 1, sizeof(*out));
+	size_t n = 0;
+	for (size_t i = 0; i < n_known; i++) {
+		bool ours = terminated && strv_contains(terminated, known[i].id);
+		if (!ours && plan_classify_state(known[i].state) == PLAN_GOING)
+			continue;
+		out[n] = known[i];
+		if (ours)
+			snprintf(out[n].state, sizeof(out[n].state), "TERMINATING");
+		n++;
+	}
+	*ret_n = n;
+	return out;
 }
 
 void plan_free(struct plan *p)
 {
 	strv_clear(&p->scale_down);
 	strv_clear(&p->cleanup);
+	strv_clear(&p->reclaimed);
 }
 
 void plan_launch_clear(struct plan_launch *l)

@@ -1,10 +1,15 @@
 /* reconcile: one pass over one pool. Safety rules, in order:
  *  - only instances tagged with the pool's identity are counted or touched;
- *  - a launch is recorded in .status.launch (ClientToken, count) BEFORE RunInstances
- *    is called, so a crash or lost reply is resumed with the same token (the cloud
- *    answers a repeated token with the same instances), and no new launch starts
- *    until the recorded one is visible;
- *  - nothing is launched or terminated for a pool whose spec does not validate. */
+ *  - a tag listing is a hint: recorded instances it does not show are looked up by ID
+ *    before the pool acts on their absence (plan.h);
+ *  - a launch is recorded in .status.launch (ClientToken, count) BEFORE RunInstances is
+ *    called, and every change of that record is a write guarded by resourceVersion
+ *    (a conflict means someone changed the pool: re-read and re-plan); the other
+ *    status writes never carry it;
+ *  - a launch whose outcome is unknown is repeated with the same token, never forgotten;
+ *  - nothing is launched or terminated for a pool whose spec does not validate, and a
+ *    deleted pool is cleaned up with its own credentials only: never with others';
+ *  - a failed cloud read leaves size and instances as last known, never empty. */
 #include "reconcile.h"
 #include "log.h"
 #include "metrics.h"
@@ -18,18 +23,26 @@
 #include <string.h>
 
 #define REQUEUE_PROGRESS_MS 2000
+/* A conflict means the object changed under us: look again almost at once. */
+#define REQUEUE_CONFLICT_MS 200
 
 /* Everything one pass knows about its pool. */
 struct pass {
 	struct reconciler *r;
 	const char *ns, *name;
 	char *path;                  /* the object's API path */
+	char *owner;                 /* the pool's tag value */
 	cJSON *obj;
 	const cJSON *old_status;
-	struct pool_spec *spec;
+	struct pool_spec *spec;      /* NULL when the spec does not validate (and not deleting) */
+	int64_t generation;
+	bool deleting;
 	struct creds creds;
-	struct pool_instance *instances;
+	struct pool_instance *instances;  /* owned instances known this pass */
 	size_t n_instances;
+	struct strv seen, seen_live; /* recorded by earlier passes (.status.instances) */
+	struct strv foreign;         /* recorded IDs that turned out not to be ours */
+	struct strv terminated;      /* terminated by this pass */
 	struct plan_launch ledger;
 	bool has_ledger;
 	int64_t launch_seq;
@@ -51,12 +64,29 @@ void reconcile_client_token(const char *uid, const char *ns, const char *name, i
 	snprintf(out, 65, "spotpool-%.32s-%lld", hex, (long long)seq);
 }
 
+static void pool_log(struct pass *p, enum log_level level, const char *action, const char *code,
+		     const char *fmt, ...) __attribute__((format(printf, 5, 6)));
+
+static void pool_log(struct pass *p, enum log_level level, const char *action, const char *code,
+		     const char *fmt, ...)
+{
+	struct log_fields f = {.ns = p->ns, .pool = p->name, .action = action, .error_code = code};
+	char *msg;
+	va_list ap;
+	va_start(ap, fmt);
+	if (vasprintf(&msg, fmt, ap) < 0)
+		abort();
+	va_end(ap);
+	log_fields_msg(level, &f, "%s/%s: %s", p->ns, p->name, msg);
+	free(msg);
+}
+
 /* Leadership can be lost mid-pass: every mutation checks it again just before acting. */
 static int still_leading(struct pass *p)
 {
 	if (sp_mono_ms() < atomic_load(p->r->active_until_ms))
 		return 0;
-	log_info("%s/%s: no longer the leader, not acting", p->ns, p->name);
+	pool_log(p, LOG_LVL_INFO, "leadership", NULL, "no longer the leader, not acting");
 	return SP_ETRANSIENT;
 }
 
@@ -66,15 +96,9 @@ static const char *reason_for(int code)
 	case SP_EAUTH: return "CredentialsInvalid";
 	case SP_ECAPACITY: return "CapacityUnavailable";
 	case SP_ECONFIG: return "InvalidParameters";
+	case SP_EINVAL: return "InvalidSpec";
 	default: return "CloudAPIError";
 	}
-}
-
-static void degrade(struct pass *p, const char *reason, const char *msg)
-{
-	p->degraded_reason = reason;
-	snprintf(p->degraded_message, sizeof(p->degraded_message), "%s", msg);
-	log_redact(p->degraded_message, sizeof(p->degraded_message));
 }
 
 static void emit_event(struct pass *p, const char *type, const char *reason, const char *fmt, ...)
@@ -82,14 +106,12 @@ static void emit_event(struct pass *p, const char *type, const char *reason, con
 
 static void emit_event(struct pass *p, const char *type, const char *reason, const char *fmt, ...)
 {
-	char msg[1024];
+	char raw[2048], msg[1024];
 	va_list ap;
 	va_start(ap, fmt);
-	vsnprintf(msg, sizeof(msg), fmt, ap);
+	vsnprintf(raw, sizeof(raw), fmt, ap);
 	va_end(ap);
-	log_redact(msg, sizeof(msg));
-	log_msg(strcmp(type, "Warning") == 0 ? LOG_LVL_WARN : LOG_LVL_INFO, "%s/%s: %s: %s", p->ns,
-		p->name, reason, msg);
+	log_redact_copy(msg, sizeof(msg), raw);
 	const cJSON *md = cJSON_GetObjectItemCaseSensitive(p->obj, "metadata");
 	char now[32];
 	status_format_time(sp_now(), now);
@@ -120,9 +142,40 @@ static void emit_event(struct pass *p, const char *type, const char *reason, con
 	char *path = xasprintf("/api/v1/namespaces/%s/events", p->ns);
 	struct sp_error err = {0};
 	if (kube_request(p->r->kube, "POST", path, NULL, ev, NULL, &err) < 0)
-		log_warn("%s/%s: cannot record event: %s", p->ns, p->name, err.msg);
+		pool_log(p, LOG_LVL_WARN, "event", err.reason, "cannot record event: %s", err.msg);
 	free(path);
 	cJSON_Delete(ev);
+}
+
+/* A failure that leaves the pool short (or a deleted pool uncleaned) is visible in three
+ * places: the Degraded condition with a reason, a log line naming the pool, and one
+ * Warning event per episode. The condition's reason (not the message, which carries a
+ * fresh RequestId on every call) tells a new episode from a repeat. */
+static void fail(struct pass *p, int code, const char *action, const struct sp_error *err,
+		 const char *fmt, ...) __attribute__((format(printf, 5, 6)));
+
+static void fail(struct pass *p, int code, const char *action, const struct sp_error *err,
+		 const char *fmt, ...)
+{
+	char what[SP_ERROR_MAX], raw[2 * SP_ERROR_MAX];
+	va_list ap;
+	va_start(ap, fmt);
+	vsnprintf(what, sizeof(what), fmt, ap);
+	va_end(ap);
+	if (http_aborting()) {  /* shutting down: not a failure of the pool, no episode */
+		pool_log(p, LOG_LVL_INFO, action, NULL, "%s: %s", what, err ? err->msg : "shutting down");
+		return;
+	}
+	snprintf(raw, sizeof(raw), "%s%s%s", what, err && *err->msg ? ": " : "", err ? err->msg : "");
+	p->degraded_reason = reason_for(code);
+	log_redact_copy(p->degraded_message, sizeof(p->degraded_message), raw);
+	pool_log(p, LOG_LVL_WARN, action, err && *err->reason ? err->reason : NULL, "%s: %s",
+		 p->degraded_reason, p->degraded_message);
+	const char *old_status = status_condition(p->old_status, "Degraded", "status");
+	const char *old_reason = status_condition(p->old_status, "Degraded", "reason");
+	if (!old_status || strcmp(old_status, "True") != 0 || !old_reason ||
+	    strcmp(old_reason, p->degraded_reason) != 0)
+		emit_event(p, "Warning", p->degraded_reason, "%s", p->degraded_message);
 }
 
 static bool has_finalizer(const cJSON *obj)
@@ -135,12 +188,25 @@ static bool has_finalizer(const cJSON *obj)
 	return false;
 }
 
+static void add_resource_version(cJSON *patch, const cJSON *obj)
+{
+	const cJSON *rv = cJSON_GetObjectItemCaseSensitive(
+		cJSON_GetObjectItemCaseSensitive(obj, "metadata"), "resourceVersion");
+	if (cJSON_IsString(rv)) {
+		cJSON *md = cJSON_GetObjectItemCaseSensitive(patch, "metadata");
+		if (!md)
+			md = cJSON_AddObjectToObject(patch, "metadata");
+		cJSON_AddStringToObject(md, "resourceVersion", rv->valuestring);
+	}
+}
+
 /* Sends a merge patch; the object the apiserver returns replaces ours, so later
  * steps of the pass see what was written. Takes ownership of patch. */
 static int apply_patch(struct pass *p, const char *path, cJSON *patch, struct sp_error *err)
 {
 	cJSON *updated = NULL;
-	int r = kube_merge_patch(p->r->kube, path, patch, &updated, err);
+	int r = still_leading(p) < 0 ? sp_fail(err, SP_ETRANSIENT, "not the leader")
+				     : kube_merge_patch(p->r->kube, path, patch, &updated, err);
 	cJSON_Delete(patch);
 	if (r == 0) {
 		cJSON_Delete(p->obj);
@@ -153,65 +219,93 @@ static int apply_patch(struct pass *p, const char *path, cJSON *patch, struct sp
 /* Adds or removes our finalizer; resourceVersion makes a concurrent change a conflict. */
 static int set_finalizer(struct pass *p, bool present, struct sp_error *err)
 {
-	if (still_leading(p) < 0)
-		return sp_fail(err, SP_ETRANSIENT, "not the leader");
 	const cJSON *md = cJSON_GetObjectItemCaseSensitive(p->obj, "metadata");
 	cJSON *patch = cJSON_CreateObject();
-	cJSON *pmd = cJSON_AddObjectToObject(patch, "metadata");
-	cJSON *list = cJSON_AddArrayToObject(pmd, "finalizers");
+	cJSON *list = cJSON_AddArrayToObject(cJSON_AddObjectToObject(patch, "metadata"), "finalizers");
 	const cJSON *f;
 	cJSON_ArrayForEach(f, cJSON_GetObjectItemCaseSensitive(md, "finalizers"))
 		if (cJSON_IsString(f) && strcmp(f->valuestring, CTL_FINALIZER) != 0)
 			cJSON_AddItemToArray(list, cJSON_CreateString(f->valuestring));
 	if (present)
 		cJSON_AddItemToArray(list, cJSON_CreateString(CTL_FINALIZER));
-	const cJSON *rv = cJSON_GetObjectItemCaseSensitive(md, "resourceVersion");
-	if (cJSON_IsString(rv))
-		cJSON_AddStringToObject(pmd, "resourceVersion", rv->valuestring);
+	add_resource_version(patch, p->obj);
 	return apply_patch(p, p->path, patch, err);
 }
 
-static int patch_status(struct pass *p, cJSON *status, struct sp_error *err)
+static cJSON *build_status(struct pass *p, const struct plan *plan)
 {
-	if (still_leading(p) < 0) {
-		cJSON_Delete(status);
-		return sp_fail(err, SP_ETRANSIENT, "not the leader");
+	char *selector = xasprintf("spotpool.jokerbai.com/pool-name=%s", p->name);
+	size_t n = 0;
+	struct pool_instance *recorded = plan ? plan_recorded(p->instances, p->n_instances, &p->terminated, &n)
+					      : NULL;
+	struct status_input in = {
+		.selector = selector, .old_status = p->old_status,
+		.generation = p->generation,
+		.instances = recorded, .n_instances = n, .plan = plan,
+		.minimum = p->spec ? p->spec->minimum : 0, .deleting = p->deleting,
+		.ledger = p->has_ledger ? &p->ledger : NULL, .launch_seq = p->launch_seq,
+		.degraded_reason = p->degraded_reason,
+		.degraded_message = p->degraded_reason ? p->degraded_message : NULL,
+		.progress_message = *p->progress_message ? p->progress_message : NULL,
+		.insecure_credentials = p->insecure, .now = sp_now(),
+	};
+	cJSON *st = status_build(&in);
+	free(recorded);
+	free(selector);
+	return st;
+}
+
+/* Writes everything but the ledger; an unchanged status is not written at all. */
+static int write_status(struct pass *p, const struct plan *plan)
+{
+	cJSON *st = build_status(p, plan);
+	cJSON_DeleteItemFromObject(st, "launch");
+	cJSON_DeleteItemFromObject(st, "launchSeq");
+	if (status_patch_is_noop(st, p->old_status)) {
+		cJSON_Delete(st);
+		return 0;
 	}
 	cJSON *patch = cJSON_CreateObject();
-	cJSON_AddItemToObject(patch, "status", status);
+	cJSON_AddItemToObject(patch, "status", st);
 	char *path = xasprintf("%s/status", p->path);
-	int r = apply_patch(p, path, patch, err);
+	struct sp_error err = {0};
+	int r = apply_patch(p, path, patch, &err);
 	free(path);
+	/* Made visible on the object too: a status that cannot be written (RBAC, a
+	 * webhook) would otherwise look like a pool that is simply not progressing. */
+	if (r < 0 && r != SP_ETRANSIENT)
+		emit_event(p, "Warning", "StatusUpdateFailed", "cannot write status: %s", err.msg);
+	if (r < 0)
+		pool_log(p, LOG_LVL_WARN, "status", err.reason, "status update failed: %s", err.msg);
 	return r;
 }
 
-/* Writes the ledger (and sequence) alone: the step that must succeed before a launch.
- * The resourceVersion precondition makes it fail if anyone (another leader) wrote the
- * object since this pass read it. */
-static int write_ledger(struct pass *p, struct sp_error *err)
+/* Writes the ledger (.status.launch and launchSeq) and, with a plan, the instances it
+ * resolved, in one write under the resourceVersion this pass read: SP_ECONFLICT if
+ * anyone (a spec edit, another leader) wrote the pool since; the caller then re-reads
+ * and re-plans. Every change of the ledger goes through here. */
+static int write_ledger(struct pass *p, const struct plan *plan, const char *what_if_not)
 {
-	if (still_leading(p) < 0)
-		return sp_fail(err, SP_ETRANSIENT, "not the leader");
+	cJSON *full = build_status(p, plan);
 	cJSON *st = cJSON_CreateObject();
-	cJSON_AddNumberToObject(st, "launchSeq", (double)p->launch_seq);
-	struct status_input in = {.ledger = p->has_ledger ? &p->ledger : NULL, .now = sp_now()};
-	cJSON *full = status_build(&in);
-	cJSON *launch = cJSON_DetachItemFromObject(full, "launch");
+	const char *keys[] = {"launch", "launchSeq", plan ? "size" : NULL, plan ? "instances" : NULL};
+	for (size_t i = 0; i < sizeof(keys) / sizeof(keys[0]); i++)
+		if (keys[i])
+			cJSON_AddItemToObject(st, keys[i], cJSON_DetachItemFromObject(full, keys[i]));
 	cJSON_Delete(full);
 	/* A merge patch keeps keys it does not mention: clear the previous launch's IDs. */
+	cJSON *launch = cJSON_GetObjectItemCaseSensitive(st, "launch");
 	if (cJSON_IsObject(launch) && !cJSON_HasObjectItem(launch, "instanceIds"))
 		cJSON_AddNullToObject(launch, "instanceIds");
-	cJSON_AddItemToObject(st, "launch", launch);
 	cJSON *patch = cJSON_CreateObject();
 	cJSON_AddItemToObject(patch, "status", st);
-	const cJSON *rv = cJSON_GetObjectItemCaseSensitive(
-		cJSON_GetObjectItemCaseSensitive(p->obj, "metadata"), "resourceVersion");
-	if (cJSON_IsString(rv))
-		cJSON_AddStringToObject(cJSON_AddObjectToObject(patch, "metadata"), "resourceVersion",
-					rv->valuestring);
+	add_resource_version(patch, p->obj);
 	char *path = xasprintf("%s/status", p->path);
-	int r = apply_patch(p, path, patch, err);
+	struct sp_error err = {0};
+	int r = apply_patch(p, path, patch, &err);
 	free(path);
+	if (r < 0)
+		pool_log(p, LOG_LVL_WARN, "ledger", err.reason, "%s: %s", what_if_not, err.msg);
 	return r;
 }
 
@@ -225,10 +319,9 @@ static int resolve_credentials(struct pass *p)
 		int r = kube_get(p->r->kube, path, &secret, &err);
 		free(path);
 		if (r < 0) {
-			char msg[SP_ERROR_MAX];
-			snprintf(msg, sizeof(msg), "cannot read Secret %s/%s named by spec.credentialsSecretRef: %s",
-				 p->ns, s->credentials_secret, r == SP_ENOTFOUND ? "not found" : err.msg);
-			degrade(p, "CredentialsInvalid", msg);
+			fail(p, SP_EAUTH, "credentials", NULL, "cannot read Secret %s/%s named by "
+			     "spec.credentialsSecretRef: %s", p->ns, s->credentials_secret,
+			     r == SP_ENOTFOUND ? "not found" : err.msg);
 			return r == SP_ENOTFOUND || r == SP_EFORBIDDEN ? SP_EAUTH : r;
 		}
 		char *id = kube_secret_value(secret, "secretId");
@@ -239,10 +332,9 @@ static int resolve_credentials(struct pass *p)
 		if (id && key && *id && *key) {
 			creds_set(&p->creds, id, key, token, "secret");
 		} else {
-			char msg[SP_ERROR_MAX];
-			snprintf(msg, sizeof(msg), "Secret %s/%s lacks the keys secretId and secretKey", p->ns,
-				 s->credentials_secret);
-			degrade(p, "CredentialsInvalid", msg);
+			fail(p, SP_EAUTH, "credentials", NULL, "Secret %s/%s: key %s is %s", p->ns,
+			     s->credentials_secret, !id || !*id ? "secretId" : "secretKey",
+			     (!id || !key) ? "missing" : "empty");
 			rc = SP_EAUTH;
 		}
 		free(id);
@@ -260,90 +352,56 @@ static int resolve_credentials(struct pass *p)
 		creds_set(&p->creds, d->secret_id, d->secret_key, d->token, d->source);
 		return 0;
 	}
-	degrade(p, "CredentialsInvalid", "no credentials: set spec.credentialsSecretRef, or give the "
-		"controller TENCENTCLOUD_SECRET_ID/TENCENTCLOUD_SECRET_KEY");
+	fail(p, SP_EAUTH, "credentials", NULL, "no credentials: set spec.credentialsSecretRef, or give the "
+	     "controller TENCENTCLOUD_SECRET_ID/TENCENTCLOUD_SECRET_KEY");
 	return SP_EAUTH;
 }
 
-static int describe(struct pass *p)
+/* The owned instances: the tag listing, plus what lookups by ID show of the recorded
+ * instances the listing lacks (the tag index lags). On failure nothing is known. */
+static int observe(struct pass *p)
 {
 	struct cvm_credentials view = creds_view(&p->creds);
-	char *identity = pool_tag_value(p->spec);
 	struct sp_error err = {0};
-	int r = cvm_describe_tagged(p->r->cvm, &view, p->spec->region, POOL_TAG_KEY, identity,
+	int r = cvm_describe_tagged(p->r->cvm, &view, p->spec->region, POOL_TAG_KEY, p->owner,
 				    &p->instances, &p->n_instances, &err);
-	free(identity);
-	if (r < 0)
-		degrade(p, reason_for(r), err.msg);
-	return r;
-}
-
-/* Runs (or resumes) the recorded launch and stores the returned IDs in the ledger. */
-static int launch(struct pass *p)
-{
-	if (still_leading(p) < 0)
-		return SP_ETRANSIENT;
-	struct cvm_credentials view = creds_view(&p->creds);
-	struct cvm_launch l = {.spec = p->spec, .count = p->ledger.count,
-			       .client_token = p->ledger.client_token};
-	struct strv ids = {0};
-	struct sp_error err = {0};
-	int r = cvm_run_instances(p->r->cvm, &view, &l, &ids, &err);
-	if (r == 0) {
-		p->ledger.ids_known = true;
-		strv_clear(&p->ledger.instance_ids);
-		for (size_t i = 0; i < ids.n; i++)
-			strv_push(&p->ledger.instance_ids, ids.v[i]);
-		char joined[1024] = "";
-		for (size_t i = 0; i < ids.n; i++)
-			snprintf(joined + strlen(joined), sizeof(joined) - strlen(joined), "%s%s",
-				 i ? ", " : "", ids.v[i]);
-		metrics_pool_add(p->ns, p->name, METRICS_LAUNCHES, (int)ids.n);
-		emit_event(p, "Normal", "Launched", "launched %zu x %s in %s: %s", ids.n,
-			   p->spec->instance_type, p->spec->zone, joined);
-		strv_clear(&ids);
-		struct sp_error werr = {0};
-		if (write_ledger(p, &werr) < 0)
-			log_warn("%s/%s: launched but cannot record instance IDs yet: %s", p->ns, p->name, werr.msg);
-		return 0;
+	struct strv confirm = {0};
+	if (r == 0)
+		plan_ids_to_confirm(p->instances, p->n_instances, &p->seen,
+				    p->has_ledger ? &p->ledger : NULL, &confirm);
+	if (r == 0 && confirm.n) {
+		struct pool_instance *found = NULL;
+		size_t n_found = 0;
+		r = cvm_describe_ids(p->r->cvm, &view, p->spec->region, &confirm, &found, &n_found, &err);
+		if (r == 0) {
+			pool_log(p, LOG_LVL_DEBUG, "DescribeInstances", NULL, "%zu recorded instance(s) not "
+				 "listed by tag, %zu found by ID", confirm.n, n_found);
+			plan_merge_owned(&p->instances, &p->n_instances, found, n_found, p->owner, &p->foreign);
+		}
+		free(found);
 	}
-	strv_clear(&ids);
-	degrade(p, reason_for(r), err.msg);
-	if (r == SP_ECAPACITY || r == SP_EAUTH || r == SP_ECONFIG) {
-		/* The cloud refused the launch: nothing was created, the ledger can go. One
-		 * event per episode: the message carries a fresh RequestId on every retry, so
-		 * the condition's reason is what tells a new episode from a repeat. */
-		const char *old = status_condition(p->old_status, "Degraded", "reason");
-		if (!old || strcmp(old, p->degraded_reason) != 0)
-			emit_event(p, "Warning", p->degraded_reason, "launch failed: %s", p->degraded_message);
-		plan_launch_clear(&p->ledger);
-		p->has_ledger = false;
-		struct sp_error werr = {0};
-		write_ledger(p, &werr);
-	}
-	/* Anything else (timeout, 5xx, throttling): the outcome is unknown, so the ledger
-	 * stays and the next pass repeats the same ClientToken. */
-	return r;
-}
-
-static int start_launch(struct pass *p, int count)
-{
-	struct sp_error err = {0};
-	p->launch_seq++;
-	plan_launch_clear(&p->ledger);
-	p->ledger = (struct plan_launch){.count = count, .started = sp_now()};
-	reconcile_client_token(p->spec->uid, p->ns, p->name, p->launch_seq, p->ledger.client_token);
-	p->has_ledger = true;
-	int r = write_ledger(p, &err);
+	strv_clear(&confirm);
+	for (size_t i = 0; i < p->foreign.n; i++)
+		pool_log(p, LOG_LVL_WARN, "ownership", NULL, "recorded instance %s does not carry this "
+			 "pool's tag: ignored, never touched", p->foreign.v[i]);
 	if (r < 0) {
-		/* Not recorded, so not launched: safe to simply try again later. */
-		log_warn("%s/%s: cannot record launch, not launching: %s", p->ns, p->name, err.msg);
-		return r;
+		free(p->instances);
+		p->instances = NULL;
+		p->n_instances = 0;
+		fail(p, r, "DescribeInstances", &err, "cannot read the pool's instances from the cloud (size "
+		     "and instances show the last known state)");
 	}
-	return launch(p);
+	return r;
 }
 
-static int terminate(struct pass *p, const struct strv *ids, const char *why)
+static void note_terminated(struct pass *p, const struct strv *ids)
+{
+	for (size_t i = 0; i < ids->n; i++)
+		strv_push(&p->terminated, ids->v[i]);
+}
+
+static int terminate(struct pass *p, const struct strv *ids, enum metrics_termination reason,
+		     const char *why)
 {
 	if (!ids->n)
 		return 0;
@@ -352,91 +410,75 @@ static int terminate(struct pass *p, const struct strv *ids, const char *why)
 	struct cvm_credentials view = creds_view(&p->creds);
 	struct sp_error err = {0};
 	int r = cvm_terminate_instances(p->r->cvm, &view, p->spec->region, ids, &err);
+	if (r < 0) {
+		fail(p, r, "TerminateInstances", &err, "terminate failed (%s)", why);
+		return r;
+	}
+	note_terminated(p, ids);
 	char joined[1024] = "";
 	for (size_t i = 0; i < ids->n; i++)
 		snprintf(joined + strlen(joined), sizeof(joined) - strlen(joined), "%s%s", i ? ", " : "",
 			 ids->v[i]);
-	if (r < 0) {
-		degrade(p, reason_for(r), err.msg);
-		emit_event(p, "Warning", p->degraded_reason, "terminate failed: %s", p->degraded_message);
-		return r;
-	}
-	metrics_pool_add(p->ns, p->name, METRICS_TERMINATIONS, (int)ids->n);
+	metrics_instances_terminated(p->ns, p->name, reason, (int)ids->n);
 	emit_event(p, "Normal", "Terminated", "terminated %zu instance(s) (%s): %s", ids->n, why, joined);
 	return 0;
 }
 
-/* Forgets the ledger once every instance it launched is visible, or once it is past
- * the grace period (instances reclaimed before they ever showed up). */
-static void settle_ledger(struct pass *p, int64_t now)
+/* Calls RunInstances for the recorded launch (asking for count) and records the IDs.
+ * fresh: the record was made by this pass and no earlier call used its token, so a
+ * refusal proves nothing was launched and the record can go. A refusal of a repeated
+ * token proves nothing: the first call may have launched; the record stays. */
+static int launch(struct pass *p, const struct plan *plan, int count, bool fresh)
 {
-	if (!p->has_ledger)
-		return;
-	bool all_visible = p->ledger.ids_known;
-	for (size_t i = 0; i < p->ledger.instance_ids.n && all_visible; i++) {
-		bool seen = false;
-		for (size_t j = 0; j < p->n_instances && !seen; j++)
-			seen = strcmp(p->instances[j].id, p->ledger.instance_ids.v[i]) == 0;
-		all_visible = seen;
+	if (still_leading(p) < 0)
+		return SP_ETRANSIENT;
+	struct cvm_credentials view = creds_view(&p->creds);
+	struct cvm_launch l = {.spec = p->spec, .count = count, .client_token = p->ledger.client_token};
+	struct strv ids = {0};
+	struct sp_error err = {0};
+	int64_t started = sp_mono_ms();
+	int r = cvm_run_instances(p->r->cvm, &view, &l, &ids, &err);
+	metrics_launch_request(p->ns, p->name, r, err.reason);
+	if (r == 0) {
+		p->ledger.ids_known = true;
+		strv_clear(&p->ledger.instance_ids);
+		char joined[1024] = "";
+		for (size_t i = 0; i < ids.n; i++) {
+			strv_push(&p->ledger.instance_ids, ids.v[i]);
+			snprintf(joined + strlen(joined), sizeof(joined) - strlen(joined), "%s%s",
+				 i ? ", " : "", ids.v[i]);
+		}
+		metrics_instances_launched(p->ns, p->name, (int)ids.n);
+		struct log_fields f = {.ns = p->ns, .pool = p->name, .action = "RunInstances",
+				       .duration_ms = (long)(sp_mono_ms() - started), .has_duration = true};
+		log_fields_msg(LOG_LVL_INFO, &f, "%s/%s: launch %s answered %zu instance(s)", p->ns, p->name,
+			       p->ledger.client_token, ids.n);
+		emit_event(p, "Normal", "Launched", "launched %zu x %s in %s: %s", ids.n,
+			   p->spec->instance_type, p->spec->zone, joined);
+		strv_clear(&ids);
+		return write_ledger(p, plan, "cannot record the launched IDs yet (the next pass repeats "
+				    "the same ClientToken and gets them again)");
 	}
-	if (all_visible || now - p->ledger.started > PLAN_LAUNCH_GRACE_SECONDS) {
+	strv_clear(&ids);
+	fail(p, r, "RunInstances", &err, "launch of %d instance(s) failed", count);
+	if (fresh && (r == SP_ECAPACITY || r == SP_EAUTH || r == SP_ECONFIG)) {
 		plan_launch_clear(&p->ledger);
 		p->has_ledger = false;
+		write_ledger(p, plan, "cannot clear the refused launch (the next pass repeats it)");
 	}
-}
-
-static void note_reclaims(struct pass *p, const struct strv *terminated_before)
-{
-	const cJSON *it;
-	cJSON_ArrayForEach(it, cJSON_GetObjectItemCaseSensitive(p->old_status, "instances")) {
-		const cJSON *id = cJSON_GetObjectItemCaseSensitive(it, "instanceId");
-		if (!cJSON_IsString(id) || strv_contains(terminated_before, id->valuestring))
-			continue;
-		bool present = false;
-		for (size_t i = 0; i < p->n_instances && !present; i++)
-			present = strcmp(p->instances[i].id, id->valuestring) == 0;
-		if (present)
-			continue;
-		metrics_pool_add(p->ns, p->name, METRICS_RECLAIMS, 1);
-		emit_event(p, "Warning", "InstanceReclaimed",
-			   "instance %s disappeared (spot reclaim or terminated outside spotpool); "
-			   "refilling", id->valuestring);
-	}
-}
-
-static int write_status(struct pass *p, const struct plan *plan)
-{
-	char *selector = xasprintf("spotpool.jokerbai.com/pool-name=%s", p->name);
-	struct status_input in = {
-		.selector = selector, .old_status = p->old_status, .generation = p->spec ? p->spec->generation : 0,
-		.instances = p->instances, .n_instances = p->n_instances, .plan = plan,
-		.ledger = p->has_ledger ? &p->ledger : NULL, .launch_seq = p->launch_seq,
-		.degraded_reason = p->degraded_reason,
-		.degraded_message = p->degraded_reason ? p->degraded_message : NULL,
-		.progress_message = *p->progress_message ? p->progress_message : NULL,
-		.insecure_credentials = p->insecure, .now = sp_now(),
-	};
-	cJSON *st = status_build(&in);
-	free(selector);
-	/* Compare without the ledger's null (absent and null mean the same). */
-	cJSON *cmp = cJSON_Duplicate(st, 1);
-	if (cJSON_IsNull(cJSON_GetObjectItemCaseSensitive(cmp, "launch")))
-		cJSON_DeleteItemFromObject(cmp, "launch");
-	bool same = p->old_status && cJSON_Compare(cmp, p->old_status, 1);
-	cJSON_Delete(cmp);
-	if (same) {
-		cJSON_Delete(st);
-		return 0;
-	}
-	struct sp_error err = {0};
-	int r = patch_status(p, st, &err);
-	/* Made visible on the object too: a status that cannot be written (RBAC, a
-	 * webhook) would otherwise look like a pool that is simply not progressing. */
-	if (r < 0 && r != SP_ETRANSIENT)
-		emit_event(p, "Warning", "StatusUpdateFailed", "cannot write status: %s", err.msg);
-	else if (r < 0)
-		log_warn("%s/%s: status update failed: %s", p->ns, p->name, err.msg);
 	return r;
+}
+
+static int start_launch(struct pass *p, const struct plan *plan, int count)
+{
+	p->launch_seq++;
+	plan_launch_clear(&p->ledger);
+	p->ledger = (struct plan_launch){.count = count, .started = sp_now()};
+	reconcile_client_token(p->spec->uid, p->ns, p->name, p->launch_seq, p->ledger.client_token);
+	p->has_ledger = true;
+	/* Not recorded, so not launched: safe to simply try again later. */
+	int r = write_ledger(p, plan, "cannot record launch, not launching");
+	return r < 0 ? r : launch(p, plan, count, true);
 }
 
 static void dry_run_actions(struct pass *p, const struct plan *plan)
@@ -444,90 +486,133 @@ static void dry_run_actions(struct pass *p, const struct plan *plan)
 	char *m = p->progress_message;
 	size_t cap = sizeof(p->progress_message);
 	snprintf(m, cap, "dry-run: %d live, target %d", plan->observed, plan->target);
-	if (plan->launch) {
+	int want = plan->launch + plan->resume;
+	if (want) {
 		struct cvm_credentials view = creds_view(&p->creds);
-		struct cvm_launch l = {.spec = p->spec, .count = plan->launch, .dry_run = true};
+		struct cvm_launch l = {.spec = p->spec, .count = want, .dry_run = true};
 		struct strv ids = {0};
 		struct sp_error err = {0};
 		int r = cvm_run_instances(p->r->cvm, &view, &l, &ids, &err);
 		strv_clear(&ids);
 		/* The error code, not the message: messages carry a RequestId that changes
 		 * every call and would turn each pass into a new event and status write. */
-		snprintf(m + strlen(m), cap - strlen(m), "; would launch %d (launch check %s%s)",
-			 plan->launch, r == 0 ? "passed" : "failed: ",
-			 r == 0 ? "" : *err.reason ? err.reason : sp_strerror(r));
+		snprintf(m + strlen(m), cap - strlen(m), "; would launch %d (launch check %s%s)", want,
+			 r == 0 ? "passed" : "failed: ", r == 0 ? "" : *err.reason ? err.reason : sp_strerror(r));
 	}
 	for (size_t i = 0; i < plan->scale_down.n; i++)
 		snprintf(m + strlen(m), cap - strlen(m), "%s%s", i ? ", " : "; would terminate ",
 			 plan->scale_down.v[i]);
-	log_redact(m, cap);
+	/* Counts, error codes and instance IDs only; events and conditions redact anyway. */
 	const char *old = status_condition(p->old_status, "Progressing", "message");
 	if (!old || strcmp(old, m) != 0)
 		emit_event(p, "Normal", "DryRun", "%s", m);
 }
 
-/* Deletion: terminate everything owned, then let the resource go. Returns the requeue. */
-static int64_t finalize(struct pass *p, const struct plan *plan, int *ret_error)
+static int release(struct pass *p, const char *why)
 {
 	struct sp_error err = {0};
+	pool_log(p, LOG_LVL_INFO, "finalize", NULL, "%s, releasing the resource", why);
+	int r = set_finalizer(p, false, &err);
+	if (r < 0)
+		pool_log(p, LOG_LVL_WARN, "finalize", err.reason, "cannot remove finalizer: %s", err.msg);
+	return r;
+}
+
+/* Deletion: terminate everything recorded or listed, confirm by ID on the next pass,
+ * then let the resource go. */
+static void finalize(struct pass *p, const struct plan *plan, struct reconcile_result *res)
+{
 	if (p->r->opt->dry_run)
-		return 0;  /* a dry-run controller neither terminates nor releases */
+		return;  /* a dry-run controller neither terminates nor releases */
 	if (p->spec->deletion_policy == POOL_RETAIN) {
 		emit_event(p, "Normal", "Retained", "deletionPolicy Retain: leaving %d instance(s) running",
 			   plan->observed);
-		*ret_error = set_finalizer(p, false, &err);
-		return 0;
+		res->error = release(p, "deletionPolicy Retain");
+		return;
 	}
-	/* Only instances the tag filter shows are terminated: IDs from the status ledger are
-	 * not trusted on their own. A launch still in flight is not resumed (that could
-	 * launch now); its instances are waited for until they show up or the grace period
-	 * ends. */
-	struct strv all = {0};
-	for (size_t i = 0; i < plan->scale_down.n; i++)
-		strv_push(&all, plan->scale_down.v[i]);
-	for (size_t i = 0; i < plan->cleanup.n; i++)
-		strv_push(&all, plan->cleanup.v[i]);
-	int r = terminate(p, &all, "pool deleted");
-	strv_clear(&all);
-	if (r < 0) {
-		*ret_error = r;
-		return 0;
+	if (plan->cleanup.n) {
+		int r = terminate(p, &plan->cleanup, METRICS_TERMINATED_DELETION, "pool deleted");
+		if (r < 0) {
+			res->error = r;
+			return;
+		}
+		if (plan->ledger_done) {
+			plan_launch_clear(&p->ledger);
+			p->has_ledger = false;
+			if (write_ledger(p, plan, "cannot clear the resolved launch") == SP_ECONFLICT)
+				res->requeue_ms = REQUEUE_CONFLICT_MS;
+		}
+		res->requeue_ms = res->requeue_ms ? res->requeue_ms : REQUEUE_PROGRESS_MS;
+		return;
 	}
-	if (plan->inflight > 0) {
-		log_info("%s/%s: waiting for %d launched instance(s) to appear before releasing", p->ns,
-			 p->name, plan->inflight);
-		return REQUEUE_PROGRESS_MS;
+	if (plan->waiting) {
+		pool_log(p, LOG_LVL_INFO, "finalize", NULL, "waiting for the outcome of launch %s before "
+			 "releasing", p->ledger.client_token);
+		res->requeue_ms = REQUEUE_PROGRESS_MS;
+		return;
 	}
-	log_info("%s/%s: all instances terminated, releasing the resource", p->ns, p->name);
-	*ret_error = set_finalizer(p, false, &err);
-	if (*ret_error < 0)
-		log_warn("%s/%s: cannot remove finalizer: %s", p->ns, p->name, err.msg);
-	return 0;
+	res->error = release(p, "every recorded instance is confirmed gone");
 }
 
-static void act(struct pass *p, const struct plan *plan, struct reconcile_result *res)
+static void note_reclaims(struct pass *p, const struct plan *plan)
+{
+	for (size_t i = 0; i < plan->reclaimed.n; i++) {
+		metrics_instance_reclaimed(p->ns, p->name);
+		emit_event(p, "Warning", "InstanceReclaimed",
+			   "instance %s is gone or dead without spotpool terminating it (spot reclaim, "
+			   "failure, or terminated outside spotpool)", plan->reclaimed.v[i]);
+	}
+}
+
+/* Returns < 0 when the pass should be retried with backoff. */
+static int act(struct pass *p, const struct plan *plan, struct reconcile_result *res)
 {
 	if (p->r->opt->dry_run) {
 		dry_run_actions(p, plan);
-		return;
+		return 0;
 	}
 	int r = 0;
 	if (plan->resume) {
-		log_info("%s/%s: resuming launch %s (%d instance(s)) after an unknown outcome", p->ns,
-			 p->name, p->ledger.client_token, p->ledger.count);
-		r = launch(p);
-		res->requeue_ms = REQUEUE_PROGRESS_MS;
+		pool_log(p, LOG_LVL_INFO, "launch", NULL, "repeating launch %s (outcome unknown) for %d of its %d "
+			 "instance(s)", p->ledger.client_token, plan->resume, p->ledger.count);
+		r = launch(p, plan, plan->resume, false);
 	} else if (plan->launch > 0) {
-		r = start_launch(p, plan->launch);
-		res->requeue_ms = REQUEUE_PROGRESS_MS;
+		r = start_launch(p, plan, plan->launch);
+	} else if (plan->ledger_done) {
+		/* Resolved: the instances go into .status.instances in the same guarded write. */
+		plan_launch_clear(&p->ledger);
+		p->has_ledger = false;
+		r = write_ledger(p, plan, "cannot clear the resolved launch");
 	}
-	if (r == 0)
-		r = terminate(p, &plan->scale_down, "scale down");
-	int cleanup = terminate(p, &plan->cleanup, "dead instances");
-	if (r == 0)
-		r = cleanup;
-	if (r < 0)
-		res->error = r;
+	if (r == SP_ECONFLICT)
+		return r;
+	int t = terminate(p, &plan->scale_down, METRICS_TERMINATED_SCALE_DOWN, "scale down");
+	int c = terminate(p, &plan->cleanup, METRICS_TERMINATED_CLEANUP, "dead instances");
+	if (plan->launch || plan->resume || plan->waiting || plan->scale_down.n || plan->cleanup.n)
+		res->requeue_ms = REQUEUE_PROGRESS_MS;
+	return r < 0 ? r : t < 0 ? t : c;
+}
+
+/* Nothing recorded that could need cleaning up: no instance in the status, no launch. */
+static bool nothing_recorded(const struct pass *p)
+{
+	return p->seen.n == 0 && !p->has_ledger;
+}
+
+static void free_pass(struct pass *p)
+{
+	if (p->has_ledger)
+		plan_launch_clear(&p->ledger);
+	creds_clear(&p->creds);
+	free(p->instances);
+	strv_clear(&p->seen);
+	strv_clear(&p->seen_live);
+	strv_clear(&p->foreign);
+	strv_clear(&p->terminated);
+	pool_spec_free(p->spec);
+	cJSON_Delete(p->obj);
+	free(p->owner);
+	free(p->path);
 }
 
 void reconcile_pool(struct reconciler *r, const char *ns, const char *name,
@@ -536,69 +621,88 @@ void reconcile_pool(struct reconciler *r, const char *ns, const char *name,
 	*res = (struct reconcile_result){0};
 	struct pass p = {.r = r, .ns = ns, .name = name};
 	p.path = xasprintf("/apis/%s/namespaces/%s/spotpools/%s", POOL_API_GROUP "/v1", ns, name);
+	p.owner = xasprintf("%s/%s", ns, name);
 	struct sp_error err = {0};
 	int rc = kube_get(r->kube, p.path, &p.obj, &err);
 	if (rc < 0) {
 		if (rc != SP_ENOTFOUND) {
 			log_warn("%s/%s: %s", ns, name, err.msg);
 			res->error = rc;
+		} else {
+			metrics_pool_forget(ns, name);
 		}
-		free(p.path);
+		free_pass(&p);
 		return;
 	}
 	p.old_status = cJSON_GetObjectItemCaseSensitive(p.obj, "status");
 	p.launch_seq = status_launch_seq(p.old_status);
 	p.has_ledger = status_ledger(p.old_status, &p.ledger);
+	status_recorded(p.old_status, &p.seen, &p.seen_live);
 	const cJSON *md = cJSON_GetObjectItemCaseSensitive(p.obj, "metadata");
-	bool deleting = cJSON_GetObjectItemCaseSensitive(md, "deletionTimestamp") != NULL;
+	p.deleting = cJSON_GetObjectItemCaseSensitive(md, "deletionTimestamp") != NULL;
+	const cJSON *gen = cJSON_GetObjectItemCaseSensitive(md, "generation");
+	p.generation = cJSON_IsNumber(gen) ? (int64_t)gen->valuedouble : 0;
 	bool active = sp_mono_ms() < atomic_load(r->active_until_ms);
 	struct plan plan = {0};
 	bool planned = false;
 
-	if (deleting && !has_finalizer(p.obj))
+	if (p.deleting && !has_finalizer(p.obj))
 		goto out;
 	if ((rc = pool_spec_from_object(p.obj, ns, &p.spec, &err)) < 0) {
-		/* Bad input never leads to a launch or a termination. */
-		degrade(&p, "InvalidSpec", err.msg);
-		goto status;
+		struct sp_error cerr = {0};
+		/* Bad input never leads to a launch or a termination; a deleted pool is still
+		 * cleaned up as long as its credentials and region can be read. */
+		if (!p.deleting || pool_spec_for_cleanup(p.obj, ns, &p.spec, &cerr) < 0) {
+			if (active)
+				fail(&p, SP_EINVAL, "validate", p.deleting ? &cerr : &err,
+				     p.deleting ? "cannot clean up the deleted pool" : "invalid spec");
+			res->error = p.deleting ? SP_EINVAL : 0;
+			goto status;
+		}
 	}
 	if (!active)
 		goto out;
-	if (!deleting && !r->opt->dry_run && !has_finalizer(p.obj) && (rc = set_finalizer(&p, true, &err)) < 0) {
-		log_warn("%s/%s: cannot add finalizer: %s", ns, name, err.msg);
+	if (!p.deleting && !r->opt->dry_run && !has_finalizer(p.obj) && (rc = set_finalizer(&p, true, &err)) < 0) {
+		pool_log(&p, LOG_LVL_WARN, "finalize", err.reason, "cannot add finalizer: %s", err.msg);
 		res->error = rc;
 		goto out;
 	}
-	if ((rc = resolve_credentials(&p)) < 0 && deleting && r->opt->default_creds &&
-	    r->opt->default_creds->secret_id) {
-		/* Deleting a namespace deletes the pool's Secret too: finish with the defaults. */
-		const struct creds *d = r->opt->default_creds;
-		creds_set(&p.creds, d->secret_id, d->secret_key, d->token, d->source);
-		p.degraded_reason = NULL;
-		rc = 0;
-	}
-	if (rc < 0 || (rc = describe(&p)) < 0) {
+	if ((rc = resolve_credentials(&p)) == 0)
+		rc = observe(&p);
+	if (rc < 0) {
+		if (p.deleting && nothing_recorded(&p) && !r->opt->dry_run) {
+			res->error = release(&p, "nothing recorded to clean up");
+			goto out;
+		}
 		res->error = rc;
 		goto status;
 	}
-	int64_t now = sp_now();
-	settle_ledger(&p, now);
-	struct plan_input in = {.spec = p.spec, .instances = p.instances, .n_instances = p.n_instances,
-				.launches = p.has_ledger ? &p.ledger : NULL, .n_launches = p.has_ledger,
-				.now = now, .deleting = deleting};
+	struct plan_input in = {
+		.spec = p.spec, .instances = p.instances, .n_instances = p.n_instances, .seen = &p.seen,
+		.seen_live = &p.seen_live, .foreign = &p.foreign, .ledger = p.has_ledger ? &p.ledger : NULL,
+		.now = sp_now(), .launch_grace = r->opt->launch_grace_seconds, .deleting = p.deleting,
+	};
 	plan_compute(&in, &plan);
 	planned = true;
 	if (r->observed)
 		r->observed(r->userdata, ns, name, plan.observed);
-	metrics_pool_set(ns, name, plan.target, plan.observed);
-	if (deleting) {
-		res->requeue_ms = finalize(&p, &plan, &res->error);
-		goto out;
+	if (!p.deleting)
+		metrics_pool_sizes(ns, name, p.spec->minimum, p.spec->maximum, plan.target, plan.observed);
+	if (p.deleting) {
+		finalize(&p, &plan, res);
+		if (!has_finalizer(p.obj))
+			goto out;
+		goto status;
 	}
-	note_reclaims(&p, &plan.scale_down);
-	act(&p, &plan, res);
-	if (plan.inflight || plan.launch || plan.scale_down.n || plan.cleanup.n || plan.observed != plan.target)
-		res->requeue_ms = REQUEUE_PROGRESS_MS;
+	note_reclaims(&p, &plan);
+	rc = act(&p, &plan, res);
+	if (rc == SP_ECONFLICT) {
+		/* The pool changed under this pass: plan again at once. What was observed
+		 * still goes into the status (the ledger never does outside a guarded write). */
+		res->requeue_ms = REQUEUE_CONFLICT_MS;
+		rc = 0;
+	}
+	res->error = rc;
 	for (size_t i = 0; i < p.n_instances; i++)
 		if (strcmp(p.instances[i].state, "PENDING") == 0 || strcmp(p.instances[i].state, "TERMINATING") == 0)
 			res->requeue_ms = REQUEUE_PROGRESS_MS;
@@ -608,11 +712,5 @@ status:
 out:
 	if (planned)
 		plan_free(&plan);
-	if (p.has_ledger)
-		plan_launch_clear(&p.ledger);
-	creds_clear(&p.creds);
-	free(p.instances);
-	pool_spec_free(p.spec);
-	cJSON_Delete(p.obj);
-	free(p.path);
+	free_pass(&p);
 }

@@ -41,7 +41,7 @@ static void add_condition(cJSON *list, const struct status_input *in, const char
 	const char *old_status = status_condition(in->old_status, type, "status");
 	const char *old_time = status_condition(in->old_status, type, "lastTransitionTime");
 	char msg[SP_ERROR_MAX];
-	snprintf(msg, sizeof(msg), "%s", message);
+	log_redact_copy(msg, sizeof(msg), message);
 	cJSON *c = cJSON_CreateObject();
 	cJSON_AddStringToObject(c, "type", type);
 	cJSON_AddStringToObject(c, "status", st);
@@ -49,7 +49,7 @@ static void add_condition(cJSON *list, const struct status_input *in, const char
 	cJSON_AddStringToObject(c, "lastTransitionTime",
 				old_status && old_time && strcmp(old_status, st) == 0 ? old_time : now);
 	cJSON_AddStringToObject(c, "reason", reason);
-	cJSON_AddStringToObject(c, "message", log_redact(msg, sizeof(msg)));
+	cJSON_AddStringToObject(c, "message", msg);
 	cJSON_AddItemToArray(list, c);
 }
 
@@ -84,28 +84,57 @@ static cJSON *ledger_json(const struct plan_launch *l)
 	return o;
 }
 
-static void add_progress(cJSON *conds, const struct status_input *in, int running)
+/* Progressing says what a person watching the pool wants to know: what it is doing
+ * and, when it is short, why. */
+static void add_progress(cJSON *conds, const struct status_input *in, int live, bool live_known,
+			 int running)
 {
 	const struct plan *p = in->plan;
-	char msg[SP_ERROR_MAX];
+	char msg[2 * SP_ERROR_MAX];  /* whole: add_condition redacts, then cuts */
 	const char *reason = "Stable";
 	bool progressing = true;
 	if (in->progress_message) {
 		reason = "DryRun";
 		snprintf(msg, sizeof(msg), "%s", in->progress_message);
-	} else if (p && (p->launch > 0 || p->inflight > 0 || p->resume)) {
+	} else if (in->deleting) {
+		reason = "Deleting";
+		if (p && p->cleanup.n)
+			snprintf(msg, sizeof(msg), "pool deleted: terminating %zu instance(s)", p->cleanup.n);
+		else if (p && p->waiting)
+			snprintf(msg, sizeof(msg), "pool deleted: waiting for the outcome of a launch before "
+				 "releasing the resource");
+		else
+			snprintf(msg, sizeof(msg), "pool deleted: cleaning up%s%s", in->degraded_message ? ": " : "",
+				 in->degraded_message ? in->degraded_message : "");
+	} else if (in->degraded_reason && live_known && live < in->minimum) {
+		reason = "BelowMinimum";
+		snprintf(msg, sizeof(msg), "%d of minimum %d instance(s) live%s: %s", live, in->minimum,
+			 p ? "" : " (last known)", in->degraded_message);
+	} else if (in->degraded_reason && !p) {
+		reason = "Blocked";
+		progressing = false;
+		snprintf(msg, sizeof(msg), "cannot reconcile: %s", in->degraded_message);
+	} else if (p && (p->launch > 0 || p->resume > 0)) {
 		reason = "Launching";
-		snprintf(msg, sizeof(msg), "launching: %d observed, %d in flight, target %d",
-			 p->observed, p->inflight + p->launch, p->target);
-	} else if (p && (p->scale_down.n || p->cleanup.n)) {
-		reason = "Terminating";
-		snprintf(msg, sizeof(msg), "terminating %zu instance(s)", p->scale_down.n + p->cleanup.n);
-	} else if (p && running < p->observed) {
+		snprintf(msg, sizeof(msg), "launching %d instance(s): %d live, target %d",
+			 p->launch + p->resume, p->observed, p->target);
+	} else if (p && p->inflight > 0) {
+		reason = "WaitingForLaunch";
+		snprintf(msg, sizeof(msg), "waiting for launched instance(s) to appear: %d live, %d in flight, "
+			 "target %d", p->observed, p->inflight, p->target);
+	} else if (p && p->scale_down.n) {
+		reason = "ScalingDown";
+		snprintf(msg, sizeof(msg), "terminating %zu instance(s) above target %d", p->scale_down.n,
+			 p->target);
+	} else if (p && p->cleanup.n) {
+		reason = "CleaningUp";
+		snprintf(msg, sizeof(msg), "terminating %zu dead instance(s)", p->cleanup.n);
+	} else if (p && running < live) {
 		reason = "WaitingForInstances";
-		snprintf(msg, sizeof(msg), "%d of %d instance(s) running", running, p->observed);
+		snprintf(msg, sizeof(msg), "%d of %d instance(s) running", running, live);
 	} else {
 		progressing = false;
-		snprintf(msg, sizeof(msg), "pool is at its target size");
+		snprintf(msg, sizeof(msg), p ? "pool is at its target size" : "not reconciled");
 	}
 	add_condition(conds, in, "Progressing", progressing, reason, msg);
 }
@@ -114,34 +143,38 @@ cJSON *status_build(const struct status_input *in)
 {
 	const struct plan *p = in->plan;
 	cJSON *st = cJSON_CreateObject();
-	int live = 0, running = 0;
-	cJSON *list = cJSON_CreateArray();
-	for (size_t i = 0; i < in->n_instances; i++) {
-		if (plan_classify_state(in->instances[i].state) != PLAN_LIVE)
-			continue;
-		live++;
-		running += strcmp(in->instances[i].state, "RUNNING") == 0;
-		cJSON_AddItemToArray(list, status_instance_json(&in->instances[i]));
+	/* Without a plan the cloud was not read: the last known size stands (if any). */
+	const cJSON *last = cJSON_GetObjectItemCaseSensitive(in->old_status, "size");
+	int live = !p && cJSON_IsNumber(last) ? last->valueint : 0, running = 0;
+	bool live_known = p || cJSON_IsNumber(last);
+	if (p) {
+		cJSON *list = cJSON_CreateArray();
+		for (size_t i = 0; i < in->n_instances; i++) {
+			live += plan_classify_state(in->instances[i].state) == PLAN_LIVE;
+			running += strcmp(in->instances[i].state, "RUNNING") == 0;
+			cJSON_AddItemToArray(list, status_instance_json(&in->instances[i]));
+		}
+		cJSON_AddNumberToObject(st, "size", live);
+		cJSON_AddItemToObject(st, "instances", list);
 	}
-	cJSON_AddNumberToObject(st, "size", live);
 	if (in->selector)
 		cJSON_AddStringToObject(st, "selector", in->selector);
-	cJSON_AddItemToObject(st, "instances", list);
 	cJSON_AddNumberToObject(st, "observedGeneration", (double)in->generation);
 	cJSON_AddNumberToObject(st, "launchSeq", (double)in->launch_seq);
 	cJSON_AddItemToObject(st, "launch", ledger_json(in->ledger));
 
 	cJSON *conds = cJSON_AddArrayToObject(st, "conditions");
-	char msg[SP_ERROR_MAX];
-	bool ready = !in->degraded_reason && p && p->inflight == 0 && running == p->target &&
-		     live == p->target;
+	char msg[2 * SP_ERROR_MAX];  /* whole: add_condition redacts, then cuts */
+	bool ready = !in->degraded_reason && !in->deleting && p && p->inflight == 0 &&
+		     running == p->target && live == p->target;
 	if (p)
 		snprintf(msg, sizeof(msg), "%d/%d instance(s) running", running, p->target);
 	else
 		snprintf(msg, sizeof(msg), "%s", in->degraded_message ? in->degraded_message : "not reconciled");
 	add_condition(conds, in, "Ready", ready,
-		      ready ? "PoolReady" : in->degraded_reason ? in->degraded_reason : "Scaling", msg);
-	add_progress(conds, in, running);
+		      ready ? "PoolReady" : in->degraded_reason ? in->degraded_reason :
+		      in->deleting ? "Deleting" : "Scaling", msg);
+	add_progress(conds, in, live, live_known, running);
 	add_condition(conds, in, "Degraded", in->degraded_reason != NULL,
 		      in->degraded_reason ? in->degraded_reason : "AsExpected",
 		      in->degraded_message ? in->degraded_message : "no errors");
@@ -150,6 +183,19 @@ cJSON *status_build(const struct status_input *in)
 			      "spec.secretId/secretKey are stored in the resource; move them to a Secret "
 			      "and use spec.credentialsSecretRef");
 	return st;
+}
+
+bool status_patch_is_noop(const cJSON *patch, const cJSON *old)
+{
+	if (!old)
+		return false;
+	const cJSON *k;
+	cJSON_ArrayForEach(k, patch) {
+		const cJSON *o = cJSON_GetObjectItemCaseSensitive(old, k->string);
+		if (cJSON_IsNull(k) ? o && !cJSON_IsNull(o) : !o || !cJSON_Compare(k, o, 1))
+			return false;
+	}
+	return true;
 }
 
 bool status_ledger(const cJSON *status, struct plan_launch *ret)
@@ -163,21 +209,47 @@ bool status_ledger(const cJSON *status, struct plan_launch *ret)
 	    strlen(token->valuestring) >= sizeof(ret->client_token) || count->valuedouble < 1 ||
 	    count->valuedouble > PLAN_MAX_LAUNCH_PER_CALL)
 		return false;
-	struct plan_launch out = {.count = count->valueint};
-	snprintf(out.client_token, sizeof(out.client_token), "%s", token->valuestring);
+	/* A start time that is not one would put the launch past its grace at once. */
 	struct tm tm = {0};
-	if (strptime(started->valuestring, "%Y-%m-%dT%H:%M:%SZ", &tm))
-		out.started = (int64_t)timegm(&tm);
+	const char *end = strptime(started->valuestring, "%Y-%m-%dT%H:%M:%SZ", &tm);
+	if (!*token->valuestring || !end || *end)
+		return false;
+	struct plan_launch out = {.count = count->valueint, .started = (int64_t)timegm(&tm)};
+	snprintf(out.client_token, sizeof(out.client_token), "%s", token->valuestring);
 	const cJSON *ids = cJSON_GetObjectItemCaseSensitive(l, "instanceIds");
 	if (cJSON_IsArray(ids)) {
 		out.ids_known = true;
 		const cJSON *id;
-		cJSON_ArrayForEach(id, ids)
-			if (cJSON_IsString(id))
-				strv_push(&out.instance_ids, id->valuestring);
+		cJSON_ArrayForEach(id, ids) {
+			if (!cJSON_IsString(id) || !*id->valuestring ||
+			    strlen(id->valuestring) >= sizeof(((struct pool_instance *)0)->id) ||
+			    out.instance_ids.n >= PLAN_MAX_LAUNCH_PER_CALL) {
+				plan_launch_clear(&out);
+				return false;
+			}
+			strv_push(&out.instance_ids, id->valuestring);
+		}
 	}
 	*ret = out;
 	return true;
+}
+
+void status_recorded(const cJSON *status, struct strv *ret_ids, struct strv *ret_live)
+{
+	const cJSON *it;
+	size_t n = 0;
+	cJSON_ArrayForEach(it, cJSON_GetObjectItemCaseSensitive(status, "instances")) {
+		const cJSON *id = cJSON_GetObjectItemCaseSensitive(it, "instanceId");
+		const cJSON *state = cJSON_GetObjectItemCaseSensitive(it, "state");
+		if (!cJSON_IsString(id) || !*id->valuestring || strlen(id->valuestring) >= 32)
+			continue;
+		if (n++ >= STATUS_MAX_RECORDED)
+			break;
+		strv_push(ret_ids, id->valuestring);
+		/* Entries of the earlier operator have no state: they were live. */
+		if (!cJSON_IsString(state) || plan_classify_state(state->valuestring) == PLAN_LIVE)
+			strv_push(ret_live, id->valuestring);
+	}
 }
 
 int64_t status_launch_seq(const cJSON *status)

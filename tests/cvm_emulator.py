@@ -15,6 +15,7 @@ Running
     python3 tests/cvm_emulator.py [--host 127.0.0.1] [--port 0] [--port-file FILE]
         [--secret-id ID --secret-key KEY [--token TOK]] [--credentials-file FILE]
         [--pending-seconds 2.0] [--terminating-seconds 1.0] [--journal FILE] [--quiet]
+        [--seed N]
     python3 tests/cvm_emulator.py --self-test
 
 --port 0 picks a free port. Once listening, the port number is written to --port-file
@@ -23,7 +24,9 @@ Running
 holds a JSON list of {"secretId", "secretKey", "token"?}. All credentials belong to one
 account (so rotating credentials sees the same instances). Access logs go to stderr, one
 line per request (--quiet turns them off); they and the journal name secret ids only,
-never keys or tokens. SIGTERM/SIGINT stop the server with exit status 0. --self-test
+never keys or tokens. --seed N seeds instance ids and tag-index drop draws, so a run
+is reproducible as far as request timing allows. SIGTERM/SIGINT stop the server with
+exit status 0. --self-test
 checks the signer against the three official worked examples and exits 0 or 1.
 
 Cloud API (POST /, JSON body)
@@ -60,10 +63,19 @@ DescribeInstances: InstanceIds (<= 100, ins-xxxxxxxx) or Filters (not both), Off
 instance-id, instance-type, instance-charge-type, instance-state, instance-name; names
 AND, values within a filter OR; <= 10 filters, <= 5 values each. Only the request's
 region; only instances whose visibility delay (fault invisibleSeconds) has passed, also
-when asked by id. Order: CreatedTime (second precision) then InstanceId. Answers
+when asked by id (the delay is also the one thing that hides an instance from an id
+lookup). Order: CreatedTime (second precision) then InstanceId. Answers
 TotalCount (all matches) and InstanceSet (the page). PublicIpAddresses is null until the
 instance is RUNNING, and always when no public IP was asked for (InternetAccessible
 PublicIpAssigned false, or InternetMaxBandwidthOut 0 or absent).
+Tag index (design.md section 3, "Visibility"): a listing with a tag filter (tag:<key>,
+tag-key, tag-value) is answered from a lagging, non-monotonic index. An instance enters
+it tagIndexLagSeconds after creation (config, or the RunInstances fault of that name);
+an indexed instance drops out with probability tagIndexDropProbability, drawn per
+instance and per listing, for tagIndexDropSeconds, then comes back. TotalCount counts
+what the index shows; the journal entry says "indexHidden": n. Lookups by InstanceIds
+and listings without a tag filter bypass the index, and once an instance has been
+returned by any DescribeInstances, a lookup by id keeps finding it until it is gone.
 
 RunInstances: requires Placement.Zone (in the request's region), ImageId (img-...),
 InstanceType (FAMILY.SIZE). InstanceChargeType SPOTPAID or POSTPAID_BY_HOUR (default);
@@ -100,11 +112,16 @@ Bad input answers HTTP 400 {"ok": false, "error": "..."}; unknown paths 404.
                                           journal and stats; keeps credentials and config
   POST /_emulator/credentials             {"secretId","secretKey","token"?} adds/replaces;
                                           {"secretId","remove": true} removes
-  POST /_emulator/config                  {"pendingSeconds"?, "terminatingSeconds"?}
+  POST /_emulator/config                  {"pendingSeconds"?, "terminatingSeconds"?,
+                                          "tagIndexLagSeconds"?=0, "tagIndexDropProbability"?
+                                          =0 (0..1), "tagIndexDropSeconds"?=5, "seed"?}; the
+                                          lag applies to instances created afterwards
+                                          (also by POST /_emulator/instances)
   GET  /_emulator/instances[?region=R]    JSON list of every instance (also invisible and
                                           TERMINATING), Describe fields plus region,
                                           clientToken, launchedBy (User-Agent), secretId,
-                                          visible, visibleAfter, launchFail
+                                          visible, visibleAfter, indexedAfter,
+                                          indexDroppedUntil, seen, launchFail
   POST /_emulator/instances               {"region", "zone"?=<region>-1, "instanceType"?=
                                           S5.MEDIUM4, "state"?=RUNNING, "tags"?: [{Key,
                                           Value}], "count"?=1, "chargeType"?=SPOTPAID,
@@ -121,12 +138,26 @@ Bad input answers HTTP 400 {"ok": false, "error": "..."}; unknown paths 404.
                                           the three actions or "*", "times"?=1 (-1: until
                                           cleared) -> {"ok", "faultId"}; {"clear": true}
   GET  /_emulator/faults                  JSON list of pending faults
+  POST /_emulator/killhook                {"action": A|"*", "when": "before"|"after", "pid": N,
+                                          "signal"?=9, "times"?=1 (-1: until cleared),
+                                          "comm"?} -> {"ok", "hookId"}; {"clear": true}.
+                                          With comm, the signal goes only to a pid whose
+                                          /proc/PID/comm is comm (pids get reused). A matching
+                                          call that gets past throttling makes the emulator
+                                          signal pid, "before" performing the call (nothing
+                                          done) or "after" performing it (faults included);
+                                          either way the connection closes without a reply.
+                                          The journal entry says "killed": {hookId, when,
+                                          pid, signal, result}
+  GET  /_emulator/killhooks               JSON list of pending kill hooks
   POST /_emulator/throttle                {"action": A|"*", "perSecond": n|null (default)}
   GET  /_emulator/journal[?since=SEQ]     JSON list of entries (see below)
-  GET  /_emulator/stats[?tagKey=K[&tagValue=V]]
+  GET  /_emulator/stats[?tagKey=K[&tagValue=V]][&history=1]
                                           {"ok", "live", "maxLive", "launched",
                                           "terminated", "reclaimed"} for instances with
-                                          that tag (key only: any value; none: all)
+                                          that tag (key only: any value; none: all);
+                                          history=1 adds "history": [[epoch s, live], ...],
+                                          one point per change of live (last 20000)
 
 Fault kinds. The first pending fault of each kind matching the action applies; a fault
 is used up when it applies. Outcome kinds exclude each other (first match wins):
@@ -141,15 +172,19 @@ Modifier kinds, combinable with the above:
   "invisibleSeconds": s        (RunInstances) instances of the launch stay out of
                                DescribeInstances for s seconds
   "launchFail": true           (RunInstances) instances of the launch end LAUNCH_FAILED
-The two RunInstances modifiers are used up only by a launch that creates instances.
+  "tagIndexLagSeconds": s      (RunInstances) instances of the launch enter the tag index
+                               s seconds after creation (instead of the configured lag)
+The RunInstances modifiers are used up only by a launch that creates instances.
 
 Journal entries: {"seq", "time" (epoch s), "action", "secretId", "userAgent", "region",
-"requestId", "error"? (code), "faults"? (kinds applied)} plus per action: Describe
-"instanceIds"? (asked), "filters"?, "offset", "limit", "totalCount", "count" (returned);
-Run "count", "clientToken"?, "dryRun"?, "instanceIds" (launched or replayed), "replay"?,
-"paramsDiffer"?; Terminate "instanceIds". Control mutations add entries whose action is
-"_" + endpoint ("_fault", "_reclaim", "_instances", "_stock", ...). With --journal FILE
-each entry is also appended as a JSON line (reset appends a "_reset" line there).
+"requestId", "error"? (code), "faults"? (kinds applied), "killed"? (kill hook)} plus
+per action: Describe "instanceIds"? (asked), "filters"?, "offset", "limit", "totalCount",
+"count" (returned), "indexHidden"?; Run "count", "clientToken"?, "dryRun"?, "instanceIds"
+(launched or replayed), "replay"?, "paramsDiffer"?; Terminate "instanceIds". Control
+mutations add entries whose action is "_" + endpoint ("_fault", "_reclaim", "_instances",
+"_stock", ...; "_fault" and "_killhook" entries name the action they target as
+"faultAction" / "hookAction"). With --journal FILE each entry is also appended as a
+JSON line (reset appends a "_reset" line there).
 
 Stats: "live" counts instances with the tag in LIVE states, invisible ones included;
 "maxLive" is its high-water mark since the last reset, updated at every state change
@@ -508,6 +543,9 @@ class Instance:
     launched_by: str | None = None
     secret_id: str | None = None
     visible_after: float = 0.0
+    index_after: float = 0.0           # enters tag-filtered listings (tag index lag)
+    index_dropped_until: float = 0.0   # out of tag-filtered listings until then (index drop)
+    seen: bool = False                 # returned by some DescribeInstances already
     launch_fail: bool = False
     boot_at: float = 0.0
     gone_at: float = 0.0
@@ -548,8 +586,41 @@ class Fault:
 
 
 OUTCOME_FAULTS = ("errorCode", "httpStatus", "malformed", "applyThenFail")
-MODIFIER_FAULTS = ("latencyMs", "invisibleSeconds", "launchFail")
-RUN_ONLY_FAULTS = ("invisibleSeconds", "launchFail")
+MODIFIER_FAULTS = ("latencyMs", "invisibleSeconds", "launchFail", "tagIndexLagSeconds")
+RUN_ONLY_FAULTS = ("invisibleSeconds", "launchFail", "tagIndexLagSeconds")
+TAG_FILTER_PREFIX = "tag:"
+HISTORY_MAX = 20_000
+
+
+def is_tag_filter(name: str) -> bool:
+    """Filters answered from the tag index (which lags and drops entries)."""
+    return (name.startswith(TAG_FILTER_PREFIX) and len(name) > len(TAG_FILTER_PREFIX)) or \
+        name in ("tag-key", "tag-value")
+
+
+@dataclass
+class KillHook:
+    """Send signal to pid when a matching cloud call arrives: "before" performing it
+    (nothing done) or "after" performing it (done); the reply is never sent."""
+    hook_id: int
+    action: str
+    when: str
+    pid: int
+    signal: int
+    times: int
+    comm: str | None = None
+
+    def to_json(self) -> dict:
+        return {"hookId": self.hook_id, "action": self.action, "when": self.when, "pid": self.pid,
+                "signal": self.signal, "times": self.times, **({"comm": self.comm} if self.comm else {})}
+
+
+def process_comm(pid: int) -> str | None:
+    try:
+        with open(f"/proc/{pid}/comm", encoding="utf-8", errors="replace") as handle:
+            return handle.read().strip()
+    except OSError:
+        return None
 
 
 class TokenBucket:
@@ -641,23 +712,30 @@ class Emulator:
     LAUNCH_FAILED, TERMINATING -> gone) are applied lazily from a timer heap at the start
     of every request, so each request sees state exactly as of its arrival."""
 
-    def __init__(self, pending_seconds: float, terminating_seconds: float, journal_path: str | None):
+    def __init__(self, pending_seconds: float, terminating_seconds: float, journal_path: str | None,
+                 seed: int | None = None):
         self.lock = threading.Lock()
         self.credentials: dict[str, Credential] = {}
         self.pending_seconds = pending_seconds
         self.terminating_seconds = terminating_seconds
+        self.tag_index_lag = 0.0
+        self.tag_index_drop_probability = 0.0
+        self.tag_index_drop_seconds = 5.0
         self._journal_file = open(journal_path, "a", encoding="utf-8") if journal_path else None
         self._issued_ids: set[str] = set()
         self._address_counter = 0
         self._seq = 0
         self._next_fault_id = 1
-        self._random = random.Random()
+        self._random = random.Random(seed)
+        self._index_random = random.Random(seed)
+        self._next_hook_id = 1
         self._reset()
 
     def _reset(self) -> None:
         self.instances: dict[str, Instance] = {}
         self.client_tokens: dict[str, dict] = {}
         self.faults: list[Fault] = []
+        self.kill_hooks: list[KillHook] = []
         self.stock: dict[tuple[str, str], dict] = {}
         self.spot_quota: dict | None = None
         self.rates = dict(DEFAULT_RATES)
@@ -665,6 +743,7 @@ class Emulator:
         self.journal: deque[dict] = deque(maxlen=JOURNAL_MAX_ENTRIES)
         self.live = Counter()
         self.max_live = Counter()
+        self.live_history: dict[tuple, deque] = {}
         self.launched = Counter()
         self.terminated = Counter()
         self.reclaimed = Counter()
@@ -706,9 +785,14 @@ class Emulator:
         self._query_cache.clear()
 
     def _count_live(self, inst: Instance, delta: int) -> None:
+        now = round(time.time(), 3)
         for key in inst.stat_keys():
             self.live[key] += delta
             self.max_live[key] = max(self.max_live[key], self.live[key])
+            history = self.live_history.get(key)
+            if history is None:
+                history = self.live_history[key] = deque(maxlen=HISTORY_MAX)
+            history.append((now, self.live[key]))
 
     def _add(self, inst: Instance) -> None:
         self.instances[inst.instance_id] = inst
@@ -756,11 +840,14 @@ class Emulator:
                 self._changed()
 
     def _spawn(self, now: float, region: str, zone: str, instance_type: str, charge_type: str,
-               tags: list[dict], state: str, wants_public_ip: bool, **details) -> Instance:
+               tags: list[dict], state: str, wants_public_ip: bool, index_lag: float | None = None,
+               **details) -> Instance:
+        lag = self.tag_index_lag if index_lag is None else index_lag
         inst = Instance(instance_id=self._new_instance_id(), region=region, zone=zone,
                         instance_type=instance_type, charge_type=charge_type, state=state, created=now,
                         tags=tags, private_ip=self._next_address(10), wants_public_ip=wants_public_ip,
-                        boot_at=now + self.pending_seconds, gone_at=now + self.terminating_seconds, **details)
+                        boot_at=now + self.pending_seconds, gone_at=now + self.terminating_seconds,
+                        index_after=now + lag if lag else 0.0, **details)
         self._add(inst)
         return inst
 
@@ -790,6 +877,7 @@ class Emulator:
         the action. Fills the journal entry as it goes."""
         action = headers.get("x-tc-action", "-")
         outcome = latency = None
+        reached = False  # past throttling: the call is performed (or refused by a fault)
         try:
             action, region, params = self._check_request(headers, body)
             bucket = self.buckets.get((secret_id, action))
@@ -798,6 +886,9 @@ class Emulator:
             if not bucket.take(now):
                 raise ApiError("RequestLimitExceeded",
                                f"Requests of {action} exceed the limit of {self.rates[action]:g} per second.")
+            if self._fire_hook(action, "before", entry):
+                return Reply(0, b"", drop=True, summary=f"{action} killed caller before (hook)")
+            reached = True
             outcome = self._take_fault(action, OUTCOME_FAULTS)
             latency = self._take_fault(action, ("latencyMs",))
             entry["faults"] = [f.kind for f in (outcome, latency) if f]
@@ -822,7 +913,33 @@ class Emulator:
                      else Reply.html(503, f"{action} applied, HTTP 503 (fault)"))
         if latency:
             reply.delay = latency.value / 1000.0
+        if reached and self._fire_hook(action, "after", entry):
+            reply = Reply(0, b"", drop=True, summary=f"{action} done, killed caller after (hook)")
         return reply
+
+    def _fire_hook(self, action: str, when: str, entry: dict) -> bool:
+        """Use up the first matching kill hook: signal its pid and say so in the journal."""
+        for hook in self.kill_hooks:
+            if hook.when == when and hook.action in (action, "*"):
+                if hook.times > 0:
+                    hook.times -= 1
+                    if hook.times == 0:
+                        self.kill_hooks.remove(hook)
+                comm = process_comm(hook.pid) if hook.comm else None
+                try:
+                    if hook.comm and comm != hook.comm:
+                        outcome = f"not sent: pid {hook.pid} is {comm or 'gone'}, not {hook.comm}"
+                    else:
+                        os.kill(hook.pid, hook.signal)
+                        outcome = "sent"
+                except OSError as err:
+                    outcome = err.strerror or str(err)
+                entry["killed"] = {"hookId": hook.hook_id, "when": when, "pid": hook.pid,
+                                   "signal": hook.signal, "result": outcome}
+                print(f"cvm-emulator: kill hook {hook.hook_id}: signal {hook.signal} to pid {hook.pid} "
+                      f"{when} {action}: {outcome}", file=sys.stderr, flush=True)
+                return True
+        return False
 
     def _check_request(self, headers: dict[str, str], body: bytes) -> tuple[str, str, dict]:
         version = headers.get("x-tc-version")
@@ -893,14 +1010,32 @@ class Emulator:
             wanted = set(ids)
             matches = self._query_cache[query] = sorted(
                 (inst for inst in self.instances.values()
-                 if inst.region == call.region and inst.visible_after <= call.now
+                 if inst.region == call.region and (inst.visible_after <= call.now or inst.seen)
                  and (not wanted or inst.instance_id in wanted)
                  and all(predicate(inst) for predicate in predicates)),
                 key=lambda inst: (inst.created_time, inst.instance_id))
+        hidden = 0
+        if any(is_tag_filter(f.get("Name") or "") for f in filters):
+            indexed = [inst for inst in matches if self._in_tag_index(inst, call.now)]
+            hidden, matches = len(matches) - len(indexed), indexed
         page = matches[offset:offset + limit]
+        for inst in page:
+            inst.seen = True
         call.entry.update({**({"instanceIds": ids} if ids else {}), **({"filters": filters} if filters else {}),
-                           "offset": offset, "limit": limit, "totalCount": len(matches), "count": len(page)})
+                           "offset": offset, "limit": limit, "totalCount": len(matches), "count": len(page),
+                           **({"indexHidden": hidden} if hidden else {})})
         return {"TotalCount": len(matches), "InstanceSet": [describe_view(inst) for inst in page]}
+
+    def _in_tag_index(self, inst: Instance, now: float) -> bool:
+        """Whether the lagging, non-monotonic tag index lists the instance right now: not
+        before index_after; an indexed instance drops out with the configured probability
+        (drawn per instance, per listing) for tagIndexDropSeconds, then comes back."""
+        if inst.index_after > now or inst.index_dropped_until > now:
+            return False
+        if self.tag_index_drop_probability > 0 and self._index_random.random() < self.tag_index_drop_probability:
+            inst.index_dropped_until = now + self.tag_index_drop_seconds
+            return False
+        return True
 
     def _run_instances(self, params: dict, call: Call) -> dict:
         check_schema(params, RUN_SCHEMA)
@@ -916,7 +1051,8 @@ class Emulator:
             return {}
         invisible = self._take_fault("RunInstances", ("invisibleSeconds",))
         launch_fail = self._take_fault("RunInstances", ("launchFail",))
-        call.entry.setdefault("faults", []).extend(f.kind for f in (invisible, launch_fail) if f)
+        index_lag = self._take_fault("RunInstances", ("tagIndexLagSeconds",))
+        call.entry.setdefault("faults", []).extend(f.kind for f in (invisible, launch_fail, index_lag) if f)
         ids = []
         for n in range(launch["count"]):
             name = launch["name"] + (str(n + 1) if launch["count"] > 1 else "")
@@ -929,7 +1065,8 @@ class Emulator:
                 internet_charge_type=launch["internet_charge_type"], system_disk=dict(launch["system_disk"]),
                 key_ids=launch["key_ids"], client_token=token, launched_by=call.user_agent,
                 secret_id=call.secret_id, visible_after=(call.now + invisible.value) if invisible else 0.0,
-                launch_fail=launch_fail is not None, latest_operation="RunInstances",
+                launch_fail=launch_fail is not None, index_lag=index_lag.value if index_lag else None,
+                latest_operation="RunInstances",
                 latest_operation_state="OPERATING", latest_request_id=call.request_id)
             for key in inst.stat_keys():
                 self.launched[key] += 1
@@ -1043,7 +1180,23 @@ class Emulator:
             self.pending_seconds = control_number(payload, "pendingSeconds")
         if "terminatingSeconds" in payload:
             self.terminating_seconds = control_number(payload, "terminatingSeconds")
-        config = {"pendingSeconds": self.pending_seconds, "terminatingSeconds": self.terminating_seconds}
+        if "tagIndexLagSeconds" in payload:
+            self.tag_index_lag = control_number(payload, "tagIndexLagSeconds")
+        if "tagIndexDropProbability" in payload:
+            probability = control_number(payload, "tagIndexDropProbability")
+            if probability > 1:
+                raise ControlError("tagIndexDropProbability must be in [0, 1]")
+            self.tag_index_drop_probability = probability
+        if "tagIndexDropSeconds" in payload:
+            self.tag_index_drop_seconds = control_number(payload, "tagIndexDropSeconds")
+        if "seed" in payload:
+            seed = control_number(payload, "seed", integer=True)
+            self._random.seed(seed)
+            self._index_random.seed(seed)
+        config = {"pendingSeconds": self.pending_seconds, "terminatingSeconds": self.terminating_seconds,
+                  "tagIndexLagSeconds": self.tag_index_lag,
+                  "tagIndexDropProbability": self.tag_index_drop_probability,
+                  "tagIndexDropSeconds": self.tag_index_drop_seconds}
         self._record({"action": "_config", **config}, now)
         return {"ok": True, **config}
 
@@ -1054,7 +1207,9 @@ class Emulator:
         return [{**describe_view(inst), "region": inst.region, "clientToken": inst.client_token,
                  "launchedBy": inst.launched_by, "secretId": inst.secret_id,
                  "visible": inst.visible_after <= now, "visibleAfter": inst.visible_after or None,
-                 "launchFail": inst.launch_fail} for inst in chosen]
+                 "indexedAfter": inst.index_after or None,
+                 "indexDroppedUntil": inst.index_dropped_until if inst.index_dropped_until > now else None,
+                 "seen": inst.seen, "launchFail": inst.launch_fail} for inst in chosen]
 
     def ctl_create_instances(self, payload, query, now):
         region = control_string(payload, "region")
@@ -1150,7 +1305,7 @@ class Emulator:
             value = control_number(payload, kind, 100, integer=True)
             if value > 599:
                 raise ControlError("httpStatus must be 100..599")
-        elif kind in ("latencyMs", "invisibleSeconds"):
+        elif kind in ("latencyMs", "invisibleSeconds", "tagIndexLagSeconds"):
             value = control_number(payload, kind)
         elif payload[kind] is not True:
             raise ControlError(f"{kind} must be true")
@@ -1165,11 +1320,42 @@ class Emulator:
         fault = Fault(self._next_fault_id, action, kind, value, times, message, payload.get("drop") is True)
         self._next_fault_id += 1
         self.faults.append(fault)
-        self._record({"action": "_fault", **fault.to_json()}, now)
+        self._record({**fault.to_json(), "action": "_fault", "faultAction": fault.action}, now)
         return {"ok": True, "faultId": fault.fault_id}
 
     def ctl_list_faults(self, payload, query, now):
         return [fault.to_json() for fault in self.faults]
+
+    def ctl_killhook(self, payload, query, now):
+        if payload.get("clear") is True:
+            cleared = len(self.kill_hooks)
+            self.kill_hooks.clear()
+            self._record({"action": "_killhook", "clear": True, "cleared": cleared}, now)
+            return {"ok": True, "cleared": cleared}
+        action = payload.get("action")
+        if action not in ACTIONS + ("*",):
+            raise ControlError(f"action must be one of {list(ACTIONS)} or \"*\"")
+        when = payload.get("when")
+        if when not in ("before", "after"):
+            raise ControlError("when must be \"before\" or \"after\"")
+        pid = control_number(payload, "pid", 2, integer=True)
+        signum = control_number(payload, "signal", 1, integer=True, default=int(signal.SIGKILL))
+        if signum > 64:
+            raise ControlError("signal must be 1..64")
+        times = control_number(payload, "times", -1, integer=True, default=1)
+        if times == 0:
+            raise ControlError("times must be -1 (until cleared) or >= 1")
+        comm = payload.get("comm")
+        if comm is not None and (not isinstance(comm, str) or not comm):
+            raise ControlError("comm must be a non-empty string")
+        hook = KillHook(self._next_hook_id, action, when, pid, signum, times, comm)
+        self._next_hook_id += 1
+        self.kill_hooks.append(hook)
+        self._record({**hook.to_json(), "action": "_killhook", "hookAction": hook.action}, now)
+        return {"ok": True, "hookId": hook.hook_id}
+
+    def ctl_list_killhooks(self, payload, query, now):
+        return [hook.to_json() for hook in self.kill_hooks]
 
     def ctl_throttle(self, payload, query, now):
         action = payload.get("action")
@@ -1195,8 +1381,12 @@ class Emulator:
         if tag_value is not None and tag_key is None:
             raise ControlError("tagValue needs tagKey")
         key = (tag_key, tag_value)
-        return {"ok": True, "live": self.live[key], "maxLive": self.max_live[key], "launched": self.launched[key],
-                "terminated": self.terminated[key], "reclaimed": self.reclaimed[key]}
+        result = {"ok": True, "live": self.live[key], "maxLive": self.max_live[key],
+                  "launched": self.launched[key], "terminated": self.terminated[key],
+                  "reclaimed": self.reclaimed[key]}
+        if (query.get("history") or ["0"])[0] not in ("0", ""):
+            result["history"] = [list(point) for point in self.live_history.get(key, ())]
+        return result
 
 
 HANDLERS = {"DescribeInstances": Emulator._describe_instances, "RunInstances": Emulator._run_instances,
@@ -1213,6 +1403,8 @@ CONTROL_ROUTES = {
     ("POST", "/_emulator/quota"): Emulator.ctl_quota,
     ("POST", "/_emulator/fault"): Emulator.ctl_fault,
     ("GET", "/_emulator/faults"): Emulator.ctl_list_faults,
+    ("POST", "/_emulator/killhook"): Emulator.ctl_killhook,
+    ("GET", "/_emulator/killhooks"): Emulator.ctl_list_killhooks,
     ("POST", "/_emulator/throttle"): Emulator.ctl_throttle,
     ("GET", "/_emulator/journal"): Emulator.ctl_journal,
     ("GET", "/_emulator/stats"): Emulator.ctl_stats,
@@ -1513,13 +1705,14 @@ def main(argv: list[str]) -> int:
     parser.add_argument("--pending-seconds", type=float, default=2.0)
     parser.add_argument("--terminating-seconds", type=float, default=1.0)
     parser.add_argument("--journal", help="append every journal entry to this file as a JSON line")
+    parser.add_argument("--seed", type=int, help="seed instance ids and tag-index drops (reproducible runs)")
     parser.add_argument("--quiet", action="store_true", help="no access log on stderr")
     parser.add_argument("--self-test", action="store_true", help="check the signer against the official examples")
     args = parser.parse_args(argv)
     if args.self_test:
         return self_test()
 
-    emulator = Emulator(args.pending_seconds, args.terminating_seconds, args.journal)
+    emulator = Emulator(args.pending_seconds, args.terminating_seconds, args.journal, args.seed)
     emulator.credentials.update(load_credentials(args))
     server = ThreadingHTTPServer((args.host, args.port), Handler)
     server.daemon_threads = True

@@ -129,4 +129,11 @@ sp_field() { kubectl get sp "$1" -n "${3:-default}" -o json | jq -r "$2"; }
 emu_live() { emu_get "stats?tagKey=spotpool.jokerbai.com/pool&tagValue=$1" | jq .live; }
 emu_max_live() { emu_get "stats?tagKey=spotpool.jokerbai.com/pool&tagValue=$1" | jq .maxLive; }
 
+# The ClientToken prefix of a pool's launches (see reconcile_client_token): token_prefix NAME [NS]
+token_prefix() {
+	local uid
+	uid=$(kubectl get sp "$1" -n "${2:-default}" -o jsonpath='{.metadata.uid}')
+	python3 -c 'import hashlib,sys; print("spotpool-" + hashlib.sha256(sys.argv[1].encode()).hexdigest()[:32] + "-")' "$uid/${2:-default}/$1"
+}
+
 free_port() { python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])'; }

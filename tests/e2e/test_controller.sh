@@ -53,8 +53,8 @@ check "emulator holds exactly 2 live instances for it" test "$(emu_live default/
 check "InsecureCredentials condition set for inline keys" \
 	test "$(sp_field spotpool-sample '.status.conditions[] | select(.type=="InsecureCredentials") | .status')" = True
 kubectl get sp >"$E2E_TMP/get.out"
-check "kubectl get sp shows MINIMUM MAXIMUM SIZE READY AGE" \
-	bash -c "head -1 '$E2E_TMP/get.out' | grep -qE 'NAME +MINIMUM +MAXIMUM +(REPLICAS +)?SIZE +READY +AGE' && grep -qE 'spotpool-sample +2 +2 +.*2 +True' '$E2E_TMP/get.out'"
+check "kubectl get sp shows MINIMUM MAXIMUM REPLICAS SIZE READY REASON AGE" \
+	bash -c "head -1 '$E2E_TMP/get.out' | grep -qE 'NAME +MINIMUM +MAXIMUM +REPLICAS +SIZE +READY +REASON +AGE' && grep -qE 'spotpool-sample +2 +2 +.*2 +True' '$E2E_TMP/get.out'"
 check "Launched event recorded" bash -c "kubectl get events -o json | jq -e '[.items[] | select(.reason==\"Launched\" and .involvedObject.name==\"spotpool-sample\")] | length > 0' >/dev/null"
 check "finalizer added" test "$(sp_field spotpool-sample '.metadata.finalizers | index("spotpool.jokerbai.com/finalizer")')" != null
 
@@ -119,8 +119,12 @@ check "the launch was recorded in status before the call" test "$(sp_field crash
 start_controller "$CTL_LOG"
 check "after restart the pool converges to 3" wait_for 40 converged crash 3
 check "never more than maximum 3 live (high-water mark $(emu_max_live default/crash))" test "$(emu_max_live default/crash)" -le 3
-check "the restart resumed the same ClientToken (replayed, not doubled)" bash -c \
-	"curl -s '$EMU_URL/_emulator/journal' | jq -e '[.[] | select(.action==\"RunInstances\" and .replay==true)] | length >= 1' >/dev/null"
+# The first launch's outcome was unknown at restart: no launch under a new token may
+# follow (its instances showed up, so nothing else was needed).
+check "no second launch sequence after the restart (launchSeq $(sp_field crash .status.launchSeq))" \
+	test "$(sp_field crash .status.launchSeq)" = 1
+check "the launch of unknown outcome is resolved by its instances' launch tag (status.launch cleared)" \
+	wait_for 10 test "$(sp_field crash .status.launch)" = null
 
 # --- Reply lost after the launch happened: retried with the same token ---------
 emu_post fault '{"action":"RunInstances","applyThenFail":true,"times":1}' >/dev/null
@@ -146,8 +150,9 @@ emu_post fault '{"action":"RunInstances","applyThenFail":true,"times":1}' >/dev/
 emu_post fault '{"action":"RunInstances","invisibleSeconds":5,"times":1}' >/dev/null
 check "refill: converges to 1 RUNNING instance" wait_for 60 converged refill 1
 check "refill: never more than 1 live (high-water mark $(emu_max_live default/refill))" test "$(emu_max_live default/refill)" -le 1
-check "refill: the lost reply was resumed with the same ClientToken" bash -c \
-	"curl -s '$EMU_URL/_emulator/journal' | jq -e '[.[] | select(.action==\"RunInstances\" and .replay==true and (.clientToken | test(\"spotpool-\")))] | length >= 2' >/dev/null"
+refill_token=$(token_prefix refill)
+check "refill: the lost reply was resumed with pool refill's same ClientToken" bash -c \
+	"curl -s '$EMU_URL/_emulator/journal' | jq -e --arg t '$refill_token' '[.[] | select(.action==\"RunInstances\" and .replay==true and (.clientToken | startswith(\$t)))] | length >= 1' >/dev/null"
 check "refill: the dead instance was cleaned up" wait_for 20 bash -c "! curl -s '$EMU_URL/_emulator/instances' | jq -e '[.[] | select(.InstanceState==\"LAUNCH_FAILED\")] | length > 0' >/dev/null"
 
 # --- Capacity: a sold-out zone is reported, nothing overshoots ----------------
@@ -176,13 +181,34 @@ gone() { ! kubectl get sp "$1" -n "${2:-default}" >/dev/null 2>&1; }
 check "deleted pool disappears" wait_for 40 gone scaler
 states=$(emu_get instances | jq -r --arg ids "$ids" '[.[] | select(.InstanceId as $i | $ids | split("\n") | index($i))] | map(.InstanceState) | unique | join(",")')
 check "its instances were terminated first (states now: ${states:-gone})" test "$states" = "" -o "$states" = TERMINATING
-# Deleting a namespace deletes a pool's Secret along with it: deletion still finishes
-# with the controller's default credentials.
+# A pool whose own credentials are gone is never cleaned up with anyone else's: it
+# keeps its finalizer, says why (condition, one event, a log line) and finishes once
+# its Secret is back.
 b2_ids=$(sp_field b2 '.status.instances[].instanceId' team-b)
 kubectl -n team-b delete secret tc-creds >/dev/null
 kubectl -n team-b delete sp b2 --wait=false >/dev/null
-check "pool whose Secret is gone is still released" wait_for 40 gone b2 team-b
-check "its instance was terminated" test "$(emu_get instances | jq -r --arg id "$b2_ids" '.[] | select(.InstanceId==$id) | .InstanceState')" != RUNNING
+stuck() { [[ $(sp_field b2 '.status.conditions[] | select(.type=="Degraded") | .status + "/" + .reason' team-b) == True/CredentialsInvalid ]]; }
+check "Secret gone: the deleted pool stays, Degraded CredentialsInvalid" wait_for 30 stuck
+sleep 4  # several retries
+check "Secret gone: Progressing says Deleting" test "$(sp_field b2 '.status.conditions[] | select(.type=="Progressing") | .reason' team-b)" = Deleting
+check "Secret gone: its instance was not released to anyone else's credentials (still RUNNING)" \
+	test "$(emu_get instances | jq -r --arg id "$b2_ids" '.[] | select(.InstanceId==$id) | .InstanceState')" = RUNNING
+b2_events=$(kubectl get events -n team-b -o json | jq '[.items[] | select(.involvedObject.name=="b2" and .reason=="CredentialsInvalid")] | length')
+check "Secret gone: one Warning event for the episode ($b2_events)" test "$b2_events" = 1
+check "Secret gone: a log line names the pool" grep -q "team-b/b2: CredentialsInvalid" "$E2E_TMP/$CTL_LOG.log"
+kubectl -n team-b create secret generic tc-creds --from-literal=secretId="$EMU_SECRET_ID" \
+	--from-literal=secretKey="$EMU_SECRET_KEY" >/dev/null
+check "Secret back: the pool is released" wait_for 40 gone b2 team-b
+check "Secret back: its instance was terminated" test "$(emu_get instances | jq -r --arg id "$b2_ids" '.[] | select(.InstanceId==$id) | .InstanceState')" != RUNNING
+# A pool that never launched anything has nothing to clean up: deleting it does not
+# wait for credentials that will never work.
+b4_events=$(kubectl get events -n team-b -o json | jq '[.items[] | select(.involvedObject.name=="b4" and .type=="Warning")] | length')
+check "missing Secret: one Warning event over many retries ($b4_events)" test "$b4_events" = 1
+check "missing Secret: a log line names the pool and the Secret" grep -q "team-b/b4: CredentialsInvalid.*missing-secret" "$E2E_TMP/$CTL_LOG.log"
+check "missing Secret: Progressing says why the pool is below minimum" \
+	test "$(sp_field b4 '.status.conditions[] | select(.type=="Progressing") | .reason' team-b)" = BelowMinimum
+kubectl -n team-b delete sp b4 --wait=false >/dev/null
+check "never-launched pool with a missing Secret is deleted at once" wait_for 10 gone b4 team-b
 pool_manifest keep default 1 1 "  deletionPolicy: Retain" | kubectl apply -f - >/dev/null
 check "Retain pool converges" wait_for 30 converged keep 1
 kept=$(sp_field keep '.status.instances[0].instanceId')

@@ -17,10 +17,22 @@ printf 'logLevel: loud\n' >"$cfg"
 "$SPOTPOOL_BIN" run --config "$cfg" --check-config >"$E2E_TMP/out" 2>&1
 check "bad enum names the key" grep -qF "$cfg:1: logLevel: must be error, warn, info or debug" "$E2E_TMP/out"
 SPOTPOOL_WORKERS=lots "$SPOTPOOL_BIN" run --check-config >"$E2E_TMP/out" 2>&1
-check "bad environment value names the variable" grep -qF "SPOTPOOL_WORKERS: workers: must be an integer" "$E2E_TMP/out"
+rc=$?
+check "bad environment value: exit 1 ($rc) naming the variable (a bad --workers is a usage error, exit 2: test_cli)" \
+	bash -c "[[ $rc == 1 ]] && grep -qF 'SPOTPOOL_WORKERS: workers: must be an integer' '$E2E_TMP/out'"
 printf 'leaderElection:\n  enabled: true\n  leaseDurationSeconds: 5\n  renewDeadlineSeconds: 8\n' >"$cfg"
 "$SPOTPOOL_BIN" run --config "$cfg" --check-config >"$E2E_TMP/out" 2>&1
 check "inconsistent lease timings rejected" grep -q "renewDeadlineSeconds (8) < leaseDurationSeconds (5)" "$E2E_TMP/out"
+
+# --- --check-config checks the cluster connection: unreachable --------------------------
+"$SPOTPOOL_BIN" run --config /dev/null --kubeconfig "$E2E_ROOT/tests/e2e/fixtures/kubeconfig" --check-config \
+	>"$E2E_TMP/out" 2>&1
+rc=$?
+check "--check-config, apiserver unreachable: exit 3 ($rc)" test "$rc" = 3
+check "--check-config, apiserver unreachable: FAILED with the reason" \
+	grep -q "^# cluster connection: FAILED: GET https://127.0.0.1:1/version: .*connect" "$E2E_TMP/out"
+check "--check-config, apiserver unreachable: the configuration itself is still reported valid" \
+	grep -q "^# configuration is valid, but the cluster connection FAILED" "$E2E_TMP/out"
 
 start_emulator
 start_cluster
@@ -34,6 +46,39 @@ check "file beats default: namespaces from the file, with its line" grep -qF "na
 check "--check-config redacts the secret key" bash -c "! grep -q '$EMU_SECRET_KEY' '$E2E_TMP/out' && grep -q 'secretKey \\[redacted\\]' '$E2E_TMP/out'"
 printf 'secretId: %s\nsecretKey: %s\n' "$EMU_SECRET_ID" "$EMU_SECRET_KEY" >"$E2E_TMP/creds.yaml"
 chmod 600 "$E2E_TMP/creds.yaml"
+
+# --- --check-config: the cluster connection with a real apiserver; file modes ------------
+check "--check-config: cluster connection OK, with the apiserver's version and the Spotpool API" \
+	grep -q "^# cluster connection: OK (Kubernetes v1\.[0-9]*\.[0-9]*.*, devops.jokerbai.com/v1 served)" "$E2E_TMP/out"
+server=$(kubectl config view -o jsonpath='{.clusters[0].cluster.server}')
+cat >"$E2E_TMP/badtoken.kubeconfig" <<YAML
+apiVersion: v1
+kind: Config
+current-context: bad
+contexts:
+- name: bad
+  context: {cluster: local, user: bad}
+clusters:
+- name: local
+  cluster: {server: "$server", certificate-authority: "$E2E_TMP/k8s/pki/ca.crt"}
+users:
+- name: bad
+  user: {token: this-token-is-not-known-to-the-apiserver}
+YAML
+chmod 600 "$E2E_TMP/badtoken.kubeconfig"
+"$SPOTPOOL_BIN" run --config /dev/null --kubeconfig "$E2E_TMP/badtoken.kubeconfig" --check-config >"$E2E_TMP/out" 2>&1
+rc=$?
+check "--check-config, credentials rejected by the apiserver: exit 3 ($rc) and FAILED naming HTTP 401" \
+	bash -c "[[ $rc == 3 ]] && grep -q '^# cluster connection: FAILED: GET .*/version: HTTP 401' '$E2E_TMP/out'"
+chmod 644 "$E2E_TMP/creds.yaml"
+"$SPOTPOOL_BIN" run --config /dev/null --credentials-file "$E2E_TMP/creds.yaml" --check-config >"$E2E_TMP/out" 2>&1
+rc=$?
+check "--check-config, credentials file mode 0644: a warning naming the file and the fix (exit $rc)" \
+	grep -qxF "# warning: credentials file $E2E_TMP/creds.yaml is readable by group or others (mode 0644); restrict it: chmod 600 $E2E_TMP/creds.yaml" "$E2E_TMP/out"
+check "--check-config, credentials file mode 0644: still valid (a warning, exit 0)" test "$rc" = 0
+chmod 600 "$E2E_TMP/creds.yaml"
+"$SPOTPOOL_BIN" run --config /dev/null --credentials-file "$E2E_TMP/creds.yaml" --check-config >"$E2E_TMP/out" 2>&1
+check "--check-config, credentials file mode 0600: no warning" bash -c "! grep -q '^# warning' '$E2E_TMP/out'"
 
 # --- systemd notification protocol on a real datagram socket ------------------
 sock=$E2E_TMP/notify.sock
@@ -69,19 +114,21 @@ check "STATUS= counts the pool's live instances" wait_for 10 bash -c "grep -q 'S
 kubectl scale sp/m1 --replicas=2 >/dev/null
 check "status.selector set for the /scale subresource" test "$(kubectl get --raw /apis/devops.jokerbai.com/v1/namespaces/default/spotpools/m1/scale | jq -r .status.selector)" = "spotpool.jokerbai.com/pool-name=m1"
 scrape
-check "launches counter moved to 2" test "$(metric 'spotpool_pool_launches_total{namespace="default",name="m1"}')" = 2
-check "observed gauge 2" test "$(metric 'spotpool_pool_observed_instances{namespace="default",name="m1"}')" = 2
-check "desired gauge 2" test "$(metric 'spotpool_pool_desired_instances{namespace="default",name="m1"}')" = 2
+check "launched counter moved to 2" test "$(metric 'spotpool_instances_launched_total{namespace="default",pool="m1"}')" = 2
+check "successful launch requests counted" test "$(metric 'spotpool_launch_requests_total{namespace="default",pool="m1",outcome="success"}')" -ge 1
+check "current gauge 2" test "$(metric 'spotpool_pool_current{namespace="default",pool="m1"}')" = 2
+check "desired gauge 2" test "$(metric 'spotpool_pool_desired{namespace="default",pool="m1"}')" = 2
 check "CVM requests counted by action and code" test "$(metric 'spotpool_cvm_requests_total{action="RunInstances",code="Success"}')" -ge 1
 check "CVM latency histogram has observations" test "$(metric 'spotpool_cvm_request_duration_seconds_count{action="DescribeInstances"}')" -ge 1
 check "reconcile duration histogram has observations" test "$(metric spotpool_reconcile_duration_seconds_count)" -ge 1
 check "leader gauge 1 without leader election" test "$(metric spotpool_leader)" = 1
+check "work queue latency histogram has observations" test "$(metric spotpool_workqueue_queue_duration_seconds_count)" -ge 1
 
 victim=$(sp_field m1 '.status.instances[0].instanceId')
 emu_post reclaim "{\"instanceIds\":[\"$victim\"]}" >/dev/null
-reclaim_seen() { scrape && [[ $(metric 'spotpool_pool_reclaims_total{namespace="default",name="m1"}') == 1 ]]; }
+reclaim_seen() { scrape && [[ $(metric 'spotpool_instances_reclaimed_total{namespace="default",pool="m1"}') == 1 ]]; }
 check "reclaims counter moved to 1" wait_for 30 reclaim_seen
-refilled() { scrape && [[ $(metric 'spotpool_pool_launches_total{namespace="default",name="m1"}') == 3 ]]; }
+refilled() { scrape && [[ $(metric 'spotpool_instances_launched_total{namespace="default",pool="m1"}') == 3 ]]; }
 check "launches counter moved to 3 after the refill" wait_for 30 refilled
 emu_post fault '{"action":"DescribeInstances","errorCode":"InternalError","times":3}' >/dev/null
 errors_seen() { scrape && [[ $(metric 'spotpool_cvm_requests_total{action="DescribeInstances",code="InternalError"}') -ge 1 ]]; }
@@ -97,9 +144,19 @@ check "STOPPING=1 sent" notified STOPPING
 check "no secret in the daemon log" bash -c "! grep -q '$EMU_SECRET_KEY' '$E2E_TMP/daemon.log'"
 
 # --- JSON log lines -----------------------------------------------------------------
-start_controller jsonlog --log-format json --listen ""
-sleep 2
+start_controller jsonlog --log-format json --listen "" --credentials-file "$E2E_TMP/creds.yaml"
+# A pool that cannot launch (sold out) and one that does: records of both carry fields.
+emu_post stock '{"zone":"ap-singapore-5","instanceType":"*","count":0,"errorCode":"ResourcesSoldOut.SpecifiedInstanceType"}' >/dev/null
+pool_manifest j1 default 1 1 | kubectl apply -f - >/dev/null
+pool_manifest j2 default 1 1 | sed 's/ap-singapore-2/ap-singapore-5/' | kubectl apply -f - >/dev/null
+fielded() { # JQ filter over the JSON log records
+	jq -e -s "[.[] | select($1)] | length > 0" "$E2E_TMP/jsonlog.log" >/dev/null 2>&1
+}
+check "JSON log: a launch record carries namespace, pool, action and duration_ms" wait_for 30 fielded \
+	'.namespace == "default" and .pool == "j1" and .action == "RunInstances" and (.duration_ms | type) == "number"'
+check "JSON log: a failure record carries pool, action and the Tencent error_code" wait_for 30 fielded \
+	'.pool == "j2" and .action == "RunInstances" and .error_code == "ResourcesSoldOut.SpecifiedInstanceType" and .level == "warn"'
 stop_controller "$CTL_PID"
 check "--log-format json writes one JSON object per line" \
-	bash -c "head -3 '$E2E_TMP/jsonlog.log' | jq -e -s 'length >= 1 and all(.[]; has(\"time\") and has(\"level\") and has(\"msg\"))' >/dev/null"
+	bash -c "jq -e -s 'length >= 1 and all(.[]; has(\"time\") and has(\"level\") and has(\"msg\"))' '$E2E_TMP/jsonlog.log' >/dev/null"
 finish
