@@ -16,6 +16,7 @@ struct cfg {
 	struct strv namespaces;    /* empty = all */
 	int resync_seconds;
 	int workers;
+	int launch_grace_seconds;  /* how long a launched, never-seen instance counts as live */
 	char *cvm_endpoint;        /* "" = https://cvm.<region>.tencentcloudapi.com/ */
 	char *credentials_file;    /* "" = $CREDENTIALS_DIRECTORY/tencentcloud or environment */
 	enum log_format log_format;
@@ -43,5 +44,10 @@ int cfg_set(struct cfg *c, const char *key, const char *value, const char *sourc
 int cfg_validate(const struct cfg *c, struct sp_error *err);
 /* Prints the effective configuration as YAML with each value's source. */
 void cfg_print(const struct cfg *c, FILE *out);
+/* A file holding secrets (what names it: "credentials file", "kubeconfig") must not be
+ * accessible to group or others (mode & 077). Returns false and writes a warning naming
+ * the file, its mode and the fix (chmod 600) into warn when it is; true otherwise,
+ * including when the file cannot be examined (reading it reports that). */
+bool cfg_file_private(const char *what, const char *path, char *warn, size_t n);
 
 #endif

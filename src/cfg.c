@@ -2,11 +2,13 @@
 #include "cfg.h"
 #include "buf.h"
 #include "manifest.h"
+#include "plan.h"
 
 #include <errno.h>
 #include <limits.h>
 #include <stddef.h>
 #include <string.h>
+#include <sys/stat.h>
 
 enum cfg_kind { CFG_STR, CFG_INT, CFG_BOOL, CFG_LIST, CFG_LEVEL, CFG_FORMAT };
 
@@ -24,6 +26,7 @@ static const struct cfg_key keys[] = {
 	{"namespaces", "SPOTPOOL_NAMESPACES", CFG_LIST, F(namespaces), 0, 0},
 	{"resyncSeconds", "SPOTPOOL_RESYNC_SECONDS", CFG_INT, F(resync_seconds), 1, 86400},
 	{"workers", "SPOTPOOL_WORKERS", CFG_INT, F(workers), 1, 64},
+	{"launchGraceSeconds", "SPOTPOOL_LAUNCH_GRACE_SECONDS", CFG_INT, F(launch_grace_seconds), 1, 3600},
 	{"cvmEndpoint", "SPOTPOOL_CVM_ENDPOINT", CFG_STR, F(cvm_endpoint), 0, 0},
 	{"credentialsFile", "SPOTPOOL_CREDENTIALS_FILE", CFG_STR, F(credentials_file), 0, 0},
 	{"logFormat", "SPOTPOOL_LOG_FORMAT", CFG_FORMAT, F(log_format), 0, 0},
@@ -56,7 +59,8 @@ static void set_source(struct cfg *c, size_t i, const char *source)
 void cfg_defaults(struct cfg *c)
 {
 	*c = (struct cfg){
-		.kubeconfig = xstrdup(""), .resync_seconds = 30, .workers = 2, .cvm_endpoint = xstrdup(""),
+		.kubeconfig = xstrdup(""), .resync_seconds = 30, .workers = 2,
+		.launch_grace_seconds = PLAN_LAUNCH_GRACE_DEFAULT_SECONDS, .cvm_endpoint = xstrdup(""),
 		.credentials_file = xstrdup(""), .log_format = LOG_FMT_AUTO, .log_level = LOG_LVL_INFO,
 		.listen_address = xstrdup("127.0.0.1:9464"), .lease_name = xstrdup("spotpool"),
 		.lease_namespace = xstrdup(""), .lease_duration_seconds = 15, .renew_deadline_seconds = 10,
@@ -286,4 +290,14 @@ void cfg_print(const struct cfg *c, FILE *out)
 		print_value(c, &keys[i], out);
 		fprintf(out, "  # %s\n", c->sources[i]);
 	}
+}
+
+bool cfg_file_private(const char *what, const char *path, char *warn, size_t n)
+{
+	struct stat st;
+	if (!path || !*path || stat(path, &st) < 0 || !S_ISREG(st.st_mode) || !(st.st_mode & 077))
+		return true;
+	snprintf(warn, n, "%s %s is %s by group or others (mode %04o); restrict it: chmod 600 %s", what,
+		 path, st.st_mode & 044 ? "readable" : "accessible", (unsigned)(st.st_mode & 07777), path);
+	return false;
 }

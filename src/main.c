@@ -17,39 +17,88 @@ static const char usage[] =
 	"  dry-run    show what would be done for manifests on disk, changing nothing\n"
 	"             (spotpool dry-run --help)\n"
 	"  version    print the version\n"
-	"  help       this text\n"
+	"  help       this text; `spotpool help COMMAND` is `spotpool COMMAND --help`\n"
+	"\n"
+	"Every command takes -h/--help.\n"
 	"\n"
 	"Examples:\n"
 	"  spotpool dry-run -f pool.yaml\n"
 	"  spotpool dry-run -f pools.yaml -o json --endpoint http://127.0.0.1:18555\n"
-	"  spotpool run --kubeconfig ~/.kube/config\n";
+	"  spotpool run --kubeconfig ~/.kube/config\n"
+	"\n"
+	"Exit status: 0 success; 1 invalid input: a manifest, configuration, Secret or\n"
+	"credentials that do not validate (nothing was called); 2 usage error: an unknown\n"
+	"flag or command, a missing or bad flag argument, a stray argument; 3 a cloud or\n"
+	"cluster call failed, or a check did not pass.\n";
 
-int main(int argc, char **argv)
+static const char version_usage[] =
+	"Usage: spotpool version\n"
+	"\n"
+	"Prints the version (\"spotpool X.Y.Z\").\n";
+
+static int cmd_version(int argc, char **argv)
 {
-	if (argc < 2) {
-		fputs(usage, stderr);
-		return CLI_EUSAGE;
+	if (argc == 2 && (!strcmp(argv[1], "--help") || !strcmp(argv[1], "-h"))) {
+		fputs(version_usage, stdout);
+		return CLI_OK;
 	}
-	const char *cmd = argv[1];
-	if (!strcmp(cmd, "help") || !strcmp(cmd, "--help") || !strcmp(cmd, "-h")) {
+	if (argc > 1)
+		return cli_usage_error("version", version_usage, "unexpected argument \"%s\"", argv[1]);
+	printf("spotpool %s\n", SPOTPOOL_VERSION);
+	return CLI_OK;
+}
+
+static int cmd_help(int argc, char **argv);
+
+static const struct command {
+	const char *name;
+	int (*fn)(int argc, char **argv);
+} commands[] = {
+	{"run", cli_run}, {"dry-run", cli_dry_run}, {"version", cmd_version}, {"help", cmd_help},
+};
+
+static const struct command *find_command(const char *name)
+{
+	for (size_t i = 0; i < sizeof(commands) / sizeof(commands[0]); i++)
+		if (!strcmp(commands[i].name, name))
+			return &commands[i];
+	return NULL;
+}
+
+static int cmd_help(int argc, char **argv)
+{
+	if (argc == 1 || (argc == 2 && (!strcmp(argv[1], "--help") || !strcmp(argv[1], "-h")))) {
 		fputs(usage, stdout);
 		return CLI_OK;
 	}
-	if (!strcmp(cmd, "version") || !strcmp(cmd, "--version")) {
-		printf("spotpool %s\n", SPOTPOOL_VERSION);
-		return CLI_OK;
-	}
-	int (*sub)(int, char **) = !strcmp(cmd, "dry-run") ? cli_dry_run : !strcmp(cmd, "run") ? cli_run : NULL;
-	if (!sub) {
-		fprintf(stderr, "spotpool: unknown command \"%s\"\n\n%s", cmd, usage);
-		return CLI_EUSAGE;
-	}
+	if (argc > 2)
+		return cli_usage_error("", usage, "unexpected argument \"%s\"", argv[2]);
+	const struct command *c = find_command(argv[1]);
+	if (!c)
+		return cli_usage_error("", usage, "unknown command \"%s\"", argv[1]);
+	char *sub_argv[] = {argv[1], "--help", NULL};
+	return c->fn(2, sub_argv);
+}
+
+int main(int argc, char **argv)
+{
+	if (argc < 2)
+		return cli_usage_error("", usage, "missing command");
+	const char *cmd = argv[1];
+	if (!strcmp(cmd, "--help") || !strcmp(cmd, "-h"))
+		cmd = "help";
+	else if (!strcmp(cmd, "--version"))
+		cmd = "version";
+	const struct command *c = find_command(cmd);
+	if (!c)
+		return cli_usage_error("", usage, *cmd == '-' ? "unknown option \"%s\"" : "unknown command \"%s\"",
+				       cmd);
 	log_setup(LOG_FMT_AUTO, LOG_LVL_INFO);
 	if (http_global_init() < 0) {
 		fputs("spotpool: cannot initialise libcurl\n", stderr);
 		return CLI_ECLOUD;
 	}
-	int rc = sub(argc - 1, argv + 1);
+	int rc = c->fn(argc - 1, argv + 1);
 	http_global_cleanup();
 	log_shutdown();
 	return rc;

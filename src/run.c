@@ -4,10 +4,12 @@
 #include "cli.h"
 #include "creds.h"
 #include "ctl.h"
+#include "http.h"
 #include "kube.h"
 #include "lease.h"
 #include "log.h"
 #include "metrics.h"
+#include "pool.h"
 
 #include <getopt.h>
 #include <stdint.h>
@@ -28,6 +30,7 @@ static void on_stop_signal(int sig)
 {
 	(void)sig;
 	stop_requested = 1;
+	http_abort_all();  /* a hanging CVM call must not hold up the exit */
 }
 
 static const char run_usage[] =
@@ -48,6 +51,8 @@ static const char run_usage[] =
 	"  -n, --namespace NS         watch only NS (repeatable; default: all namespaces)\n"
 	"      --resync SECONDS       look at every pool at least this often (default 30)\n"
 	"      --workers N            pools reconciled in parallel (default 2)\n"
+	"      --launch-grace SECONDS how long a launched instance that no lookup shows yet still\n"
+	"                             counts as live before it is taken as never launched (default 60)\n"
 	"      --dry-run              plan, log, write status and events, never change the cloud\n"
 	"      --listen HOST:PORT     /metrics, /healthz, /readyz (default 127.0.0.1:9464; \"\" = off)\n"
 	"      --leader-elect         only the holder of a Lease acts (for several replicas)\n"
@@ -99,7 +104,8 @@ struct flag_setting {
 	char source[32];
 };
 
-/* Flags are collected first and applied last: they win over environment and file. */
+/* Flags are collected first and applied last: they win over environment and file.
+ * Returns -1 to go on, else the exit status (--help, or a usage error). */
 static int parse_flags(int argc, char **argv, struct flag_setting **ret, size_t *ret_n,
 		       const char **config, bool *check_only)
 {
@@ -111,41 +117,42 @@ static int parse_flags(int argc, char **argv, struct flag_setting **ret, size_t 
 		{"dry-run", no_argument, NULL, 6}, {"listen", required_argument, NULL, 7},
 		{"leader-elect", no_argument, NULL, 8}, {"lease-name", required_argument, NULL, 9},
 		{"lease-namespace", required_argument, NULL, 10}, {"log-level", required_argument, NULL, 11},
-		{"log-format", required_argument, NULL, 12}, {"help", no_argument, NULL, 'h'}, {0},
+		{"log-format", required_argument, NULL, 12}, {"launch-grace", required_argument, NULL, 13},
+		{"help", no_argument, NULL, 'h'}, {0},
 	};
 	static const char *const key_of[] = {
 		[1] = "kubeconfig", [2] = "cvmEndpoint", [3] = "credentialsFile", [4] = "resyncSeconds",
 		[5] = "workers", [6] = "dryRun", [7] = "listenAddress", [8] = "leaderElection.enabled",
 		[9] = "leaderElection.leaseName", [10] = "leaderElection.leaseNamespace",
-		[11] = "logLevel", [12] = "logFormat",
+		[11] = "logLevel", [12] = "logFormat", [13] = "launchGraceSeconds",
 	};
 	struct flag_setting *set = NULL;
 	size_t n = 0;
 	struct strv namespaces = {0};
-	int c, idx;
+	int c, idx, rc = -1;
 	optind = 1;
-	while ((c = getopt_long(argc, argv, "n:h", opts, &idx)) != -1) {
+	opterr = 0;
+	while (rc == -1 && (c = getopt_long(argc, argv, ":n:h", opts, &idx)) != -1) {
 		if (c == 'c') {
 			*config = optarg;
 		} else if (c == 'C') {
 			*check_only = true;
 		} else if (c == 'n') {
 			strv_push(&namespaces, optarg);
-		} else if (c >= 1 && c <= 12) {
+		} else if (c >= 1 && c <= 13) {
 			set = xrealloc(set, (n + 1) * sizeof(*set));
 			set[n] = (struct flag_setting){.key = key_of[c],
 						       .value = xstrdup(c == 6 || c == 8 ? "true" : optarg)};
 			snprintf(set[n++].source, sizeof(set->source), "--%s", opts[idx].name);
+		} else if (c == 'h') {
+			fputs(run_usage, stdout);
+			rc = CLI_OK;
 		} else {
-			FILE *out = c == 'h' ? stdout : stderr;
-			fputs(run_usage, out);
-			for (size_t i = 0; i < n; i++)
-				free(set[i].value);
-			free(set);
-			strv_clear(&namespaces);
-			return c == 'h' ? CLI_OK : CLI_EUSAGE;
+			rc = cli_getopt_error("run", run_usage, c, argv, opts);
 		}
 	}
+	if (rc == -1 && optind < argc)
+		rc = cli_usage_error("run", run_usage, "unexpected argument \"%s\"", argv[optind]);
 	if (namespaces.n) {
 		struct buf joined;
 		buf_init(&joined, 64 * 1024);
@@ -158,11 +165,7 @@ static int parse_flags(int argc, char **argv, struct flag_setting **ret, size_t 
 	}
 	*ret = set;
 	*ret_n = n;
-	if (optind < argc) {
-		fprintf(stderr, "spotpool run: unexpected argument \"%s\"\n", argv[optind]);
-		return CLI_EUSAGE;
-	}
-	return -1;  /* go on */
+	return rc;
 }
 
 /* Builds the effective configuration; prints the reason and returns false on error. */
@@ -174,9 +177,10 @@ static bool load_config(struct cfg *cfg, int argc, char **argv, bool *check_only
 	cfg_defaults(cfg);
 	*rc = parse_flags(argc, argv, &flags, &n, &config, check_only);
 	struct sp_error err = {0};
+	bool go_on = *rc == -1;
 	int r = 0;
-	if (*rc == -1) {
-		*rc = CLI_EUSAGE;
+	if (go_on) {
+		bool bad_flag = false;
 		if (!config && access(CFG_DEFAULT_PATH, F_OK) == 0)
 			config = CFG_DEFAULT_PATH;
 		if (config)
@@ -184,18 +188,24 @@ static bool load_config(struct cfg *cfg, int argc, char **argv, bool *check_only
 		if (r == 0)
 			r = cfg_apply_env(cfg, &err);
 		for (size_t i = 0; r == 0 && i < n; i++)
-			r = cfg_set(cfg, flags[i].key, flags[i].value, flags[i].source, &err);
+			bad_flag = (r = cfg_set(cfg, flags[i].key, flags[i].value, flags[i].source, &err)) < 0;
 		if (r == 0)
 			r = cfg_validate(cfg, &err);
-		if (r < 0)
+		/* A flag's bad value is the command line's fault (--workers lots); the file, the
+		 * environment and the settings taken together are input. */
+		if (bad_flag) {
+			*rc = cli_usage_error("run", run_usage, "%s", err.msg);
+		} else if (r < 0) {
 			fprintf(stderr, "spotpool run: %s\n", err.msg);
-		else
+			*rc = CLI_EINPUT;
+		} else {
 			*rc = CLI_OK;
+		}
 	}
 	for (size_t i = 0; i < n; i++)
 		free(flags[i].value);
 	free(flags);
-	return r == 0 && *rc == CLI_OK;
+	return go_on && r == 0 && *rc == CLI_OK;
 }
 
 /* Default credentials: the configured file, a systemd credential, or the environment. */
@@ -292,6 +302,7 @@ static int serve(struct daemon *d, struct kube_config *kube, struct creds *defau
 	struct cfg *cfg = &d->cfg;
 	struct ctl_options opt = {
 		.kube = kube, .namespaces = cfg->namespaces, .resync_seconds = cfg->resync_seconds,
+		.launch_grace_seconds = cfg->launch_grace_seconds,
 		.workers = cfg->workers, .cvm_endpoint = cli_cvm_endpoint(cfg->cvm_endpoint),
 		.dry_run = cfg->dry_run, .default_creds = defaults, .identity = identity,
 	};
@@ -309,9 +320,10 @@ static int serve(struct daemon *d, struct kube_config *kube, struct creds *defau
 		rc = CLI_ECLOUD;
 		goto out;
 	}
+	/* An address that cannot be listened on is the configuration's (listenAddress). */
 	if (*cfg->listen_address && metrics_serve(cfg->listen_address, &health, &metrics, &port, &err) < 0) {
 		log_error("%s", err.msg);
-		rc = CLI_EUSAGE;
+		rc = CLI_EINPUT;
 		goto out;
 	}
 	if (cfg->leader_elect) {
@@ -349,6 +361,63 @@ out:
 	return rc;
 }
 
+/* Files holding secrets that group or others can read, one warning each. */
+static void exposed_files(const struct cfg *cfg, const struct kube_config *kube, struct strv *ret)
+{
+	const char *what[] = {"credentials file", "kubeconfig"};
+	const char *path[] = {cfg->credentials_file, strcmp(kube->source, "in-cluster") ? kube->source : NULL};
+	char warn[1024];
+	for (size_t i = 0; i < 2; i++)
+		if (!cfg_file_private(what[i], path[i], warn, sizeof(warn)))
+			strv_push(ret, warn);
+}
+
+/* check-config: can the cluster be reached with this configuration, does it accept the
+ * credentials, and does it serve the Spotpool API? Writes the OK or FAILED reason. */
+static bool check_cluster(struct kube_config *kube, char *msg, size_t n)
+{
+	struct kube_client *c = kube_client_new(kube, "spotpool/" SPOTPOOL_VERSION " (check-config)");
+	kube_client_set_timeout(c, 10000);
+	struct sp_error err = {0};
+	cJSON *version = NULL, *group = NULL;
+	int r = kube_get(c, "/version", &version, &err);
+	if (r == 0)
+		r = kube_get(c, "/apis/" POOL_API_VERSION, &group, &err);
+	if (r == 0) {
+		const cJSON *v = cJSON_GetObjectItemCaseSensitive(version, "gitVersion");
+		snprintf(msg, n, "OK (Kubernetes %s, %s served)", cJSON_IsString(v) ? v->valuestring : "?",
+			 POOL_API_VERSION);
+	} else if (r == SP_ENOTFOUND && version) {
+		snprintf(msg, n, "FAILED: the API %s is not served: install the CRD "
+			 "(kubectl apply -f crds/spotpool.yaml)", POOL_API_VERSION);
+	} else {
+		snprintf(msg, n, "FAILED: %s", log_redact(err.msg, sizeof(err.msg)));
+	}
+	cJSON_Delete(version);
+	cJSON_Delete(group);
+	kube_client_free(c);
+	return r == 0;
+}
+
+/* --check-config: the effective configuration, the cluster connection, warnings. */
+static int check_config(const struct cfg *cfg, struct kube_config *kube, const struct creds *defaults)
+{
+	char cluster[SP_ERROR_MAX + 128];
+	bool ok = check_cluster(kube, cluster, sizeof(cluster));
+	struct strv warnings = {0};
+	exposed_files(cfg, kube, &warnings);
+	cfg_print(cfg, stdout);
+	printf("# cluster: %s (from %s)\n# cluster connection: %s\n# default credentials: %s%s%s\n",
+	       kube->server, kube->source, cluster,
+	       defaults->secret_id ? defaults->source : "none (pools must reference a Secret)",
+	       defaults->secret_id ? ", secretKey [redacted]" : "", defaults->token ? ", token [redacted]" : "");
+	for (size_t i = 0; i < warnings.n; i++)
+		printf("# warning: %s\n", warnings.v[i]);
+	printf("# configuration is valid%s\n", ok ? "" : ", but the cluster connection FAILED");
+	strv_clear(&warnings);
+	return ok ? CLI_OK : CLI_ECLOUD;
+}
+
 int cli_run(int argc, char **argv)
 {
 	struct daemon d = {0};
@@ -364,14 +433,15 @@ int cli_run(int argc, char **argv)
 	struct creds defaults = {0};
 	if (load_default_creds(&d.cfg, &defaults, &err) < 0 || load_kube(&d.cfg, &kube, &err) < 0) {
 		fprintf(stderr, "spotpool run: %s\n", log_redact(err.msg, sizeof(err.msg)));
-		rc = CLI_EUSAGE;
+		rc = CLI_EINPUT;
 	} else if (check_only) {
-		cfg_print(&d.cfg, stdout);
-		printf("# cluster: %s (from %s)\n# default credentials: %s%s%s\n", kube->server, kube->source,
-		       defaults.secret_id ? defaults.source : "none (pools must reference a Secret)",
-		       defaults.secret_id ? ", secretKey [redacted]" : "", defaults.token ? ", token [redacted]" : "");
-		printf("# configuration is valid\n");
+		rc = check_config(&d.cfg, kube, &defaults);
 	} else {
+		struct strv warnings = {0};
+		exposed_files(&d.cfg, kube, &warnings);
+		for (size_t i = 0; i < warnings.n; i++)
+			log_warn("%s", warnings.v[i]);
+		strv_clear(&warnings);
 		install_signals();
 		char *identity = make_identity();
 		rc = serve(&d, kube, &defaults, identity);
