@@ -9,7 +9,6 @@
 
 #include <signal.h>
 
-#define CTL_FINALIZER "spotpool.jokerbai.com/finalizer"
 
 struct ctl_options {
 	struct kube_config *kube;
@@ -21,6 +20,10 @@ struct ctl_options {
 	const struct creds *default_creds; /* used when a pool names none; may be empty */
 	const char *identity;         /* this process, for events and leases */
 	int launch_grace_seconds;     /* plan.h; <= 0: PLAN_LAUNCH_GRACE_DEFAULT_SECONDS */
+	/* This cluster's identity (POOL_CLUSTER_TAG_KEY on launches; plan_owns): --cluster-name,
+	 * else the kube-system namespace's UID. spotpool run may fill the string only after
+	 * ctl_new, but always before the first ctl_set_active_until that lets passes act. */
+	const char *cluster_name;
 };
 
 struct ctl;

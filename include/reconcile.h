@@ -1,33 +1,46 @@
-/* reconcile: one pass over one pool (credentials -> describe -> plan -> act -> status). */
+/* reconcile: one pass over one pool (credentials -> inventory -> plan -> act -> status).
+ * It knows nothing of the controller that drives it: the object comes in (from an
+ * informer's cache), the outcome goes out. */
 #ifndef SPOTPOOL_RECONCILE_H
 #define SPOTPOOL_RECONCILE_H
 
-#include "ctl.h"
+#include "creds.h"
 #include "cvm.h"
+#include "inv.h"
 #include "kube.h"
 
 #include <stdatomic.h>
 
-/* Per-worker clients (each owns its connections) and shared options. */
+struct reconcile_options {
+	bool dry_run;                      /* never mutate the cloud */
+	const struct creds *default_creds; /* for pools that name none; may be empty */
+	const char *identity;              /* this process, for events */
+	int launch_grace_seconds;          /* plan.h; <= 0: the default */
+	const char *cluster_name;          /* the cluster tag of this process's launches */
+};
+
+/* Per-worker clients (each owns its connections) and shared state. */
 struct reconciler {
-	const struct ctl_options *opt;
+	const struct reconcile_options *opt;
 	struct kube_client *kube;
 	struct cvm_client *cvm;
+	struct inv *inv;                   /* the shared instance inventory */
 	/* Mutations are allowed until this monotonic time (ms): INT64_MAX without leader
 	 * election, else the current lease's renew deadline; 0 for a standby. */
 	const _Atomic int64_t *active_until_ms;
-	/* Told each pool's live instance count after a successful describe. */
-	void (*observed)(void *userdata, const char *ns, const char *name, int live);
-	void *userdata;
 };
 
 struct reconcile_result {
 	int64_t requeue_ms;   /* > 0: look again after this long (progress in flight) */
 	int error;            /* < 0: retry with backoff */
+	int live;             /* live instances observed, -1 when the cloud was not read */
+	/* The object as the pass left it (its own patches applied), or NULL when unchanged
+	 * or gone: lets a cache of objects skip the stale copy. Owned by the caller. */
+	cJSON *obj;
 };
 
-void reconcile_pool(struct reconciler *r, const char *ns, const char *name,
-		    struct reconcile_result *ret);
+/* Reconciles the Spotpool obj (taken: the pass owns and frees it). */
+void reconcile_pool(struct reconciler *r, cJSON *obj, struct reconcile_result *ret);
 /* The ClientToken of a pool's n-th launch: stable across restarts, <= 64 ASCII. */
 void reconcile_client_token(const char *uid, const char *ns, const char *name, int64_t seq,
 			    char out[65]);

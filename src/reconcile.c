@@ -25,12 +25,15 @@
 #define REQUEUE_PROGRESS_MS 2000
 /* A conflict means the object changed under us: look again almost at once. */
 #define REQUEUE_CONFLICT_MS 200
+/* How long a pass waits for an inventory listing newer than its pool's last change. */
+#define RECONCILE_READ_TIMEOUT_MS 15000
 
 /* Everything one pass knows about its pool. */
 struct pass {
 	struct reconciler *r;
-	const char *ns, *name;
+	char *ns, *name;
 	char *path;                  /* the object's API path */
+	bool patched;                /* obj is what one of this pass's patches returned */
 	char *owner;                 /* the pool's tag value */
 	cJSON *obj;
 	const cJSON *old_status;
@@ -183,7 +186,7 @@ static bool has_finalizer(const cJSON *obj)
 	const cJSON *f;
 	cJSON_ArrayForEach(f, cJSON_GetObjectItemCaseSensitive(
 			       cJSON_GetObjectItemCaseSensitive(obj, "metadata"), "finalizers"))
-		if (cJSON_IsString(f) && strcmp(f->valuestring, CTL_FINALIZER) == 0)
+		if (cJSON_IsString(f) && strcmp(f->valuestring, POOL_FINALIZER) == 0)
 			return true;
 	return false;
 }
@@ -212,6 +215,7 @@ static int apply_patch(struct pass *p, const char *path, cJSON *patch, struct sp
 		cJSON_Delete(p->obj);
 		p->obj = updated;
 		p->old_status = cJSON_GetObjectItemCaseSensitive(p->obj, "status");
+		p->patched = true;
 	}
 	return r;
 }
@@ -224,10 +228,10 @@ static int set_finalizer(struct pass *p, bool present, struct sp_error *err)
 	cJSON *list = cJSON_AddArrayToObject(cJSON_AddObjectToObject(patch, "metadata"), "finalizers");
 	const cJSON *f;
 	cJSON_ArrayForEach(f, cJSON_GetObjectItemCaseSensitive(md, "finalizers"))
-		if (cJSON_IsString(f) && strcmp(f->valuestring, CTL_FINALIZER) != 0)
+		if (cJSON_IsString(f) && strcmp(f->valuestring, POOL_FINALIZER) != 0)
 			cJSON_AddItemToArray(list, cJSON_CreateString(f->valuestring));
 	if (present)
-		cJSON_AddItemToArray(list, cJSON_CreateString(CTL_FINALIZER));
+		cJSON_AddItemToArray(list, cJSON_CreateString(POOL_FINALIZER));
 	add_resource_version(patch, p->obj);
 	return apply_patch(p, p->path, patch, err);
 }
@@ -357,14 +361,29 @@ static int resolve_credentials(struct pass *p)
 	return SP_EAUTH;
 }
 
-/* The owned instances: the tag listing, plus what lookups by ID show of the recorded
- * instances the listing lacks (the tag index lags). On failure nothing is known. */
+/* Whether the pool may need the inventory's fast cadence: anything but a settled,
+ * ready pool. */
+static bool unsettled(const struct pass *p)
+{
+	const char *ready = status_condition(p->old_status, "Ready", "status");
+	return p->deleting || p->has_ledger || !ready || strcmp(ready, "True") != 0;
+}
+
+/* The owned instances: the shared inventory's listing, plus what lookups by ID show of
+ * the recorded instances it lacks (the tag index lags). On failure nothing is known. */
 static int observe(struct pass *p)
 {
 	struct cvm_credentials view = creds_view(&p->creds);
 	struct sp_error err = {0};
-	int r = cvm_describe_tagged(p->r->cvm, &view, p->spec->region, POOL_TAG_KEY, p->owner,
-				    &p->instances, &p->n_instances, &err);
+	int r = inv_read(p->r->inv, p->r->cvm, &view, p->spec->region, p->owner, unsettled(p), 0,
+			 RECONCILE_READ_TIMEOUT_MS, &p->instances, &p->n_instances, &err);
+	/* The account's listing also holds this pool name's instances of other clusters. */
+	size_t kept = 0;
+	for (size_t i = 0; r == 0 && i < p->n_instances; i++)
+		if (plan_owns(&p->instances[i], p->owner, p->r->opt->cluster_name))
+			p->instances[kept++] = p->instances[i];
+	if (r == 0)
+		p->n_instances = kept;
 	struct strv confirm = {0};
 	if (r == 0)
 		plan_ids_to_confirm(p->instances, p->n_instances, &p->seen,
@@ -376,7 +395,8 @@ static int observe(struct pass *p)
 		if (r == 0) {
 			pool_log(p, LOG_LVL_DEBUG, "DescribeInstances", NULL, "%zu recorded instance(s) not "
 				 "listed by tag, %zu found by ID", confirm.n, n_found);
-			plan_merge_owned(&p->instances, &p->n_instances, found, n_found, p->owner, &p->foreign);
+			plan_merge_owned(&p->instances, &p->n_instances, found, n_found, p->owner,
+					 p->r->opt->cluster_name, &p->foreign);
 		}
 		free(found);
 	}
@@ -415,6 +435,7 @@ static int terminate(struct pass *p, const struct strv *ids, enum metrics_termin
 		return r;
 	}
 	note_terminated(p, ids);
+	inv_note_mutation(p->r->inv, view.secret_id, p->spec->region, p->owner);
 	char joined[1024] = "";
 	for (size_t i = 0; i < ids->n; i++)
 		snprintf(joined + strlen(joined), sizeof(joined) - strlen(joined), "%s%s", i ? ", " : "",
@@ -433,12 +454,15 @@ static int launch(struct pass *p, const struct plan *plan, int count, bool fresh
 	if (still_leading(p) < 0)
 		return SP_ETRANSIENT;
 	struct cvm_credentials view = creds_view(&p->creds);
-	struct cvm_launch l = {.spec = p->spec, .count = count, .client_token = p->ledger.client_token};
+	struct cvm_launch l = {.spec = p->spec, .count = count, .client_token = p->ledger.client_token,
+			       .cluster = p->r->opt->cluster_name};
 	struct strv ids = {0};
 	struct sp_error err = {0};
 	int64_t started = sp_mono_ms();
 	int r = cvm_run_instances(p->r->cvm, &view, &l, &ids, &err);
 	metrics_launch_request(p->ns, p->name, r, err.reason);
+	if (r == 0)
+		inv_note_mutation(p->r->inv, view.secret_id, p->spec->region, p->owner);
 	if (r == 0) {
 		p->ledger.ids_known = true;
 		strv_clear(&p->ledger.instance_ids);
@@ -613,27 +637,30 @@ static void free_pass(struct pass *p)
 	cJSON_Delete(p->obj);
 	free(p->owner);
 	free(p->path);
+	free(p->ns);
+	free(p->name);
 }
 
-void reconcile_pool(struct reconciler *r, const char *ns, const char *name,
-		    struct reconcile_result *res)
+void reconcile_pool(struct reconciler *r, cJSON *obj, struct reconcile_result *res)
 {
-	*res = (struct reconcile_result){0};
-	struct pass p = {.r = r, .ns = ns, .name = name};
+	*res = (struct reconcile_result){.live = -1};
+	struct pass p = {.r = r, .obj = obj};
+	const cJSON *meta = cJSON_GetObjectItemCaseSensitive(obj, "metadata");
+	const cJSON *jns = cJSON_GetObjectItemCaseSensitive(meta, "namespace");
+	const cJSON *jname = cJSON_GetObjectItemCaseSensitive(meta, "name");
+	if (!cJSON_IsString(jns) || !cJSON_IsString(jname)) {
+		log_warn("a Spotpool without metadata.namespace/name: ignored");
+		cJSON_Delete(obj);
+		return;
+	}
+	/* Copies: the object is replaced by what each patch returns. */
+	p.ns = xstrdup(jns->valuestring);
+	p.name = xstrdup(jname->valuestring);
+	const char *ns = p.ns, *name = p.name;
 	p.path = xasprintf("/apis/%s/namespaces/%s/spotpools/%s", POOL_API_GROUP "/v1", ns, name);
 	p.owner = xasprintf("%s/%s", ns, name);
 	struct sp_error err = {0};
-	int rc = kube_get(r->kube, p.path, &p.obj, &err);
-	if (rc < 0) {
-		if (rc != SP_ENOTFOUND) {
-			log_warn("%s/%s: %s", ns, name, err.msg);
-			res->error = rc;
-		} else {
-			metrics_pool_forget(ns, name);
-		}
-		free_pass(&p);
-		return;
-	}
+	int rc;
 	p.old_status = cJSON_GetObjectItemCaseSensitive(p.obj, "status");
 	p.launch_seq = status_launch_seq(p.old_status);
 	p.has_ledger = status_ledger(p.old_status, &p.ledger);
@@ -684,8 +711,7 @@ void reconcile_pool(struct reconciler *r, const char *ns, const char *name,
 	};
 	plan_compute(&in, &plan);
 	planned = true;
-	if (r->observed)
-		r->observed(r->userdata, ns, name, plan.observed);
+	res->live = plan.observed;
 	if (!p.deleting)
 		metrics_pool_sizes(ns, name, p.spec->minimum, p.spec->maximum, plan.target, plan.observed);
 	if (p.deleting) {
@@ -712,5 +738,9 @@ status:
 out:
 	if (planned)
 		plan_free(&plan);
+	if (p.patched && !(p.deleting && !has_finalizer(p.obj))) {
+		res->obj = p.obj;
+		p.obj = NULL;
+	}
 	free_pass(&p);
 }

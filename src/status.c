@@ -75,6 +75,10 @@ static cJSON *ledger_json(const struct plan_launch *l)
 	cJSON *o = cJSON_CreateObject();
 	cJSON_AddStringToObject(o, "clientToken", l->client_token);
 	cJSON_AddNumberToObject(o, "count", l->count);
+	if (*l->zone)
+		cJSON_AddStringToObject(o, "zone", l->zone);
+	if (*l->instance_type)
+		cJSON_AddStringToObject(o, "instanceType", l->instance_type);
 	cJSON_AddStringToObject(o, "startedAt", started);
 	if (l->ids_known) {
 		cJSON *ids = cJSON_AddArrayToObject(o, "instanceIds");
@@ -146,7 +150,9 @@ cJSON *status_build(const struct status_input *in)
 	/* Without a plan the cloud was not read: the last known size stands (if any). */
 	const cJSON *last = cJSON_GetObjectItemCaseSensitive(in->old_status, "size");
 	int live = !p && cJSON_IsNumber(last) ? last->valueint : 0, running = 0;
-	bool live_known = p || cJSON_IsNumber(last);
+	bool live_known = p || cJSON_IsNumber(last) ||
+			  (!cJSON_GetObjectItemCaseSensitive(in->old_status, "instances") &&
+			   !cJSON_IsObject(cJSON_GetObjectItemCaseSensitive(in->old_status, "launch")));
 	if (p) {
 		cJSON *list = cJSON_CreateArray();
 		for (size_t i = 0; i < in->n_instances; i++) {
@@ -198,6 +204,19 @@ bool status_patch_is_noop(const cJSON *patch, const cJSON *old)
 	return true;
 }
 
+/* An optional string field of the ledger into out (left empty when absent or null);
+ * false when it is something else or does not fit. */
+static bool ledger_name(const cJSON *ledger, const char *field, char *out, size_t size)
+{
+	const cJSON *v = cJSON_GetObjectItemCaseSensitive(ledger, field);
+	if (!v || cJSON_IsNull(v))
+		return true;
+	if (!cJSON_IsString(v) || strlen(v->valuestring) >= size)
+		return false;
+	snprintf(out, size, "%s", v->valuestring);
+	return true;
+}
+
 bool status_ledger(const cJSON *status, struct plan_launch *ret)
 {
 	const cJSON *l = cJSON_GetObjectItemCaseSensitive(status, "launch");
@@ -216,6 +235,11 @@ bool status_ledger(const cJSON *status, struct plan_launch *ret)
 		return false;
 	struct plan_launch out = {.count = count->valueint, .started = (int64_t)timegm(&tm)};
 	snprintf(out.client_token, sizeof(out.client_token), "%s", token->valuestring);
+	/* The offering: absent in ledgers of earlier versions (the seed's); present, it must
+	 * be a string that fits, or the launch could be resumed on another offering. */
+	if (!ledger_name(l, "zone", out.zone, sizeof(out.zone)) ||
+	    !ledger_name(l, "instanceType", out.instance_type, sizeof(out.instance_type)))
+		return false;
 	const cJSON *ids = cJSON_GetObjectItemCaseSensitive(l, "instanceIds");
 	if (cJSON_IsArray(ids)) {
 		out.ids_known = true;

@@ -107,7 +107,8 @@ check "missing Secret: Degraded CredentialsInvalid naming it" wait_for 30 bash -
 # --- SIGKILL right after a launch request, then restart: never above maximum ---
 emu_post fault '{"action":"RunInstances","latencyMs":4000,"times":1}' >/dev/null
 pool_manifest crash default 3 3 | kubectl apply -f - >/dev/null
-launched() { emu_get journal | jq -e '[.[] | select(.action=="RunInstances" and (.dryRun|not) and (.clientToken // "" | test("spotpool-")) and .count == 3)] | length > 0' >/dev/null; }
+crash_token=$(token_prefix crash)
+launched() { emu_get journal | jq -e --arg t "$crash_token" '[.[] | select(.action=="RunInstances" and (.dryRun|not) and (.clientToken // "" | startswith($t)) and .count == 3)] | length > 0' >/dev/null; }
 if wait_for 30 launched; then
 	kill -KILL "$CTL_PID"
 	wait "$CTL_PID" 2>/dev/null

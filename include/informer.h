@@ -1,0 +1,55 @@
+/* informer: list + watch of Spotpools (bookmarks, relist on 410) into a cache of the
+ * latest version of each pool, so a reconcile pass reads its pool from memory instead
+ * of a GET. Tells its owner which pools need a look. */
+#ifndef SPOTPOOL_INFORMER_H
+#define SPOTPOOL_INFORMER_H
+
+#include "kube.h"
+#include "spotpool.h"
+
+#include <cjson/cJSON.h>
+
+struct informer_config {
+	struct kube_config *kube;
+	const struct strv *namespaces;   /* empty: all namespaces */
+	/* A pool needs a look: now (new, spec changed, deletion started) or, for a pool a
+	 * relist merely found again, when its backoff allows (at_once false). */
+	void (*enqueue)(void *userdata, const char *key, bool at_once);
+	void (*deleted)(void *userdata, const char *key);
+	void *userdata;
+};
+
+struct informer;
+
+struct informer *informer_new(const struct informer_config *cfg);
+/* Starts one list+watch thread per namespace (or one for all). */
+int informer_start(struct informer *inf, struct sp_error *err);
+/* Stops and joins the threads; the cache stays readable. */
+void informer_stop(struct informer *inf);
+void informer_free(struct informer *inf);
+
+/* Every watch has listed at least once. */
+bool informer_synced(const struct informer *inf);
+/* Every watch thread showed life within max_quiet_ms. */
+bool informer_healthy(const struct informer *inf, int64_t max_quiet_ms);
+
+/* A copy of the cached object of key ("<namespace>/<name>"), or NULL when unknown.
+ * The caller owns it. */
+cJSON *informer_get(struct informer *inf, const char *key);
+/* Replaces the cached object of key by obj (what a patch returned) unless the watch
+ * delivered a newer version meanwhile: the cache must hold from_rv, the version the
+ * pass started from. */
+void informer_update(struct informer *inf, const char *key, const char *from_rv, const cJSON *obj);
+/* Appends every cached key. */
+void informer_keys(struct informer *inf, struct strv *ret);
+/* Remembers the pool's live instance count (for STATUS= lines); -1: unknown. */
+void informer_note_live(struct informer *inf, const char *key, int live);
+/* Pools cached, and the sum of their last known live counts. */
+void informer_counts(struct informer *inf, size_t *ret_pools, size_t *ret_instances);
+
+/* "<namespace>/<name>" of a Spotpool object, or NULL. Caller frees. */
+char *informer_key(const cJSON *obj);
+/* metadata.resourceVersion of an object, or "" */
+const char *informer_resource_version(const cJSON *obj);
+
+#endif

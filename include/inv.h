@@ -1,0 +1,70 @@
+/* inv: one shared view of the instances of every pool, per (region, credentials
+ * identity). One poller thread per account lists every instance carrying the pool tag
+ * key (one paged tag-key listing, Limit 100), so the cloud calls do not grow with the
+ * number of pools; pools read their instances from the latest snapshot; a difference
+ * between two snapshots wakes only the pools whose instances changed.
+ *
+ * Cadence. While any pool of the account is unsettled (launching, below target,
+ * deleting) the account is listed every fast interval (2 s). When all are settled the
+ * sweeps are spaced so the listing costs at most idle_calls_per_minute calls: a sweep
+ * of N instances costs ceil(N/100) calls, so reclaim detection takes 2 s up to 100
+ * instances and grows linearly past that (N = 10,000: 100 calls a sweep, one sweep
+ * every 200 s at 30 calls/min). Past a few thousand instances per account, the
+ * in-guest termination notice is the way to react within seconds.
+ *
+ * The listing goes through Tencent's lagging tag index: it is a hint. Reconcile still
+ * confirms by ID what a pool recorded and the snapshot lacks (plan.h). */
+#ifndef SPOTPOOL_INV_H
+#define SPOTPOOL_INV_H
+
+#include "cvm.h"
+#include "pool.h"
+#include "spotpool.h"
+
+#define INV_FAST_INTERVAL_MS 2000
+#define INV_IDLE_CALLS_PER_MINUTE 30
+/* A pool counts as unsettled this long after it last said so. */
+#define INV_UNSETTLED_HOLD_MS 10000
+
+struct inv_config {
+	struct cvm_config cvm;            /* how the pollers call the cloud */
+	int64_t fast_interval_ms;         /* 0: INV_FAST_INTERVAL_MS */
+	int idle_calls_per_minute;        /* 0: INV_IDLE_CALLS_PER_MINUTE */
+	/* Called (from a poller thread) for each pool whose instances changed between two
+	 * snapshots; owner is the pool tag value "<namespace>/<name>". */
+	void (*changed)(void *userdata, const char *owner);
+	void *userdata;
+};
+
+struct inv;
+
+struct inv *inv_new(const struct inv_config *cfg);
+/* Stops and joins every poller; forgets the credentials it held. */
+void inv_free(struct inv *inv);
+
+/* The instances tagged owner in the account of cred, in region, from a snapshot taken
+ * after the pool's last mutation (inv_note_mutation) and not older than max_age_ms
+ * (0: any age). Starts the account's poller on first use (it keeps a copy of cred) and
+ * waits up to timeout_ms for a fresh enough snapshot. unsettled keeps the account on
+ * the fast cadence. A failed listing is returned as the error of that listing.
+ * A key other than the poller's (rotated, or wrong) is first proven by the pool's own
+ * listing through cvm (the caller's client): a working one replaces the poller's, a
+ * wrong one fails only this read. */
+int inv_read(struct inv *inv, struct cvm_client *cvm, const struct cvm_credentials *cred, const char *region,
+	     const char *owner, bool unsettled, int64_t max_age_ms, int64_t timeout_ms,
+	     struct pool_instance **ret_instances, size_t *ret_n, struct sp_error *err);
+/* The pool just launched or terminated: its next read waits for a later snapshot, and
+ * the account is listed at once. */
+void inv_note_mutation(struct inv *inv, const char *secret_id, const char *region, const char *owner);
+
+/* Pure parts, for tests. */
+/* The pause before the next sweep: fast while unsettled, else spaced to the budget. */
+int64_t inv_next_interval_ms(size_t n_instances, bool unsettled, int64_t fast_interval_ms,
+			     int idle_calls_per_minute);
+/* Calls changed(userdata, owner) once for every owner whose instances differ between
+ * two snapshots sorted by (pool_tag, id). */
+void inv_diff(const struct pool_instance *old, size_t n_old, const struct pool_instance *cur, size_t n_cur,
+	      void (*changed)(void *userdata, const char *owner), void *userdata);
+void inv_sort(struct pool_instance *v, size_t n);
+
+#endif

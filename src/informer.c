@@ -1,0 +1,418 @@
+/* informer: list + watch into a cache of Spotpools; see informer.h. */
+#include "informer.h"
+#include "log.h"
+#include "pool.h"
+
+#include <pthread.h>
+#include <signal.h>
+#include <stdatomic.h>
+#include <stdio.h>
+#include <string.h>
+#include <time.h>
+
+#define INFORMER_WATCH_TIMEOUT_SECONDS 300
+#define INFORMER_RECONNECT_MAX_MS 30000
+
+/* The latest version of a pool, kept as compact JSON text: a thousand pools as parsed
+ * trees would cost several times the memory. */
+struct cached_pool {
+	char *key;
+	char *json;
+	char rv[64];
+	int64_t generation;
+	bool deleting;
+	int live;
+};
+
+struct watcher {
+	struct informer *inf;
+	char *namespace;      /* NULL: all namespaces */
+	pthread_t thread;
+	char resource_version[64];
+	atomic_bool synced;
+	atomic_llong heartbeat_ms;
+};
+
+struct informer {
+	struct informer_config cfg;
+	pthread_mutex_t lock;
+	struct cached_pool *pools;
+	size_t n_pools;
+	struct watcher *watchers;
+	size_t n_watchers, running;
+	volatile sig_atomic_t stopping;
+};
+
+char *informer_key(const cJSON *obj)
+{
+	const cJSON *md = cJSON_GetObjectItemCaseSensitive(obj, "metadata");
+	const cJSON *ns = cJSON_GetObjectItemCaseSensitive(md, "namespace");
+	const cJSON *name = cJSON_GetObjectItemCaseSensitive(md, "name");
+	if (!cJSON_IsString(ns) || !cJSON_IsString(name))
+		return NULL;
+	return xasprintf("%s/%s", ns->valuestring, name->valuestring);
+}
+
+const char *informer_resource_version(const cJSON *obj)
+{
+	const cJSON *rv = cJSON_GetObjectItemCaseSensitive(
+		cJSON_GetObjectItemCaseSensitive(obj, "metadata"), "resourceVersion");
+	return cJSON_IsString(rv) ? rv->valuestring : "";
+}
+
+struct informer *informer_new(const struct informer_config *cfg)
+{
+	struct informer *inf = xcalloc(1, sizeof(*inf));
+	inf->cfg = *cfg;
+	pthread_mutex_init(&inf->lock, NULL);
+	return inf;
+}
+
+static struct cached_pool *find(struct informer *inf, const char *key)
+{
+	for (size_t i = 0; i < inf->n_pools; i++)
+		if (strcmp(inf->pools[i].key, key) == 0)
+			return &inf->pools[i];
+	return NULL;
+}
+
+/* Stores obj (managedFields left out: nobody here reads them) under the lock. */
+static void store(struct cached_pool *p, const cJSON *obj)
+{
+	cJSON *copy = cJSON_Duplicate(obj, 1);
+	cJSON_DeleteItemFromObject(cJSON_GetObjectItemCaseSensitive(copy, "metadata"), "managedFields");
+	free(p->json);
+	p->json = cJSON_PrintUnformatted(copy);
+	cJSON_Delete(copy);
+	snprintf(p->rv, sizeof(p->rv), "%s", informer_resource_version(obj));
+}
+
+/* Records an object; returns whether reconcile should look at it at once (new, spec
+ * changed, or deletion started). Status-only updates, most of them ours, only refresh
+ * the cache. */
+static bool remember(struct informer *inf, const char *key, const cJSON *obj)
+{
+	const cJSON *md = cJSON_GetObjectItemCaseSensitive(obj, "metadata");
+	const cJSON *gen = cJSON_GetObjectItemCaseSensitive(md, "generation");
+	int64_t generation = cJSON_IsNumber(gen) ? (int64_t)gen->valuedouble : 0;
+	bool deleting = cJSON_GetObjectItemCaseSensitive(md, "deletionTimestamp") != NULL;
+	pthread_mutex_lock(&inf->lock);
+	struct cached_pool *p = find(inf, key);
+	bool changed = true;
+	if (p) {
+		changed = p->generation != generation || p->deleting != deleting;
+	} else {
+		inf->pools = xrealloc(inf->pools, (inf->n_pools + 1) * sizeof(*inf->pools));
+		p = &inf->pools[inf->n_pools++];
+		*p = (struct cached_pool){.key = xstrdup(key), .live = -1};
+	}
+	p->generation = generation;
+	p->deleting = deleting;
+	store(p, obj);
+	pthread_mutex_unlock(&inf->lock);
+	return changed;
+}
+
+static void drop(struct informer *inf, size_t i)
+{
+	free(inf->pools[i].key);
+	free(inf->pools[i].json);
+	inf->pools[i] = inf->pools[--inf->n_pools];
+}
+
+static void forget(struct informer *inf, const char *key)
+{
+	pthread_mutex_lock(&inf->lock);
+	for (size_t i = 0; i < inf->n_pools; i++)
+		if (strcmp(inf->pools[i].key, key) == 0) {
+			drop(inf, i);
+			break;
+		}
+	pthread_mutex_unlock(&inf->lock);
+}
+
+static bool in_scope(const struct watcher *w, const char *key)
+{
+	size_t n = w->namespace ? strlen(w->namespace) : 0;
+	return !w->namespace || (strncmp(key, w->namespace, n) == 0 && key[n] == '/');
+}
+
+/* After a relist, pools of this watcher's scope that were not listed are gone. */
+static void forget_unlisted(struct watcher *w, const struct strv *listed)
+{
+	struct informer *inf = w->inf;
+	struct strv gone = {0};
+	pthread_mutex_lock(&inf->lock);
+	for (size_t i = 0; i < inf->n_pools;) {
+		if (in_scope(w, inf->pools[i].key) && !strv_contains(listed, inf->pools[i].key)) {
+			strv_push(&gone, inf->pools[i].key);
+			drop(inf, i);
+		} else {
+			i++;
+		}
+	}
+	pthread_mutex_unlock(&inf->lock);
+	for (size_t i = 0; i < gone.n; i++)
+		inf->cfg.deleted(inf->cfg.userdata, gone.v[i]);
+	strv_clear(&gone);
+}
+
+static char *collection_path(const struct watcher *w)
+{
+	if (w->namespace)
+		return xasprintf("/apis/%s/namespaces/%s/spotpools", POOL_API_VERSION, w->namespace);
+	return xstrdup("/apis/" POOL_API_VERSION "/spotpools");
+}
+
+static void set_resource_version(struct watcher *w, const cJSON *obj)
+{
+	const char *rv = informer_resource_version(obj);
+	if (*rv && strlen(rv) < sizeof(w->resource_version))
+		snprintf(w->resource_version, sizeof(w->resource_version), "%s", rv);
+}
+
+static int list_pools(struct watcher *w, struct kube_client *kc, struct sp_error *err)
+{
+	struct informer *inf = w->inf;
+	char *base = collection_path(w);
+	struct strv listed = {0};
+	char *cont = NULL;
+	int r;
+	do {
+		char *esc = cont ? kube_escape(cont) : NULL;
+		char *path = xasprintf("%s?limit=500%s%s", base, esc ? "&continue=" : "", esc ? esc : "");
+		free(esc);
+		cJSON *list = NULL;
+		r = kube_get(kc, path, &list, err);
+		free(path);
+		free(cont);
+		cont = NULL;
+		if (r < 0)
+			break;
+		const cJSON *item;
+		cJSON_ArrayForEach(item, cJSON_GetObjectItemCaseSensitive(list, "items")) {
+			char *key = informer_key(item);
+			if (!key)
+				continue;
+			/* A relist must not cut a failing pool's backoff short; a change still
+			 * runs at once. */
+			inf->cfg.enqueue(inf->cfg.userdata, key, remember(inf, key, item));
+			strv_push(&listed, key);
+			free(key);
+		}
+		set_resource_version(w, list);
+		const cJSON *next = cJSON_GetObjectItemCaseSensitive(
+			cJSON_GetObjectItemCaseSensitive(list, "metadata"), "continue");
+		if (cJSON_IsString(next) && *next->valuestring)
+			cont = xstrdup(next->valuestring);
+		cJSON_Delete(list);
+	} while (cont);
+	if (r == 0)
+		forget_unlisted(w, &listed);
+	strv_clear(&listed);
+	free(base);
+	return r;
+}
+
+struct watch_ctx {
+	struct watcher *w;
+	bool gone;  /* the server said our resourceVersion is too old */
+};
+
+static int on_event(void *ud, const char *type, cJSON *obj)
+{
+	struct watch_ctx *ctx = ud;
+	struct watcher *w = ctx->w;
+	struct informer *inf = w->inf;
+	atomic_store(&w->heartbeat_ms, sp_mono_ms());
+	if (strcmp(type, "ERROR") == 0) {
+		const cJSON *code = cJSON_GetObjectItemCaseSensitive(obj, "code");
+		ctx->gone = cJSON_IsNumber(code) && code->valueint == 410;
+		return 1;
+	}
+	set_resource_version(w, obj);
+	if (strcmp(type, "BOOKMARK") == 0)
+		return 0;
+	char *key = informer_key(obj);
+	if (!key)
+		return 0;
+	if (strcmp(type, "DELETED") == 0) {
+		forget(inf, key);
+		inf->cfg.deleted(inf->cfg.userdata, key);
+	} else if (remember(inf, key, obj)) {
+		log_debug("watch: %s %s", type, key);
+		inf->cfg.enqueue(inf->cfg.userdata, key, true);
+	}
+	free(key);
+	return 0;
+}
+
+static void sleep_ms(struct informer *inf, int64_t ms)
+{
+	int64_t until = sp_mono_ms() + ms;
+	while (!inf->stopping && sp_mono_ms() < until) {
+		struct timespec ts = {0, 50 * 1000000};
+		nanosleep(&ts, NULL);
+	}
+}
+
+static int64_t next_delay(int64_t delay)
+{
+	return delay ? (delay * 2 < INFORMER_RECONNECT_MAX_MS ? delay * 2 : INFORMER_RECONNECT_MAX_MS) : 500;
+}
+
+static void *watcher_main(void *arg)
+{
+	struct watcher *w = arg;
+	struct informer *inf = w->inf;
+	struct kube_client *kc = kube_client_new(inf->cfg.kube, "spotpool/" SPOTPOOL_VERSION " (informer)");
+	char *base = collection_path(w);
+	const char *scope = w->namespace ? w->namespace : "all namespaces";
+	bool need_list = true;
+	int64_t delay = 0;
+	while (!inf->stopping) {
+		atomic_store(&w->heartbeat_ms, sp_mono_ms());
+		struct sp_error err = {0};
+		if (need_list) {
+			if (list_pools(w, kc, &err) < 0) {
+				delay = next_delay(delay);
+				log_warn("list spotpools (%s) failed, retrying in %lld ms: %s", scope,
+					 (long long)delay, err.msg);
+				sleep_ms(inf, delay);
+				continue;
+			}
+			need_list = false;
+			if (!atomic_exchange(&w->synced, true))
+				log_info("listed spotpools in %s (resourceVersion %s)", scope, w->resource_version);
+		}
+		char *path = xasprintf("%s?watch=1&allowWatchBookmarks=true&timeoutSeconds=%d&resourceVersion=%s",
+				       base, INFORMER_WATCH_TIMEOUT_SECONDS, w->resource_version);
+		struct watch_ctx ctx = {.w = w};
+		int64_t started = sp_mono_ms();
+		int r = kube_watch(kc, path, (INFORMER_WATCH_TIMEOUT_SECONDS + 30) * 1000L, on_event, &ctx,
+				   &inf->stopping, &err);
+		free(path);
+		if (inf->stopping)
+			break;
+		if (ctx.gone || r == SP_EGONE) {
+			log_info("watch (%s): resourceVersion %s expired, relisting", scope, w->resource_version);
+			need_list = true;
+			continue;
+		}
+		if (r == 0 && sp_mono_ms() - started > 1000) {
+			delay = 0;  /* a normal server-side timeout: watch again at once */
+			continue;
+		}
+		delay = next_delay(delay);
+		log_warn("watch (%s) ended: %s; reconnecting in %lld ms", scope,
+			 r < 0 ? err.msg : "closed early", (long long)delay);
+		sleep_ms(inf, delay);
+	}
+	free(base);
+	kube_client_free(kc);
+	return NULL;
+}
+
+int informer_start(struct informer *inf, struct sp_error *err)
+{
+	const struct strv *ns = inf->cfg.namespaces;
+	size_t n = ns && ns->n ? ns->n : 1;
+	inf->watchers = xcalloc(n, sizeof(*inf->watchers));
+	inf->n_watchers = n;
+	for (size_t i = 0; i < n; i++) {
+		struct watcher *w = &inf->watchers[i];
+		w->inf = inf;
+		w->namespace = ns && ns->n ? xstrdup(ns->v[i]) : NULL;
+		atomic_store(&w->heartbeat_ms, sp_mono_ms());
+		if (pthread_create(&w->thread, NULL, watcher_main, w) != 0)
+			return sp_fail(err, SP_EIO, "cannot start informer thread");
+		inf->running++;
+	}
+	return 0;
+}
+
+void informer_stop(struct informer *inf)
+{
+	inf->stopping = 1;
+	for (size_t i = 0; i < inf->running; i++)
+		pthread_join(inf->watchers[i].thread, NULL);
+	inf->running = 0;
+}
+
+void informer_free(struct informer *inf)
+{
+	if (!inf)
+		return;
+	informer_stop(inf);
+	for (size_t i = 0; i < inf->n_watchers; i++)
+		free(inf->watchers[i].namespace);
+	free(inf->watchers);
+	while (inf->n_pools)
+		drop(inf, inf->n_pools - 1);
+	free(inf->pools);
+	pthread_mutex_destroy(&inf->lock);
+	free(inf);
+}
+
+bool informer_synced(const struct informer *inf)
+{
+	for (size_t i = 0; i < inf->n_watchers; i++)
+		if (!atomic_load(&inf->watchers[i].synced))
+			return false;
+	return inf->n_watchers > 0;
+}
+
+bool informer_healthy(const struct informer *inf, int64_t max_quiet_ms)
+{
+	int64_t now = sp_mono_ms();
+	for (size_t i = 0; i < inf->n_watchers; i++)
+		if (now - atomic_load(&inf->watchers[i].heartbeat_ms) > max_quiet_ms)
+			return false;
+	return true;
+}
+
+cJSON *informer_get(struct informer *inf, const char *key)
+{
+	pthread_mutex_lock(&inf->lock);
+	struct cached_pool *p = find(inf, key);
+	cJSON *obj = p && p->json ? cJSON_Parse(p->json) : NULL;
+	pthread_mutex_unlock(&inf->lock);
+	return obj;
+}
+
+void informer_update(struct informer *inf, const char *key, const char *from_rv, const cJSON *obj)
+{
+	pthread_mutex_lock(&inf->lock);
+	struct cached_pool *p = find(inf, key);
+	if (p && strcmp(p->rv, from_rv) == 0)
+		store(p, obj);
+	pthread_mutex_unlock(&inf->lock);
+}
+
+void informer_keys(struct informer *inf, struct strv *ret)
+{
+	pthread_mutex_lock(&inf->lock);
+	for (size_t i = 0; i < inf->n_pools; i++)
+		strv_push(ret, inf->pools[i].key);
+	pthread_mutex_unlock(&inf->lock);
+}
+
+void informer_note_live(struct informer *inf, const char *key, int live)
+{
+	pthread_mutex_lock(&inf->lock);
+	struct cached_pool *p = find(inf, key);
+	if (p)
+		p->live = live;
+	pthread_mutex_unlock(&inf->lock);
+}
+
+void informer_counts(struct informer *inf, size_t *ret_pools, size_t *ret_instances)
+{
+	size_t n = 0;
+	pthread_mutex_lock(&inf->lock);
+	*ret_pools = inf->n_pools;
+	for (size_t i = 0; i < inf->n_pools; i++)
+		n += inf->pools[i].live > 0 ? (size_t)inf->pools[i].live : 0;
+	pthread_mutex_unlock(&inf->lock);
+	*ret_instances = n;
+}

@@ -1,0 +1,394 @@
+/* inv: shared per-account instance inventory; see inv.h. */
+#include "inv.h"
+#include "creds.h"
+#include "http.h"
+#include "log.h"
+
+#include <pthread.h>
+#include <stdio.h>
+#include <string.h>
+#include <time.h>
+
+/* Accounts x regions a process follows: each has a thread. */
+#define INV_MAX_POLLERS 64
+/* Pools whose last mutation is remembered; older entries are dropped (a sweep has
+ * long been taken since). */
+#define INV_MUTATION_MEMORY_MS 60000
+
+struct mutation {
+	char *owner;
+	int64_t at_ms;
+};
+
+struct poller {
+	struct inv *inv;
+	char *region;
+	struct creds creds;
+	struct cvm_client *cvm;
+	pthread_t thread;
+	bool running;
+	struct pool_instance *snap;   /* sorted by (pool_tag, id) */
+	size_t n_snap;
+	bool has_snap;
+	int64_t taken_ms;             /* when the listing of snap started (monotonic) */
+	int last_error;
+	struct sp_error last_err;
+	int64_t error_ms;             /* when the failed listing started */
+	int64_t unsettled_until_ms;
+	int64_t next_due_ms;
+	bool poke;
+	struct mutation *muts;
+	size_t n_muts;
+};
+
+struct inv {
+	struct inv_config cfg;
+	pthread_mutex_t lock;
+	pthread_cond_t cond;          /* a poller finished a sweep, or was poked */
+	struct poller *pollers[INV_MAX_POLLERS];
+	size_t n_pollers;
+	bool stopping;
+};
+
+static int cmp_instance(const void *a, const void *b)
+{
+	const struct pool_instance *x = a, *y = b;
+	int c = strcmp(x->pool_tag, y->pool_tag);
+	return c ? c : strcmp(x->id, y->id);
+}
+
+void inv_sort(struct pool_instance *v, size_t n)
+{
+	if (n)
+		qsort(v, n, sizeof(*v), cmp_instance);
+}
+
+int64_t inv_next_interval_ms(size_t n_instances, bool unsettled, int64_t fast_interval_ms,
+			     int idle_calls_per_minute)
+{
+	if (unsettled || idle_calls_per_minute <= 0)
+		return fast_interval_ms;
+	int64_t pages = n_instances ? (int64_t)((n_instances + CVM_PAGE_LIMIT - 1) / CVM_PAGE_LIMIT) : 1;
+	int64_t spaced = pages * 60000 / idle_calls_per_minute;
+	return spaced > fast_interval_ms ? spaced : fast_interval_ms;
+}
+
+static bool same_instance(const struct pool_instance *a, const struct pool_instance *b)
+{
+	return strcmp(a->state, b->state) == 0 && strcmp(a->public_ip, b->public_ip) == 0 &&
+	       strcmp(a->private_ip, b->private_ip) == 0;
+}
+
+void inv_diff(const struct pool_instance *old, size_t n_old, const struct pool_instance *cur, size_t n_cur,
+	      void (*changed)(void *userdata, const char *owner), void *userdata)
+{
+	size_t i = 0, j = 0;
+	const char *last = NULL;  /* owner already reported */
+	while (i < n_old || j < n_cur) {
+		int c = i == n_old ? 1 : j == n_cur ? -1 : cmp_instance(&old[i], &cur[j]);
+		const struct pool_instance *x = c <= 0 ? &old[i] : &cur[j];
+		bool differs = c != 0 || !same_instance(&old[i], &cur[j]);
+		if (differs && (!last || strcmp(last, x->pool_tag) != 0) && *x->pool_tag) {
+			changed(userdata, x->pool_tag);
+			last = x->pool_tag;
+		}
+		i += c <= 0;
+		j += c >= 0;
+	}
+}
+
+static int64_t mutation_at(const struct poller *p, const char *owner)
+{
+	for (size_t i = 0; i < p->n_muts; i++)
+		if (strcmp(p->muts[i].owner, owner) == 0)
+			return p->muts[i].at_ms;
+	return 0;
+}
+
+static void forget_old_mutations(struct poller *p, int64_t now)
+{
+	for (size_t i = 0; i < p->n_muts;) {
+		if (now - p->muts[i].at_ms > INV_MUTATION_MEMORY_MS) {
+			free(p->muts[i].owner);
+			p->muts[i] = p->muts[--p->n_muts];
+		} else {
+			i++;
+		}
+	}
+}
+
+static void timed_wait(struct inv *inv, int64_t ms)
+{
+	struct timespec ts;
+	clock_gettime(CLOCK_REALTIME, &ts);
+	ts.tv_sec += ms / 1000;
+	ts.tv_nsec += (ms % 1000) * 1000000L;
+	if (ts.tv_nsec >= 1000000000L) {
+		ts.tv_sec++;
+		ts.tv_nsec -= 1000000000L;
+	}
+	pthread_cond_timedwait(&inv->cond, &inv->lock, &ts);
+}
+
+/* One sweep, called without the lock held. */
+static void sweep(struct poller *p, const struct cvm_credentials *view)
+{
+	struct inv *inv = p->inv;
+	struct pool_instance *list = NULL;
+	size_t n = 0;
+	struct sp_error err = {0};
+	int64_t started = sp_mono_ms();
+	int r = cvm_describe_tagged(p->cvm, view, p->region, POOL_TAG_KEY, NULL, &list, &n, &err);
+	if (r == 0)
+		inv_sort(list, n);
+	pthread_mutex_lock(&inv->lock);
+	if (r == 0) {
+		if (p->has_snap && inv->cfg.changed)
+			inv_diff(p->snap, p->n_snap, list, n, inv->cfg.changed, inv->cfg.userdata);
+		free(p->snap);
+		p->snap = list;
+		p->n_snap = n;
+		p->has_snap = true;
+		p->taken_ms = started;
+		p->last_error = 0;
+	} else {
+		p->last_error = r;
+		p->last_err = err;
+		p->error_ms = started;
+		log_warn("inventory %s (%s): listing failed: %s", p->region, p->creds.secret_id, err.msg);
+	}
+	int64_t now = sp_mono_ms();
+	bool fast = r < 0 || now < p->unsettled_until_ms;
+	p->next_due_ms = now + inv_next_interval_ms(p->n_snap, fast, inv->cfg.fast_interval_ms,
+						    inv->cfg.idle_calls_per_minute);
+	forget_old_mutations(p, now);
+	pthread_cond_broadcast(&inv->cond);
+	pthread_mutex_unlock(&inv->lock);
+}
+
+static void *poller_main(void *arg)
+{
+	struct poller *p = arg;
+	struct inv *inv = p->inv;
+	pthread_mutex_lock(&inv->lock);
+	while (!inv->stopping) {
+		int64_t now = sp_mono_ms();
+		if (!p->poke && now < p->next_due_ms) {
+			timed_wait(inv, p->next_due_ms - now);
+			continue;
+		}
+		p->poke = false;
+		/* Copies: a reader may replace rotated credentials while the sweep runs. */
+		char *id = xstrdup(p->creds.secret_id), *key = xstrdup(p->creds.secret_key);
+		char *token = p->creds.token ? xstrdup(p->creds.token) : NULL;
+		pthread_mutex_unlock(&inv->lock);
+		struct cvm_credentials view = {.secret_id = id, .secret_key = key, .token = token};
+		sweep(p, &view);
+		free(id);
+		sp_secure_free(key);
+		sp_secure_free(token);
+		pthread_mutex_lock(&inv->lock);
+	}
+	pthread_mutex_unlock(&inv->lock);
+	return NULL;
+}
+
+struct inv *inv_new(const struct inv_config *cfg)
+{
+	struct inv *inv = xcalloc(1, sizeof(*inv));
+	inv->cfg = *cfg;
+	if (inv->cfg.fast_interval_ms <= 0)
+		inv->cfg.fast_interval_ms = INV_FAST_INTERVAL_MS;
+	if (inv->cfg.idle_calls_per_minute <= 0)
+		inv->cfg.idle_calls_per_minute = INV_IDLE_CALLS_PER_MINUTE;
+	pthread_mutex_init(&inv->lock, NULL);
+	pthread_cond_init(&inv->cond, NULL);
+	return inv;
+}
+
+static void poller_free(struct poller *p)
+{
+	free(p->region);
+	creds_clear(&p->creds);
+	cvm_client_free(p->cvm);
+	free(p->snap);
+	for (size_t i = 0; i < p->n_muts; i++)
+		free(p->muts[i].owner);
+	free(p->muts);
+	free(p);
+}
+
+void inv_free(struct inv *inv)
+{
+	if (!inv)
+		return;
+	pthread_mutex_lock(&inv->lock);
+	inv->stopping = true;
+	pthread_cond_broadcast(&inv->cond);
+	pthread_mutex_unlock(&inv->lock);
+	for (size_t i = 0; i < inv->n_pollers; i++) {
+		if (inv->pollers[i]->running)
+			pthread_join(inv->pollers[i]->thread, NULL);
+		poller_free(inv->pollers[i]);
+	}
+	pthread_cond_destroy(&inv->cond);
+	pthread_mutex_destroy(&inv->lock);
+	free(inv);
+}
+
+static struct poller *find_poller(struct inv *inv, const char *secret_id, const char *region)
+{
+	for (size_t i = 0; i < inv->n_pollers; i++)
+		if (strcmp(inv->pollers[i]->creds.secret_id, secret_id) == 0 &&
+		    strcmp(inv->pollers[i]->region, region) == 0)
+			return inv->pollers[i];
+	return NULL;
+}
+
+static bool differs(const char *a, const char *b)
+{
+	return strcmp(a ? a : "", b ? b : "") != 0;
+}
+
+/* Called with the lock held. */
+static int get_poller(struct inv *inv, const struct cvm_credentials *cred, const char *region,
+		      struct poller **ret, struct sp_error *err)
+{
+	struct poller *p = find_poller(inv, cred->secret_id, region);
+	if (p) {
+		*ret = p;
+		return 0;
+	}
+	if (inv->n_pollers >= INV_MAX_POLLERS)
+		return sp_fail(err, SP_ETOOBIG, "inventory: more than %d (account, region) pairs", INV_MAX_POLLERS);
+	p = xcalloc(1, sizeof(*p));
+	p->inv = inv;
+	p->region = xstrdup(region);
+	creds_set(&p->creds, cred->secret_id, cred->secret_key, cred->token, "pool");
+	p->cvm = cvm_client_new(&inv->cfg.cvm);
+	p->poke = true;
+	if (pthread_create(&p->thread, NULL, poller_main, p) != 0) {
+		poller_free(p);
+		return sp_fail(err, SP_EIO, "inventory: cannot start a poller thread");
+	}
+	p->running = true;
+	inv->pollers[inv->n_pollers++] = p;
+	*ret = p;
+	return 0;
+}
+
+/* Copies the owner's entries of a snapshot sorted by (pool_tag, id). */
+static void copy_owner(const struct poller *p, const char *owner, struct pool_instance **ret, size_t *ret_n)
+{
+	size_t lo = 0, hi = p->n_snap;
+	while (lo < hi) {
+		size_t mid = lo + (hi - lo) / 2;
+		if (strcmp(p->snap[mid].pool_tag, owner) < 0)
+			lo = mid + 1;
+		else
+			hi = mid;
+	}
+	size_t end = lo;
+	while (end < p->n_snap && strcmp(p->snap[end].pool_tag, owner) == 0)
+		end++;
+	*ret_n = end - lo;
+	*ret = xcalloc(*ret_n ? *ret_n : 1, sizeof(**ret));
+	if (*ret_n)
+		memcpy(*ret, &p->snap[lo], *ret_n * sizeof(**ret));
+}
+
+/* A pool offers a key (or token) the account's poller does not use: a rotated key, or
+ * a wrong one. It proves itself with the pool's own listing (signed with it): if that
+ * works the poller takes it over; if not, only this pool fails. */
+static int check_other_key(struct inv *inv, struct cvm_client *cvm, struct poller *p,
+			   const struct cvm_credentials *cred, const char *owner,
+			   struct pool_instance **ret_instances, size_t *ret_n, struct sp_error *err)
+{
+	pthread_mutex_unlock(&inv->lock);
+	int r = cvm_describe_tagged(cvm, cred, p->region, POOL_TAG_KEY, owner, ret_instances, ret_n, err);
+	pthread_mutex_lock(&inv->lock);
+	if (r == 0 && (differs(p->creds.secret_key, cred->secret_key) || differs(p->creds.token, cred->token))) {
+		creds_set(&p->creds, cred->secret_id, cred->secret_key, cred->token, "pool");
+		p->poke = true;
+		pthread_cond_broadcast(&inv->cond);
+	}
+	return r;
+}
+
+int inv_read(struct inv *inv, struct cvm_client *cvm, const struct cvm_credentials *cred, const char *region,
+	     const char *owner, bool unsettled, int64_t max_age_ms, int64_t timeout_ms,
+	     struct pool_instance **ret_instances, size_t *ret_n, struct sp_error *err)
+{
+	pthread_mutex_lock(&inv->lock);
+	struct poller *p = NULL;
+	int r = get_poller(inv, cred, region, &p, err);
+	if (r == 0 && (differs(p->creds.secret_key, cred->secret_key) || differs(p->creds.token, cred->token))) {
+		r = check_other_key(inv, cvm, p, cred, owner, ret_instances, ret_n, err);
+		pthread_mutex_unlock(&inv->lock);
+		return r;
+	}
+	if (r < 0) {
+		pthread_mutex_unlock(&inv->lock);
+		return r;
+	}
+	int64_t now = sp_mono_ms();
+	if (unsettled) {
+		p->unsettled_until_ms = now + INV_UNSETTLED_HOLD_MS;
+		/* Back on the fast cadence without waiting out a long idle pause. */
+		if (p->next_due_ms > now + inv->cfg.fast_interval_ms) {
+			p->next_due_ms = now + inv->cfg.fast_interval_ms;
+			pthread_cond_broadcast(&inv->cond);
+		}
+	}
+	int64_t need = mutation_at(p, owner);
+	if (max_age_ms > 0 && now - max_age_ms > need)
+		need = now - max_age_ms;
+	int64_t deadline = now + timeout_ms;
+	for (;;) {
+		if (p->last_error && p->error_ms >= need && (!p->has_snap || p->error_ms > p->taken_ms)) {
+			r = p->last_error;
+			if (err)
+				*err = p->last_err;
+			break;
+		}
+		if (p->has_snap && p->taken_ms >= need) {
+			copy_owner(p, owner, ret_instances, ret_n);
+			r = 0;
+			break;
+		}
+		now = sp_mono_ms();
+		if (now >= deadline || http_aborting() || inv->stopping) {
+			r = sp_fail(err, SP_ETRANSIENT, "inventory: no listing of %s newer than the pool's last "
+				    "change within %lld ms", region, (long long)timeout_ms);
+			break;
+		}
+		p->poke = true;
+		pthread_cond_broadcast(&inv->cond);
+		timed_wait(inv, deadline - now < 200 ? deadline - now : 200);
+	}
+	pthread_mutex_unlock(&inv->lock);
+	return r;
+}
+
+void inv_note_mutation(struct inv *inv, const char *secret_id, const char *region, const char *owner)
+{
+	pthread_mutex_lock(&inv->lock);
+	struct poller *p = find_poller(inv, secret_id, region);
+	if (p) {
+		int64_t now = sp_mono_ms();
+		bool found = false;
+		for (size_t i = 0; i < p->n_muts && !found; i++)
+			if (strcmp(p->muts[i].owner, owner) == 0) {
+				p->muts[i].at_ms = now;
+				found = true;
+			}
+		if (!found) {
+			p->muts = xrealloc(p->muts, (p->n_muts + 1) * sizeof(*p->muts));
+			p->muts[p->n_muts++] = (struct mutation){.owner = xstrdup(owner), .at_ms = now};
+		}
+		p->unsettled_until_ms = now + INV_UNSETTLED_HOLD_MS;
+		p->poke = true;
+		pthread_cond_broadcast(&inv->cond);
+	}
+	pthread_mutex_unlock(&inv->lock);
+}
