@@ -26,7 +26,7 @@ LIB_OBJS := $(patsubst src/%.c,$(BUILD)/obj/%.o,$(filter-out src/main.c,$(SRCS))
 UNIT_SRCS := $(wildcard tests/unit/test_*.c)
 UNIT_BINS := $(patsubst tests/unit/%.c,$(BUILD)/tests/%,$(UNIT_SRCS))
 
-.PHONY: all deps check check-asan unit clean install demo
+.PHONY: all deps check check-asan unit clean install demo fuzz fuzz-build
 all: $(BUILD)/spotpool
 
 $(BUILD)/obj/%.o: src/%.c $(wildcard include/*.h) | $(BUILD)/obj
@@ -68,6 +68,66 @@ check-asan: deps
 	UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1:log_path=$(CURDIR)/build-asan/sanitizer/ubsan \
 		tests/run-tests --build build-asan
 
+# Fuzzing (libFuzzer): every tests/fuzz/fuzz_<name>.c, linked against the library built
+# with clang and the same sanitizers in FUZZ_BUILD, runs FUZZ_SECONDS on its seed corpus
+# tests/fuzz/corpus/<name> (new inputs go to FUZZ_BUILD/corpus/<name>, the committed seeds
+# are only read). A crash, leak, UB or a slow input fails it; the input that did is kept in
+# FUZZ_BUILD/artifacts. FUZZ_TARGETS="watch cvm" runs a subset.
+FUZZ_BUILD ?= build-fuzz
+FUZZ_SECONDS ?= 60
+FUZZ_TARGETS ?= $(patsubst tests/fuzz/fuzz_%.c,%,$(wildcard tests/fuzz/fuzz_*.c))
+FUZZ_FLAGS ?= -timeout=25 -rss_limit_mb=2048 -print_final_stats=1
+FUZZ_SANITIZE = -fsanitize=address,undefined -fno-sanitize-recover=all
+
+$(BUILD)/fuzz/fuzz_%: tests/fuzz/fuzz_%.c tests/fuzz/fuzz.h $(BUILD)/libspotpool.a | $(BUILD)/fuzz
+	$(CC) $(CFLAGS) -fsanitize=fuzzer -Itests/fuzz -o $@ $< $(BUILD)/libspotpool.a $(LDFLAGS) $(LDLIBS)
+
+$(BUILD)/fuzz:
+	mkdir -p $@
+
+fuzz-build: deps
+	$(MAKE) BUILD=$(FUZZ_BUILD) CC=clang OPT="-O1 -g -fno-omit-frame-pointer" \
+		CFLAGS="-Wno-unknown-warning-option" SANITIZE="$(FUZZ_SANITIZE) -fsanitize=fuzzer-no-link" \
+		$(patsubst %,$(FUZZ_BUILD)/fuzz/fuzz_%,$(FUZZ_TARGETS))
+
+fuzz: fuzz-build
+	mkdir -p $(FUZZ_BUILD)/artifacts
+	@failed=; for t in $(FUZZ_TARGETS); do \
+		mkdir -p $(FUZZ_BUILD)/corpus/$$t; \
+		dict=; [ ! -f tests/fuzz/$$t.dict ] || dict=-dict=tests/fuzz/$$t.dict; \
+		echo "fuzz: $$t for $(FUZZ_SECONDS) s"; \
+		if ASAN_OPTIONS=detect_leaks=1 UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1 \
+		   $(FUZZ_BUILD)/fuzz/fuzz_$$t -max_total_time=$(FUZZ_SECONDS) $(FUZZ_FLAGS) $$dict \
+			-artifact_prefix=$(CURDIR)/$(FUZZ_BUILD)/artifacts/$$t- \
+			$(FUZZ_BUILD)/corpus/$$t tests/fuzz/corpus/$$t > $(FUZZ_BUILD)/fuzz-$$t.log 2>&1; then \
+			grep -E '^Done [0-9]+ runs' $(FUZZ_BUILD)/fuzz-$$t.log | sed "s/^/fuzz: $$t: /"; \
+		else \
+			tail -n 60 $(FUZZ_BUILD)/fuzz-$$t.log; failed="$$failed $$t"; \
+			echo "fuzz: $$t FAILED (log $(FUZZ_BUILD)/fuzz-$$t.log)"; \
+		fi; \
+	done; \
+	if [ -n "$$failed" ]; then echo "fuzz: failed:$$failed"; exit 1; fi
+
+# Randomized fault campaign (tests/faults/campaign.py, README "Fault campaign"):
+# SCHEDULES seeded schedules (seeds FIRST_SEED..), JOBS at a time, against one real
+# apiserver; SEED=S replays exactly one; DURATION=MIN:MAX sets the fault phase (s);
+# WITHOUT=tag_index,... leaves fault kinds out.
+SCHEDULES ?= 20
+FIRST_SEED ?= 1
+JOBS ?= 3
+.PHONY: faults
+faults: $(BUILD)/spotpool
+	python3 tests/faults/campaign.py --bin $(BUILD)/spotpool --jobs $(JOBS) \
+		$(if $(SEED),--seed $(SEED),--schedules $(SCHEDULES) --first-seed $(FIRST_SEED)) \
+		$(if $(DURATION),--duration $(DURATION)) $(if $(WITHOUT),--without $(WITHOUT))
+
+# Benchmark against the emulator with Tencent's rate limits (scripts/bench; results and
+# the machine go to BENCHMARKS.md): BENCH_SCENARIOS=idle,reclaim,create,memory,soldout,
+# BENCH_POOLS=1,10,100,1000, BENCH_IDLE_SECONDS=60; SPOTPOOL_BIN overrides the binary.
+.PHONY: bench
+bench: $(BUILD)/spotpool
+	SPOTPOOL_BIN=$${SPOTPOOL_BIN:-$(CURDIR)/$(BUILD)/spotpool} scripts/bench
+
 # Installs the binary, the unit (paths filled in), the configuration (kept if present)
 # and the CRD. DESTDIR stages the tree for packaging.
 install: $(BUILD)/spotpool
@@ -82,4 +142,4 @@ install: $(BUILD)/spotpool
 	install -m 0644 crds/spotpool.yaml $(DESTDIR)$(DATADIR)/spotpool-crd.yaml
 
 clean:
-	rm -rf build build-asan
+	rm -rf build build-asan build-fuzz

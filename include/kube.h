@@ -29,6 +29,11 @@ struct kube_config {
 /* path NULL: $KUBECONFIG, else in-cluster when KUBERNETES_SERVICE_HOST is set, else
  * ~/.kube/config. */
 int kube_config_load(const char *path, struct kube_config **ret, struct sp_error *err);
+/* Parses kubeconfig YAML text (what kube_config_load does after reading the file). path
+ * names it in messages; relative file references resolve against its directory. Pure:
+ * referenced files are not read here. */
+int kube_config_parse(const char *text, size_t len, const char *path, struct kube_config **ret,
+		      struct sp_error *err);
 int kube_config_in_cluster(struct kube_config **ret, struct sp_error *err);
 void kube_config_free(struct kube_config *cfg);
 
@@ -52,6 +57,23 @@ int kube_merge_patch(struct kube_client *c, const char *path, const cJSON *patch
 /* Receives each watch event: type ADDED/MODIFIED/DELETED/BOOKMARK/ERROR and the object.
  * Returning non-zero stops the watch. */
 typedef int (*kube_event_fn)(void *userdata, const char *type, cJSON *object);
+
+/* Decodes a watch body: one JSON event {type, object} per line, a partial line kept
+ * until the next chunk (at most max bytes); fn is called per event. Pure: kube_watch
+ * feeds it what the server sends. */
+struct kube_watch_decoder {
+	struct buf line;  /* the unfinished line */
+	kube_event_fn fn;
+	void *userdata;
+	char *failure;    /* a Status object sent instead of events (an HTTP error body) */
+	bool stopped;     /* fn returned non-zero */
+	bool too_big;     /* a line longer than max */
+};
+void kube_watch_decoder_init(struct kube_watch_decoder *d, size_t max, kube_event_fn fn,
+			     void *userdata);
+/* Feeds the next chunk of the body; non-zero when decoding must stop (stopped or too_big). */
+int kube_watch_feed(struct kube_watch_decoder *d, const char *data, size_t len);
+void kube_watch_decoder_free(struct kube_watch_decoder *d);
 
 /* Streams a watch until the server closes it, timeout_ms passes (a half-open
  * connection must not block forever), cancel is set, or the callback stops it.

@@ -2,6 +2,7 @@
 #include "kube.h"
 #include "log.h"
 #include "manifest.h"
+#include "metrics.h"
 
 #include <curl/curl.h>
 #include <errno.h>
@@ -179,6 +180,41 @@ static int parse_kubeconfig(const cJSON *root, const char *dir, struct kube_conf
 	return r;
 }
 
+/* The kubeconfig in set (read from path) into a new configuration. */
+static int config_from_set(const struct manifest_set *set, const char *path, struct kube_config **ret,
+			   struct sp_error *err)
+{
+	struct kube_config *cfg = config_new(path);
+	int r = 0;
+	if (set->n != 1)
+		r = sp_fail(err, SP_EINVAL, "%s: expected one YAML document", path);
+	if (r == 0) {
+		char *copy = xstrdup(path);
+		r = parse_kubeconfig(set->docs[0].object, dirname(copy), cfg, err);
+		free(copy);
+		if (r < 0)
+			sp_error_prefix(err, "%s: ", path);
+	}
+	if (r < 0) {
+		kube_config_free(cfg);
+		return r;
+	}
+	config_link_tls(cfg);
+	*ret = cfg;
+	return 0;
+}
+
+int kube_config_parse(const char *text, size_t len, const char *path, struct kube_config **ret,
+		      struct sp_error *err)
+{
+	struct manifest_set set = {0};
+	int r = manifest_parse(text, len, path, &set, err);
+	if (r == 0)
+		r = config_from_set(&set, path, ret, err);
+	manifest_set_free(&set);
+	return r;
+}
+
 int kube_config_load(const char *path, struct kube_config **ret, struct sp_error *err)
 {
 	char *owned = NULL;
@@ -201,27 +237,15 @@ int kube_config_load(const char *path, struct kube_config **ret, struct sp_error
 		free(owned);
 		path = owned = first;
 	}
+	/* manifest_load_file, not a read + kube_config_parse, so the manifest reader's file
+	 * limits apply; the rest is kube_config_parse's. */
 	struct manifest_set set = {0};
 	int r = manifest_load_file(path, &set, err);
-	struct kube_config *cfg = config_new(path);
-	if (r == 0 && set.n != 1)
-		r = sp_fail(err, SP_EINVAL, "%s: expected one YAML document", path);
-	if (r == 0) {
-		char *copy = xstrdup(path);
-		r = parse_kubeconfig(set.docs[0].object, dirname(copy), cfg, err);
-		free(copy);
-		if (r < 0)
-			sp_error_prefix(err, "%s: ", path);
-	}
+	if (r == 0)
+		r = config_from_set(&set, path, ret, err);
 	manifest_set_free(&set);
 	free(owned);
-	if (r < 0) {
-		kube_config_free(cfg);
-		return r;
-	}
-	config_link_tls(cfg);
-	*ret = cfg;
-	return 0;
+	return r;
 }
 
 /* Current bearer token ("Authorization: Bearer ..." header line) or NULL; the token file
@@ -289,6 +313,23 @@ static int status_to_error(long status, const char *body, const char *method, co
 	return code;
 }
 
+/* What path names, for spotpool_kube_requests_total: a short fixed name, never a
+ * namespace or object name, so the metric stays bounded. */
+static const char *resource_of(const char *path)
+{
+	size_t n = strcspn(path, "?");
+	if (memmem(path, n, "/spotpools", 10))
+		return n >= 7 && memcmp(path + n - 7, "/status", 7) == 0 ? "spotpools/status" : "spotpools";
+	static const char *const known[] = {"events", "leases", "secrets"};
+	for (size_t i = 0; i < sizeof(known) / sizeof(known[0]); i++) {
+		char seg[16];
+		int len = snprintf(seg, sizeof(seg), "/%s", known[i]);
+		if (memmem(path, n, seg, (size_t)len))
+			return known[i];
+	}
+	return strncmp(path, "/version", 8) == 0 || !memmem(path, n, "/namespaces/", 12) ? "discovery" : "other";
+}
+
 int kube_request(struct kube_client *c, const char *method, const char *path,
 		 const char *content_type, const cJSON *body, cJSON **ret, struct sp_error *err)
 {
@@ -304,6 +345,7 @@ int kube_request(struct kube_client *c, const char *method, const char *path,
 	};
 	struct http_response resp;
 	int r = http_do(c->http, &req, &resp, err);
+	metrics_kube_request(method, resource_of(path), resp.status);
 	sp_secure_free(auth);
 	free(ct);
 	cJSON_free(text);
@@ -332,42 +374,51 @@ int kube_merge_patch(struct kube_client *c, const char *path, const cJSON *patch
 	return kube_request(c, "PATCH", path, "application/merge-patch+json", patch, ret, err);
 }
 
-struct watch_state {
-	struct buf line;
-	kube_event_fn fn;
-	void *userdata;
-	char *failure;   /* a Status object sent instead of events (an HTTP error body) */
-	bool stopped;
-	bool too_big;
-};
-
-static int on_watch_data(void *ud, const char *data, size_t len)
+void kube_watch_decoder_init(struct kube_watch_decoder *d, size_t max, kube_event_fn fn,
+			     void *userdata)
 {
-	struct watch_state *w = ud;
-	if (buf_append(&w->line, data, len) < 0) {
-		w->too_big = true;
+	*d = (struct kube_watch_decoder){.fn = fn, .userdata = userdata};
+	buf_init(&d->line, max);
+}
+
+void kube_watch_decoder_free(struct kube_watch_decoder *d)
+{
+	cJSON_free(d->failure);
+	d->failure = NULL;
+	buf_free(&d->line);
+}
+
+int kube_watch_feed(struct kube_watch_decoder *d, const char *data, size_t len)
+{
+	if (buf_append(&d->line, data, len) < 0) {
+		d->too_big = true;
 		return 1;
 	}
 	char *nl;
 	/* One JSON object per line; a partial line waits for the next chunk. */
-	while ((nl = memchr(w->line.data, '\n', w->line.len))) {
-		size_t n = (size_t)(nl - w->line.data);
-		cJSON *ev = cJSON_ParseWithLength(w->line.data, n);
-		buf_consume(&w->line, n + 1);
+	while ((nl = memchr(d->line.data, '\n', d->line.len))) {
+		size_t n = (size_t)(nl - d->line.data);
+		cJSON *ev = cJSON_ParseWithLength(d->line.data, n);
+		buf_consume(&d->line, n + 1);
 		if (!ev)
 			continue;
 		const char *type = str(ev, "type");
 		cJSON *obj = cJSON_GetObjectItemCaseSensitive(ev, "object");
-		if (!type && !w->failure && str(ev, "kind") && strcmp(str(ev, "kind"), "Status") == 0)
-			w->failure = cJSON_PrintUnformatted(ev);
-		int stop = type && obj ? w->fn(w->userdata, type, obj) : 0;
+		if (!type && !d->failure && str(ev, "kind") && strcmp(str(ev, "kind"), "Status") == 0)
+			d->failure = cJSON_PrintUnformatted(ev);
+		int stop = type && obj ? d->fn(d->userdata, type, obj) : 0;
 		cJSON_Delete(ev);
 		if (stop) {
-			w->stopped = true;
+			d->stopped = true;
 			return 1;
 		}
 	}
 	return 0;
+}
+
+static int on_watch_data(void *ud, const char *data, size_t len)
+{
+	return kube_watch_feed(ud, data, len);
 }
 
 int kube_watch(struct kube_client *c, const char *path, long timeout_ms, kube_event_fn fn,
@@ -376,8 +427,8 @@ int kube_watch(struct kube_client *c, const char *path, long timeout_ms, kube_ev
 	char *url = xasprintf("%s%s", c->cfg->server, path);
 	char *auth = auth_header(c->cfg);
 	const char *headers[] = {"Accept: application/json", auth};
-	struct watch_state w = {.fn = fn, .userdata = userdata};
-	buf_init(&w.line, KUBE_WATCH_EVENT_MAX);
+	struct kube_watch_decoder w;
+	kube_watch_decoder_init(&w, KUBE_WATCH_EVENT_MAX, fn, userdata);
 	struct http_request req = {
 		.method = "GET", .url = url, .headers = headers, .n_headers = auth ? 2 : 1,
 		.timeout_ms = timeout_ms, .tls = &c->cfg->tls, .on_data = on_watch_data, .userdata = &w,
@@ -385,6 +436,7 @@ int kube_watch(struct kube_client *c, const char *path, long timeout_ms, kube_ev
 	};
 	struct http_response resp;
 	int r = http_do(c->http, &req, &resp, err);
+	metrics_kube_request("WATCH", resource_of(path), resp.status);
 	sp_secure_free(auth);
 	if (w.stopped)
 		r = 0;
@@ -392,8 +444,7 @@ int kube_watch(struct kube_client *c, const char *path, long timeout_ms, kube_ev
 		r = sp_fail(err, SP_ETOOBIG, "watch %s: event larger than %d bytes", path, KUBE_WATCH_EVENT_MAX);
 	else if (r == 0 && (resp.status < 200 || resp.status > 299))
 		r = status_to_error(resp.status, w.failure ? w.failure : w.line.data, "watch", path, err);
-	cJSON_free(w.failure);
-	buf_free(&w.line);
+	kube_watch_decoder_free(&w);
 	http_response_free(&resp);
 	free(url);
 	return r;

@@ -318,7 +318,8 @@ static int add_document(struct manifest_set *set, struct parser *p, cJSON *root)
 		cJSON *item;
 		while ((item = cJSON_DetachItemFromArray(items, 0)))
 			set_push(set, source, index, item);
-		split_list_lines(set->docs + first, set->n - first, p->lines, p->n_lines);
+		if (set->n > first)  /* an empty List adds no document */
+			split_list_lines(set->docs + first, set->n - first, p->lines, p->n_lines);
 		cJSON_Delete(root);
 		return 0;
 	}

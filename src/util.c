@@ -161,8 +161,13 @@ void sp_hex(const unsigned char *in, size_t n, char *out)
 
 char *sp_base64_decode(const char *in, size_t *ret_len)
 {
-	size_t n = strlen(in);
-	if (n % 4)
+	size_t n = strlen(in), pad = 0;
+	while (pad < n && in[n - 1 - pad] == '=')
+		pad++;
+	/* Only the alphabet, then at most two '=': EVP_DecodeBlock alone also takes '=' inside
+	 * the data and "====", and subtracting more padding than it decoded wrote before out. */
+	if (n % 4 || pad > 2 ||
+	    strspn(in, "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/") != n - pad)
 		return NULL;
 	unsigned char *out = xmalloc(n / 4 * 3 + 1);
 	int len = EVP_DecodeBlock(out, (const unsigned char *)in, (int)n);
