@@ -17,6 +17,7 @@ struct cfg {
 	int resync_seconds;
 	int workers;
 	int launch_grace_seconds;  /* how long a launched, never-seen instance counts as live */
+	char *cluster_name;        /* "" = the kube-system namespace's UID, read at start-up */
 	char *cvm_endpoint;        /* "" = https://cvm.<region>.tencentcloudapi.com/ */
 	char *credentials_file;    /* "" = $CREDENTIALS_DIRECTORY/tencentcloud or environment */
 	enum log_format log_format;
@@ -29,6 +30,9 @@ struct cfg {
 	int lease_duration_seconds;
 	int renew_deadline_seconds;
 	int retry_period_seconds;
+	int rate_describe_per_second;   /* DescribeInstances(Status) calls per second (rate.h) */
+	int rate_run_per_second;        /* RunInstances */
+	int rate_terminate_per_second;  /* TerminateInstances */
 	char *sources[32];         /* where each key's value came from, by table index */
 };
 
@@ -42,6 +46,10 @@ int cfg_apply_env(struct cfg *c, struct sp_error *err);
 int cfg_set(struct cfg *c, const char *key, const char *value, const char *source, struct sp_error *err);
 /* Checks relations between keys (e.g. the renew deadline below the lease duration). */
 int cfg_validate(const struct cfg *c, struct sp_error *err);
+/* A cluster name as a tag value: 1..POOL_CLUSTER_NAME_MAX characters of [A-Za-z0-9._-]. */
+bool cfg_cluster_name_valid(const char *name);
+/* Where key's value came from ("default", "--workers", "spotpool.yaml:3", ...). */
+const char *cfg_source(const struct cfg *c, const char *key);
 /* Prints the effective configuration as YAML with each value's source. */
 void cfg_print(const struct cfg *c, FILE *out);
 /* A file holding secrets (what names it: "credentials file", "kubeconfig") must not be

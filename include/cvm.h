@@ -41,7 +41,12 @@ struct cvm_launch {
 	const struct pool_spec *spec;
 	int count;                /* 1..100 */
 	const char *client_token; /* <= 64 ASCII; same token => same launch */
+	const char *cluster;      /* POOL_CLUSTER_TAG_KEY value; NULL or empty: no such tag */
 	bool dry_run;             /* check parameters, quota and stock only */
+	/* The offering to launch on (offer_choose); NULL: the spec's availabilityZone and
+	 * instanceType. */
+	const char *zone;
+	const char *instance_type;
 };
 
 struct cvm_client;
@@ -56,6 +61,8 @@ void cvm_client_free(struct cvm_client *c);
  * a ClientToken whose earlier attempt had an unknown outcome (network error, 5xx,
  * malformed reply, unknown code) is never reported as refused: a later refusal is
  * SP_ETRANSIENT ("outcome unknown"), since the first attempt may have been done.
+ * Every attempt first waits for a token of the (SecretId, region, action) rate limit
+ * (rate.h); a RequestLimitExceeded* answer slows that limit down (rate_throttled).
  * After http_abort_all() calls fail promptly with SP_ETRANSIENT "aborted (shutting down)". */
 int cvm_call(struct cvm_client *c, const struct cvm_credentials *cred, const char *region,
 	     const char *action, const cJSON *params, cJSON **ret_response, struct sp_error *err);
@@ -84,6 +91,16 @@ int cvm_terminate_instances(struct cvm_client *c, const struct cvm_credentials *
 /* The class of a Tencent Error.Code (table from the SDK's errors.go, most specific
  * entry wins); an unknown code is SP_ETRANSIENT, never a definitive refusal. */
 int cvm_classify_code(const char *code);
+/* Whether code means "this offering (zone, instance type) has no capacity or is not sold
+ * there", so that another offering may launch: ResourceInsufficient.* (stock, zone sold
+ * out), ResourcesSoldOut.* (but not EipInsufficient: public IPs, not the offering),
+ * ResourceUnavailable.InstanceType and ResourceNotFound.InvalidZoneInstanceType (type
+ * not sold in the zone), UnsupportedOperation.InvalidZone, UnsupportedOperation.
+ * NoInstanceTypeSupportSpot, InvalidParameterValue.InsufficientOffering/
+ * InsufficientPrice/ZoneNotSupported, InvalidParameter.InvalidCloudDiskSoldOut. Not account-wide limits (LimitExceeded.SpotQuota,
+ * LimitExceeded.UserSpotQuota, LimitExceeded.InstanceQuota, InstancesQuotaLimitExceeded,
+ * ...), subnet exhaustion, or anything not SP_ECAPACITY: those must not mark an offering. */
+bool cvm_code_is_sold_out(const char *code);
 cJSON *cvm_run_request(const struct cvm_launch *launch);
 /* One DescribeInstances page, as listed (no deduplication). TotalCount must be an
  * integer in [0, CVM_DESCRIBE_MAX_INSTANCES]. */

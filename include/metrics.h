@@ -54,11 +54,45 @@ void metrics_instances_terminated(const char *ns, const char *pool, enum metrics
 void metrics_instance_reclaimed(const char *ns, const char *pool);
 /* The pool was deleted: drops every one of its series. */
 void metrics_pool_forget(const char *ns, const char *pool);
+/* spotpool_pool_below_minimum_seconds_total{namespace,pool} accumulates, from successive
+ * metrics_pool_sizes calls, the time from a call that saw current < minimum to the next
+ * call (at most this many seconds per interval, so that a long gap, a standby spell for
+ * instance, is not all counted). */
+#define METRICS_BELOW_MINIMUM_GAP_MAX_S 600
+/* The monotonic clock (ms) metrics_pool_sizes reads; NULL restores sp_mono_ms (tests). */
+void metrics_set_clock(int64_t (*now_ms)(void));
+
+/* Offerings (not per pool).  One RunInstances call on the offering (zone, instance_type)
+ * ended with code (0 or an SP_E* class) and reason (the Tencent Error.Code, or NULL):
+ * spotpool_offering_launches_total{zone,instance_type,outcome}, outcome being success,
+ * sold_out (cvm_code_is_sold_out(reason)), capacity (other capacity answers: quotas),
+ * auth, config, throttled, transient or unknown (all eight exported per offering).  zone
+ * and instance_type are open-ended labels (capped like cvm codes); NULL or empty is
+ * "unknown".  spotpool_offerings_unavailable is read from soldout at each scrape. */
+void metrics_offering_launch(const char *zone, const char *instance_type, int code, const char *reason);
 
 /* Counts one CVM API call in spotpool_cvm_requests_total{action,code} and its duration in
  * spotpool_cvm_request_duration_seconds{action}.  Same signature as cvm_observe_fn so it
  * can be passed directly; userdata is ignored. */
 void metrics_cvm_observe(void *userdata, const char *action, const char *code, double seconds);
+/* The CVM API rate limit (rate.h): spotpool_cvm_rate_limit_wait_seconds_total{action}
+ * adds the seconds a call waited for its token (the series appears at the first call, at
+ * 0), spotpool_cvm_rate_limit{action} is the rate the action's most recently
+ * used bucket (credentials, region) paces at, lowered after RequestLimitExceeded.  They
+ * have the hooks' signatures; run.c passes metrics_rate_hooks to rate_configure(). */
+struct rate_hooks;
+extern const struct rate_hooks metrics_rate_hooks;
+void metrics_cvm_rate_wait(void *userdata, const char *action, double seconds);
+void metrics_cvm_rate(void *userdata, const char *action, double per_second);
+/* Counts one request to the Kubernetes apiserver in
+ * spotpool_kube_requests_total{verb,resource,code}.  verb is the HTTP method (GET, POST, PUT,
+ * PATCH, DELETE) or WATCH, anything else "other"; resource is a short fixed name chosen by
+ * kube.c (spotpools, spotpools/status, events, leases, secrets, discovery, other) and goes
+ * through the open-ended label cap; status is the HTTP status the apiserver answered (code
+ * "200", ...; also when the request failed afterwards, e.g. a reply too large), 0 when no
+ * answer came (code "error"), and anything outside 100..599 is "other".  A watch is
+ * counted when it ends. */
+void metrics_kube_request(const char *verb, const char *resource, long status);
 /* Counts one reconcile: spotpool_reconciles_total, spotpool_reconcile_duration_seconds and,
  * when failed, spotpool_reconcile_errors_total. */
 void metrics_reconcile_observe(double seconds, bool failed);

@@ -32,6 +32,11 @@ struct plan_launch {
 	int64_t started;          /* epoch seconds */
 	bool ids_known;           /* RunInstances answered; instance_ids is complete */
 	struct strv instance_ids;
+	/* The offering this launch asked for; empty: the spec's availabilityZone and
+	 * instanceType (ledgers written before offerings existed). A resumed launch must ask
+	 * for the same offering (same ClientToken, same request). */
+	char zone[POOL_ZONE_MAX + 1];
+	char instance_type[POOL_INSTANCE_TYPE_MAX + 1];
 };
 
 enum plan_state_class { PLAN_LIVE, PLAN_DEAD, PLAN_GOING };
@@ -72,12 +77,17 @@ enum plan_state_class plan_classify_state(const char *state);
  * by ID before their absence is believed. Sorted, without duplicates. */
 void plan_ids_to_confirm(const struct pool_instance *listed, size_t n_listed, const struct strv *seen,
 			 const struct plan_launch *ledger, struct strv *ret);
-/* Appends to *list the instances of found that carry the owner's tag and are not in
+/* Ownership: the instance carries the pool tag owner ("<namespace>/<name>") and either
+ * the cluster tag cluster, or no cluster tag at all (launched before that tag existed:
+ * it stays its pool's). An instance of the same pool name launched by another cluster
+ * (another cluster tag) is not owned. cluster NULL or empty: the cluster tag is ignored. */
+bool plan_owns(const struct pool_instance *i, const char *owner, const char *cluster);
+/* Appends to *list the instances of found that the pool owns (plan_owns) and are not in
  * *list yet (a lookup by ID answers for any instance of the account: someone who can
  * write the status must not be able to make the pool act on a foreign instance).
  * The IDs of foreign ones are added to ret_foreign. */
 void plan_merge_owned(struct pool_instance **list, size_t *n, const struct pool_instance *found,
-		      size_t n_found, const char *owner, struct strv *ret_foreign);
+		      size_t n_found, const char *owner, const char *cluster, struct strv *ret_foreign);
 void plan_compute(const struct plan_input *in, struct plan *ret);
 /* The instances a pool's status records: the known ones not going away, and those
  * terminated by this pass (shown TERMINATING, so their disappearance is not taken for a

@@ -13,13 +13,31 @@
 /* Tag every owned instance carries: key fixed for all pools (one tag-key filter finds
  * them all), value "<namespace>/<name>" (a tag:<key> filter finds one pool's). */
 #define POOL_TAG_KEY "spotpool.jokerbai.com/pool"
+/* Held on every pool until its instances are confirmed gone (or retained). */
+#define POOL_FINALIZER "spotpool.jokerbai.com/finalizer"
 /* Tag of each launched instance naming its launch (the ClientToken): a launch whose
  * reply was lost is resolved as soon as its instances are seen. */
 #define POOL_LAUNCH_TAG_KEY "spotpool.jokerbai.com/launch"
+/* Tag of each launched instance naming the Kubernetes cluster whose controller launched
+ * it (--cluster-name, default the kube-system namespace's UID): two clusters sharing an
+ * account and a pool's namespace/name never count each other's instances. Instances
+ * launched before this tag existed carry none and stay their pool's (plan_owns). */
+#define POOL_CLUSTER_TAG_KEY "spotpool.jokerbai.com/cluster"
+/* A cluster name is a tag value: 1..POOL_CLUSTER_NAME_MAX chars of [A-Za-z0-9._-]. */
+#define POOL_CLUSTER_NAME_MAX 63
 #define POOL_MAX_INSTANCES 1000
 #define POOL_USER_DATA_MAX 16384
+/* Longest availability zone and instance type names the spec accepts. */
+#define POOL_ZONE_MAX 48
+#define POOL_INSTANCE_TYPE_MAX 64
+/* Most entries of spec.instanceTypes and of spec.availabilityZones (each besides the
+ * seed's instanceType and availabilityZone). */
+#define POOL_OFFERING_LIST_MAX 10
 
 enum pool_deletion_policy { POOL_DELETE, POOL_RETAIN };
+/* spec.allocationStrategy: prioritized (default: the first available offering in
+ * preference order) or spread (balance over the available zones). */
+enum pool_allocation { POOL_PRIORITIZED, POOL_SPREAD };
 
 /* One owned instance as DescribeInstances reports it. */
 struct pool_instance {
@@ -33,6 +51,8 @@ struct pool_instance {
 	int64_t created;       /* epoch seconds, 0 if unparseable */
 	char pool_tag[160];    /* value of POOL_TAG_KEY (the owner), empty if none or too long */
 	char launch_tag[65];   /* value of POOL_LAUNCH_TAG_KEY, empty if none or too long */
+	char cluster_tag[64];  /* value of POOL_CLUSTER_TAG_KEY; empty if none, "?" if not a
+				* cluster name (empty or too long): never ours */
 };
 
 struct pool_tag {
@@ -51,8 +71,11 @@ struct pool_spec {
 	char *credentials_secret; /* credentialsSecretRef.name, or NULL */
 
 	char *region;
-	char *zone;
-	char *instance_type;
+	char *zone;             /* availabilityZone: the first preference */
+	char *instance_type;    /* instanceType: the first preference */
+	struct strv zones;      /* availabilityZones: further zones, in preference order */
+	struct strv instance_types; /* instanceTypes: further types, in preference order */
+	enum pool_allocation allocation;
 	int minimum;
 	int maximum;
 	bool has_replicas;
@@ -98,6 +121,9 @@ void pool_spec_free(struct pool_spec *spec);
 
 /* The value of POOL_TAG_KEY for this pool; caller frees. */
 char *pool_tag_value(const struct pool_spec *spec);
+/* A non-negative integer field (metadata.generation, ...); 0 when absent, not a number
+ * or out of int64's range. */
+int64_t pool_json_int64(const cJSON *v);
 /* value limited to [minimum, maximum]. */
 int pool_clamp(int value, int minimum, int maximum);
 

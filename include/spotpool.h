@@ -20,8 +20,10 @@
  *   (struct buf); exceeding it is SP_ETOOBIG, never unbounded growth.
  *
  * Prefixes.  buf_ (bounded buffers), log_ (logging), tc3_ (request signing),
- *   http_ (libcurl transport), cvm_ (Tencent CVM client), pool_ (Spotpool spec
- *   model and validation), manifest_ (YAML files), plan_ (pure planner),
+ *   http_ (libcurl transport), rate_ (cloud API pacing), cvm_ (Tencent CVM
+ *   client), pool_ (Spotpool spec model and validation), manifest_ (YAML files),
+ *   plan_ (pure planner), offer_ (offerings: zone x type preference and choice),
+ *   soldout_ (process-wide sold-out memory),
  *   kube_ (Kubernetes API client), ctl_ (controller), cfg_ (daemon config),
  *   metrics_ (Prometheus and health endpoints), sdn_ (systemd notify).
  */

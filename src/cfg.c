@@ -3,6 +3,8 @@
 #include "buf.h"
 #include "manifest.h"
 #include "plan.h"
+#include "pool.h"
+#include "rate.h"
 
 #include <errno.h>
 #include <limits.h>
@@ -27,6 +29,7 @@ static const struct cfg_key keys[] = {
 	{"resyncSeconds", "SPOTPOOL_RESYNC_SECONDS", CFG_INT, F(resync_seconds), 1, 86400},
 	{"workers", "SPOTPOOL_WORKERS", CFG_INT, F(workers), 1, 64},
 	{"launchGraceSeconds", "SPOTPOOL_LAUNCH_GRACE_SECONDS", CFG_INT, F(launch_grace_seconds), 1, 3600},
+	{"clusterName", "SPOTPOOL_CLUSTER_NAME", CFG_STR, F(cluster_name), 0, 0},
 	{"cvmEndpoint", "SPOTPOOL_CVM_ENDPOINT", CFG_STR, F(cvm_endpoint), 0, 0},
 	{"credentialsFile", "SPOTPOOL_CREDENTIALS_FILE", CFG_STR, F(credentials_file), 0, 0},
 	{"logFormat", "SPOTPOOL_LOG_FORMAT", CFG_FORMAT, F(log_format), 0, 0},
@@ -39,6 +42,9 @@ static const struct cfg_key keys[] = {
 	{"leaderElection.leaseDurationSeconds", NULL, CFG_INT, F(lease_duration_seconds), 2, 3600},
 	{"leaderElection.renewDeadlineSeconds", NULL, CFG_INT, F(renew_deadline_seconds), 1, 3600},
 	{"leaderElection.retryPeriodSeconds", NULL, CFG_INT, F(retry_period_seconds), 1, 600},
+	{"rateLimits.describePerSecond", "SPOTPOOL_RATE_DESCRIBE", CFG_INT, F(rate_describe_per_second), 1, 1000},
+	{"rateLimits.runPerSecond", "SPOTPOOL_RATE_RUN", CFG_INT, F(rate_run_per_second), 1, 1000},
+	{"rateLimits.terminatePerSecond", "SPOTPOOL_RATE_TERMINATE", CFG_INT, F(rate_terminate_per_second), 1, 1000},
 };
 #undef F
 #define N_KEYS (sizeof(keys) / sizeof(keys[0]))
@@ -60,11 +66,13 @@ void cfg_defaults(struct cfg *c)
 {
 	*c = (struct cfg){
 		.kubeconfig = xstrdup(""), .resync_seconds = 30, .workers = 2,
-		.launch_grace_seconds = PLAN_LAUNCH_GRACE_DEFAULT_SECONDS, .cvm_endpoint = xstrdup(""),
+		.launch_grace_seconds = PLAN_LAUNCH_GRACE_DEFAULT_SECONDS, .cluster_name = xstrdup(""),
+		.cvm_endpoint = xstrdup(""),
 		.credentials_file = xstrdup(""), .log_format = LOG_FMT_AUTO, .log_level = LOG_LVL_INFO,
 		.listen_address = xstrdup("127.0.0.1:9464"), .lease_name = xstrdup("spotpool"),
 		.lease_namespace = xstrdup(""), .lease_duration_seconds = 15, .renew_deadline_seconds = 10,
-		.retry_period_seconds = 2,
+		.retry_period_seconds = 2, .rate_describe_per_second = RATE_DEFAULT_DESCRIBE,
+		.rate_run_per_second = RATE_DEFAULT_RUN, .rate_terminate_per_second = RATE_DEFAULT_TERMINATE,
 	};
 	for (size_t i = 0; i < N_KEYS; i++)
 		c->sources[i] = xstrdup("default");
@@ -188,6 +196,16 @@ static int value_text(const struct cfg_key *k, const cJSON *v, char **ret, const
 	return sp_fail(err, SP_EINVAL, "%s: %s: must be %s", where, k->name, want[k->kind]);
 }
 
+/* True when path is a section holding keys ("leaderElection", "rateLimits"). */
+static bool is_section(const char *path)
+{
+	size_t n = strlen(path);
+	for (size_t i = 0; i < N_KEYS; i++)
+		if (strncmp(keys[i].name, path, n) == 0 && keys[i].name[n] == '.')
+			return true;
+	return false;
+}
+
 static int load_object(struct cfg *c, const struct manifest_doc *doc, const cJSON *obj,
 		       const char *prefix, struct sp_error *err)
 {
@@ -196,7 +214,7 @@ static int load_object(struct cfg *c, const struct manifest_doc *doc, const cJSO
 		char *path = *prefix ? xasprintf("%s.%s", prefix, v->string) : xstrdup(v->string);
 		char *where = xasprintf("%s:%d", doc->source, manifest_line_of(doc, path));
 		int r = 0;
-		if (strcmp(path, "leaderElection") == 0 && cJSON_IsObject(v)) {
+		if (is_section(path) && cJSON_IsObject(v)) {
 			r = load_object(c, doc, v, path, err);
 		} else {
 			size_t i = 0;
@@ -253,7 +271,26 @@ int cfg_validate(const struct cfg *c, struct sp_error *err)
 			       c->retry_period_seconds, c->renew_deadline_seconds, c->lease_duration_seconds);
 	if (c->leader_elect && !*c->lease_name)
 		return sp_fail(err, SP_EINVAL, "leaderElection.leaseName: must not be empty");
+	if (*c->cluster_name && !cfg_cluster_name_valid(c->cluster_name))
+		return sp_fail(err, SP_EINVAL, "%s: clusterName: must be 1 to %d characters of A-Z a-z 0-9 . _ - "
+			       "(it is an instance tag value), got \"%.80s\"", cfg_source(c, "clusterName"),
+			       POOL_CLUSTER_NAME_MAX, c->cluster_name);
 	return 0;
+}
+
+bool cfg_cluster_name_valid(const char *s)
+{
+	size_t n = strlen(s);
+	return n >= 1 && n <= POOL_CLUSTER_NAME_MAX &&
+	       strspn(s, "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789._-") == n;
+}
+
+const char *cfg_source(const struct cfg *c, const char *key)
+{
+	for (size_t i = 0; i < N_KEYS; i++)
+		if (strcmp(keys[i].name, key) == 0)
+			return c->sources[i];
+	return "?";
 }
 
 static void print_value(const struct cfg *c, const struct cfg_key *k, FILE *out)
@@ -278,14 +315,13 @@ static void print_value(const struct cfg *c, const struct cfg_key *k, FILE *out)
 
 void cfg_print(const struct cfg *c, FILE *out)
 {
-	bool in_leader = false;
+	const char *section = NULL;  /* the key before's, when it was in one */
 	for (size_t i = 0; i < N_KEYS; i++) {
 		const char *name = keys[i].name;
 		const char *dot = strchr(name, '.');
-		if (dot && !in_leader) {
-			fprintf(out, "leaderElection:\n");
-			in_leader = true;
-		}
+		if (dot && !(section && strncmp(section, name, (size_t)(dot - name + 1)) == 0))
+			fprintf(out, "%.*s:\n", (int)(dot - name), name);
+		section = dot ? name : NULL;
 		fprintf(out, "%s%s: ", dot ? "  " : "", dot ? dot + 1 : name);
 		print_value(c, &keys[i], out);
 		fprintf(out, "  # %s\n", c->sources[i]);

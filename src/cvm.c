@@ -1,6 +1,7 @@
 /* cvm: signed CVM API calls with error classes, paging, batching and retries. */
 #include "cvm.h"
 #include "log.h"
+#include "rate.h"
 #include "tc3.h"
 
 #include <stdio.h>
@@ -45,10 +46,12 @@ void cvm_client_free(struct cvm_client *c)
  * codes, for what RunInstances, DescribeInstances and TerminateInstances can answer.
  * "X.*" covers X and every X.<sub>; the most specific entry wins (an exact code over
  * its family, a longer family over a shorter one). */
-static const struct {
-	const char *code;
-	int cls;
-} code_classes[] = {
+struct code_entry {
+	const char *code;  /* "X.*" is a family */
+	int value;
+};
+
+static const struct code_entry code_classes[] = {
 	{"AuthFailure.*", SP_EAUTH},
 	{"UnauthorizedOperation.*", SP_EAUTH},
 	{"InvalidPermission", SP_EAUTH},
@@ -171,18 +174,51 @@ static size_t code_match(const char *pattern, const char *code)
 	return strcmp(code, pattern) == 0 ? 2 * n + 1 : 0;
 }
 
-int cvm_classify_code(const char *code)
+/* The value of the entry of table (n entries) that matches code most specifically, or
+ * fallback when none matches. */
+static int most_specific(const struct code_entry *table, size_t n, const char *code, int fallback)
 {
 	size_t best = 0;
-	int cls = SP_ETRANSIENT;  /* unknown: the outcome is unknown too, so never final */
-	for (size_t i = 0; i < sizeof(code_classes) / sizeof(code_classes[0]); i++) {
-		size_t m = code_match(code_classes[i].code, code);
+	int value = fallback;
+	for (size_t i = 0; i < n; i++) {
+		size_t m = code_match(table[i].code, code);
 		if (m > best) {
 			best = m;
-			cls = code_classes[i].cls;
+			value = table[i].value;
 		}
 	}
-	return cls;
+	return value;
+}
+
+int cvm_classify_code(const char *code)
+{
+	/* unknown: the outcome is unknown too, so never final */
+	return most_specific(code_classes, sizeof(code_classes) / sizeof(code_classes[0]), code, SP_ETRANSIENT);
+}
+
+/* Codes that mean this offering has no capacity (or is not sold there), from the SDK's
+ * errors.go; same matching as code_classes (most specific wins). */
+static const struct code_entry sold_out_codes[] = {
+	{"ResourceInsufficient.*", true},  /* AvailabilityZoneSoldOut, SpecifiedInstanceType,
+					    * ZoneSoldOutForSpecifiedInstance, CloudDiskSoldOut */
+	{"ResourceInsufficient.DisasterRecoverGroupCvmQuota", false},  /* a placement group's quota */
+	{"ResourceInsufficient.CloudDiskUnavailable", false},          /* disk parameters */
+	{"ResourcesSoldOut.*", true},      /* AvailableZone, SpecifiedInstanceType */
+	{"ResourcesSoldOut.EipInsufficient", false},  /* public IPs of the region, not the offering */
+	{"ResourceUnavailable.InstanceType", true},   /* the zone does not sell this type */
+	{"ResourceNotFound.InvalidZoneInstanceType", true},
+	{"UnsupportedOperation.InvalidZone", true},   /* the zone is not on sale */
+	{"UnsupportedOperation.NoInstanceTypeSupportSpot", true},
+	{"InvalidParameterValue.InsufficientOffering", true},  /* not enough spot stock */
+	{"InvalidParameterValue.InsufficientPrice", true},     /* the bid loses in this offering */
+	{"InvalidParameterValue.ZoneNotSupported", true},
+	{"InvalidParameter.InvalidCloudDiskSoldOut", true},    /* the zone's disks of that type */
+};
+
+bool cvm_code_is_sold_out(const char *code)
+{
+	return code && cvm_classify_code(code) == SP_ECAPACITY &&
+	       most_specific(sold_out_codes, sizeof(sold_out_codes) / sizeof(sold_out_codes[0]), code, false);
 }
 
 static void observe(struct cvm_client *c, const char *action, const char *code, int64_t start_ms)
@@ -306,7 +342,16 @@ int cvm_call(struct cvm_client *c, const struct cvm_credentials *cred, const cha
 	struct sp_error local = {0};
 	for (int attempt = 0;; attempt++) {
 		local = (struct sp_error){0};
+		/* Every attempt, retries included, waits its turn at the (SecretId, region, action)
+		 * rate limit; a shutdown ends the wait. */
+		struct rate_grant grant;
+		if ((r = rate_acquire(cred->secret_id, region, action, &grant, &local)) < 0)
+			break;
+		if (grant.waited >= 1)
+			log_debug("%s: waited %.1f s for the rate limit", action, grant.waited);
 		r = call_once(c, cred, url, host, region, action, body, ret_response, &local);
+		if (r == SP_ETHROTTLED && strncmp(local.reason, "RequestLimitExceeded", 20) == 0)
+			rate_throttled(cred->secret_id, region, action);
 		if (r == 0 || !(r == SP_ETHROTTLED || r == SP_ETRANSIENT || r == SP_EPROTO))
 			break;
 		/* Throttling means "not done"; anything else may have been done. */
@@ -360,22 +405,27 @@ static void copy_field(char *dst, size_t cap, const cJSON *v)
 	snprintf(dst, cap, "%s", cJSON_IsString(v) ? v->valuestring : "");
 }
 
-/* A tag's value; empty when absent or too long to be one of ours. */
-static void copy_tag(char *dst, size_t cap, const cJSON *tags, const char *tag_key)
+/* A tag's value; empty when absent or too long to be one of ours. Returns whether the
+ * key is there at all (whatever its value). */
+static bool copy_tag(char *dst, size_t cap, const cJSON *tags, const char *tag_key)
 {
 	const cJSON *t;
+	bool present = false;
 	*dst = '\0';
 	if (!cJSON_IsArray(tags))
-		return;
+		return false;
 	cJSON_ArrayForEach(t, tags) {
 		const cJSON *key = cJSON_GetObjectItemCaseSensitive(t, "Key");
 		const cJSON *value = cJSON_GetObjectItemCaseSensitive(t, "Value");
-		if (cJSON_IsString(key) && strcmp(key->valuestring, tag_key) == 0 &&
-		    cJSON_IsString(value) && strlen(value->valuestring) < cap) {
+		if (!cJSON_IsString(key) || strcmp(key->valuestring, tag_key) != 0)
+			continue;
+		present = true;
+		if (cJSON_IsString(value) && strlen(value->valuestring) < cap) {
 			snprintf(dst, cap, "%s", value->valuestring);
-			return;
+			return true;
 		}
 	}
+	return present;
 }
 
 int cvm_parse_instances(const cJSON *response, struct pool_instance **ret_instances, size_t *ret_n,
@@ -419,6 +469,11 @@ int cvm_parse_instances(const cJSON *response, struct pool_instance **ret_instan
 		const cJSON *tags = cJSON_GetObjectItemCaseSensitive(it, "Tags");
 		copy_tag(in->pool_tag, sizeof(in->pool_tag), tags, POOL_TAG_KEY);
 		copy_tag(in->launch_tag, sizeof(in->launch_tag), tags, POOL_LAUNCH_TAG_KEY);
+		/* A cluster tag no spotpool writes (empty, too long) is still some other cluster's,
+		 * never "launched before the tag existed": "?" matches no cluster name. */
+		if (copy_tag(in->cluster_tag, sizeof(in->cluster_tag), tags, POOL_CLUSTER_TAG_KEY) &&
+		    !*in->cluster_tag)
+			snprintf(in->cluster_tag, sizeof(in->cluster_tag), "?");
 	}
 	*ret_instances = list;
 	*ret_n = n;
@@ -667,8 +722,8 @@ cJSON *cvm_run_request(const struct cvm_launch *l)
 			cJSON_AddStringToObject(spot, "SpotInstanceType", "one-time");
 		}
 	}
-	cJSON_AddStringToObject(cJSON_AddObjectToObject(req, "Placement"), "Zone", s->zone);
-	cJSON_AddStringToObject(req, "InstanceType", s->instance_type);
+	cJSON_AddStringToObject(cJSON_AddObjectToObject(req, "Placement"), "Zone", l->zone ? l->zone : s->zone);
+	cJSON_AddStringToObject(req, "InstanceType", l->instance_type ? l->instance_type : s->instance_type);
 	cJSON_AddStringToObject(req, "ImageId", s->image_id);
 	if (s->vpc_id) {
 		cJSON *vpc = cJSON_AddObjectToObject(req, "VirtualPrivateCloud");
@@ -708,6 +763,8 @@ cJSON *cvm_run_request(const struct cvm_launch *l)
 	free(identity);
 	if (l->client_token)
 		cJSON_AddItemToArray(tags, tag(POOL_LAUNCH_TAG_KEY, l->client_token));
+	if (l->cluster && *l->cluster)
+		cJSON_AddItemToArray(tags, tag(POOL_CLUSTER_TAG_KEY, l->cluster));
 	for (size_t i = 0; i < s->n_tags; i++)
 		cJSON_AddItemToArray(tags, tag(s->tags[i].key, s->tags[i].value));
 	cJSON_AddItemToArray(cJSON_AddArrayToObject(req, "TagSpecification"), spec);

@@ -94,7 +94,7 @@ static bool remember(struct informer *inf, const char *key, const cJSON *obj)
 {
 	const cJSON *md = cJSON_GetObjectItemCaseSensitive(obj, "metadata");
 	const cJSON *gen = cJSON_GetObjectItemCaseSensitive(md, "generation");
-	int64_t generation = cJSON_IsNumber(gen) ? (int64_t)gen->valuedouble : 0;
+	int64_t generation = pool_json_int64(gen);
 	bool deleting = cJSON_GetObjectItemCaseSensitive(md, "deletionTimestamp") != NULL;
 	pthread_mutex_lock(&inf->lock);
 	struct cached_pool *p = find(inf, key);

@@ -11,6 +11,9 @@
 
 /* Accounts x regions a process follows: each has a thread. */
 #define INV_MAX_POLLERS 64
+/* Sweeps asked for at once (pokes after launches) start at least this far apart, so a
+ * burst of launches costs one sweep, not one each. */
+#define INV_MIN_GAP_MS 500
 /* Pools whose last mutation is remembered; older entries are dropped (a sweep has
  * long been taken since). */
 #define INV_MUTATION_MEMORY_MS 60000
@@ -36,6 +39,7 @@ struct poller {
 	int64_t error_ms;             /* when the failed listing started */
 	int64_t unsettled_until_ms;
 	int64_t next_due_ms;
+	int64_t last_sweep_ms;
 	bool poke;
 	struct mutation *muts;
 	size_t n_muts;
@@ -173,11 +177,13 @@ static void *poller_main(void *arg)
 	pthread_mutex_lock(&inv->lock);
 	while (!inv->stopping) {
 		int64_t now = sp_mono_ms();
-		if (!p->poke && now < p->next_due_ms) {
-			timed_wait(inv, p->next_due_ms - now);
+		int64_t due = p->poke ? p->last_sweep_ms + INV_MIN_GAP_MS : p->next_due_ms;
+		if (now < due) {
+			timed_wait(inv, due - now);
 			continue;
 		}
 		p->poke = false;
+		p->last_sweep_ms = now;
 		/* Copies: a reader may replace rotated credentials while the sweep runs. */
 		char *id = xstrdup(p->creds.secret_id), *key = xstrdup(p->creds.secret_key);
 		char *token = p->creds.token ? xstrdup(p->creds.token) : NULL;

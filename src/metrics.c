@@ -3,7 +3,10 @@
  * far below the scrape interval, and the code stays obvious. */
 #include "metrics.h"
 #include "buf.h"
+#include "cvm.h"
 #include "log.h"
+#include "rate.h"
+#include "soldout.h"
 #include "wq.h"
 
 #include <arpa/inet.h>
@@ -43,6 +46,7 @@ struct series {
 	char *a, *b;   /* the label values that tell it from its siblings; b may be NULL */
 	char *labels;  /* the whole label set */
 	uint64_t n;
+	double value;  /* a gauge's value, or a counter of seconds */
 	struct histogram h;
 };
 
@@ -60,6 +64,9 @@ enum { C_LAUNCHED, C_RECLAIMED, C_TERMINATED, N_COUNTERS = C_TERMINATED + N_TERM
 static const char *const outcome_names[N_OUTCOMES] = {
 	"success", "capacity", "auth", "config", "throttled", "transient", "unknown",
 };
+/* Verbs of spotpool_kube_requests_total; the last one takes any other method. */
+static const char *const kube_verbs[] = {"GET", "POST", "PUT", "PATCH", "DELETE", "WATCH", "other"};
+#define N_KUBE_VERBS N_ELEMS(kube_verbs)
 static const char *const termination_names[N_TERMINATIONS] = {
 	[METRICS_TERMINATED_SCALE_DOWN] = "scale_down", [METRICS_TERMINATED_CLEANUP] = "cleanup",
 	[METRICS_TERMINATED_DELETION] = "deletion",
@@ -70,18 +77,43 @@ struct pool_series {
 	char *labels;  /* namespace="...",pool="..." */
 	bool has[N_GAUGES];
 	int gauges[N_GAUGES];
+	/* spotpool_pool_below_minimum_seconds_total: the time between two metrics_pool_sizes
+	 * calls counts when the first saw the pool below its minimum. */
+	double below_seconds;
+	bool below;
+	int64_t sizes_at;  /* clock_ms() of the last metrics_pool_sizes */
 	uint64_t requests[N_OUTCOMES];
 	uint64_t counts[N_COUNTERS];
 	struct series_vec failures;  /* by reason */
 };
 
+/* spotpool_offering_launches_total: outcome index O_* of outcome_of(), or O_SOLD_OUT. */
+#define O_SOLD_OUT N_OUTCOMES
+#define N_OFFERING_OUTCOMES (N_OUTCOMES + 1)
+static const int offering_outcome_order[N_OFFERING_OUTCOMES] = {
+	O_SUCCESS, O_SOLD_OUT, O_CAPACITY, O_AUTH, O_CONFIG, O_THROTTLED, O_TRANSIENT, O_UNKNOWN,
+};
+
+struct offering_series {
+	char *zone, *type;
+	char *labels;  /* zone="...",instance_type="..." */
+	uint64_t n[N_OFFERING_OUTCOMES];
+};
+
 struct registry {
+	struct offering_series *offerings;
+	size_t n_offerings, cap_offerings;
+	struct strv offering_zones, offering_types;  /* label values admitted so far */
 	struct pool_series *pools;
 	size_t n_pools, cap_pools;
 	bool pools_full_logged;
 	struct series_vec cvm_requests;   /* by action, code */
 	struct series_vec cvm_durations;  /* by action */
+	struct series_vec cvm_rate_waits; /* by action: seconds waited for the rate limit */
+	struct series_vec cvm_rates;      /* by action: calls per second it paces at */
 	struct strv actions, codes, reasons;  /* open-ended label values admitted so far */
+	struct series_vec kube_requests[N_KUBE_VERBS];  /* by verb (index), resource, code */
+	struct strv kube_resources;
 	struct histogram reconcile;
 	uint64_t reconciles, reconcile_errors;
 	bool leader;
@@ -92,6 +124,7 @@ struct registry {
 
 static pthread_mutex_t lock = PTHREAD_MUTEX_INITIALIZER;
 static struct registry reg;
+static int64_t (*clock_ms)(void) = sp_mono_ms;
 
 /* Makes room for one more element of size sz in *p holding n of *cap. */
 static void *grow(void *p, size_t n, size_t *cap, size_t sz)
@@ -114,6 +147,16 @@ static void label_into(struct buf *b, const char *k, const char *v)
 			buf_append(b, v, 1);
 	}
 	buf_puts(b, "\"");
+}
+
+/* The escaped label set ka="a",kb="b"; caller frees. */
+static char *label_pair(const char *ka, const char *a, const char *kb, const char *b)
+{
+	struct buf l;
+	buf_init(&l, SIZE_MAX);
+	label_into(&l, ka, a);
+	label_into(&l, kb, b);
+	return buf_steal(&l);
 }
 
 /* The series of sv labelled a (and b), created with the label set
@@ -195,13 +238,10 @@ static struct pool_series *pool_get(const char *ns, const char *pool)
 		reg.pools_full_logged = true;
 		return NULL;
 	}
-	struct buf l;
-	buf_init(&l, SIZE_MAX);
-	label_into(&l, "namespace", ns);
-	label_into(&l, "pool", pool);
 	reg.pools = grow(reg.pools, reg.n_pools, &reg.cap_pools, sizeof(*reg.pools));
 	p = &reg.pools[reg.n_pools++];
-	*p = (struct pool_series){.ns = xstrdup(ns), .pool = xstrdup(pool), .labels = buf_steal(&l)};
+	*p = (struct pool_series){.ns = xstrdup(ns), .pool = xstrdup(pool),
+				  .labels = label_pair("namespace", ns, "pool", pool)};
 	return p;
 }
 
@@ -223,8 +263,18 @@ void metrics_pool_sizes(const char *ns, const char *pool, int minimum, int maxim
 			int current)
 {
 	pthread_mutex_lock(&lock);
+	int64_t now = clock_ms();
 	struct pool_series *p = pool_get(ns, pool);
 	if (p) {
+		if (p->below) {
+			int64_t ms = now - p->sizes_at;
+			if (ms > METRICS_BELOW_MINIMUM_GAP_MAX_S * 1000LL)
+				ms = METRICS_BELOW_MINIMUM_GAP_MAX_S * 1000LL;
+			if (ms > 0)
+				p->below_seconds += (double)ms / 1000.0;
+		}
+		p->below = current < minimum;
+		p->sizes_at = now;
 		set_gauge(p, G_MINIMUM, minimum);
 		set_gauge(p, G_MAXIMUM, maximum);
 		set_gauge(p, G_DESIRED, desired);
@@ -302,6 +352,35 @@ void metrics_pool_forget(const char *ns, const char *pool)
 	pthread_mutex_unlock(&lock);
 }
 
+void metrics_set_clock(int64_t (*now_ms)(void))
+{
+	pthread_mutex_lock(&lock);
+	clock_ms = now_ms ? now_ms : sp_mono_ms;
+	pthread_mutex_unlock(&lock);
+}
+
+/* Offerings */
+
+void metrics_offering_launch(const char *zone, const char *instance_type, int code, const char *reason)
+{
+	int outcome = code >= 0 ? O_SUCCESS : cvm_code_is_sold_out(reason) ? O_SOLD_OUT : outcome_of(code);
+	pthread_mutex_lock(&lock);
+	zone = admit(&reg.offering_zones, zone && *zone ? zone : "unknown");
+	instance_type = admit(&reg.offering_types, instance_type && *instance_type ? instance_type : "unknown");
+	struct offering_series *o = NULL;
+	for (size_t i = 0; i < reg.n_offerings && !o; i++)
+		if (strcmp(reg.offerings[i].zone, zone) == 0 && strcmp(reg.offerings[i].type, instance_type) == 0)
+			o = &reg.offerings[i];
+	if (!o) {
+		reg.offerings = grow(reg.offerings, reg.n_offerings, &reg.cap_offerings, sizeof(*reg.offerings));
+		o = &reg.offerings[reg.n_offerings++];
+		*o = (struct offering_series){.zone = xstrdup(zone), .type = xstrdup(instance_type),
+					      .labels = label_pair("zone", zone, "instance_type", instance_type)};
+	}
+	o->n[outcome]++;
+	pthread_mutex_unlock(&lock);
+}
+
 /* Cloud, controller, work queue */
 
 void metrics_cvm_observe(void *userdata, const char *action, const char *code, double seconds)
@@ -313,6 +392,46 @@ void metrics_cvm_observe(void *userdata, const char *action, const char *code, d
 	series_get(&reg.cvm_requests, NULL, "action", action, "code", code)->n++;
 	histogram_observe(&series_get(&reg.cvm_durations, NULL, "action", action, NULL, NULL)->h,
 			  &request_buckets, seconds);
+	pthread_mutex_unlock(&lock);
+}
+
+void metrics_cvm_rate_wait(void *userdata, const char *action, double seconds)
+{
+	(void)userdata;
+	pthread_mutex_lock(&lock);
+	struct series *s = series_get(&reg.cvm_rate_waits, NULL, "action", admit(&reg.actions, action), NULL, NULL);
+	if (seconds > 0)  /* counters never go down, and NaN is not a duration */
+		s->value += seconds;
+	pthread_mutex_unlock(&lock);
+}
+
+void metrics_cvm_rate(void *userdata, const char *action, double per_second)
+{
+	(void)userdata;
+	pthread_mutex_lock(&lock);
+	struct series *s = series_get(&reg.cvm_rates, NULL, "action", admit(&reg.actions, action), NULL, NULL);
+	s->value = per_second >= 0 ? per_second : 0;
+	pthread_mutex_unlock(&lock);
+}
+
+const struct rate_hooks metrics_rate_hooks = {.waited = metrics_cvm_rate_wait, .rate = metrics_cvm_rate};
+
+void metrics_kube_request(const char *verb, const char *resource, long status)
+{
+	size_t v = 0;
+	while (v < N_KUBE_VERBS - 1 && strcmp(kube_verbs[v], verb) != 0)
+		v++;
+	char code[16], prefix[32];
+	if (status == 0)
+		snprintf(code, sizeof(code), "error");
+	else if (status >= 100 && status <= 599)
+		snprintf(code, sizeof(code), "%ld", status);
+	else
+		snprintf(code, sizeof(code), "other");
+	snprintf(prefix, sizeof(prefix), "verb=\"%s\"", kube_verbs[v]);
+	pthread_mutex_lock(&lock);
+	resource = admit(&reg.kube_resources, resource);
+	series_get(&reg.kube_requests[v], prefix, "resource", resource, "code", code)->n++;
 	pthread_mutex_unlock(&lock);
 }
 
@@ -380,9 +499,22 @@ void metrics_reset(void)
 	free(reg.pools);
 	series_vec_free(&reg.cvm_requests);
 	series_vec_free(&reg.cvm_durations);
+	series_vec_free(&reg.cvm_rate_waits);
+	series_vec_free(&reg.cvm_rates);
 	strv_clear(&reg.actions);
 	strv_clear(&reg.codes);
 	strv_clear(&reg.reasons);
+	for (size_t i = 0; i < reg.n_offerings; i++) {
+		free(reg.offerings[i].zone);
+		free(reg.offerings[i].type);
+		free(reg.offerings[i].labels);
+	}
+	free(reg.offerings);
+	strv_clear(&reg.offering_zones);
+	strv_clear(&reg.offering_types);
+	for (size_t v = 0; v < N_KUBE_VERBS; v++)
+		series_vec_free(&reg.kube_requests[v]);
+	strv_clear(&reg.kube_resources);
 	reg = (struct registry){0};
 	pthread_mutex_unlock(&lock);
 }
@@ -490,6 +622,30 @@ static void render_pools(struct page *pg)
 	       "Instances of the pool that went away or died without spotpool terminating them (spot reclaims).");
 	for (size_t i = 0; i < reg.n_pools; i++)
 		counter_line(pg, name, reg.pools[i].labels, NULL, NULL, reg.pools[i].counts[C_RECLAIMED]);
+	name = "spotpool_pool_below_minimum_seconds_total";
+	family(pg, name, "counter", "Seconds the pool was observed with fewer live instances than its minimum.");
+	for (size_t i = 0; i < reg.n_pools; i++) {
+		if (!reg.pools[i].has[G_MINIMUM])
+			continue;
+		char v[32];
+		format_double(v, reg.pools[i].below_seconds);
+		emit(pg, "%s{%s} %s\n", name, reg.pools[i].labels, v);
+	}
+}
+
+static void render_offerings(struct page *pg, size_t unavailable)
+{
+	family(pg, "spotpool_offerings_unavailable", "gauge",
+	       "Offerings (credentials, region, zone, instance type) currently marked sold out, shared by every pool.");
+	emit(pg, "spotpool_offerings_unavailable %zu\n", unavailable);
+	const char *name = "spotpool_offering_launches_total";
+	family(pg, name, "counter", "RunInstances calls by offering (zone, instance type) and outcome.");
+	for (size_t i = 0; i < reg.n_offerings; i++)
+		for (int k = 0; k < N_OFFERING_OUTCOMES; k++) {
+			int o = offering_outcome_order[k];
+			counter_line(pg, name, reg.offerings[i].labels, "outcome",
+				     o == O_SOLD_OUT ? "sold_out" : outcome_names[o], reg.offerings[i].n[o]);
+		}
 }
 
 static void render_cvm(struct page *pg)
@@ -503,6 +659,19 @@ static void render_cvm(struct page *pg)
 	for (size_t i = 0; i < reg.cvm_durations.n; i++)
 		histogram_render(pg, "spotpool_cvm_request_duration_seconds", reg.cvm_durations.v[i].labels,
 				 &reg.cvm_durations.v[i].h, &request_buckets);
+	char v[32];
+	family(pg, "spotpool_cvm_rate_limit_wait_seconds_total", "counter",
+	       "Time CVM API calls waited for their rate limit, by action.");
+	for (size_t i = 0; i < reg.cvm_rate_waits.n; i++) {
+		format_double(v, reg.cvm_rate_waits.v[i].value);
+		emit(pg, "spotpool_cvm_rate_limit_wait_seconds_total{%s} %s\n", reg.cvm_rate_waits.v[i].labels, v);
+	}
+	family(pg, "spotpool_cvm_rate_limit", "gauge",
+	       "Calls per second the CVM API rate limit of the action paces at (its most recently used bucket).");
+	for (size_t i = 0; i < reg.cvm_rates.n; i++) {
+		format_double(v, reg.cvm_rates.v[i].value);
+		emit(pg, "spotpool_cvm_rate_limit{%s} %s\n", reg.cvm_rates.v[i].labels, v);
+	}
 }
 
 static void render_controller(struct page *pg)
@@ -515,6 +684,12 @@ static void render_controller(struct page *pg)
 	counter_line(pg, "spotpool_reconcile_errors_total", "", NULL, NULL, reg.reconcile_errors);
 	family(pg, "spotpool_leader", "gauge", "1 when this process leads (or election is off), else 0.");
 	emit(pg, "spotpool_leader %d\n", reg.leader ? 1 : 0);
+	family(pg, "spotpool_kube_requests_total", "counter",
+	       "Requests to the Kubernetes apiserver by verb, resource and HTTP status (error: no answer).");
+	for (size_t v = 0; v < N_KUBE_VERBS; v++)
+		for (size_t i = 0; i < reg.kube_requests[v].n; i++)
+			counter_line(pg, "spotpool_kube_requests_total", reg.kube_requests[v].v[i].labels, NULL,
+				     NULL, reg.kube_requests[v].v[i].n);
 }
 
 static void render_workqueue(struct page *pg)
@@ -536,10 +711,12 @@ char *metrics_render(void)
 {
 	struct page pg = {0};
 	buf_init(&pg.b, METRICS_RENDER_MAX);
+	size_t unavailable = soldout_unavailable(sp_mono_ms());
 	pthread_mutex_lock(&lock);
 	family(&pg, "spotpool_build_info", "gauge", "Build information; the value is always 1.");
 	emit(&pg, "spotpool_build_info{version=\"%s\"} 1\n", SPOTPOOL_VERSION);
 	render_pools(&pg);
+	render_offerings(&pg, unavailable);
 	render_cvm(&pg);
 	render_controller(&pg);
 	render_workqueue(&pg);

@@ -82,14 +82,22 @@ void plan_ids_to_confirm(const struct pool_instance *listed, size_t n_listed, co
 	strv_clear(&out);
 }
 
+bool plan_owns(const struct pool_instance *i, const char *owner, const char *cluster)
+{
+	if (!owner || !*owner || strcmp(i->pool_tag, owner) != 0)
+		return false;
+	/* No cluster tag: launched before the tag existed, still this pool's. */
+	return !cluster || !*cluster || !*i->cluster_tag || strcmp(i->cluster_tag, cluster) == 0;
+}
+
 void plan_merge_owned(struct pool_instance **list, size_t *n, const struct pool_instance *found,
-		      size_t n_found, const char *owner, struct strv *ret_foreign)
+		      size_t n_found, const char *owner, const char *cluster, struct strv *ret_foreign)
 {
 	size_t old_n = *n;
 	*list = xrealloc(*list, (old_n + n_found + 1) * sizeof(**list));
 	struct id_index x = index_instances(*list, old_n);
 	for (size_t i = 0; i < n_found; i++) {
-		if (strcmp(found[i].pool_tag, owner) != 0) {
+		if (!plan_owns(&found[i], owner, cluster)) {
 			strv_push(ret_foreign, found[i].id);
 			continue;
 		}

@@ -11,7 +11,7 @@ static const char *const known_spec_fields[] = {
 	"instanceType", "minimum", "maximum", "replicas", "subnetId", "vpcId",
 	"securityGroupIds", "imageId", "instanceChargeType", "maxPrice",
 	"internetMaxBandwidthOut", "systemDisk", "keyIds", "userData", "tags",
-	"deletionPolicy", NULL,
+	"deletionPolicy", "instanceTypes", "availabilityZones", "allocationStrategy", NULL,
 };
 
 static const char *json_type_name(const cJSON *v)
@@ -147,8 +147,20 @@ static int parse_metadata(const cJSON *obj, const char *default_namespace, struc
 		return r;
 	const cJSON *gen = cJSON_GetObjectItemCaseSensitive(md, "generation");
 	if (cJSON_IsNumber(gen))
-		p->generation = (int64_t)gen->valuedouble;
+		p->generation = pool_json_int64(gen);
 	return 0;
+}
+
+static bool is_region(const char *region)
+{
+	return matches_charset(region, "-") && strchr(region, '-') && !isupper((unsigned char)region[0]);
+}
+
+/* region followed by "-" and more letters or digits, e.g. ap-singapore-2. */
+static bool is_zone_of(const char *zone, const char *region)
+{
+	size_t rl = strlen(region);
+	return strncmp(zone, region, rl) == 0 && zone[rl] == '-' && zone[rl + 1] && matches_charset(zone, "-");
 }
 
 static int parse_region(const cJSON *spec, struct pool_spec *p, struct sp_error *err)
@@ -156,7 +168,7 @@ static int parse_region(const cJSON *spec, struct pool_spec *p, struct sp_error 
 	int r;
 	if ((r = get_string(spec, "spec", "region", true, 32, &p->region, err)) < 0)
 		return r;
-	if (!matches_charset(p->region, "-") || !strchr(p->region, '-') || isupper((unsigned char)p->region[0]))
+	if (!is_region(p->region))
 		return sp_fail(err, SP_EINVAL, "spec.region: \"%s\" is not a region such as ap-singapore",
 			       p->region);
 	return 0;
@@ -168,11 +180,9 @@ static int parse_zone(const cJSON *spec, struct pool_spec *p, struct sp_error *e
 	int r;
 	if ((r = parse_region(spec, p, err)) < 0)
 		return r;
-	if ((r = get_string(spec, "spec", "availabilityZone", true, 48, &p->zone, err)) < 0)
+	if ((r = get_string(spec, "spec", "availabilityZone", true, POOL_ZONE_MAX, &p->zone, err)) < 0)
 		return r;
-	size_t rl = strlen(p->region);
-	if (strncmp(p->zone, p->region, rl) != 0 || p->zone[rl] != '-' || !p->zone[rl + 1] ||
-	    !matches_charset(p->zone, "-"))
+	if (!is_zone_of(p->zone, p->region))
 		return sp_fail(err, SP_EINVAL,
 			       "spec.availabilityZone: \"%s\" is not a zone of region %s (expected %s-N)",
 			       p->zone, p->region, p->region);
@@ -182,12 +192,131 @@ static int parse_zone(const cJSON *spec, struct pool_spec *p, struct sp_error *e
 static int parse_instance_type(const cJSON *spec, struct pool_spec *p, struct sp_error *err)
 {
 	int r;
-	if ((r = get_string(spec, "spec", "instanceType", true, 64, &p->instance_type, err)) < 0)
+	if ((r = get_string(spec, "spec", "instanceType", true, POOL_INSTANCE_TYPE_MAX, &p->instance_type, err)) < 0)
 		return r;
 	if (!matches_charset(p->instance_type, "."))
 		return sp_fail(err, SP_EINVAL, "spec.instanceType: \"%.64s\" is not an instance type such "
 			       "as GN7.2XLARGE32", p->instance_type);
 	return 0;
+}
+
+/* spec.<field>: the further choices after the seed field (seed may be NULL when that field is
+ * invalid): a list of at most POOL_OFFERING_LIST_MAX names of 1..max_len characters, each
+ * accepted by check (which writes the error for item i), none twice, none repeating the seed. */
+static int get_choices(const cJSON *spec, const char *field, const char *seed_field, const char *seed,
+		       size_t max_len, int (*check)(const struct pool_spec *p, const char *item, size_t i,
+						    struct sp_error *err),
+		       const struct pool_spec *p, struct strv *ret, struct sp_error *err)
+{
+	const cJSON *v = cJSON_GetObjectItemCaseSensitive(spec, field);
+	if (!v || cJSON_IsNull(v))
+		return 0;
+	if (!cJSON_IsArray(v))
+		return sp_fail(err, SP_EINVAL, "spec.%s: must be a list of strings, got %s", field,
+			       json_type_name(v));
+	int n = cJSON_GetArraySize(v);
+	if (n > POOL_OFFERING_LIST_MAX)
+		return sp_fail(err, SP_EINVAL, "spec.%s: %d items, more than the maximum %d", field, n,
+			       POOL_OFFERING_LIST_MAX);
+	size_t i = 0;
+	const cJSON *item;
+	struct strv got = {0};
+	int r = 0;
+	cJSON_ArrayForEach(item, v) {
+		if (!cJSON_IsString(item)) {
+			r = sp_fail(err, SP_EINVAL, "spec.%s[%zu]: must be a string, got %s", field, i,
+				    json_type_name(item));
+			break;
+		}
+		const char *s = item->valuestring;
+		if (!*s || strlen(s) > max_len) {
+			r = sp_fail(err, SP_EINVAL, "spec.%s[%zu]: %zu characters, must be 1 to %zu", field, i,
+				    strlen(s), max_len);
+			break;
+		}
+		if ((r = check(p, s, i, err)) < 0)
+			break;
+		if (seed && strcmp(s, seed) == 0) {
+			r = sp_fail(err, SP_EINVAL, "spec.%s[%zu]: \"%s\" repeats spec.%s (list only the further "
+				    "choices)", field, i, s, seed_field);
+			break;
+		}
+		for (size_t j = 0; j < got.n; j++)
+			if (strcmp(got.v[j], s) == 0) {
+				r = sp_fail(err, SP_EINVAL, "spec.%s[%zu]: \"%s\" is listed twice (also at [%zu])",
+					    field, i, s, j);
+				break;
+			}
+		if (r < 0)
+			break;
+		strv_push(&got, s);
+		i++;
+	}
+	if (r < 0) {
+		strv_clear(&got);
+		return r;
+	}
+	*ret = got;
+	return 0;
+}
+
+static int check_zone_item(const struct pool_spec *p, const char *zone, size_t i, struct sp_error *err)
+{
+	/* Without a valid region (reported on its own) only the form can be checked. */
+	if (p->region && is_region(p->region) && !is_zone_of(zone, p->region))
+		return sp_fail(err, SP_EINVAL, "spec.availabilityZones[%zu]: \"%s\" is not a zone of region %s "
+			       "(expected %s-N)", i, zone, p->region, p->region);
+	if (!matches_charset(zone, "-"))
+		return sp_fail(err, SP_EINVAL, "spec.availabilityZones[%zu]: \"%s\" is not a zone such as "
+			       "ap-singapore-2", i, zone);
+	return 0;
+}
+
+static int check_type_item(const struct pool_spec *p, const char *type, size_t i, struct sp_error *err)
+{
+	(void)p;
+	if (!matches_charset(type, "."))
+		return sp_fail(err, SP_EINVAL, "spec.instanceTypes[%zu]: \"%s\" is not an instance type such "
+			       "as GN7.2XLARGE32", i, type);
+	return 0;
+}
+
+static int parse_zones(const cJSON *spec, struct pool_spec *p, struct sp_error *err)
+{
+	return get_choices(spec, "availabilityZones", "availabilityZone", p->zone, POOL_ZONE_MAX,
+			   check_zone_item, p, &p->zones, err);
+}
+
+static int parse_instance_types(const cJSON *spec, struct pool_spec *p, struct sp_error *err)
+{
+	return get_choices(spec, "instanceTypes", "instanceType", p->instance_type, POOL_INSTANCE_TYPE_MAX,
+			   check_type_item, p, &p->instance_types, err);
+}
+
+/* An optional spec.<field> that is either first (the default) or second; *ret_second
+ * is set only when it is second. */
+static int get_either(const cJSON *spec, const char *field, const char *first, const char *second,
+		      bool *ret_second, struct sp_error *err)
+{
+	char *v = NULL;
+	int r = get_string(spec, "spec", field, false, 16, &v, err);
+	if (r < 0)
+		return r;
+	if (v && strcmp(v, second) == 0)
+		*ret_second = true;
+	else if (v && strcmp(v, first) != 0)
+		r = sp_fail(err, SP_EINVAL, "spec.%s: must be %s or %s, got \"%s\"", field, first, second, v);
+	free(v);
+	return r;
+}
+
+static int parse_allocation(const cJSON *spec, struct pool_spec *p, struct sp_error *err)
+{
+	bool spread = false;
+	int r = get_either(spec, "allocationStrategy", "prioritized", "spread", &spread, err);
+	if (r == 0 && spread)
+		p->allocation = POOL_SPREAD;
+	return r;
 }
 
 static int parse_image(const cJSON *spec, struct pool_spec *p, struct sp_error *err)
@@ -333,15 +462,10 @@ static int parse_tags(const cJSON *spec, struct pool_spec *p, struct sp_error *e
 
 static int parse_deletion_policy(const cJSON *spec, struct pool_spec *p, struct sp_error *err)
 {
-	char *policy = NULL;
-	int r = get_string(spec, "spec", "deletionPolicy", false, 16, &policy, err);
-	if (r < 0)
-		return r;
-	if (policy && strcmp(policy, "Retain") == 0)
+	bool retain = false;
+	int r = get_either(spec, "deletionPolicy", "Delete", "Retain", &retain, err);
+	if (r == 0 && retain)
 		p->deletion_policy = POOL_RETAIN;
-	else if (policy && strcmp(policy, "Delete") != 0)
-		r = sp_fail(err, SP_EINVAL, "spec.deletionPolicy: must be Delete or Retain, got \"%s\"", policy);
-	free(policy);
 	return r;
 }
 
@@ -439,7 +563,7 @@ static void check_spec(const cJSON *spec, struct pool_spec *p, struct pool_error
 {
 	static const spec_check placement[] = {
 		parse_credentials, parse_zone, parse_instance_type, parse_image, parse_network,
-		parse_security_groups,
+		parse_security_groups, parse_zones, parse_instance_types, parse_allocation,
 	};
 	static const spec_check launch[] = {
 		parse_charge_type, parse_max_price, parse_bandwidth, parse_system_disk, parse_key_ids,
@@ -523,6 +647,8 @@ void pool_spec_free(struct pool_spec *p)
 	free(p->region);
 	free(p->zone);
 	free(p->instance_type);
+	strv_clear(&p->zones);
+	strv_clear(&p->instance_types);
 	free(p->vpc_id);
 	free(p->subnet_id);
 	strv_clear(&p->security_group_ids);
@@ -543,6 +669,14 @@ void pool_spec_free(struct pool_spec *p)
 char *pool_tag_value(const struct pool_spec *spec)
 {
 	return xasprintf("%s/%s", spec->namespace, spec->name);
+}
+
+int64_t pool_json_int64(const cJSON *v)
+{
+	/* Converting a double outside int64's range is undefined behaviour. */
+	if (!cJSON_IsNumber(v) || !(v->valuedouble >= 0 && v->valuedouble < 9223372036854775808.0))
+		return 0;
+	return (int64_t)v->valuedouble;
 }
 
 int pool_clamp(int value, int minimum, int maximum)

@@ -51,6 +51,9 @@ struct pass {
 	int64_t launch_seq;
 	const char *degraded_reason;
 	char degraded_message[SP_ERROR_MAX];
+	/* The Degraded condition as the pass found it (NULL: not degraded): what tells a
+	 * new failure episode from a repeat, whatever this pass writes meanwhile. */
+	char *start_degraded_reason, *start_degraded_message;
 	char progress_message[SP_ERROR_MAX];
 	bool insecure;
 };
@@ -174,10 +177,7 @@ static void fail(struct pass *p, int code, const char *action, const struct sp_e
 	log_redact_copy(p->degraded_message, sizeof(p->degraded_message), raw);
 	pool_log(p, LOG_LVL_WARN, action, err && *err->reason ? err->reason : NULL, "%s: %s",
 		 p->degraded_reason, p->degraded_message);
-	const char *old_status = status_condition(p->old_status, "Degraded", "status");
-	const char *old_reason = status_condition(p->old_status, "Degraded", "reason");
-	if (!old_status || strcmp(old_status, "True") != 0 || !old_reason ||
-	    strcmp(old_reason, p->degraded_reason) != 0)
+	if (!p->start_degraded_reason || strcmp(p->start_degraded_reason, p->degraded_reason) != 0)
 		emit_event(p, "Warning", p->degraded_reason, "%s", p->degraded_message);
 }
 
@@ -236,8 +236,16 @@ static int set_finalizer(struct pass *p, bool present, struct sp_error *err)
 	return apply_patch(p, p->path, patch, err);
 }
 
-static cJSON *build_status(struct pass *p, const struct plan *plan)
+/* final: the pass's last word. A write in the middle of a pass (the ledger before a
+ * launch) does not yet know whether the pass will fail: it keeps the Degraded condition
+ * the pool had, so conditions do not flap and a failure right after is no new episode. */
+static cJSON *build_status(struct pass *p, const struct plan *plan, bool final)
 {
+	const char *reason = p->degraded_reason, *message = p->degraded_reason ? p->degraded_message : NULL;
+	if (!final && !reason && p->start_degraded_reason) {
+		reason = p->start_degraded_reason;
+		message = p->start_degraded_message;
+	}
 	char *selector = xasprintf("spotpool.jokerbai.com/pool-name=%s", p->name);
 	size_t n = 0;
 	struct pool_instance *recorded = plan ? plan_recorded(p->instances, p->n_instances, &p->terminated, &n)
@@ -248,8 +256,7 @@ static cJSON *build_status(struct pass *p, const struct plan *plan)
 		.instances = recorded, .n_instances = n, .plan = plan,
 		.minimum = p->spec ? p->spec->minimum : 0, .deleting = p->deleting,
 		.ledger = p->has_ledger ? &p->ledger : NULL, .launch_seq = p->launch_seq,
-		.degraded_reason = p->degraded_reason,
-		.degraded_message = p->degraded_reason ? p->degraded_message : NULL,
+		.degraded_reason = reason, .degraded_message = message,
 		.progress_message = *p->progress_message ? p->progress_message : NULL,
 		.insecure_credentials = p->insecure, .now = sp_now(),
 	};
@@ -262,7 +269,7 @@ static cJSON *build_status(struct pass *p, const struct plan *plan)
 /* Writes everything but the ledger; an unchanged status is not written at all. */
 static int write_status(struct pass *p, const struct plan *plan)
 {
-	cJSON *st = build_status(p, plan);
+	cJSON *st = build_status(p, plan, true);
 	cJSON_DeleteItemFromObject(st, "launch");
 	cJSON_DeleteItemFromObject(st, "launchSeq");
 	if (status_patch_is_noop(st, p->old_status)) {
@@ -284,19 +291,14 @@ static int write_status(struct pass *p, const struct plan *plan)
 	return r;
 }
 
-/* Writes the ledger (.status.launch and launchSeq) and, with a plan, the instances it
- * resolved, in one write under the resourceVersion this pass read: SP_ECONFLICT if
- * anyone (a spec edit, another leader) wrote the pool since; the caller then re-reads
- * and re-plans. Every change of the ledger goes through here. */
+/* Writes the whole status with the ledger (.status.launch and launchSeq), so what the
+ * ledger resolved (the instances) lands in the same write, and the pass's last status
+ * write usually has nothing left to change. The write carries the resourceVersion this
+ * pass read: SP_ECONFLICT if anyone (a spec edit, another leader) wrote the pool since;
+ * the caller then re-reads and re-plans. Every change of the ledger goes through here. */
 static int write_ledger(struct pass *p, const struct plan *plan, const char *what_if_not)
 {
-	cJSON *full = build_status(p, plan);
-	cJSON *st = cJSON_CreateObject();
-	const char *keys[] = {"launch", "launchSeq", plan ? "size" : NULL, plan ? "instances" : NULL};
-	for (size_t i = 0; i < sizeof(keys) / sizeof(keys[0]); i++)
-		if (keys[i])
-			cJSON_AddItemToObject(st, keys[i], cJSON_DetachItemFromObject(full, keys[i]));
-	cJSON_Delete(full);
+	cJSON *st = build_status(p, plan, false);
 	/* A merge patch keeps keys it does not mention: clear the previous launch's IDs. */
 	cJSON *launch = cJSON_GetObjectItemCaseSensitive(st, "launch");
 	if (cJSON_IsObject(launch) && !cJSON_HasObjectItem(launch, "instanceIds"))
@@ -402,8 +404,8 @@ static int observe(struct pass *p)
 	}
 	strv_clear(&confirm);
 	for (size_t i = 0; i < p->foreign.n; i++)
-		pool_log(p, LOG_LVL_WARN, "ownership", NULL, "recorded instance %s does not carry this "
-			 "pool's tag: ignored, never touched", p->foreign.v[i]);
+		pool_log(p, LOG_LVL_WARN, "ownership", NULL, "recorded instance %s is not this pool's "
+			 "(another pool's or another cluster's tag): ignored, never touched", p->foreign.v[i]);
 	if (r < 0) {
 		free(p->instances);
 		p->instances = NULL;
@@ -480,8 +482,11 @@ static int launch(struct pass *p, const struct plan *plan, int count, bool fresh
 		emit_event(p, "Normal", "Launched", "launched %zu x %s in %s: %s", ids.n,
 			   p->spec->instance_type, p->spec->zone, joined);
 		strv_clear(&ids);
-		return write_ledger(p, plan, "cannot record the launched IDs yet (the next pass repeats "
-				    "the same ClientToken and gets them again)");
+		/* A fresh launch is resolved next pass by its instances' launch tag (or a
+		 * replay of its token): recording the IDs now would cost a status write. A
+		 * repeated one records them, or each pass would replay it again. */
+		return fresh ? 0 : write_ledger(p, plan, "cannot record the launched IDs yet (the next "
+						"pass repeats the same ClientToken and gets them again)");
 	}
 	strv_clear(&ids);
 	fail(p, r, "RunInstances", &err, "launch of %d instance(s) failed", count);
@@ -639,6 +644,8 @@ static void free_pass(struct pass *p)
 	free(p->path);
 	free(p->ns);
 	free(p->name);
+	free(p->start_degraded_reason);
+	free(p->start_degraded_message);
 }
 
 void reconcile_pool(struct reconciler *r, cJSON *obj, struct reconcile_result *res)
@@ -662,13 +669,20 @@ void reconcile_pool(struct reconciler *r, cJSON *obj, struct reconcile_result *r
 	struct sp_error err = {0};
 	int rc;
 	p.old_status = cJSON_GetObjectItemCaseSensitive(p.obj, "status");
+	const char *was_degraded = status_condition(p.old_status, "Degraded", "status");
+	if (was_degraded && strcmp(was_degraded, "True") == 0) {
+		const char *reason = status_condition(p.old_status, "Degraded", "reason");
+		const char *message = status_condition(p.old_status, "Degraded", "message");
+		p.start_degraded_reason = xstrdup(reason ? reason : "Unknown");
+		p.start_degraded_message = xstrdup(message ? message : "");
+	}
 	p.launch_seq = status_launch_seq(p.old_status);
 	p.has_ledger = status_ledger(p.old_status, &p.ledger);
 	status_recorded(p.old_status, &p.seen, &p.seen_live);
 	const cJSON *md = cJSON_GetObjectItemCaseSensitive(p.obj, "metadata");
 	p.deleting = cJSON_GetObjectItemCaseSensitive(md, "deletionTimestamp") != NULL;
 	const cJSON *gen = cJSON_GetObjectItemCaseSensitive(md, "generation");
-	p.generation = cJSON_IsNumber(gen) ? (int64_t)gen->valuedouble : 0;
+	p.generation = pool_json_int64(gen);
 	bool active = sp_mono_ms() < atomic_load(r->active_until_ms);
 	struct plan plan = {0};
 	bool planned = false;

@@ -10,6 +10,7 @@
 #include "log.h"
 #include "metrics.h"
 #include "pool.h"
+#include "rate.h"
 
 #include <getopt.h>
 #include <stdint.h>
@@ -53,6 +54,13 @@ static const char run_usage[] =
 	"      --workers N            pools reconciled in parallel (default 2)\n"
 	"      --launch-grace SECONDS how long a launched instance that no lookup shows yet still\n"
 	"                             counts as live before it is taken as never launched (default 60)\n"
+	"      --rate-describe N      DescribeInstances calls per second, per credentials and region\n"
+	"                             (default 36: 90% of Tencent's limit of 40)\n"
+	"      --rate-run N           RunInstances calls per second (default 9: 90% of 10)\n"
+	"      --rate-terminate N     TerminateInstances calls per second (default 9: 90% of 10)\n"
+	"      --cluster-name NAME    this cluster's identity, tagged on every launch: a pool counts\n"
+	"                             only its own cluster's instances (1-63 of A-Z a-z 0-9 . _ -;\n"
+	"                             default: the UID of the kube-system namespace, read at start-up)\n"
 	"      --dry-run              plan, log, write status and events, never change the cloud\n"
 	"      --listen HOST:PORT     /metrics, /healthz, /readyz (default 127.0.0.1:9464; \"\" = off)\n"
 	"      --leader-elect         only the holder of a Lease acts (for several replicas)\n"
@@ -68,6 +76,15 @@ struct daemon {
 	struct ctl *ctl;
 	struct lease *lease;
 	atomic_llong heartbeat_ms;
+	/* This cluster's identity (ctl_options.cluster_name points here). Until it is known
+	 * the controller acts on nothing: it stays inactive, as a standby does. */
+	struct kube_config *kube;
+	char cluster_name[POOL_CLUSTER_NAME_MAX + 1];
+	atomic_bool identified;
+	atomic_bool resync_when_active; /* identified while leading but not acting yet */
+	bool identity_failed;         /* a definitive refusal: stop, exit status 3 */
+	int64_t next_identity_ms;     /* next attempt while not identified */
+	int64_t identity_backoff_ms;
 };
 
 static bool daemon_alive(void *ud)
@@ -79,7 +96,8 @@ static bool daemon_alive(void *ud)
 static bool daemon_ready(void *ud)
 {
 	struct daemon *d = ud;
-	return daemon_alive(d) && ctl_synced(d->ctl) && (!d->lease || lease_healthy(d->lease));
+	return daemon_alive(d) && ctl_synced(d->ctl) && (!d->lease || lease_healthy(d->lease)) &&
+	       atomic_load(&d->identified);
 }
 
 static void on_leadership(void *ud, bool leading)
@@ -95,7 +113,11 @@ static void on_leadership(void *ud, bool leading)
 static void on_lease_renewed(void *ud, int64_t act_until_ms)
 {
 	struct daemon *d = ud;
+	if (!atomic_load(&d->identified))
+		return;
 	ctl_set_active_until(d->ctl, act_until_ms);
+	if (atomic_exchange(&d->resync_when_active, false))
+		ctl_resync(d->ctl);
 }
 
 struct flag_setting {
@@ -118,13 +140,17 @@ static int parse_flags(int argc, char **argv, struct flag_setting **ret, size_t 
 		{"leader-elect", no_argument, NULL, 8}, {"lease-name", required_argument, NULL, 9},
 		{"lease-namespace", required_argument, NULL, 10}, {"log-level", required_argument, NULL, 11},
 		{"log-format", required_argument, NULL, 12}, {"launch-grace", required_argument, NULL, 13},
+		{"cluster-name", required_argument, NULL, 14}, {"rate-describe", required_argument, NULL, 15},
+		{"rate-run", required_argument, NULL, 16}, {"rate-terminate", required_argument, NULL, 17},
 		{"help", no_argument, NULL, 'h'}, {0},
 	};
 	static const char *const key_of[] = {
 		[1] = "kubeconfig", [2] = "cvmEndpoint", [3] = "credentialsFile", [4] = "resyncSeconds",
 		[5] = "workers", [6] = "dryRun", [7] = "listenAddress", [8] = "leaderElection.enabled",
 		[9] = "leaderElection.leaseName", [10] = "leaderElection.leaseNamespace",
-		[11] = "logLevel", [12] = "logFormat", [13] = "launchGraceSeconds",
+		[11] = "logLevel", [12] = "logFormat", [13] = "launchGraceSeconds", [14] = "clusterName",
+		[15] = "rateLimits.describePerSecond", [16] = "rateLimits.runPerSecond",
+		[17] = "rateLimits.terminatePerSecond",
 	};
 	struct flag_setting *set = NULL;
 	size_t n = 0;
@@ -139,7 +165,7 @@ static int parse_flags(int argc, char **argv, struct flag_setting **ret, size_t 
 			*check_only = true;
 		} else if (c == 'n') {
 			strv_push(&namespaces, optarg);
-		} else if (c >= 1 && c <= 13) {
+		} else if (c >= 1 && c <= 17) {
 			set = xrealloc(set, (n + 1) * sizeof(*set));
 			set[n] = (struct flag_setting){.key = key_of[c],
 						       .value = xstrdup(c == 6 || c == 8 ? "true" : optarg)};
@@ -238,6 +264,84 @@ static int load_kube(const struct cfg *cfg, struct kube_config **ret, struct sp_
 	return r;
 }
 
+/* Without --cluster-name, this cluster's identity is the UID of its kube-system namespace
+ * (set once at cluster creation, never reused). One attempt; 0 and the UID in d. */
+static int read_cluster_uid(struct daemon *d, struct sp_error *err)
+{
+	struct kube_client *c = kube_client_new(d->kube, "spotpool/" SPOTPOOL_VERSION);
+	kube_client_set_timeout(c, 5000);
+	cJSON *ns = NULL;
+	int r = kube_get(c, "/api/v1/namespaces/kube-system", &ns, err);
+	kube_client_free(c);
+	const cJSON *uid = cJSON_GetObjectItemCaseSensitive(cJSON_GetObjectItemCaseSensitive(ns, "metadata"), "uid");
+	char why[SP_ERROR_MAX];
+	if (r == 0 && !(cJSON_IsString(uid) && cfg_cluster_name_valid(uid->valuestring)))
+		r = sp_fail(err, SP_EPROTO, "it has no usable metadata.uid");
+	if (r == 0) {
+		snprintf(d->cluster_name, sizeof(d->cluster_name), "%s", uid->valuestring);
+	} else {
+		snprintf(why, sizeof(why), "%s%s", r == SP_EFORBIDDEN ? "forbidden (RBAC: get on namespaces, "
+			 "resourceNames [kube-system]): " : "", log_redact(err->msg, sizeof(err->msg)));
+		sp_fail(err, r, "cannot read this cluster's identity (the UID of the kube-system namespace): %s. "
+			"Pass --cluster-name NAME (or SPOTPOOL_CLUSTER_NAME, clusterName), a name unique among "
+			"the clusters sharing the cloud account; spotpool never acts without one", why);
+	}
+	cJSON_Delete(ns);
+	return r;
+}
+
+/* A refusal that retrying cannot change (RBAC, no such namespace, no UID): stop. An
+ * unauthenticated answer or a transient failure is retried: a rotated token or an
+ * apiserver back up fixes it, and meanwhile nothing is done. */
+static bool identity_refused(int r)
+{
+	return r == SP_EFORBIDDEN || r == SP_ENOTFOUND || r == SP_EPROTO;
+}
+
+/* Gets the identity, from the configuration or the cluster; false: a definitive refusal
+ * (logged). Otherwise not identified yet is retried by retry_identity. */
+static bool get_identity(struct daemon *d)
+{
+	struct sp_error err = {0};
+	int r = 0;
+	if (*d->cfg.cluster_name)
+		snprintf(d->cluster_name, sizeof(d->cluster_name), "%s", d->cfg.cluster_name);
+	else if ((r = read_cluster_uid(d, &err)) == 0)
+		log_info("cluster name %s (the UID of the kube-system namespace)", d->cluster_name);
+	if (r == 0) {
+		atomic_store(&d->identified, true);
+		return true;
+	}
+	if (identity_refused(r)) {
+		log_error("%s", err.msg);
+		return false;
+	}
+	d->identity_backoff_ms = d->identity_backoff_ms ? d->identity_backoff_ms * 2 : 1000;
+	if (d->identity_backoff_ms > 5000)
+		d->identity_backoff_ms = 5000;
+	d->next_identity_ms = sp_mono_ms() + d->identity_backoff_ms;
+	log_warn("%s (retrying in %lld s; nothing is done until then)", err.msg,
+		 (long long)d->identity_backoff_ms / 1000);
+	return true;
+}
+
+/* Main loop: while the identity is unknown, try again; once known, the controller acts
+ * (at once without leader election, else at the next lease renewal). */
+static void retry_identity(struct daemon *d, int64_t now)
+{
+	if (atomic_load(&d->identified) || now < d->next_identity_ms)
+		return;
+	if (!get_identity(d)) {
+		d->identity_failed = true;
+		stop_requested = 1;
+	} else if (atomic_load(&d->identified) && d->cfg.leader_elect) {
+		atomic_store(&d->resync_when_active, true);  /* at the next lease renewal */
+	} else if (atomic_load(&d->identified)) {
+		ctl_set_active_until(d->ctl, INT64_MAX);
+		ctl_resync(d->ctl);
+	}
+}
+
 static void install_signals(void)
 {
 	struct sigaction sa = {.sa_handler = on_stop_signal};
@@ -276,6 +380,7 @@ static void main_loop(struct daemon *d)
 		nanosleep(&ts, NULL);
 		now = sp_mono_ms();
 		atomic_store(&d->heartbeat_ms, now);
+		retry_identity(d, now);
 		if (!ready && ctl_synced(d->ctl)) {
 			ready = true;
 			sd_notify(0, "READY=1");
@@ -302,17 +407,21 @@ static int serve(struct daemon *d, struct kube_config *kube, struct creds *defau
 	struct cfg *cfg = &d->cfg;
 	struct ctl_options opt = {
 		.kube = kube, .namespaces = cfg->namespaces, .resync_seconds = cfg->resync_seconds,
-		.launch_grace_seconds = cfg->launch_grace_seconds,
+		.launch_grace_seconds = cfg->launch_grace_seconds, .cluster_name = d->cluster_name,
 		.workers = cfg->workers, .cvm_endpoint = cli_cvm_endpoint(cfg->cvm_endpoint),
 		.dry_run = cfg->dry_run, .default_creds = defaults, .identity = identity,
 	};
 	struct sp_error err = {0};
 	struct metrics_server *metrics = NULL;
 	struct metrics_health health = {.alive = daemon_alive, .ready = daemon_ready, .userdata = d};
+	rate_configure(&(struct rate_config){
+		.describe_per_second = cfg->rate_describe_per_second, .run_per_second = cfg->rate_run_per_second,
+		.terminate_per_second = cfg->rate_terminate_per_second, .hooks = &metrics_rate_hooks,
+	});
 	d->ctl = ctl_new(&opt);
 	atomic_store(&d->heartbeat_ms, sp_mono_ms());
 	int port = 0, rc = CLI_OK;
-	ctl_set_active_until(d->ctl, cfg->leader_elect ? 0 : INT64_MAX);
+	ctl_set_active_until(d->ctl, cfg->leader_elect || !atomic_load(&d->identified) ? 0 : INT64_MAX);
 	metrics_set_leader(!cfg->leader_elect);
 	/* The controller first: the health endpoints look at it from their own thread. */
 	if (ctl_start(d->ctl, &err) < 0) {
@@ -341,13 +450,15 @@ static int serve(struct daemon *d, struct kube_config *kube, struct creds *defau
 			goto out;
 		}
 	}
-	log_info("spotpool %s started as %s: cluster %s (%s), cloud %s%s%s%s", SPOTPOOL_VERSION, identity,
-		 kube->server, kube->source, opt.cvm_endpoint ? opt.cvm_endpoint : "https://cvm.<region>.tencentcloudapi.com/",
+	log_info("spotpool %s started as %s: cluster %s (%s), cloud %s%s%s%s; cluster name %s", SPOTPOOL_VERSION,
+		 identity, kube->server, kube->source, opt.cvm_endpoint ? opt.cvm_endpoint : "https://cvm.<region>.tencentcloudapi.com/",
 		 cfg->leader_elect ? ", leader election on" : "", metrics ? ", metrics and health on " : "",
-		 metrics ? cfg->listen_address : "");
+		 metrics ? cfg->listen_address : "", *d->cluster_name ? d->cluster_name : "not known yet");
 	if (cfg->dry_run)
 		log_warn("dry-run: plans are logged and written to status; the cloud is never changed");
 	main_loop(d);
+	if (d->identity_failed)
+		rc = CLI_ECLOUD;
 	sd_notify(0, "STOPPING=1");
 	log_info("stopping");
 out:
@@ -444,7 +555,8 @@ int cli_run(int argc, char **argv)
 		strv_clear(&warnings);
 		install_signals();
 		char *identity = make_identity();
-		rc = serve(&d, kube, &defaults, identity);
+		d.kube = kube;
+		rc = get_identity(&d) ? serve(&d, kube, &defaults, identity) : CLI_ECLOUD;
 		free(identity);
 	}
 	kube_config_free(kube);

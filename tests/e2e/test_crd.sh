@@ -69,6 +69,22 @@ cases=(
 	'spec.internetMaxBandwidthOut|1|3|  internetMaxBandwidthOut: 201'
 	'spec.systemDisk.diskSize|1|3|  systemDisk: {diskSize: 10}'
 	'spec.maxPrice|1|3|  maxPrice: "1.5x"'
+	# Offerings: further types and zones, and the allocation strategy.
+	'ok|1|3|  instanceTypes: [GN7.5XLARGE80, S5.LARGE8]'
+	'ok|1|3|  availabilityZones: [ap-singapore-3, ap-singapore-4]'
+	'ok|1|3|  allocationStrategy: spread'
+	'ok|1|3|  availabilityZones: [ap-singapore-1, ap-singapore-3, ap-singapore-4, ap-singapore-5, ap-singapore-6, ap-singapore-7, ap-singapore-8, ap-singapore-9, ap-singapore-10, ap-singapore-11]'
+	'spec.availabilityZones|1|3|  availabilityZones: [ap-singapore-3, ap-guangzhou-3]'
+	'spec.availabilityZones|1|3|  availabilityZones: [ap-singapore-]'
+	'spec.availabilityZones|1|3|  availabilityZones: [ap-singapore-3, ap-singapore-3]'
+	'spec.availabilityZones|1|3|  availabilityZones: [ap-singapore-2]'
+	'spec.availabilityZones|1|3|  availabilityZones: [ap-singapore-1, ap-singapore-3, ap-singapore-4, ap-singapore-5, ap-singapore-6, ap-singapore-7, ap-singapore-8, ap-singapore-9, ap-singapore-10, ap-singapore-11, ap-singapore-12]'
+	'spec.availabilityZones|1|3|  availabilityZones: ap-singapore-3'
+	'spec.instanceTypes|1|3|  instanceTypes: [S5.LARGE8, S5.LARGE8]'
+	'spec.instanceTypes|1|3|  instanceTypes: [GN7.2XLARGE32]'
+	'spec.instanceTypes|1|3|  instanceTypes: ["GN7 LARGE"]'
+	'spec.instanceTypes|1|3|  instanceTypes: [A, B, C, D, E, F, G, H, I, J, K]'
+	'spec.allocationStrategy|1|3|  allocationStrategy: balanced'
 )
 agree=0
 for c in "${cases[@]}"; do

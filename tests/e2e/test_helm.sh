@@ -7,8 +7,10 @@
 #     `kubectl apply --dry-run=server` accepts every object of each (no Pod
 #     Security warning under "restricted"); bad combinations are refused;
 #   - RBAC: the cluster-wide rendering has exactly the rules of
-#     `kubectl kustomize conf/kubernetes`; the namespaced rendering has no
-#     cluster-wide grant and exactly the overlay's Roles; the Deployment runs
+#     `kubectl kustomize conf/kubernetes`; the namespaced rendering's only
+#     cluster-wide grant is `get` on the namespace kube-system (the cluster's
+#     identity; none at all with clusterName) and it has exactly the overlay's
+#     Roles; the Deployment runs
 #     `spotpool run` with the expected flags per mode;
 #   - a real `helm install` in namespaced mode: NOTES never show the key, the
 #     ServiceAccount can read Secrets in the watched namespaces only, and
@@ -54,10 +56,11 @@ render() {
 	shift
 	"$HELM" template spotpool "$CHART" -n "$NS" "$@" >"$E2E_TMP/$name.yaml" 2>"$E2E_TMP/$name.err"
 }
-COMBOS=(default namespaced existing-secret created-secret monitoring single)
+COMBOS=(default namespaced namespaced-named existing-secret created-secret monitoring single)
 declare -A COMBO_ARGS=(
 	[default]=""
 	[namespaced]="--set mode=namespaced --set watchNamespaces={team-a,team-b}"
+	[namespaced-named]="--set mode=namespaced --set watchNamespaces={team-a,team-b} --set clusterName=prod-1.eu_west"
 	[existing-secret]="--set credentials.existingSecret=my-tc-creds"
 	[created-secret]="--set credentials.create=true --set credentials.secretId=$EMU_SECRET_ID --set credentials.secretKey=$EMU_SECRET_KEY"
 	[monitoring]="--set serviceMonitor.enabled=true --set serviceMonitor.labels.release=prom --set podDisruptionBudget.enabled=true"
@@ -83,6 +86,7 @@ check "refused: credentials.create without a key" refused bad3 "credentials.crea
 check "refused: unknown mode" refused bad4 'mode must be clusterWide or namespaced, not "cluster"' --set mode=cluster
 check "refused: invalid namespace name" refused bad5 'is not a valid namespace name' --set mode=namespaced --set 'watchNamespaces={Team_A}'
 check "refused: watchNamespaces in clusterWide mode" refused bad6 'only used with mode: namespaced' --set 'watchNamespaces={team-a}'
+check "refused: clusterName not a tag value" refused bad7 'clusterName: "prod/1" must be 1 to 63 characters' --set clusterName=prod/1
 
 # --- The cluster -------------------------------------------------------------------
 start_emulator
@@ -170,16 +174,34 @@ check "clusterWide: chart leader-election Role rules == conf/kubernetes's" \
 	same "$(rules default Role spotpool-leader-election $NS)" "$(rules base Role spotpool-leader-election $NS)"
 check "clusterWide: ClusterRoleBinding binds ClusterRole spotpool to $NS/spotpool" \
 	same "$(obj default ClusterRoleBinding | jq -cS '[.roleRef, .subjects]')" "$(obj base ClusterRoleBinding | jq -cS '[.roleRef, .subjects]')"
-check "namespaced: no ClusterRole and no ClusterRoleBinding at all (no cluster-wide Secret read)" \
-	bash -c "! jq -e '.[] | select(.kind | test(\"^Cluster\"))' '$E2E_TMP/namespaced.json' >/dev/null"
+# The cluster identity rule (get namespaces/kube-system): in the ClusterRole, or alone.
+CLUSTER_ID_RULES='[{"apiGroups":[""],"nonResourceURLs":[],"resourceNames":["kube-system"],"resources":["namespaces"],"verbs":["get"]}]'
+check "clusterWide: the ClusterRole may get the namespace kube-system (cluster identity), and no other namespace" \
+	bash -c "jq -e --argjson id '$CLUSTER_ID_RULES' '[.[] | select(.resources == [\"namespaces\"])] == \$id' <<<'$base_rules'"
+# cluster_objects NAME: every ClusterRole/ClusterRoleBinding (name, rules or roleRef+subjects), sorted.
+cluster_objects() {
+	jq -cS "[.[] | select(.kind | test(\"^Cluster\")) |
+		{kind, name: .metadata.name, rules: ((.rules // []) | $NORM), roleRef, subjects}] | sort" "$E2E_TMP/$1.json"
+}
+check "namespaced: the only cluster-wide grant is ClusterRole spotpool-cluster-id (get namespaces/kube-system), bound to $NS/spotpool" \
+	same "$(cluster_objects namespaced | jq -c '[.[] | [.kind, .name, .rules, .roleRef.name, .subjects]]')" \
+	"[[\"ClusterRole\",\"spotpool-cluster-id\",$CLUSTER_ID_RULES,null,null],[\"ClusterRoleBinding\",\"spotpool-cluster-id\",[],\"spotpool-cluster-id\",[{\"kind\":\"ServiceAccount\",\"name\":\"spotpool\",\"namespace\":\"$NS\"}]]]"
+check "namespaced: the chart's cluster-wide objects == conf/kubernetes/namespaced's (cluster-id.yaml)" \
+	same "$(cluster_objects namespaced)" "$(cluster_objects overlay)"
+check "namespaced with clusterName: no ClusterRole and no ClusterRoleBinding at all; --cluster-name prod-1.eu_west" bash -c \
+	"! jq -e '.[] | select(.kind | test(\"^Cluster\"))' '$E2E_TMP/namespaced-named.json' >/dev/null &&
+	 jq -e '[.[] | select(.kind==\"Deployment\")][0].spec.template.spec.containers[0].args | index(\"--cluster-name\") as \$i | .[\$i+1] == \"prod-1.eu_west\"' '$E2E_TMP/namespaced-named.json'"
 check "namespaced: nothing grants secrets outside team-a and team-b" bash -c "jq -e '[.[] | select(.rules) |
 	select(any(.rules[]; .resources | index(\"secrets\"))) | .metadata.namespace] == [\"team-a\", \"team-b\"]' '$E2E_TMP/namespaced.json'"
+# The per-namespace Roles: the ClusterRole's rules but the cluster identity (namespaces
+# are cluster-scoped: a Role cannot grant them).
+role_rules=$(jq -c 'map(select(.resources != ["namespaces"]))' <<<"$base_rules")
 for n in team-a team-b; do
-	check "namespaced: Role spotpool in $n has the ClusterRole's rules" same "$(rules namespaced Role spotpool $n)" "$base_rules"
+	check "namespaced: Role spotpool in $n has the ClusterRole's rules (but get namespaces/kube-system)" same "$(rules namespaced Role spotpool $n)" "$role_rules"
 	check "namespaced: RoleBinding spotpool in $n binds Role spotpool to $NS/spotpool" bash -c "jq -e --arg ns $n '[.[] |
 		select(.kind == \"RoleBinding\" and .metadata.namespace == \$ns and .roleRef.kind == \"Role\" and .roleRef.name == \"spotpool\" and
 		.subjects == [{kind: \"ServiceAccount\", name: \"spotpool\", namespace: \"$NS\"}])] | length == 1' '$E2E_TMP/namespaced.json'"
-	check "overlay: Role spotpool in $n has the ClusterRole's rules" same "$(rules overlay Role spotpool $n)" "$base_rules"
+	check "overlay: Role spotpool in $n has the ClusterRole's rules (but get namespaces/kube-system)" same "$(rules overlay Role spotpool $n)" "$role_rules"
 done
 # rbac_set NAME: every Role/RoleBinding (namespace, name, rules or roleRef+subjects), sorted.
 rbac_set() {
@@ -188,7 +210,7 @@ rbac_set() {
 }
 check "namespaced: the chart's Roles and RoleBindings == conf/kubernetes/namespaced's (namespaces, names, rules, bindings)" \
 	same "$(rbac_set namespaced)" "$(rbac_set overlay)"
-check "overlay: no ClusterRole and no ClusterRoleBinding" bash -c "! jq -e '.[] | select(.kind | test(\"^Cluster\"))' '$E2E_TMP/overlay.json' >/dev/null"
+check "overlay: no cluster-wide grant but get namespaces/kube-system" same "$(cluster_objects overlay | jq -c '[.[].rules[]]')" "$CLUSTER_ID_RULES"
 
 # --- The Deployment: `spotpool run` with the flags of each mode -------------------
 dep() { obj "$1" Deployment; }
@@ -271,23 +293,25 @@ check "NOTES name the mode and the watched namespaces" bash -c "grep -q 'Mode: n
 "$HELM" get notes spotpool -n "$NS" >"$E2E_TMP/notes.out" 2>&1
 check "the secret key appears neither in the install output nor in the NOTES (nor base64)" bash -c \
 	"! grep -qF -e '$EMU_SECRET_KEY' -e '$(printf %s "$EMU_SECRET_KEY" | base64 -w0)' '$E2E_TMP/install.out' '$E2E_TMP/notes.out' && test -s '$E2E_TMP/notes.out'"
-check "installed: Roles spotpool in team-a and team-b, none in team-c, no ClusterRole spotpool" bash -c \
-	"kubectl get role spotpool -n team-a && kubectl get role spotpool -n team-b && ! kubectl get role spotpool -n team-c && ! kubectl get clusterrole spotpool"
+check "installed: Roles spotpool in team-a and team-b, none in team-c, no ClusterRole spotpool, ClusterRole spotpool-cluster-id" bash -c \
+	"kubectl get role spotpool -n team-a && kubectl get role spotpool -n team-b && ! kubectl get role spotpool -n team-c && ! kubectl get clusterrole spotpool &&
+	 kubectl get clusterrole spotpool-cluster-id"
 can() { kubectl auth can-i "$@" --as="$SA_USER" 2>/dev/null; }
 rbac_ok=true
 {
 	for q in "get secrets -n team-a" "get secrets -n team-b" "list spotpools.devops.jokerbai.com -n team-a" \
 		"watch spotpools.devops.jokerbai.com -n team-b" "patch spotpools.devops.jokerbai.com --subresource=status -n team-a" \
-		"create events -n team-b" "create leases.coordination.k8s.io -n $NS" "update leases.coordination.k8s.io/spotpool -n $NS"; do
+		"create events -n team-b" "create leases.coordination.k8s.io -n $NS" "update leases.coordination.k8s.io/spotpool -n $NS" \
+		"get namespaces/kube-system"; do
 		[[ $(can $q) == yes ]] || { rbac_ok=false; echo "denied: $q;"; }
 	done
 	for q in "get secrets -n team-c" "get secrets -n default" "get secrets -n $NS" "list secrets -n team-a" "list secrets -A" \
 		"list spotpools.devops.jokerbai.com -A" "list spotpools.devops.jokerbai.com -n team-c" "delete spotpools.devops.jokerbai.com -n team-a" \
-		"update leases.coordination.k8s.io/spotpool -n team-a"; do
+		"update leases.coordination.k8s.io/spotpool -n team-a" "get namespaces/default" "list namespaces"; do
 		[[ $(can $q) == no ]] || { rbac_ok=false; echo "allowed: $q;"; }
 	done
 } >"$E2E_TMP/rbac.out"
-check "namespaced SA: Secrets (by name) and pools in team-a/team-b only; nothing cluster-wide $(tr '\n' ' ' <"$E2E_TMP/rbac.out")" $rbac_ok
+check "namespaced SA: Secrets (by name) and pools in team-a/team-b only; cluster-wide only get namespaces/kube-system $(tr '\n' ' ' <"$E2E_TMP/rbac.out")" $rbac_ok
 
 # `spotpool run` with the installed Deployment's flags, authenticated only as the
 # chart's ServiceAccount (a TokenRequest token in a kubeconfig of its own).
@@ -339,16 +363,17 @@ check "SIGTERM: exits 0" test $? = 0
 # --- helm upgrade to clusterWide, then uninstall -------------------------------------
 "$HELM" upgrade spotpool "$CHART" -n "$NS" --reuse-values --set mode=clusterWide --set-json 'watchNamespaces=[]' >"$E2E_TMP/upgrade.out" 2>&1
 check "helm upgrade --set mode=clusterWide succeeds" test $? = 0
-check "clusterWide: ClusterRole spotpool exists, the per-namespace Roles are gone" bash -c \
-	"kubectl get clusterrole spotpool && ! kubectl get role spotpool -n team-a && ! kubectl get role spotpool -n team-b"
+check "clusterWide: ClusterRole spotpool exists, the per-namespace Roles and ClusterRole spotpool-cluster-id are gone" bash -c \
+	"kubectl get clusterrole spotpool && ! kubectl get role spotpool -n team-a && ! kubectl get role spotpool -n team-b &&
+	 ! kubectl get clusterrole spotpool-cluster-id"
 check "clusterWide SA: list spotpools -A and get secrets in team-c now allowed; list secrets still not" bash -c \
 	"[[ \$(kubectl auth can-i list spotpools.devops.jokerbai.com -A --as=$SA_USER) == yes && \$(kubectl auth can-i get secrets -n team-c --as=$SA_USER) == yes && \$(kubectl auth can-i list secrets -A --as=$SA_USER) == no ]]"
 check "clusterWide Deployment: no --namespace flag" bash -c "! kubectl get deploy spotpool -n $NS -o json | jq -e '.spec.template.spec.containers[0].args | index(\"--namespace\")' >/dev/null"
 "$HELM" uninstall spotpool -n "$NS" >"$E2E_TMP/uninstall.out" 2>&1
 check "helm uninstall succeeds" test $? = 0
-check "uninstalled: Deployment, ServiceAccount, Secret, ClusterRole, leader-election Role gone" bash -c \
+check "uninstalled: Deployment, ServiceAccount, Secret, ClusterRoles, leader-election Role gone" bash -c \
 	"! kubectl get deploy spotpool -n $NS && ! kubectl get sa spotpool -n $NS && ! kubectl get secret spotpool-credentials -n $NS &&
-	 ! kubectl get clusterrole spotpool && ! kubectl get role spotpool-leader-election -n $NS"
+	 ! kubectl get clusterrole spotpool && ! kubectl get clusterrole spotpool-cluster-id && ! kubectl get role spotpool-leader-election -n $NS"
 check "uninstalled: the CRD and the Spotpools remain (helm never deletes crds/)" bash -c \
 	"kubectl get crd spotpools.devops.jokerbai.com && kubectl get sp pa -n team-a"
 

@@ -47,11 +47,12 @@ rbac_ok=true
 	for q in "list spotpools.devops.jokerbai.com -A" "watch spotpools.devops.jokerbai.com -A" \
 		"patch spotpools.devops.jokerbai.com -n team-a" "patch spotpools.devops.jokerbai.com --subresource=status -n team-a" \
 		"get secrets -n team-a" "create events -n team-a" "create leases.coordination.k8s.io -n spotpool-system" \
-		"update leases.coordination.k8s.io/spotpool -n spotpool-system"; do
+		"update leases.coordination.k8s.io/spotpool -n spotpool-system" "get namespaces/kube-system"; do
 		[[ $(can $q) == yes ]] || { rbac_ok=false; echo "denied: $q;"; }
 	done
 	for q in "list secrets -A" "create secrets -n team-a" "delete spotpools.devops.jokerbai.com -n team-a" \
-		"update leases.coordination.k8s.io/spotpool -n default" "update leases.coordination.k8s.io/other -n spotpool-system"; do
+		"update leases.coordination.k8s.io/spotpool -n default" "update leases.coordination.k8s.io/other -n spotpool-system" \
+		"get namespaces/default" "list namespaces"; do
 		[[ $(can $q) == no ]] || { rbac_ok=false; echo "allowed: $q;"; }
 	done
 } >"$E2E_TMP/rbac.out"

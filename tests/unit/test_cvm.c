@@ -3,6 +3,7 @@
 #include "testutil.h"
 #include "cvm.h"
 #include "log.h"
+#include "rate.h"
 
 #include <arpa/inet.h>
 #include <poll.h>
@@ -241,6 +242,54 @@ static void test_error_classes(void **state)
 				 cvm_classify_code(cases[i].code), cases[i].cls);
 }
 
+/* Which capacity answers mark the offering (zone, type) sold out, and which are about the
+ * account (quotas) or something else and must not. */
+static void test_sold_out_codes(void **state)
+{
+	(void)state;
+	static const char *const sold_out[] = {
+		"ResourceInsufficient.SpecifiedInstanceType",
+		"ResourceInsufficient.AvailabilityZoneSoldOut",
+		"ResourceInsufficient.ZoneSoldOutForSpecifiedInstance",
+		"ResourceInsufficient.CloudDiskSoldOut",
+		"ResourceInsufficient",
+		"ResourceInsufficient.SomethingNewSoldOut",
+		"ResourcesSoldOut.SpecifiedInstanceType",
+		"ResourcesSoldOut.AvailableZone",
+		"ResourceUnavailable.InstanceType",
+		"ResourceNotFound.InvalidZoneInstanceType",
+		"UnsupportedOperation.InvalidZone",
+		"UnsupportedOperation.NoInstanceTypeSupportSpot",
+		"InvalidParameterValue.InsufficientOffering",
+		"InvalidParameterValue.InsufficientPrice",
+		"InvalidParameterValue.ZoneNotSupported",
+		"InvalidParameter.InvalidCloudDiskSoldOut",
+	};
+	static const char *const not_sold_out[] = {
+		/* account-wide: another offering would be refused the same way */
+		"LimitExceeded.SpotQuota", "LimitExceeded.UserSpotQuota", "LimitExceeded.InstanceQuota",
+		"LimitExceeded.PrepayQuota", "InstancesQuotaLimitExceeded", "LimitExceeded.VpcSubnetNum",
+		"FailedOperation.NoAvailableIpAddressCountInSubnet",
+		/* capacity, but not of the offering */
+		"ResourcesSoldOut.EipInsufficient", "ResourceInsufficient.DisasterRecoverGroupCvmQuota",
+		"ResourceInsufficient.CloudDiskUnavailable",
+		/* not capacity at all */
+		"InvalidZone.MismatchRegion", "InvalidParameterValue", "InvalidParameterValue.Range",
+		"ResourceUnavailable.SnapshotCreating", "AuthFailure.SignatureFailure", "RequestLimitExceeded",
+		"InternalError", "SomethingNew", "", "ResourcesSoldOutX", "ResourceInsufficientX.Y",
+	};
+	for (size_t i = 0; i < sizeof(sold_out) / sizeof(sold_out[0]); i++)
+		if (!cvm_code_is_sold_out(sold_out[i]))
+			fail_msg("%s should mark the offering sold out", sold_out[i]);
+	for (size_t i = 0; i < sizeof(not_sold_out) / sizeof(not_sold_out[0]); i++)
+		if (cvm_code_is_sold_out(not_sold_out[i]))
+			fail_msg("%s must not mark the offering sold out", not_sold_out[i]);
+	assert_false(cvm_code_is_sold_out(NULL));
+	/* Every sold-out code is a capacity error to the caller too. */
+	for (size_t i = 0; i < sizeof(sold_out) / sizeof(sold_out[0]); i++)
+		assert_int_equal(cvm_classify_code(sold_out[i]), SP_ECAPACITY);
+}
+
 static struct pool_spec sample_spec(void)
 {
 	static char *sgs[] = {"sg-1", "sg-2", NULL};
@@ -302,6 +351,34 @@ static void test_run_request_shape(void **state)
 	cJSON_Delete(req);
 }
 
+/* A launch on another offering asks for its zone and type; the rest of the request (and the
+ * seed's request when none is given) is unchanged. */
+static void test_run_request_offering(void **state)
+{
+	(void)state;
+	struct pool_spec s = sample_spec();
+	struct cvm_launch l = {.spec = &s, .count = 1, .client_token = "tok-2"};
+	cJSON *seed = cvm_run_request(&l);
+	l.zone = "ap-singapore-4";
+	l.instance_type = "GN10X.2XLARGE40";
+	cJSON *req = cvm_run_request(&l);
+	assert_string_equal(jstr(req, "Placement.Zone"), "ap-singapore-4");
+	assert_string_equal(jstr(req, "InstanceType"), "GN10X.2XLARGE40");
+	assert_string_equal(jstr(seed, "Placement.Zone"), "ap-singapore-2");
+	assert_string_equal(jstr(seed, "InstanceType"), "GN7.2XLARGE32");
+	cJSON_ReplaceItemInObject(cJSON_GetObjectItem(req, "Placement"), "Zone", cJSON_CreateString("ap-singapore-2"));
+	cJSON_ReplaceItemInObject(req, "InstanceType", cJSON_CreateString("GN7.2XLARGE32"));
+	assert_true(cJSON_Compare(req, seed, 1));
+	cJSON_Delete(req);
+	/* Only one of them: the other is the seed's. */
+	l.zone = NULL;
+	req = cvm_run_request(&l);
+	assert_string_equal(jstr(req, "Placement.Zone"), "ap-singapore-2");
+	assert_string_equal(jstr(req, "InstanceType"), "GN10X.2XLARGE40");
+	cJSON_Delete(req);
+	cJSON_Delete(seed);
+}
+
 static void test_parse_instances(void **state)
 {
 	(void)state;
@@ -332,6 +409,50 @@ static void test_parse_instances(void **state)
 	assert_string_equal(list[1].launch_tag, "");
 	assert_string_equal(list[2].pool_tag, "");  /* too long to be ours */
 	assert_int_equal(list[0].created, list[1].created);
+	free(list);
+	cJSON_Delete(resp);
+}
+
+/* The cluster tag: sent only when the launch names a cluster (after the launch tag, before
+ * the spec's tags), read back into cluster_tag; absent or too long reads as empty. */
+static void test_cluster_tag(void **state)
+{
+	(void)state;
+	struct pool_spec s = sample_spec();
+	struct cvm_launch l = {.spec = &s, .count = 1, .client_token = "tok-1", .cluster = "c-1.a_b"};
+	cJSON *req = cvm_run_request(&l);
+	assert_string_equal(jstr(req, "TagSpecification.0.Tags.2.Key"), POOL_CLUSTER_TAG_KEY);
+	assert_string_equal(jstr(req, "TagSpecification.0.Tags.2.Value"), "c-1.a_b");
+	assert_string_equal(jstr(req, "TagSpecification.0.Tags.3.Key"), "team");
+	cJSON_Delete(req);
+	const char *none[] = {NULL, ""};
+	for (size_t k = 0; k < 2; k++) {
+		l.cluster = none[k];
+		req = cvm_run_request(&l);
+		const cJSON *t;
+		cJSON_ArrayForEach(t, cJSON_GetObjectItem(cJSON_GetArrayItem(cJSON_GetObjectItem(req, "TagSpecification"), 0), "Tags"))
+			assert_string_not_equal(cJSON_GetObjectItem(t, "Key")->valuestring, POOL_CLUSTER_TAG_KEY);
+		cJSON_Delete(req);
+	}
+
+	cJSON *resp = cJSON_Parse(
+		"{\"TotalCount\": 4, \"InstanceSet\": ["
+		"{\"InstanceId\": \"ins-1\", \"InstanceState\": \"RUNNING\", \"Tags\": [{\"Key\": \"" POOL_TAG_KEY
+		"\", \"Value\": \"ml/gpu\"}, {\"Key\": \"" POOL_CLUSTER_TAG_KEY "\", \"Value\": \"3f1c0a2e-uid\"}]},"
+		"{\"InstanceId\": \"ins-2\", \"InstanceState\": \"RUNNING\", \"Tags\": [{\"Key\": \"" POOL_TAG_KEY
+		"\", \"Value\": \"ml/gpu\"}]},"
+		"{\"InstanceId\": \"ins-3\", \"InstanceState\": \"RUNNING\", \"Tags\": [{\"Key\": \"" POOL_CLUSTER_TAG_KEY
+		"\", \"Value\": \"xxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxx\"}]},"
+		"{\"InstanceId\": \"ins-4\", \"InstanceState\": \"RUNNING\", \"Tags\": [{\"Key\": \"" POOL_CLUSTER_TAG_KEY
+		"\", \"Value\": \"\"}]}]}");
+	struct pool_instance *list = NULL;
+	size_t n = 0, total = 0;
+	assert_int_equal(cvm_parse_instances(resp, &list, &n, &total, NULL), 0);
+	assert_int_equal(n, 4);
+	assert_string_equal(list[0].cluster_tag, "3f1c0a2e-uid");
+	assert_string_equal(list[1].cluster_tag, "");  /* launched before the tag existed */
+	assert_string_equal(list[2].cluster_tag, "?");  /* too long to be ours: another cluster's */
+	assert_string_equal(list[3].cluster_tag, "?");  /* empty: not a name spotpool writes */
 	free(list);
 	cJSON_Delete(resp);
 }
@@ -692,9 +813,33 @@ static int abort_child(struct fake *f)
 	return 0;
 }
 
+/* Every attempt takes a token of its (SecretId, region, action) bucket, and a
+ * RequestLimitExceeded answer halves that bucket's rate (and only that one). */
+static void test_rate_limit(void **state)
+{
+	(void)state;
+	rate_reset();
+	const struct canned script[] = {
+		{.body = "{\"Response\": {\"Error\": {\"Code\": \"RequestLimitExceeded.UinLimitExceeded\"}}}"},
+		{.body = "{\"Response\": {\"InstanceIdSet\": [\"ins-1\"]}}"},
+	};
+	struct fake f = {0};
+	assert_int_equal(launch(&f, script, 2, NULL), 0);
+	assert_int_equal(atomic_load(&f.n), 2);
+	struct rate_state st;
+	assert_int_equal(rate_peek(test_cred.secret_id, "ap-singapore", "RunInstances", &st), 0);
+	assert_true(st.throttled);
+	assert_true(st.per_second == RATE_DEFAULT_RUN / 2.0);
+	assert_int_equal(rate_peek(test_cred.secret_id, "ap-singapore", "DescribeInstances", &st), SP_ENOTFOUND);
+	assert_int_equal(rate_peek("AKIDother", "ap-singapore", "RunInstances", &st), SP_ENOTFOUND);
+	fake_free(&f);
+	rate_reset();
+}
+
 static void test_abort(void **state)
 {
 	(void)state;
+	rate_reset();  /* no pacing left by earlier tests: the first call goes out at once */
 	const struct canned in_flight[] = {{.body = "{\"Response\": {}}", .delay_ms = 10000}, {.body = "{}"}};
 	const struct canned in_backoff[] = {{.body = "{\"Response\": {\"Error\": {\"Code\": \"InternalError\"}}}"},
 					    {.body = "{}"}};
@@ -702,6 +847,9 @@ static void test_abort(void **state)
 	for (size_t i = 0; i < 2; i++) {
 		struct fake f = {.script = scripts[i], .n_script = 3};
 		fake_start(&f);
+		/* Fork once the fake's thread has started: a fork while it is inside malloc
+		 * would leave the allocator locked in the child (seen under ASan). */
+		usleep(50 * 1000);
 		pid_t pid = fork();
 		if (pid == 0)
 			_exit(abort_child(&f));
@@ -749,14 +897,18 @@ int main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_error_classes),
+		cmocka_unit_test(test_sold_out_codes),
 		cmocka_unit_test(test_run_request_shape),
+		cmocka_unit_test(test_run_request_offering),
 		cmocka_unit_test(test_parse_instances),
+		cmocka_unit_test(test_cluster_tag),
 		cmocka_unit_test(test_parse_rejects_malformed),
 		cmocka_unit_test(test_describe_pages),
 		cmocka_unit_test(test_describe_inconsistent_paging),
 		cmocka_unit_test(test_describe_10k),
 		cmocka_unit_test(test_describe_ids),
 		cmocka_unit_test(test_refusal_after_uncertain_attempt),
+		cmocka_unit_test(test_rate_limit),
 		cmocka_unit_test(test_abort),
 		cmocka_unit_test(test_parse_time),
 		cmocka_unit_test(test_redaction),

@@ -156,6 +156,72 @@ static void test_bad_values_name_the_field(void **state)
 	expect_error("  imageId2: x\n", "(line 11)");
 }
 
+/* instanceTypes, availabilityZones and allocationStrategy: read, defaulted, and each
+ * problem named with its field and index. */
+static void test_offering_fields(void **state)
+{
+	(void)state;
+	char text[4096];
+	snprintf(text, sizeof(text), "%s  instanceTypes: [GN10X.2XLARGE40, GN7.5XLARGE80]\n"
+		 "  availabilityZones: [ap-singapore-3, ap-singapore-4]\n  allocationStrategy: spread\n", base);
+	struct pool_spec **pools = NULL;
+	size_t n = 0;
+	struct sp_error err = {0};
+	assert_int_equal(load(text, &pools, &n, &err), 0);
+	struct pool_spec *p = pools[0];
+	assert_int_equal(p->instance_types.n, 2);
+	assert_string_equal(p->instance_types.v[0], "GN10X.2XLARGE40");
+	assert_string_equal(p->instance_types.v[1], "GN7.5XLARGE80");
+	assert_int_equal(p->zones.n, 2);
+	assert_string_equal(p->zones.v[1], "ap-singapore-4");
+	assert_int_equal(p->allocation, POOL_SPREAD);
+	free_pools(pools, n);
+	/* Seed fields only: no further choices, prioritized. */
+	assert_int_equal(load(base, &pools, &n, &err), 0);
+	assert_int_equal(pools[0]->instance_types.n, 0);
+	assert_int_equal(pools[0]->zones.n, 0);
+	assert_int_equal(pools[0]->allocation, POOL_PRIORITIZED);
+	free_pools(pools, n);
+	snprintf(text, sizeof(text), "%s  allocationStrategy: prioritized\n  instanceTypes: []\n", base);
+	assert_int_equal(load(text, &pools, &n, &err), 0);
+	assert_int_equal(pools[0]->allocation, POOL_PRIORITIZED);
+	free_pools(pools, n);
+
+	expect_error("  availabilityZones: [ap-singapore-3, ap-guangzhou-3]\n",
+		     "spec.availabilityZones[1]: \"ap-guangzhou-3\" is not a zone of region ap-singapore");
+	expect_error("  availabilityZones: [ap-singapore-]\n", "spec.availabilityZones[0]: \"ap-singapore-\" is not a zone");
+	expect_error("  availabilityZones: [ap-singapore-3, ap-singapore-3]\n",
+		     "spec.availabilityZones[1]: \"ap-singapore-3\" is listed twice (also at [0])");
+	expect_error("  availabilityZones: [ap-singapore-2]\n",
+		     "spec.availabilityZones[0]: \"ap-singapore-2\" repeats spec.availabilityZone");
+	expect_error("  availabilityZones: ap-singapore-3\n", "spec.availabilityZones: must be a list of strings, got string");
+	expect_error("  availabilityZones: [ap-singapore-3, 4]\n", "spec.availabilityZones[1]: must be a string, got number");
+	expect_error("  availabilityZones: [ap-singapore-1, ap-singapore-3, ap-singapore-4, ap-singapore-5, "
+		     "ap-singapore-6, ap-singapore-7, ap-singapore-8, ap-singapore-9, ap-singapore-10, "
+		     "ap-singapore-11, ap-singapore-12]\n", "spec.availabilityZones: 11 items, more than the maximum 10");
+	expect_error("  instanceTypes: [GN7.5XLARGE80, 'GN7 LARGE']\n",
+		     "spec.instanceTypes[1]: \"GN7 LARGE\" is not an instance type");
+	expect_error("  instanceTypes: [GN7.5XLARGE80, GN7.5XLARGE80]\n",
+		     "spec.instanceTypes[1]: \"GN7.5XLARGE80\" is listed twice");
+	expect_error("  instanceTypes: [GN7.2XLARGE32]\n",
+		     "spec.instanceTypes[0]: \"GN7.2XLARGE32\" repeats spec.instanceType");
+	expect_error("  instanceTypes: ['']\n", "spec.instanceTypes[0]: 0 characters, must be 1 to 64");
+	expect_error("  instanceTypes: [A, B, C, D, E, F, G, H, I, J, K]\n",
+		     "spec.instanceTypes: 11 items, more than the maximum 10");
+	expect_error("  allocationStrategy: balanced\n",
+		     "spec.allocationStrategy: must be prioritized or spread, got \"balanced\"");
+	expect_error("  allocationStrategy: Spread\n", "spec.allocationStrategy: must be prioritized or spread");
+	/* Ten of each is the maximum. */
+	snprintf(text, sizeof(text), "%s  instanceTypes: [A, B, C, D, E, F, G, H, I, J]\n"
+		 "  availabilityZones: [ap-singapore-1, ap-singapore-3, ap-singapore-4, ap-singapore-5, "
+		 "ap-singapore-6, ap-singapore-7, ap-singapore-8, ap-singapore-9, ap-singapore-10, "
+		 "ap-singapore-11]\n", base);
+	assert_int_equal(load(text, &pools, &n, &err), 0);
+	assert_int_equal(pools[0]->instance_types.n, 10);
+	assert_int_equal(pools[0]->zones.n, 10);
+	free_pools(pools, n);
+}
+
 static void test_bounds_and_types(void **state)
 {
 	(void)state;
@@ -348,6 +414,17 @@ static void test_cap_file_size(void **state)
 	unlink(path);
 }
 
+/* check_all(text, source) reports exactly want (n of them), in order. */
+static void assert_all_errors(const char *text, const char *source, const char *const *want, size_t n)
+{
+	struct manifest_errors errs = {0};
+	assert_int_equal(check_all(text, source, &errs), SP_EINVAL);
+	assert_int_equal(errs.n, n);
+	for (size_t i = 0; i < errs.n; i++)
+		assert_string_equal(errs.list.v[i], want[i]);
+	manifest_errors_clear(&errs);
+}
+
 /* Every problem of every document, with file, document, name, field and line. */
 static void test_every_error_is_reported(void **state)
 {
@@ -375,12 +452,7 @@ static void test_every_error_is_reported(void **state)
 		"pool.yaml: document 2 (spotpool-b): spec.maximum: must be an integer, got string \"abc\" (line 23)",
 		"pool.yaml: document 4 (c): spec.minimum: 3 is greater than spec.maximum 1 (line 38)",
 	};
-	struct manifest_errors errs = {0};
-	assert_int_equal(check_all(text, "pool.yaml", &errs), SP_EINVAL);
-	assert_int_equal(errs.n, sizeof(want) / sizeof(want[0]));
-	for (size_t i = 0; i < errs.n; i++)
-		assert_string_equal(errs.list.v[i], want[i]);
-	manifest_errors_clear(&errs);
+	assert_all_errors(text, "pool.yaml", want, sizeof(want) / sizeof(want[0]));
 	/* The first-error API reports the first of them. */
 	struct manifest_set set = {0};
 	struct pool_spec **pools = NULL;
@@ -390,6 +462,27 @@ static void test_every_error_is_reported(void **state)
 	assert_int_equal(manifest_pools(&set, &pools, &n, &err), SP_EINVAL);
 	assert_string_equal(err.msg, want[0]);
 	manifest_set_free(&set);
+}
+
+/* Every problem with the offering fields is reported, each with its line. */
+static void test_offering_errors_all_reported(void **state)
+{
+	(void)state;
+	const char *text =
+		"apiVersion: devops.jokerbai.com/v1\nkind: Spotpool\nmetadata: {name: a}\nspec:\n"
+		"  region: ap-singapore\n  availabilityZone: ap-singapore-2\n  instanceType: GN7.2XLARGE32\n"
+		"  imageId: img-1\n  minimum: 1\n  maximum: 2\n"
+		"  availabilityZones:\n  - ap-singapore-3\n  - ap-guangzhou-3\n"
+		"  instanceTypes: [GN7.2XLARGE32]\n  allocationStrategy: fastest\n";
+	static const char *const want[] = {
+		"p.yaml: document 1 (a): spec.availabilityZones[1]: \"ap-guangzhou-3\" is not a zone of region "
+		"ap-singapore (expected ap-singapore-N) (line 11)",  /* an item: the list's line */
+		"p.yaml: document 1 (a): spec.instanceTypes[0]: \"GN7.2XLARGE32\" repeats spec.instanceType "
+		"(list only the further choices) (line 14)",
+		"p.yaml: document 1 (a): spec.allocationStrategy: must be prioritized or spread, got \"fastest\" "
+		"(line 15)",
+	};
+	assert_all_errors(text, "p.yaml", want, sizeof(want) / sizeof(want[0]));
 }
 
 static void test_missing_field_points_at_its_parent(void **state)
@@ -586,6 +679,8 @@ int main(void)
 		cmocka_unit_test(test_several_documents_and_lists),
 		cmocka_unit_test(test_json_input_is_accepted),
 		cmocka_unit_test(test_bad_values_name_the_field),
+		cmocka_unit_test(test_offering_fields),
+		cmocka_unit_test(test_offering_errors_all_reported),
 		cmocka_unit_test(test_bounds_and_types),
 		cmocka_unit_test(test_placement_consistency),
 		cmocka_unit_test(test_header_and_metadata_errors),

@@ -3,6 +3,7 @@
 #include "testutil.h"
 #include "buf.h"
 #include "metrics.h"
+#include "soldout.h"
 #include "wq.h"
 
 #include <curl/curl.h>
@@ -49,8 +50,12 @@ static void touch_globals(void)
 {
 	metrics_cvm_observe(NULL, "RunInstances", "Success", 1);
 	metrics_cvm_observe(NULL, "DescribeInstances", "Success", 1);
+	metrics_cvm_rate_wait(NULL, "RunInstances", 0.25);
+	metrics_cvm_rate(NULL, "RunInstances", 4.5);
 	metrics_reconcile_observe(1, false);
+	metrics_offering_launch("ap-singapore-2", "GN7.2XLARGE32", 0, NULL);
 	metrics_set_leader(true);
+	metrics_kube_request("GET", "spotpools", 200);
 	metrics_workqueue_depth(NULL, 3);
 	metrics_workqueue_queue_latency(NULL, 0.002);
 	metrics_workqueue_work_duration(NULL, 0.5);
@@ -68,12 +73,18 @@ static const char *const families[][2] = {
 	{"spotpool_instances_launched_total", "counter"},
 	{"spotpool_instances_terminated_total", "counter"},
 	{"spotpool_instances_reclaimed_total", "counter"},
+	{"spotpool_pool_below_minimum_seconds_total", "counter"},
+	{"spotpool_offerings_unavailable", "gauge"},
+	{"spotpool_offering_launches_total", "counter"},
 	{"spotpool_cvm_requests_total", "counter"},
 	{"spotpool_cvm_request_duration_seconds", "histogram"},
+	{"spotpool_cvm_rate_limit_wait_seconds_total", "counter"},
+	{"spotpool_cvm_rate_limit", "gauge"},
 	{"spotpool_reconcile_duration_seconds", "histogram"},
 	{"spotpool_reconciles_total", "counter"},
 	{"spotpool_reconcile_errors_total", "counter"},
 	{"spotpool_leader", "gauge"},
+	{"spotpool_kube_requests_total", "counter"},
 	{"spotpool_workqueue_depth", "gauge"},
 	{"spotpool_workqueue_queue_duration_seconds", "histogram"},
 	{"spotpool_workqueue_work_duration_seconds", "histogram"},
@@ -408,6 +419,133 @@ static void test_forget_drops_every_pool_series(void **state)
 	free(got);
 }
 
+/* ---- offerings and time below minimum ---- */
+
+static int64_t fake_now_ms;
+static int64_t fake_clock(void)
+{
+	return fake_now_ms;
+}
+
+static void test_below_minimum_seconds(void **state)
+{
+	(void)state;
+	metrics_set_clock(fake_clock);
+	fake_now_ms = 1000000;
+	metrics_pool_sizes("ns", "p", 3, 5, 3, 3);  /* at minimum */
+	char *page = metrics_render();
+	assert_contains(page, "\nspotpool_pool_below_minimum_seconds_total{namespace=\"ns\",pool=\"p\"} 0\n");
+	free(page);
+	fake_now_ms += 10000;
+	metrics_pool_sizes("ns", "p", 3, 5, 3, 1);  /* a reclaim: below from now on */
+	fake_now_ms += 2500;
+	metrics_pool_sizes("ns", "p", 3, 5, 3, 2);  /* still below: 2.5 s so far */
+	fake_now_ms += 4000;
+	metrics_pool_sizes("ns", "p", 3, 5, 3, 3);  /* refilled: 4 s more */
+	fake_now_ms += 30000;
+	metrics_pool_sizes("ns", "p", 3, 5, 3, 4);  /* not below: nothing added */
+	page = metrics_render();
+	assert_contains(page, "\nspotpool_pool_below_minimum_seconds_total{namespace=\"ns\",pool=\"p\"} 6.5\n");
+	free(page);
+	/* A long gap (a standby spell) counts at most METRICS_BELOW_MINIMUM_GAP_MAX_S. */
+	metrics_pool_sizes("ns", "p", 3, 5, 3, 0);
+	fake_now_ms += 3600 * 1000;
+	metrics_pool_sizes("ns", "p", 3, 5, 3, 0);
+	/* A clock that went back adds nothing. */
+	fake_now_ms -= 5000;
+	metrics_pool_sizes("ns", "p", 3, 5, 3, 0);
+	page = metrics_render();
+	char *want = xasprintf("\nspotpool_pool_below_minimum_seconds_total{namespace=\"ns\",pool=\"p\"} %g\n",
+			       6.5 + METRICS_BELOW_MINIMUM_GAP_MAX_S);
+	assert_contains(page, want);
+	free(want);
+	free(page);
+	/* Forgetting the pool drops it; it comes back from zero. */
+	metrics_pool_forget("ns", "p");
+	page = metrics_render();
+	assert_not_contains(page, "spotpool_pool_below_minimum_seconds_total{");
+	free(page);
+	metrics_pool_sizes("ns", "p", 3, 5, 3, 0);
+	fake_now_ms += 1000;
+	metrics_pool_sizes("ns", "p", 3, 5, 3, 0);
+	page = metrics_render();
+	assert_contains(page, "\nspotpool_pool_below_minimum_seconds_total{namespace=\"ns\",pool=\"p\"} 1\n");
+	free(page);
+	metrics_set_clock(NULL);
+}
+
+static void test_offering_launches(void **state)
+{
+	(void)state;
+	metrics_offering_launch("ap-singapore-2", "GN7.2XLARGE32", 0, NULL);
+	metrics_offering_launch("ap-singapore-2", "GN7.2XLARGE32", SP_ECAPACITY, "ResourcesSoldOut.SpecifiedInstanceType");
+	metrics_offering_launch("ap-singapore-2", "GN7.2XLARGE32", SP_ECAPACITY, "ResourceInsufficient.AvailabilityZoneSoldOut");
+	metrics_offering_launch("ap-singapore-2", "GN7.2XLARGE32", SP_ECAPACITY, "LimitExceeded.SpotQuota");
+	metrics_offering_launch("ap-singapore-3", "GN7.2XLARGE32", SP_ETHROTTLED, "RequestLimitExceeded");
+	metrics_offering_launch(NULL, "", SP_ETRANSIENT, NULL);
+	char *page = metrics_render();
+	static const char *const want[] = {
+		"\nspotpool_offering_launches_total{zone=\"ap-singapore-2\",instance_type=\"GN7.2XLARGE32\",outcome=\"success\"} 1\n",
+		"\nspotpool_offering_launches_total{zone=\"ap-singapore-2\",instance_type=\"GN7.2XLARGE32\",outcome=\"sold_out\"} 2\n",
+		"\nspotpool_offering_launches_total{zone=\"ap-singapore-2\",instance_type=\"GN7.2XLARGE32\",outcome=\"capacity\"} 1\n",
+		"\nspotpool_offering_launches_total{zone=\"ap-singapore-2\",instance_type=\"GN7.2XLARGE32\",outcome=\"unknown\"} 0\n",
+		"\nspotpool_offering_launches_total{zone=\"ap-singapore-3\",instance_type=\"GN7.2XLARGE32\",outcome=\"throttled\"} 1\n",
+		"\nspotpool_offering_launches_total{zone=\"unknown\",instance_type=\"unknown\",outcome=\"transient\"} 1\n",
+		"\nspotpool_offerings_unavailable 0\n",
+	};
+	for (size_t i = 0; i < sizeof(want) / sizeof(want[0]); i++)
+		assert_contains(page, want[i]);
+	/* Eight outcomes per offering, from the start. */
+	assert_int_equal(count(page, "\nspotpool_offering_launches_total{zone=\"ap-singapore-3\""), 8);
+	free(page);
+	/* Zones and types are open-ended: capped like other such labels. */
+	for (int i = 0; i < METRICS_LABEL_VALUES_MAX + 5; i++) {
+		char zone[32];
+		snprintf(zone, sizeof(zone), "z-%d", i);
+		metrics_offering_launch(zone, "T", 0, NULL);
+	}
+	page = metrics_render();
+	assert_contains(page, "\nspotpool_offering_launches_total{zone=\"other\",instance_type=\"T\",outcome=\"success\"} ");
+	assert_int_equal(count(page, ",outcome=\"success\"} "), METRICS_LABEL_VALUES_MAX + 1);
+	free(page);
+}
+
+/* Apiserver requests: by verb, resource and status; no answer is "error", an unknown
+ * method "other", a status outside 100..599 "other". */
+static void test_kube_requests(void **state)
+{
+	(void)state;
+	metrics_kube_request("PATCH", "spotpools/status", 200);
+	metrics_kube_request("PATCH", "spotpools/status", 200);
+	metrics_kube_request("PATCH", "spotpools/status", 409);
+	metrics_kube_request("WATCH", "spotpools", 0);
+	metrics_kube_request("BREW", "other", 1000);
+	char *page = metrics_render();
+	assert_contains(page, "\nspotpool_kube_requests_total{verb=\"PATCH\",resource=\"spotpools/status\",code=\"200\"} 2\n");
+	assert_contains(page, "\nspotpool_kube_requests_total{verb=\"PATCH\",resource=\"spotpools/status\",code=\"409\"} 1\n");
+	assert_contains(page, "\nspotpool_kube_requests_total{verb=\"WATCH\",resource=\"spotpools\",code=\"error\"} 1\n");
+	assert_contains(page, "\nspotpool_kube_requests_total{verb=\"other\",resource=\"other\",code=\"other\"} 1\n");
+	free(page);
+}
+
+static void test_offerings_unavailable_gauge(void **state)
+{
+	(void)state;
+	soldout_reset();
+	struct soldout_key a = {"AKIDm", "ap-singapore", "ap-singapore-2", "GN7.2XLARGE32"};
+	struct soldout_key b = {"AKIDm", "ap-singapore", "ap-singapore-3", "GN7.2XLARGE32"};
+	soldout_mark(&a, sp_mono_ms(), 0);
+	soldout_mark(&b, sp_mono_ms(), 0);
+	char *page = metrics_render();
+	assert_contains(page, "\nspotpool_offerings_unavailable 2\n");
+	free(page);
+	soldout_clear(&a);
+	page = metrics_render();
+	assert_contains(page, "\nspotpool_offerings_unavailable 1\n");
+	free(page);
+	soldout_reset();
+}
+
 /* Runs tests/tools/promcheck.py (args) on page; its exit status, or -1 without python3
  * or outside the source tree (tests/run-tests runs from its top). */
 static int promcheck(const char *args, const char *page)
@@ -670,6 +808,10 @@ int main(void)
 		cmocka_unit_test_setup_teardown(test_pool_count_is_capped, reset, reset),
 		cmocka_unit_test_setup_teardown(test_forget_drops_every_pool_series, reset, reset),
 		cmocka_unit_test_setup_teardown(test_page_passes_promcheck, reset, reset),
+		cmocka_unit_test_setup_teardown(test_below_minimum_seconds, reset, reset),
+		cmocka_unit_test_setup_teardown(test_offering_launches, reset, reset),
+		cmocka_unit_test_setup_teardown(test_kube_requests, reset, reset),
+		cmocka_unit_test_setup_teardown(test_offerings_unavailable_gauge, reset, reset),
 		cmocka_unit_test_setup_teardown(test_concurrent_updates, reset, reset),
 		cmocka_unit_test_setup_teardown(test_serve_endpoints, reset, reset),
 		cmocka_unit_test_setup_teardown(test_serve_ipv6_without_probes, reset, reset),

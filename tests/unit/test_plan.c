@@ -493,7 +493,7 @@ static void test_merge_owned_rejects_foreign(void **state)
 					inst("b", "RUNNING", 2)};
 	snprintf(found[2].pool_tag, sizeof(found[2].pool_tag), "other/pool");
 	struct strv foreign = {0};
-	plan_merge_owned(&list, &n, found, 4, "ns/p", &foreign);
+	plan_merge_owned(&list, &n, found, 4, "ns/p", "c1", &foreign);
 	assert_int_equal(n, 2);
 	assert_string_equal(list[1].id, "b");
 	assert_int_equal(foreign.n, 1);
@@ -514,6 +514,59 @@ static void test_merge_owned_rejects_foreign(void **state)
 	strv_clear(&seen);
 	strv_clear(&live);
 	strv_clear(&foreign);
+	free(list);
+}
+
+static struct pool_instance in_cluster(const char *id, const char *cluster)
+{
+	struct pool_instance in = inst(id, "RUNNING", 1);
+	snprintf(in.cluster_tag, sizeof(in.cluster_tag), "%s", cluster);
+	return in;
+}
+
+/* Ownership across clusters sharing an account: same pool tag and same cluster tag, or
+ * no cluster tag (launched before the tag existed); never another cluster's, never
+ * another pool's, whatever its cluster tag. */
+static void test_owns_by_cluster(void **state)
+{
+	(void)state;
+	struct pool_instance same = in_cluster("i-1", "c1"), other = in_cluster("i-2", "c2");
+	struct pool_instance legacy = in_cluster("i-3", ""), foreign = in_cluster("i-4", "c1");
+	struct pool_instance foreign_legacy = in_cluster("i-5", "");
+	snprintf(foreign.pool_tag, sizeof(foreign.pool_tag), "ns/other");
+	snprintf(foreign_legacy.pool_tag, sizeof(foreign_legacy.pool_tag), "other/p");
+	assert_true(plan_owns(&same, "ns/p", "c1"));
+	assert_false(plan_owns(&other, "ns/p", "c1"));
+	assert_true(plan_owns(&other, "ns/p", "c2"));
+	assert_true(plan_owns(&legacy, "ns/p", "c1"));
+	assert_true(plan_owns(&legacy, "ns/p", "c2"));
+	assert_false(plan_owns(&foreign, "ns/p", "c1"));
+	assert_false(plan_owns(&foreign_legacy, "ns/p", "c1"));
+	/* A cluster tag that is no cluster name (cvm_parse_instances: "?") is never ours. */
+	struct pool_instance odd = in_cluster("i-7", "?");
+	assert_false(plan_owns(&odd, "ns/p", "c1"));
+	/* A prefix or a longer value is another cluster. */
+	assert_false(plan_owns(&same, "ns/p", "c"));
+	assert_false(plan_owns(&same, "ns/p", "c10"));
+	/* No owner: nothing is owned, not even an untagged instance. */
+	struct pool_instance untagged = in_cluster("i-6", "");
+	untagged.pool_tag[0] = '\0';
+	assert_false(plan_owns(&untagged, "", "c1"));
+	assert_false(plan_owns(&same, NULL, "c1"));
+
+	/* plan_merge_owned applies the same rule to lookups by ID. */
+	struct pool_instance *list = NULL;
+	size_t n = 0;
+	struct pool_instance found[] = {same, other, legacy, foreign};
+	struct strv rejected = {0};
+	plan_merge_owned(&list, &n, found, 4, "ns/p", "c1", &rejected);
+	assert_int_equal(n, 2);
+	assert_string_equal(list[0].id, "i-1");
+	assert_string_equal(list[1].id, "i-3");
+	assert_int_equal(rejected.n, 2);
+	assert_string_equal(rejected.v[0], "i-2");
+	assert_string_equal(rejected.v[1], "i-4");
+	strv_clear(&rejected);
 	free(list);
 }
 
@@ -640,6 +693,7 @@ int main(void)
 		cmocka_unit_test(test_reclaims_are_only_unexplained_disappearances),
 		cmocka_unit_test(test_ids_to_confirm),
 		cmocka_unit_test(test_merge_owned_rejects_foreign),
+		cmocka_unit_test(test_owns_by_cluster),
 		cmocka_unit_test(test_property_random_states),
 		cmocka_unit_test(test_state_classes),
 	};

@@ -552,6 +552,70 @@ static void test_ledger_round_trip(void **state)
 	}
 }
 
+/* The ledger keeps the offering it launched on, so that a resumed launch asks for the same
+ * one; a ledger of the previous version (no offering) reads as the seed's (empty). */
+static void test_ledger_offering(void **state)
+{
+	(void)state;
+	struct plan_launch l = mkledger("spotpool-ns-p-13", 3, NULL);
+	snprintf(l.zone, sizeof(l.zone), "ap-singapore-4");
+	snprintf(l.instance_type, sizeof(l.instance_type), "GN10X.2XLARGE40");
+	cJSON *st = build_with_ledger(&l);
+	const cJSON *j = cJSON_GetObjectItemCaseSensitive(st, "launch");
+	assert_string_equal(get_str(j, "zone"), "ap-singapore-4");
+	assert_string_equal(get_str(j, "instanceType"), "GN10X.2XLARGE40");
+	struct plan_launch back;
+	assert_true(status_ledger(st, &back));
+	assert_string_equal(back.zone, "ap-singapore-4");
+	assert_string_equal(back.instance_type, "GN10X.2XLARGE40");
+	assert_int_equal(back.count, 3);
+	plan_launch_clear(&back);
+	cJSON_Delete(st);
+	/* The seed's offering (empty fields) is written as before: no keys. */
+	l.zone[0] = l.instance_type[0] = '\0';
+	st = build_with_ledger(&l);
+	j = cJSON_GetObjectItemCaseSensitive(st, "launch");
+	assert_false(has(j, "zone"));
+	assert_false(has(j, "instanceType"));
+	cJSON_Delete(st);
+	plan_launch_clear(&l);
+	/* Written by the previous version. */
+	st = parse("{\"launch\": {\"clientToken\": \"t\", \"count\": 1, \"startedAt\": \"" NOW_TEXT "\"}}");
+	assert_true(status_ledger(st, &back));
+	assert_string_equal(back.zone, "");
+	assert_string_equal(back.instance_type, "");
+	plan_launch_clear(&back);
+	cJSON_Delete(st);
+}
+
+static bool ledger_accepts(const char *launch_json);
+
+static void test_ledger_offering_rejects_insane_values(void **state)
+{
+	(void)state;
+	char long_zone[POOL_ZONE_MAX + 2], long_type[POOL_INSTANCE_TYPE_MAX + 2], json[512];
+	memset(long_zone, 'z', sizeof(long_zone) - 1);
+	long_zone[sizeof(long_zone) - 1] = '\0';
+	memset(long_type, 'T', sizeof(long_type) - 1);
+	long_type[sizeof(long_type) - 1] = '\0';
+#define OLEDGER(extra) "{\"clientToken\": \"t\", \"count\": 1, \"startedAt\": \"" NOW_TEXT "\", " extra "}"
+	assert_true(ledger_accepts(OLEDGER("\"zone\": \"ap-singapore-3\", \"instanceType\": \"S5.LARGE8\"")));
+	assert_true(ledger_accepts(OLEDGER("\"zone\": null")));
+	assert_false(ledger_accepts(OLEDGER("\"zone\": 3")));
+	assert_false(ledger_accepts(OLEDGER("\"instanceType\": [\"S5.LARGE8\"]")));
+	snprintf(json, sizeof(json), OLEDGER("\"zone\": \"%s\""), long_zone);
+	assert_false(ledger_accepts(json));
+	long_zone[POOL_ZONE_MAX] = '\0';  /* the longest the spec allows fits */
+	snprintf(json, sizeof(json), OLEDGER("\"zone\": \"%s\""), long_zone);
+	assert_true(ledger_accepts(json));
+	snprintf(json, sizeof(json), OLEDGER("\"instanceType\": \"%s\""), long_type);
+	assert_false(ledger_accepts(json));
+	long_type[POOL_INSTANCE_TYPE_MAX] = '\0';
+	snprintf(json, sizeof(json), OLEDGER("\"instanceType\": \"%s\""), long_type);
+	assert_true(ledger_accepts(json));
+#undef OLEDGER
+}
+
 /* An empty list is a known answer (the launch created nothing), not an unknown one. */
 static void test_ledger_empty_ids_are_known(void **state)
 {
@@ -901,6 +965,8 @@ int main(void)
 		cmocka_unit_test(test_ledger_empty_ids_are_known),
 		cmocka_unit_test(test_ledger_ids_of_wrong_type),
 		cmocka_unit_test(test_ledger_rejects_insane_values),
+		cmocka_unit_test(test_ledger_offering),
+		cmocka_unit_test(test_ledger_offering_rejects_insane_values),
 		cmocka_unit_test(test_ledger_rejects_unparseable_start),
 		cmocka_unit_test(test_recorded_ids_and_live),
 		cmocka_unit_test(test_recorded_reads_what_build_wrote),

@@ -101,6 +101,20 @@ Same as conf/kubernetes/clusterrole.yaml (tests/e2e/test_helm.sh compares). */}}
   verbs: ["create"]
 {{- end }}
 
+{{/* Reading this cluster's identity at start-up (without clusterName): the UID
+of the namespace kube-system, nothing else. In the ClusterRole (clusterWide), or
+alone in the ClusterRole <fullname>-cluster-id (namespaced). Same as the last
+rule of conf/kubernetes/clusterrole.yaml and conf/kubernetes/namespaced/cluster-id.yaml. */}}
+{{- define "spotpool.clusterIdRule" -}}
+# This cluster's identity, read once at start-up when --cluster-name is not
+# set: the UID of the kube-system namespace (tagged on every launch, so that
+# clusters sharing a cloud account never count each other's instances).
+- apiGroups: [""]
+  resources: ["namespaces"]
+  resourceNames: ["kube-system"]
+  verbs: ["get"]
+{{- end }}
+
 {{/* Refuse value combinations that would deploy something broken. */}}
 {{- define "spotpool.validate" -}}
 {{- if not (has .Values.mode (list "clusterWide" "namespaced")) }}
@@ -120,6 +134,9 @@ Same as conf/kubernetes/clusterrole.yaml (tests/e2e/test_helm.sh compares). */}}
 {{- end }}
 {{- else if .Values.watchNamespaces }}
 {{- fail "watchNamespaces is only used with mode: namespaced (clusterWide watches all namespaces)" }}
+{{- end }}
+{{- if and .Values.clusterName (not (regexMatch "^[A-Za-z0-9._-]{1,63}$" (toString .Values.clusterName))) }}
+{{- fail (printf "clusterName: %q must be 1 to 63 characters of A-Z a-z 0-9 . _ - (it is an instance tag value)" (toString .Values.clusterName)) }}
 {{- end }}
 {{- if and (gt (int .Values.replicas) 1) (not .Values.leaderElection.enabled) }}
 {{- fail "replicas > 1 needs leaderElection.enabled: true (otherwise every replica would launch and terminate instances)" }}

@@ -1,0 +1,192 @@
+/* soldout: a small table scanned linearly (a hash compared first): it holds the offerings
+ * that answered sold out lately, a handful per account in practice, and at most
+ * SOLDOUT_ENTRIES_MAX. */
+#include "soldout.h"
+
+#include <pthread.h>
+#include <string.h>
+
+struct entry {
+	uint64_t hash;
+	char *key;            /* "secret_id\x1fregion\x1fzone\x1ftype" */
+	int64_t marked;       /* when it was last marked */
+	int64_t until;        /* SOLD_OUT before this; a probe is due from then on */
+	int64_t lease_until;  /* a probe is held until then (0: none) */
+};
+
+static pthread_mutex_t lock = PTHREAD_MUTEX_INITIALIZER;
+static struct entry *table;  /* SOLDOUT_ENTRIES_MAX slots once allocated */
+static size_t n_entries;
+static int64_t ttl_ms = SOLDOUT_TTL_DEFAULT_MS;
+
+static const char *str(const char *s)
+{
+	return s ? s : "";
+}
+
+/* The key as one string; fields cannot contain \x1f (names are validated). */
+static char *key_string(const struct soldout_key *k)
+{
+	return xasprintf("%s\x1f%s\x1f%s\x1f%s", str(k->secret_id), str(k->region), str(k->zone),
+			 str(k->instance_type));
+}
+
+static uint64_t hash_of(const char *s)
+{
+	uint64_t h = 14695981039346656037ULL;  /* FNV-1a */
+	for (; *s; s++)
+		h = (h ^ (unsigned char)*s) * 1099511628211ULL;
+	return h;
+}
+
+/* Under lock. */
+static struct entry *find(const char *key, uint64_t h)
+{
+	for (size_t i = 0; i < n_entries; i++)
+		if (table[i].hash == h && strcmp(table[i].key, key) == 0)
+			return &table[i];
+	return NULL;
+}
+
+/* Under lock. */
+static void remove_entry(struct entry *e)
+{
+	free(e->key);
+	*e = table[--n_entries];
+}
+
+void soldout_set_ttl(int64_t ms)
+{
+	pthread_mutex_lock(&lock);
+	ttl_ms = ms > 0 ? ms : SOLDOUT_TTL_DEFAULT_MS;
+	pthread_mutex_unlock(&lock);
+}
+
+int64_t soldout_ttl(void)
+{
+	pthread_mutex_lock(&lock);
+	int64_t t = ttl_ms;
+	pthread_mutex_unlock(&lock);
+	return t;
+}
+
+void soldout_mark(const struct soldout_key *k, int64_t now_ms, int64_t ttl)
+{
+	char *key = key_string(k);
+	uint64_t h = hash_of(key);
+	pthread_mutex_lock(&lock);
+	if (ttl <= 0)
+		ttl = ttl_ms;
+	struct entry *e = find(key, h);
+	if (e) {
+		free(key);
+	} else {
+		if (!table)
+			table = xcalloc(SOLDOUT_ENTRIES_MAX, sizeof(*table));
+		if (n_entries == SOLDOUT_ENTRIES_MAX) {
+			struct entry *oldest = &table[0];
+			for (size_t i = 1; i < n_entries; i++)
+				if (table[i].marked < oldest->marked)
+					oldest = &table[i];
+			remove_entry(oldest);
+		}
+		e = &table[n_entries++];
+		*e = (struct entry){.hash = h, .key = key};
+	}
+	e->marked = now_ms;
+	e->until = now_ms + ttl;
+	e->lease_until = 0;
+	pthread_mutex_unlock(&lock);
+}
+
+void soldout_clear(const struct soldout_key *k)
+{
+	char *key = key_string(k);
+	uint64_t h = hash_of(key);
+	pthread_mutex_lock(&lock);
+	struct entry *e = find(key, h);
+	if (e)
+		remove_entry(e);
+	pthread_mutex_unlock(&lock);
+	free(key);
+}
+
+/* Under lock. */
+static enum offer_state state_of(const struct entry *e, int64_t now_ms, int64_t *ret_probe_at_ms)
+{
+	if (!e)
+		return OFFER_AVAILABLE;
+	if (now_ms < e->until) {
+		if (ret_probe_at_ms)
+			*ret_probe_at_ms = e->until;
+		return OFFER_SOLD_OUT;
+	}
+	if (now_ms < e->lease_until) {
+		if (ret_probe_at_ms)
+			*ret_probe_at_ms = e->lease_until;
+		return OFFER_SOLD_OUT;
+	}
+	if (ret_probe_at_ms)
+		*ret_probe_at_ms = e->lease_until > e->until ? e->lease_until : e->until;
+	return OFFER_PROBE_ALLOWED;
+}
+
+static enum offer_state lookup(const struct soldout_key *k, int64_t now_ms, int64_t *ret_probe_at_ms,
+			       bool grant)
+{
+	char *key = key_string(k);
+	uint64_t h = hash_of(key);
+	pthread_mutex_lock(&lock);
+	struct entry *e = find(key, h);
+	enum offer_state st = state_of(e, now_ms, ret_probe_at_ms);
+	if (st == OFFER_PROBE_ALLOWED && grant)
+		e->lease_until = now_ms + SOLDOUT_PROBE_LEASE_MS;
+	pthread_mutex_unlock(&lock);
+	free(key);
+	return st;
+}
+
+enum offer_state soldout_peek(const struct soldout_key *k, int64_t now_ms, int64_t *ret_probe_at_ms)
+{
+	return lookup(k, now_ms, ret_probe_at_ms, false);
+}
+
+enum offer_state soldout_state(const struct soldout_key *k, int64_t now_ms, int64_t *ret_probe_at_ms)
+{
+	return lookup(k, now_ms, ret_probe_at_ms, true);
+}
+
+bool soldout_probe(const struct soldout_key *k, int64_t now_ms)
+{
+	return lookup(k, now_ms, NULL, true) == OFFER_PROBE_ALLOWED;
+}
+
+size_t soldout_unavailable(int64_t now_ms)
+{
+	size_t n = 0;
+	pthread_mutex_lock(&lock);
+	for (size_t i = 0; i < n_entries; i++)
+		n += state_of(&table[i], now_ms, NULL) == OFFER_SOLD_OUT;
+	pthread_mutex_unlock(&lock);
+	return n;
+}
+
+size_t soldout_size(void)
+{
+	pthread_mutex_lock(&lock);
+	size_t n = n_entries;
+	pthread_mutex_unlock(&lock);
+	return n;
+}
+
+void soldout_reset(void)
+{
+	pthread_mutex_lock(&lock);
+	for (size_t i = 0; i < n_entries; i++)
+		free(table[i].key);
+	free(table);
+	table = NULL;
+	n_entries = 0;
+	ttl_ms = SOLDOUT_TTL_DEFAULT_MS;
+	pthread_mutex_unlock(&lock);
+}
