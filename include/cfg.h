@@ -17,6 +17,7 @@ struct cfg {
 	int resync_seconds;
 	int workers;
 	int launch_grace_seconds;  /* how long a launched, never-seen instance counts as live */
+	int sold_out_seconds;      /* how long a sold-out offering is skipped before a probe */
 	char *cluster_name;        /* "" = the kube-system namespace's UID, read at start-up */
 	char *cvm_endpoint;        /* "" = https://cvm.<region>.tencentcloudapi.com/ */
 	char *credentials_file;    /* "" = $CREDENTIALS_DIRECTORY/tencentcloud or environment */

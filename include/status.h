@@ -26,6 +26,9 @@ struct status_input {
 	const char *degraded_reason;       /* NULL: not degraded */
 	const char *degraded_message;
 	const char *progress_message;      /* overrides the computed Progressing message */
+	/* CapacityAvailable: NULL keeps the old condition (not known this pass), "" is True,
+	 * otherwise False/SoldOut with this message (the offerings sold out, next probe). */
+	const char *capacity_message;
 	bool insecure_credentials;
 	int64_t now;
 };

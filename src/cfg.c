@@ -3,6 +3,7 @@
 #include "buf.h"
 #include "manifest.h"
 #include "plan.h"
+#include "soldout.h"
 #include "pool.h"
 #include "rate.h"
 
@@ -29,6 +30,7 @@ static const struct cfg_key keys[] = {
 	{"resyncSeconds", "SPOTPOOL_RESYNC_SECONDS", CFG_INT, F(resync_seconds), 1, 86400},
 	{"workers", "SPOTPOOL_WORKERS", CFG_INT, F(workers), 1, 64},
 	{"launchGraceSeconds", "SPOTPOOL_LAUNCH_GRACE_SECONDS", CFG_INT, F(launch_grace_seconds), 1, 3600},
+	{"soldOutSeconds", "SPOTPOOL_SOLD_OUT_SECONDS", CFG_INT, F(sold_out_seconds), 1, 86400},
 	{"clusterName", "SPOTPOOL_CLUSTER_NAME", CFG_STR, F(cluster_name), 0, 0},
 	{"cvmEndpoint", "SPOTPOOL_CVM_ENDPOINT", CFG_STR, F(cvm_endpoint), 0, 0},
 	{"credentialsFile", "SPOTPOOL_CREDENTIALS_FILE", CFG_STR, F(credentials_file), 0, 0},
@@ -66,7 +68,8 @@ void cfg_defaults(struct cfg *c)
 {
 	*c = (struct cfg){
 		.kubeconfig = xstrdup(""), .resync_seconds = 30, .workers = 2,
-		.launch_grace_seconds = PLAN_LAUNCH_GRACE_DEFAULT_SECONDS, .cluster_name = xstrdup(""),
+		.launch_grace_seconds = PLAN_LAUNCH_GRACE_DEFAULT_SECONDS,
+		.sold_out_seconds = SOLDOUT_TTL_DEFAULT_MS / 1000, .cluster_name = xstrdup(""),
 		.cvm_endpoint = xstrdup(""),
 		.credentials_file = xstrdup(""), .log_format = LOG_FMT_AUTO, .log_level = LOG_LVL_INFO,
 		.listen_address = xstrdup("127.0.0.1:9464"), .lease_name = xstrdup("spotpool"),

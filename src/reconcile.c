@@ -13,8 +13,10 @@
 #include "reconcile.h"
 #include "log.h"
 #include "metrics.h"
+#include "offer.h"
 #include "plan.h"
 #include "pool.h"
+#include "soldout.h"
 #include "status.h"
 
 #include <openssl/sha.h>
@@ -54,6 +56,9 @@ struct pass {
 	/* The Degraded condition as the pass found it (NULL: not degraded): what tells a
 	 * new failure episode from a repeat, whatever this pass writes meanwhile. */
 	char *start_degraded_reason, *start_degraded_message;
+	const char *event_reason;    /* the failure episode this pass already posted */
+	char last_launch_code[96];   /* Tencent code of the last refused RunInstances */
+	char capacity_message[SP_ERROR_MAX]; /* CapacityAvailable=False: what is sold out */
 	char progress_message[SP_ERROR_MAX];
 	bool insecure;
 };
@@ -177,8 +182,11 @@ static void fail(struct pass *p, int code, const char *action, const struct sp_e
 	log_redact_copy(p->degraded_message, sizeof(p->degraded_message), raw);
 	pool_log(p, LOG_LVL_WARN, action, err && *err->reason ? err->reason : NULL, "%s: %s",
 		 p->degraded_reason, p->degraded_message);
-	if (!p->start_degraded_reason || strcmp(p->start_degraded_reason, p->degraded_reason) != 0)
+	if ((!p->start_degraded_reason || strcmp(p->start_degraded_reason, p->degraded_reason) != 0) &&
+	    p->event_reason != p->degraded_reason) {
 		emit_event(p, "Warning", p->degraded_reason, "%s", p->degraded_message);
+		p->event_reason = p->degraded_reason;
+	}
 }
 
 static bool has_finalizer(const cJSON *obj)
@@ -258,6 +266,7 @@ static cJSON *build_status(struct pass *p, const struct plan *plan, bool final)
 		.ledger = p->has_ledger ? &p->ledger : NULL, .launch_seq = p->launch_seq,
 		.degraded_reason = reason, .degraded_message = message,
 		.progress_message = *p->progress_message ? p->progress_message : NULL,
+		.capacity_message = plan && !p->deleting ? p->capacity_message : NULL,
 		.insecure_credentials = p->insecure, .now = sp_now(),
 	};
 	cJSON *st = status_build(&in);
@@ -457,12 +466,17 @@ static int launch(struct pass *p, const struct plan *plan, int count, bool fresh
 		return SP_ETRANSIENT;
 	struct cvm_credentials view = creds_view(&p->creds);
 	struct cvm_launch l = {.spec = p->spec, .count = count, .client_token = p->ledger.client_token,
-			       .cluster = p->r->opt->cluster_name};
+			       .cluster = p->r->opt->cluster_name,
+			       .zone = *p->ledger.zone ? p->ledger.zone : NULL,
+			       .instance_type = *p->ledger.instance_type ? p->ledger.instance_type : NULL};
 	struct strv ids = {0};
 	struct sp_error err = {0};
 	int64_t started = sp_mono_ms();
 	int r = cvm_run_instances(p->r->cvm, &view, &l, &ids, &err);
 	metrics_launch_request(p->ns, p->name, r, err.reason);
+	metrics_offering_launch(l.zone ? l.zone : p->spec->zone, l.instance_type ? l.instance_type : p->spec->instance_type,
+				r, err.reason);
+	snprintf(p->last_launch_code, sizeof(p->last_launch_code), "%s", r < 0 ? err.reason : "");
 	if (r == 0)
 		inv_note_mutation(p->r->inv, view.secret_id, p->spec->region, p->owner);
 	if (r == 0) {
@@ -480,7 +494,8 @@ static int launch(struct pass *p, const struct plan *plan, int count, bool fresh
 		log_fields_msg(LOG_LVL_INFO, &f, "%s/%s: launch %s answered %zu instance(s)", p->ns, p->name,
 			       p->ledger.client_token, ids.n);
 		emit_event(p, "Normal", "Launched", "launched %zu x %s in %s: %s", ids.n,
-			   p->spec->instance_type, p->spec->zone, joined);
+			   l.instance_type ? l.instance_type : p->spec->instance_type,
+			   l.zone ? l.zone : p->spec->zone, joined);
 		strv_clear(&ids);
 		/* A fresh launch is resolved next pass by its instances' launch tag (or a
 		 * replay of its token): recording the IDs now would cost a status write. A
@@ -498,11 +513,13 @@ static int launch(struct pass *p, const struct plan *plan, int count, bool fresh
 	return r;
 }
 
-static int start_launch(struct pass *p, const struct plan *plan, int count)
+static int start_launch(struct pass *p, const struct plan *plan, int count, const struct offer *o)
 {
 	p->launch_seq++;
 	plan_launch_clear(&p->ledger);
 	p->ledger = (struct plan_launch){.count = count, .started = sp_now()};
+	snprintf(p->ledger.zone, sizeof(p->ledger.zone), "%s", o->zone);
+	snprintf(p->ledger.instance_type, sizeof(p->ledger.instance_type), "%s", o->instance_type);
 	reconcile_client_token(p->spec->uid, p->ns, p->name, p->launch_seq, p->ledger.client_token);
 	p->has_ledger = true;
 	/* Not recorded, so not launched: safe to simply try again later. */
@@ -594,6 +611,119 @@ static void note_reclaims(struct pass *p, const struct plan *plan)
 }
 
 /* Returns < 0 when the pass should be retried with backoff. */
+static struct soldout_key offer_key(const struct pass *p, const struct offer *o)
+{
+	return (struct soldout_key){.secret_id = p->creds.secret_id, .region = p->spec->region,
+				    .zone = o->zone, .instance_type = o->instance_type};
+}
+
+/* What the sold-out memory says of each of the pool's offerings now; the earliest time
+ * a probe of one of them is due goes to *ret_probe_at (INT64_MAX: none is sold out). */
+static void offer_states(const struct pass *p, const struct offer_list *offers, enum offer_state *state,
+			 int64_t now, int64_t *ret_probe_at)
+{
+	*ret_probe_at = INT64_MAX;
+	for (size_t i = 0; i < offers->n; i++) {
+		struct soldout_key k = offer_key(p, &offers->v[i]);
+		int64_t at = INT64_MAX;
+		state[i] = soldout_peek(&k, now, &at);
+		if (state[i] != OFFER_AVAILABLE && at < *ret_probe_at)
+			*ret_probe_at = at;
+	}
+}
+
+/* Names the offerings marked sold out, for CapacityAvailable; empty when none is. */
+static void describe_scarcity(struct pass *p, const struct offer_list *offers, const enum offer_state *state,
+			      int64_t now, int64_t probe_at)
+{
+	char *m = p->capacity_message;
+	size_t cap = sizeof(p->capacity_message);
+	*m = '\0';
+	for (size_t i = 0; i < offers->n; i++) {
+		if (state[i] == OFFER_AVAILABLE)
+			continue;
+		char name[128];
+		offer_name(&offers->v[i], name, sizeof(name));
+		snprintf(m + strlen(m), cap - strlen(m), "%s%s", *m ? ", " : "sold out: ", name);
+	}
+	if (*m && probe_at != INT64_MAX)
+		snprintf(m + strlen(m), cap - strlen(m), "; next probe in %lld s",
+			 (long long)((probe_at > now ? probe_at - now : 0) + 999) / 1000);
+}
+
+/* CapacityAvailable as the sold-out memory has it now. */
+static void note_capacity(struct pass *p)
+{
+	struct offer_list *offers = xmalloc(sizeof(*offers));
+	offer_build(p->spec, offers);
+	enum offer_state state[OFFER_MAX];
+	int64_t now = sp_mono_ms(), probe_at;
+	offer_states(p, offers, state, now, &probe_at);
+	describe_scarcity(p, offers, state, now, probe_at);
+	free(offers);
+}
+
+/* Launches the shortfall on the pool's first available offering (spread: the least
+ * loaded zone), and when that one answers "sold out", on the next, in the same pass.
+ * At most one probe of a sold-out offering per TTL across all pools (soldout.h). */
+static int launch_shortfall(struct pass *p, const struct plan *plan, struct reconcile_result *res)
+{
+	struct offer_list *offers = xmalloc(sizeof(*offers));
+	offer_build(p->spec, offers);
+	enum offer_state state[OFFER_MAX];
+	int zone_live[OFFER_ZONES_MAX];
+	offer_zone_live(offers, p->instances, p->n_instances, zone_live);
+	int64_t now = sp_mono_ms(), probe_at;
+	offer_states(p, offers, state, now, &probe_at);
+	int r = 0;
+	bool launched = false;
+	for (size_t attempt = 0; attempt <= offers->n && r != SP_ECONFLICT; attempt++) {
+		struct offer_input in = {.list = offers, .state = state, .zone_live = zone_live,
+					 .strategy = p->spec->allocation, .want = plan->launch};
+		struct offer_pick pick;
+		offer_choose(&in, &pick);
+		if (pick.index < 0)
+			break;
+		const struct offer *o = &offers->v[pick.index];
+		struct soldout_key k = offer_key(p, o);
+		if (pick.probe && !soldout_probe(&k, now)) {
+			state[pick.index] = OFFER_SOLD_OUT;  /* another pool holds this probe */
+			continue;
+		}
+		r = start_launch(p, plan, pick.count, o);
+		if (r == 0) {
+			if (pick.probe)
+				soldout_clear(&k);
+			state[pick.index] = OFFER_AVAILABLE;
+			launched = true;
+			break;
+		}
+		if (!cvm_code_is_sold_out(p->last_launch_code))
+			break;
+		soldout_mark(&k, now, 0);
+		state[pick.index] = OFFER_SOLD_OUT;
+	}
+	offer_states(p, offers, state, sp_mono_ms(), &probe_at);
+	describe_scarcity(p, offers, state, sp_mono_ms(), probe_at);
+	/* Every offering answered "sold out" (or is still marked so): not an error to back
+	 * off from, the next probe time says when to look again. */
+	if (!launched && r == SP_ECAPACITY && cvm_code_is_sold_out(p->last_launch_code))
+		r = 0;
+	if (launched) {
+		/* Short of nothing: a sold-out first choice is told by CapacityAvailable. */
+		p->degraded_reason = NULL;
+	} else if (r == 0 && *p->capacity_message) {
+		struct sp_error err = {0};
+		snprintf(err.msg, sizeof(err.msg), "%s", p->capacity_message);
+		fail(p, SP_ECAPACITY, "launch", &err, "no offering of the pool is available");
+		/* Nothing to call before a probe is due: come back then, not on a backoff. */
+		if (probe_at != INT64_MAX)
+			res->requeue_ms = probe_at - sp_mono_ms() > 1000 ? probe_at - sp_mono_ms() : 1000;
+	}
+	free(offers);
+	return r;
+}
+
 static int act(struct pass *p, const struct plan *plan, struct reconcile_result *res)
 {
 	if (p->r->opt->dry_run) {
@@ -606,7 +736,7 @@ static int act(struct pass *p, const struct plan *plan, struct reconcile_result 
 			 "instance(s)", p->ledger.client_token, plan->resume, p->ledger.count);
 		r = launch(p, plan, plan->resume, false);
 	} else if (plan->launch > 0) {
-		r = start_launch(p, plan, plan->launch);
+		r = launch_shortfall(p, plan, res);
 	} else if (plan->ledger_done) {
 		/* Resolved: the instances go into .status.instances in the same guarded write. */
 		plan_launch_clear(&p->ledger);
@@ -617,7 +747,8 @@ static int act(struct pass *p, const struct plan *plan, struct reconcile_result 
 		return r;
 	int t = terminate(p, &plan->scale_down, METRICS_TERMINATED_SCALE_DOWN, "scale down");
 	int c = terminate(p, &plan->cleanup, METRICS_TERMINATED_CLEANUP, "dead instances");
-	if (plan->launch || plan->resume || plan->waiting || plan->scale_down.n || plan->cleanup.n)
+	if (!res->requeue_ms && (plan->launch || plan->resume || plan->waiting || plan->scale_down.n ||
+				 plan->cleanup.n))
 		res->requeue_ms = REQUEUE_PROGRESS_MS;
 	return r < 0 ? r : t < 0 ? t : c;
 }
@@ -726,6 +857,8 @@ void reconcile_pool(struct reconciler *r, cJSON *obj, struct reconcile_result *r
 	plan_compute(&in, &plan);
 	planned = true;
 	res->live = plan.observed;
+	if (!p.deleting)
+		note_capacity(&p);
 	if (!p.deleting)
 		metrics_pool_sizes(ns, name, p.spec->minimum, p.spec->maximum, plan.target, plan.observed);
 	if (p.deleting) {

@@ -11,6 +11,7 @@
 #include "metrics.h"
 #include "pool.h"
 #include "rate.h"
+#include "soldout.h"
 
 #include <getopt.h>
 #include <stdint.h>
@@ -54,6 +55,8 @@ static const char run_usage[] =
 	"      --workers N            pools reconciled in parallel (default 2)\n"
 	"      --launch-grace SECONDS how long a launched instance that no lookup shows yet still\n"
 	"                             counts as live before it is taken as never launched (default 60)\n"
+	"      --sold-out-ttl SECONDS how long an offering (zone, type) that answered \"sold out\" is\n"
+	"                             skipped before one probe launch tries it again (default 180)\n"
 	"      --rate-describe N      DescribeInstances calls per second, per credentials and region\n"
 	"                             (default 36: 90% of Tencent's limit of 40)\n"
 	"      --rate-run N           RunInstances calls per second (default 9: 90% of 10)\n"
@@ -142,6 +145,7 @@ static int parse_flags(int argc, char **argv, struct flag_setting **ret, size_t 
 		{"log-format", required_argument, NULL, 12}, {"launch-grace", required_argument, NULL, 13},
 		{"cluster-name", required_argument, NULL, 14}, {"rate-describe", required_argument, NULL, 15},
 		{"rate-run", required_argument, NULL, 16}, {"rate-terminate", required_argument, NULL, 17},
+		{"sold-out-ttl", required_argument, NULL, 18},
 		{"help", no_argument, NULL, 'h'}, {0},
 	};
 	static const char *const key_of[] = {
@@ -150,7 +154,7 @@ static int parse_flags(int argc, char **argv, struct flag_setting **ret, size_t 
 		[9] = "leaderElection.leaseName", [10] = "leaderElection.leaseNamespace",
 		[11] = "logLevel", [12] = "logFormat", [13] = "launchGraceSeconds", [14] = "clusterName",
 		[15] = "rateLimits.describePerSecond", [16] = "rateLimits.runPerSecond",
-		[17] = "rateLimits.terminatePerSecond",
+		[17] = "rateLimits.terminatePerSecond", [18] = "soldOutSeconds",
 	};
 	struct flag_setting *set = NULL;
 	size_t n = 0;
@@ -165,7 +169,7 @@ static int parse_flags(int argc, char **argv, struct flag_setting **ret, size_t 
 			*check_only = true;
 		} else if (c == 'n') {
 			strv_push(&namespaces, optarg);
-		} else if (c >= 1 && c <= 17) {
+		} else if (c >= 1 && c <= 18) {
 			set = xrealloc(set, (n + 1) * sizeof(*set));
 			set[n] = (struct flag_setting){.key = key_of[c],
 						       .value = xstrdup(c == 6 || c == 8 ? "true" : optarg)};
@@ -414,6 +418,7 @@ static int serve(struct daemon *d, struct kube_config *kube, struct creds *defau
 	struct sp_error err = {0};
 	struct metrics_server *metrics = NULL;
 	struct metrics_health health = {.alive = daemon_alive, .ready = daemon_ready, .userdata = d};
+	soldout_set_ttl((int64_t)cfg->sold_out_seconds * 1000);
 	rate_configure(&(struct rate_config){
 		.describe_per_second = cfg->rate_describe_per_second, .run_per_second = cfg->rate_run_per_second,
 		.terminate_per_second = cfg->rate_terminate_per_second, .hooks = &metrics_rate_hooks,

@@ -184,6 +184,12 @@ cJSON *status_build(const struct status_input *in)
 	add_condition(conds, in, "Degraded", in->degraded_reason != NULL,
 		      in->degraded_reason ? in->degraded_reason : "AsExpected",
 		      in->degraded_message ? in->degraded_message : "no errors");
+	if (in->capacity_message)
+		add_condition(conds, in, "CapacityAvailable", !*in->capacity_message,
+			      *in->capacity_message ? "SoldOut" : "Available",
+			      *in->capacity_message ? in->capacity_message : "the pool's offerings are not marked sold out");
+	else if (find_condition(in->old_status, "CapacityAvailable"))
+		cJSON_AddItemToArray(conds, cJSON_Duplicate(find_condition(in->old_status, "CapacityAvailable"), 1));
 	if (in->insecure_credentials)
 		add_condition(conds, in, "InsecureCredentials", true, "InlineCredentials",
 			      "spec.secretId/secretKey are stored in the resource; move them to a Secret "
