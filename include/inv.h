@@ -38,6 +38,7 @@ struct inv_config {
 
 struct inv;
 
+/* Copies what cfg points to. */
 struct inv *inv_new(const struct inv_config *cfg);
 /* Stops and joins every poller; forgets the credentials it held. */
 void inv_free(struct inv *inv);

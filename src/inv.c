@@ -47,6 +47,8 @@ struct poller {
 
 struct inv {
 	struct inv_config cfg;
+	/* Pollers start later than inv_new's caller keeps its strings: copies. */
+	char *endpoint, *user_agent;
 	pthread_mutex_t lock;
 	pthread_cond_t cond;          /* a poller finished a sweep, or was poked */
 	struct poller *pollers[INV_MAX_POLLERS];
@@ -203,6 +205,10 @@ struct inv *inv_new(const struct inv_config *cfg)
 {
 	struct inv *inv = xcalloc(1, sizeof(*inv));
 	inv->cfg = *cfg;
+	inv->endpoint = cfg->cvm.endpoint ? xstrdup(cfg->cvm.endpoint) : NULL;
+	inv->user_agent = cfg->cvm.user_agent ? xstrdup(cfg->cvm.user_agent) : NULL;
+	inv->cfg.cvm.endpoint = inv->endpoint;
+	inv->cfg.cvm.user_agent = inv->user_agent;
 	if (inv->cfg.fast_interval_ms <= 0)
 		inv->cfg.fast_interval_ms = INV_FAST_INTERVAL_MS;
 	if (inv->cfg.idle_calls_per_minute <= 0)
@@ -239,6 +245,8 @@ void inv_free(struct inv *inv)
 	}
 	pthread_cond_destroy(&inv->cond);
 	pthread_mutex_destroy(&inv->lock);
+	free(inv->endpoint);
+	free(inv->user_agent);
 	free(inv);
 }
 

@@ -698,7 +698,9 @@ static int launch_shortfall(struct pass *p, const struct plan *plan, struct reco
 			launched = true;
 			break;
 		}
-		if (!cvm_code_is_sold_out(p->last_launch_code))
+		/* Only a definitive "sold out" marks the offering: the same code after an attempt
+		 * of unknown outcome is reported as transient and proves nothing. */
+		if (r != SP_ECAPACITY || !cvm_code_is_sold_out(p->last_launch_code))
 			break;
 		soldout_mark(&k, now, 0);
 		state[pick.index] = OFFER_SOLD_OUT;
