@@ -24,10 +24,11 @@ Running
 holds a JSON list of {"secretId", "secretKey", "token"?}. All credentials belong to one
 account (so rotating credentials sees the same instances). Access logs go to stderr, one
 line per request (--quiet turns them off); they and the journal name secret ids only,
-never keys or tokens. --seed N seeds instance ids and tag-index drop draws, so a run
-is reproducible as far as request timing allows. SIGTERM/SIGINT stop the server with
-exit status 0. --self-test
-checks the signer against the three official worked examples and exits 0 or 1.
+never keys or tokens (a malformed Authorization header, which holds neither, is quoted
+in the access log to show what the client sent). --seed N seeds instance ids and
+tag-index drop draws, so a run is reproducible as far as request timing allows.
+SIGTERM/SIGINT stop the server with exit status 0. --self-test checks the signer
+against the three official worked examples and exits 0 or 1.
 
 Cloud API (POST /, JSON body)
 -----------------------------
@@ -179,7 +180,7 @@ The RunInstances modifiers are used up only by a launch that creates instances.
 Journal entries: {"seq", "time" (epoch s), "action", "secretId", "userAgent", "region",
 "requestId", "error"? (code), "faults"? (kinds applied), "killed"? (kill hook)} plus
 per action: Describe "instanceIds"? (asked), "filters"?, "offset", "limit", "totalCount",
-"count" (returned), "indexHidden"?; Run "count", "clientToken"?, "dryRun"?, "instanceIds"
+"count" (returned), "indexHidden"?; Run "count", "zone", "instanceType", "clientToken"?, "dryRun"?, "instanceIds"
 (launched or replayed), "replay"?, "paramsDiffer"?; Terminate "instanceIds". Control
 mutations add entries whose action is "_" + endpoint ("_fault", "_reclaim", "_instances",
 "_stock", ...; "_fault" and "_killhook" entries name the action they target as
@@ -862,7 +863,11 @@ class Emulator:
             try:
                 secret_id = verify_request(headers, body, self.credentials, now)
             except ApiError as err:
-                return Reply.api_error(err, request_id, f"{action} {err.code}")
+                seen = ""
+                if err.code == "AuthFailure.InvalidAuthorization":
+                    # What was received (no secret in it: an id, a date, names, an HMAC).
+                    seen = f" received {headers.get('authorization', '<none>')[:200]!r}"
+                return Reply.api_error(err, request_id, f"{action} {err.code}{seen}")
             entry = {"action": headers.get("x-tc-action"), "secretId": secret_id,
                      "userAgent": headers.get("user-agent"), "region": headers.get("x-tc-region"),
                      "requestId": request_id}
@@ -1042,7 +1047,9 @@ class Emulator:
         launch = parse_launch(params, call.region)
         dry_run = params.get("DryRun") is True
         token = params.get("ClientToken") or None
-        call.entry.update({"count": launch["count"], **({"clientToken": token} if token else {}),
+        call.entry.update({"count": launch["count"], "zone": launch["zone"],
+                           "instanceType": launch["instance_type"],
+                           **({"clientToken": token} if token else {}),
                            **({"dryRun": True} if dry_run else {})})
         if token and not dry_run and token in self.client_tokens:
             return self._replay(token, params, call)

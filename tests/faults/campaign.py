@@ -1,0 +1,1235 @@
+#!/usr/bin/env python3
+"""Randomized fault campaign for spotpool (design.md section 3 invariants, under faults).
+
+One real kube-apiserver + etcd (scripts/k8s-up into a temporary directory, k8s-down at
+the end) is shared by every schedule. Each schedule gets, from its seed alone
+(random.Random(seed)), its own namespace, its own CVM emulator process (tests/
+cvm_emulator.py --seed SEED) and its own controller process(es) (`spotpool run
+--namespace NS`), so schedules run in parallel independently:
+
+  setup    1-3 pools (minimum/maximum/replicas small, maximum <= 4; credentials from the
+           controller's environment, a Secret, or inline), foreign instances (untagged,
+           and tagged with identities that are not this namespace's pools), one
+           controller, or two with --leader-elect;
+  faults   for 20-40 s a seeded timeline of: kill -9 of a controller and restart; kill
+           hooks (SIGKILL exactly before/after RunInstances or TerminateInstances);
+           lost replies (applyThenFail, with and without a reply); invisible launches;
+           tag-index lag and drops; throttling; error codes (capacity, auth, unknown,
+           InternalError); HTTP 5xx; latency; LAUNCH_FAILED; spec edits (kubectl patch
+           of minimum/maximum/replicas); kubectl scale; spot reclaims; deletion of a
+           pool while its launch is in flight; SIGSTOP of the leader then SIGCONT; a
+           (rare, shared) apiserver restart;
+  settle   faults off (faults, kill hooks, throttles, tag-index lag/drops cleared),
+           exactly one controller running;
+  checks   see INVARIANTS below; then every pool is deleted and deletion is checked.
+
+INVARIANTS (each violation names one, with evidence and the replay command):
+  peak        per pool, the emulator's high-water mark of live instances tagged
+              NS/NAME (stats maxLive) <= the highest `maximum` ever set for the pool;
+  peak-now    a fresh launch (first call with its ClientToken) never brings the live
+              count above the highest `maximum` in effect during the 10 s before it
+              (resumed launches are judged by `peak` only: their count was decided
+              earlier and the outcome must be resolved);
+  launches    instances launched for a pool <= upward variation of its launch target
+              over the schedule + reclaimed + LAUNCH_FAILED. The launch target T(t) is
+              clamp(replicas, min, max) when replicas is set, else minimum, and 0 once
+              the pool is deleted; its upward variation is the sum of every increase of
+              T, starting from 0 (this covers instances spotpool terminated on a scale-
+              down that later had to be replaced). Every legitimate launch is caused by
+              one of these; a double launch (same need served twice) exceeds it;
+  foreign     no TerminateInstances ever named a foreign instance, every foreign
+              instance is still there and RUNNING; no instance was terminated that the
+              schedule's controllers had not launched;
+  converged   within CONVERGE_S (60 s) of faults off, each pool's live count is
+              clamp(replicas) (or within [minimum, maximum] without replicas) and
+              .status.size agrees (controllers run with a launch grace of 20 s:
+              SPOTPOOL_LAUNCH_GRACE_SECONDS; no fault hides an instance longer than 10 s);
+  deleted     after deleting every pool (in half the schedules while the tag index
+              lags and drops entries, as it does in normal operation), every
+              Spotpool object is gone within DELETE_S (90 s); a pool deleted during
+              the faults is gone within DELETE_S of faults off;
+  leak        then nothing tagged with a (Delete-policy) pool's identity is left,
+              in any state (TERMINATING instances get 10 s to vanish);
+  secret      the secret key (or its random part) appears in no controller log, no
+              event, no Spotpool status (sampled every 5 s during the faults and
+              after), no emulator log or journal;
+  crash       no controller exited unless the campaign (or a kill hook) killed it;
+  protocol    the emulator never received a malformed request (unparseable HTTP, a
+              missing or malformed Authorization, a parameter error no fault caused).
+
+Usage:
+  tests/faults/campaign.py [--schedules N] [--first-seed S] [--seed S | --seeds A,B,...]
+      [--jobs J] [--bin build/spotpool] [--crd crds/spotpool.yaml] [--duration MIN:MAX]
+      [--without KIND,...] [--keep] [--workdir DIR]
+  make faults [SCHEDULES=N] [SEED=S] [JOBS=J] [DURATION=MIN:MAX] [WITHOUT=KIND,...]
+
+Fault kinds (for --without): kill9 killhook lost_reply invisible tag_index throttle
+error_code http5xx latency launch_fail spec_edit scale reclaim delete_mid_launch
+leader_pause apiserver_restart.
+
+Prints one line per schedule and, for each failing seed, the violated invariants with
+evidence and the replay command; ends with "faults: N schedules, V violations, T s".
+Exit status 1 if any violation, 2 on a setup error. Everything listens on 127.0.0.1;
+every process started is killed at the end, also on Ctrl-C (children are started
+through `setpriv --pdeathsig KILL`, so they also die if the campaign is killed). Python 3.11 standard library only.
+"""
+
+from __future__ import annotations
+
+import argparse
+import concurrent.futures
+import hashlib
+import http.client
+import json
+import os
+import random
+import shutil
+import signal
+import ssl
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+import traceback
+import urllib.parse
+from dataclasses import dataclass, field
+
+ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+EMULATOR = os.path.join(ROOT, "tests", "cvm_emulator.py")
+TAG_KEY = "spotpool.jokerbai.com/pool"
+REGION, ZONE, ITYPE = "ap-singapore", "ap-singapore-2", "GN7.2XLARGE32"
+SECRET_ID = "AKIDspotpoolFaultCampaign0000000000"
+CONVERGE_S = 60
+DELETE_S = 90
+SETTLE_S = 15
+LAUNCH_GRACE_S = 20
+LEASE_CONFIG = "leaderElection:\n  leaseDurationSeconds: 6\n  renewDeadlineSeconds: 4\n  retryPeriodSeconds: 1\n"
+CAPACITY_CODES = ["ResourceInsufficient.SpecifiedInstanceType", "ResourcesSoldOut.SpecifiedInstanceType",
+                  "LimitExceeded.SpotQuota", "InvalidParameterValue.InsufficientOffering"]
+AUTH_CODES = ["AuthFailure.SignatureFailure", "AuthFailure.SecretIdNotFound"]
+OTHER_CODES = ["InternalError", "InternalError.UnknownError", "FailedOperation.MysteryCondition",
+               "UnknownError.Zzz", "RequestLimitExceeded.GlobalRegionUinLimitExceeded"]
+ACTIONS = ["RunInstances", "TerminateInstances", "DescribeInstances"]
+
+# ----------------------------------------------------------------------------------
+# Process bookkeeping: every child is registered and killed on any exit.
+# ----------------------------------------------------------------------------------
+
+_children: set[subprocess.Popen] = set()
+_children_lock = threading.Lock()
+_stopping = threading.Event()
+# setpriv (util-linux) sets PR_SET_PDEATHSIG and execs: children die with the campaign
+# even if it is SIGKILLed (a preexec_fn would not be safe with threads).
+_SETPRIV = ["setpriv", "--pdeathsig", "KILL", "--"] if shutil.which("setpriv") else []
+
+
+def spawn(argv: list[str], log_path: str, env: dict | None = None) -> subprocess.Popen:
+    with open(log_path, "ab") as log:
+        proc = subprocess.Popen(_SETPRIV + argv, stdout=log, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL,
+                                env=env)
+    with _children_lock:
+        _children.add(proc)
+    return proc
+
+
+def reap(proc: subprocess.Popen, sig: int = signal.SIGKILL, timeout: float = 10) -> int | None:
+    """Stop one child we started (by its pid), wait for it, forget it."""
+    if proc.poll() is None:
+        try:
+            os.kill(proc.pid, signal.SIGCONT)
+            os.kill(proc.pid, sig)
+        except ProcessLookupError:
+            pass
+        try:
+            proc.wait(timeout)
+        except subprocess.TimeoutExpired:
+            try:
+                os.kill(proc.pid, signal.SIGKILL)
+            except ProcessLookupError:
+                pass
+            proc.wait(5)
+    with _children_lock:
+        _children.discard(proc)
+    return proc.returncode
+
+
+def kill_all_children() -> None:
+    with _children_lock:
+        procs = list(_children)
+    for proc in procs:
+        reap(proc, signal.SIGKILL, 5)
+
+
+# ----------------------------------------------------------------------------------
+# Kubernetes (REST with the admin client certificate; kubectl for user-facing edits)
+# ----------------------------------------------------------------------------------
+
+
+class Kube:
+    def __init__(self, k8s_dir: str):
+        self.dir = k8s_dir
+        with open(os.path.join(k8s_dir, "env")) as handle:
+            env = dict(line.split("=", 1) for line in handle.read().splitlines() if "=" in line)
+        url = urllib.parse.urlsplit(env["K8S_URL"])
+        self.host, self.port = url.hostname, url.port
+        self.kubeconfig = env["KUBECONFIG"]
+        self.ctx = ssl.create_default_context(cafile=env["K8S_CA_FILE"])
+        self.ctx.load_cert_chain(env["K8S_CLIENT_CERT"], env["K8S_CLIENT_KEY"])
+        self.restart_lock = threading.Lock()
+        self.last_restart = 0.0
+
+    def request(self, method: str, path: str, body=None, content_type: str = "application/json",
+                attempts: int = 30) -> tuple[int, dict | None]:
+        """One REST call, retried (bounded) while the apiserver is unreachable."""
+        data = json.dumps(body).encode() if body is not None else None
+        for attempt in range(attempts):
+            conn = http.client.HTTPSConnection(self.host, self.port, context=self.ctx, timeout=15)
+            try:
+                conn.request(method, path, data, {"Content-Type": content_type, "Accept": "application/json"})
+                response = conn.getresponse()
+                raw = response.read()
+                if response.status in (500, 502, 503, 504) and attempt + 1 < attempts:
+                    time.sleep(1)
+                    continue
+                try:
+                    return response.status, json.loads(raw) if raw else None
+                except ValueError:
+                    return response.status, {"raw": raw[:500].decode(errors="replace")}
+            except (OSError, http.client.HTTPException):
+                if attempt + 1 == attempts:
+                    raise
+                time.sleep(1)
+            finally:
+                conn.close()
+        raise RuntimeError("unreachable")
+
+    def get(self, path: str) -> dict | None:
+        status, obj = self.request("GET", path)
+        return obj if status == 200 else None
+
+    def kubectl(self, *args: str, stdin: str | None = None, check: bool = True) -> subprocess.CompletedProcess:
+        env = dict(os.environ, KUBECONFIG=self.kubeconfig)
+        last = None
+        for _ in range(12):
+            try:
+                last = subprocess.run(["kubectl", *args], input=stdin, capture_output=True, text=True,
+                                      env=env, timeout=30)
+            except subprocess.TimeoutExpired as err:
+                last = subprocess.CompletedProcess(err.cmd, 124, "", "timeout")
+            if last.returncode == 0 or not check:
+                return last
+            # Retried unless the apiserver gave a definite answer (the apiserver may be
+            # restarting: "connection ... refused", EOF, timeouts, 503).
+            permanent = any(s in last.stderr for s in ("(NotFound)", "(Invalid)", "(AlreadyExists)", "(Forbidden)",
+                                                        "(BadRequest)", "unknown flag", "error: unable to"))
+            if permanent:
+                break
+            time.sleep(1.5)
+        if check:
+            raise RuntimeError(f"kubectl {' '.join(args)}: {last.stderr.strip()[:400]}")
+        return last
+
+    def restart_apiserver(self, log) -> bool:
+        """At most one restart per 60 s across the whole campaign (the apiserver is shared)."""
+        with self.restart_lock:
+            if time.time() - self.last_restart < 60:
+                return False
+            result = subprocess.run([os.path.join(ROOT, "scripts", "k8s-restart-apiserver"), self.dir],
+                                    capture_output=True, text=True, timeout=120)
+            self.last_restart = time.time()
+            log(f"apiserver restart: rc={result.returncode}")
+            return result.returncode == 0
+
+
+# ----------------------------------------------------------------------------------
+# The emulator of one schedule
+# ----------------------------------------------------------------------------------
+
+
+class Emu:
+    def __init__(self, workdir: str, seed: int, secret_key: str):
+        port_file = os.path.join(workdir, "emulator.port")
+        self.log_path = os.path.join(workdir, "emulator.log")
+        self.journal_path = os.path.join(workdir, "journal.jsonl")
+        self.proc = spawn([sys.executable, EMULATOR, "--port", "0", "--port-file", port_file,
+                           "--secret-id", SECRET_ID, "--secret-key", secret_key, "--pending-seconds", "1",
+                           "--terminating-seconds", "1", "--journal", self.journal_path, "--seed", str(seed)],
+                          self.log_path)
+        deadline = time.time() + 20
+        port = ""
+        while not port:
+            if time.time() > deadline or self.proc.poll() is not None:
+                with open(self.log_path, errors="replace") as handle:
+                    raise RuntimeError("emulator did not start: " + handle.read()[-500:])
+            time.sleep(0.1)
+            if os.path.exists(port_file):
+                with open(port_file) as handle:
+                    port = handle.read().strip()
+        self.port = int(port)
+        self.url = f"http://127.0.0.1:{self.port}"
+
+    def call(self, method: str, path: str, payload: dict | None = None):
+        for attempt in range(3):
+            conn = http.client.HTTPConnection("127.0.0.1", self.port, timeout=20)
+            try:
+                body = json.dumps(payload).encode() if payload is not None else None
+                conn.request(method, "/_emulator/" + path, body, {"Content-Type": "application/json"})
+                response = conn.getresponse()
+                data = json.loads(response.read())
+                if response.status != 200:
+                    raise RuntimeError(f"emulator {method} {path} {payload}: {response.status} {data}")
+                return data
+            except (OSError, http.client.HTTPException):
+                if attempt == 2:
+                    raise
+                time.sleep(0.5)
+            finally:
+                conn.close()
+
+    def post(self, path: str, payload: dict):
+        return self.call("POST", path, payload)
+
+    def get(self, path: str):
+        return self.call("GET", path)
+
+    def stats(self, ns: str, name: str, history: bool = False) -> dict:
+        value = urllib.parse.quote(f"{ns}/{name}", safe="")
+        return self.get(f"stats?tagKey={urllib.parse.quote(TAG_KEY, safe='')}&tagValue={value}"
+                        + ("&history=1" if history else ""))
+
+
+# ----------------------------------------------------------------------------------
+# Schedule generation (pure: seed -> plan)
+# ----------------------------------------------------------------------------------
+
+
+@dataclass
+class PoolPlan:
+    name: str
+    minimum: int
+    maximum: int
+    replicas: int | None
+    creds: str            # env | secret | inline
+    retain: bool
+
+
+@dataclass
+class Event:
+    t: float
+    kind: str
+    args: dict = field(default_factory=dict)
+
+    def label(self) -> str:
+        a = self.args
+        if self.kind in ("lost_reply", "error_code", "http5xx", "latency"):
+            return f"{self.kind}:{a['action'][:-9] or a['action']}"
+        if self.kind == "killhook":
+            return f"killhook:{a['action'][:-9]}/{a['when']}"
+        if self.kind in ("spec_edit", "scale", "reclaim", "delete_mid_launch"):
+            return f"{self.kind}:{a['pool']}"
+        return self.kind
+
+
+@dataclass
+class Plan:
+    seed: int
+    pools: list[PoolPlan]
+    leader: bool
+    foreign_untagged: int
+    foreign_tagged: list[str]
+    duration: float
+    background_index: dict | None
+    events: list[Event]
+    delete_index: dict | None = None
+
+
+def make_plan(seed: int, duration_range: tuple[float, float]) -> Plan:
+    rng = random.Random(seed)
+    pools = []
+    for i in range(rng.randint(1, 3)):
+        maximum = rng.randint(1, 4)
+        minimum = rng.randint(0, maximum)
+        replicas = rng.randint(minimum, maximum) if rng.random() < 0.5 else None
+        creds = rng.choices(["env", "secret", "inline"], [6, 3, 1])[0]
+        pools.append(PoolPlan(f"p{i}", minimum, maximum, replicas, creds, rng.random() < 0.1))
+    leader = rng.random() < 0.3
+    foreign_untagged = rng.randint(0, 2)
+    foreign_tagged = rng.sample(["{ns}/p0-x", "other-{ns}/p0", "{ns}/ghost", "{ns}x/p1", "elsewhere/p0"],
+                                rng.randint(0, 3))
+    duration = rng.uniform(*duration_range)
+    background = None
+    if rng.random() < 0.6:
+        background = {"tagIndexLagSeconds": round(rng.uniform(0, 4), 1),
+                      "tagIndexDropProbability": round(rng.uniform(0.05, 0.3), 2),
+                      "tagIndexDropSeconds": round(rng.uniform(2, 8), 1)}
+    kinds = {"kill9": 3, "killhook": 3, "lost_reply": 3, "invisible": 2, "tag_index": 3, "throttle": 1,
+             "error_code": 3, "http5xx": 2, "latency": 2, "launch_fail": 1, "spec_edit": 3, "scale": 2,
+             "reclaim": 3, "delete_mid_launch": 1}
+    if leader:
+        kinds["leader_pause"] = 3
+    names, weights = list(kinds), list(kinds.values())
+    events = []
+    deleted_once = False
+    for _ in range(rng.randint(6, 14)):
+        t = round(rng.uniform(0, duration), 1)
+        kind = rng.choices(names, weights)[0]
+        pool = rng.choice(pools).name
+        action = rng.choices(ACTIONS, [5, 3, 2])[0]
+        a: dict = {}
+        if kind == "kill9":
+            a = {"which": rng.randint(0, 1), "restart_after": round(rng.uniform(0, 3), 1)}
+        elif kind == "killhook":
+            a = {"action": rng.choice(ACTIONS[:2]), "when": rng.choice(["before", "after"]),
+                 "restart_after": round(rng.uniform(0.5, 2), 1)}
+        elif kind == "lost_reply":
+            a = {"action": action, "drop": rng.random() < 0.5, "times": rng.randint(1, 2)}
+        elif kind == "invisible":
+            a = {"seconds": round(rng.uniform(2, 10), 1), "times": rng.randint(1, 2)}
+        elif kind == "tag_index":
+            a = {"tagIndexLagSeconds": round(rng.uniform(0, 8), 1),
+                 "tagIndexDropProbability": round(rng.uniform(0.1, 0.5), 2),
+                 "tagIndexDropSeconds": round(rng.uniform(1, 6), 1), "window": round(rng.uniform(5, 15), 1)}
+        elif kind == "throttle":
+            a = {"action": action, "perSecond": rng.choice([0.2, 0.5, 1, 2]), "window": round(rng.uniform(3, 10), 1)}
+        elif kind == "error_code":
+            group = rng.choice([CAPACITY_CODES, AUTH_CODES, OTHER_CODES])
+            a = {"action": action if group is not CAPACITY_CODES else "RunInstances", "code": rng.choice(group),
+                 "times": rng.randint(1, 3)}
+        elif kind == "http5xx":
+            a = {"action": action, "status": rng.choice([500, 502, 503, 504]), "times": rng.randint(1, 3)}
+        elif kind == "latency":
+            a = {"action": action, "ms": rng.randint(300, 4000), "times": rng.randint(1, 3)}
+        elif kind == "launch_fail":
+            a = {"times": 1}
+        elif kind == "spec_edit":
+            maximum = rng.randint(1, 4)
+            minimum = rng.randint(0, maximum)
+            replicas = rng.randint(minimum, maximum) if rng.random() < 0.6 else None
+            a = {"pool": pool, "minimum": minimum, "maximum": maximum, "replicas": replicas}
+        elif kind == "scale":
+            a = {"pool": pool, "fraction": rng.random()}
+        elif kind == "reclaim":
+            a = {"pool": pool, "count": rng.randint(1, 2), "shutdown": rng.random() < 0.25}
+        elif kind == "delete_mid_launch":
+            if deleted_once or len(pools) == 1:
+                kind, a = "reclaim", {"pool": pool, "count": 1, "shutdown": False}
+            else:
+                deleted_once = True
+                a = {"pool": pool, "invisible": round(rng.uniform(3, 8), 1)}
+        elif kind == "leader_pause":
+            a = {"hold": round(rng.uniform(3, 12), 1)}
+        events.append(Event(t, kind, a))
+    if rng.random() < 0.06:
+        events.append(Event(round(rng.uniform(0, duration), 1), "apiserver_restart"))
+    events.sort(key=lambda e: e.t)
+    # The tag index lags and drops entries in normal operation too (design.md section 3):
+    # half the schedules delete their pools while it does.
+    delete_index = None
+    if rng.random() < 0.5:
+        delete_index = {"tagIndexLagSeconds": round(rng.uniform(0, 3), 1),
+                        "tagIndexDropProbability": round(rng.uniform(0.2, 0.5), 2),
+                        "tagIndexDropSeconds": round(rng.uniform(2, 6), 1)}
+    return Plan(seed, pools, leader, foreign_untagged, foreign_tagged, duration, background, events, delete_index)
+
+
+# ----------------------------------------------------------------------------------
+# Running one schedule
+# ----------------------------------------------------------------------------------
+
+
+@dataclass
+class Violation:
+    invariant: str
+    message: str
+    evidence: list[str] = field(default_factory=list)
+
+
+@dataclass
+class Controller:
+    index: int
+    proc: subprocess.Popen | None = None
+    expected_exit: bool = False
+    restart_at: float | None = None
+    stopped: bool = False
+    enabled: bool = True
+
+
+class Schedule:
+    def __init__(self, seed: int, campaign: "Campaign"):
+        self.seed = seed
+        self.c = campaign
+        self.kube: Kube = campaign.kube
+        self.plan = make_plan(seed, campaign.duration_range)
+        if campaign.without:
+            # Drawn first, filtered after: the remaining events keep their seed's times.
+            self.plan.events = [e for e in self.plan.events if e.kind not in campaign.without]
+            if "tag_index" in campaign.without:
+                self.plan.background_index = self.plan.delete_index = None
+        self.ns = f"faults-{seed}"
+        self.dir = os.path.join(campaign.workdir, f"seed-{seed}")
+        os.makedirs(self.dir, exist_ok=True)
+        self.secret_nonce = os.urandom(6).hex()  # also found when only part of the key leaks
+        self.secret_key = f"FaultKey{seed}z{self.secret_nonce}NeverLog"
+        self.violations: list[Violation] = []
+        self.applied: list[str] = []
+        self.controllers: list[Controller] = []
+        self.emu: Emu | None = None
+        self.foreign: list[str] = []
+        self.uids: dict[str, str] = {}
+        # per pool: [(time, minimum, maximum, replicas, deleted)]
+        self.spec_log: dict[str, list[tuple]] = {}
+        self.deleted_at: dict[str, float] = {}
+        self.stuck: set[str] = set()
+        self.statuses: dict[str, list[str]] = {}
+        self.converged_after: float | None = None  # seconds after faults off
+        self.deleted_after: float | None = None    # seconds for every pool to go
+        self.killed_pids: set[int] = set()
+        self.crashes: list[str] = []
+        self.log_lines: list[str] = []
+
+    # -- small helpers ------------------------------------------------------------
+    def log(self, msg: str) -> None:
+        line = f"{time.strftime('%H:%M:%S')} {msg}"
+        self.log_lines.append(line)
+        with open(os.path.join(self.dir, "campaign.log"), "a") as handle:
+            handle.write(line + "\n")
+
+    def violate(self, invariant: str, message: str, evidence: list[str] | None = None) -> None:
+        self.violations.append(Violation(invariant, message, evidence or []))
+        self.log(f"VIOLATION {invariant}: {message}")
+
+    def sp_path(self, name: str = "") -> str:
+        return f"/apis/devops.jokerbai.com/v1/namespaces/{self.ns}/spotpools" + (f"/{name}" if name else "")
+
+    def pool_obj(self, name: str) -> dict | None:
+        return self.kube.get(self.sp_path(name))
+
+    def record_spec(self, name: str, obj: dict | None, at: float, deleted: bool = False) -> None:
+        """Remembers the spec (or the deletion) of a pool as of `at`, the time just before
+        the change was sent."""
+        spec = (obj or {}).get("spec", {})
+        self.spec_log.setdefault(name, []).append(
+            (at, spec.get("minimum", 0), spec.get("maximum", 0), spec.get("replicas"), deleted))
+
+    # -- controllers ----------------------------------------------------------------
+    def start_controller(self, ctl: Controller) -> None:
+        argv = [self.c.bin, "run", "--namespace", self.ns, "--resync", "2", "--log-format", "plain",
+                "--listen", "", "--config", os.path.join(self.dir, "spotpool.yaml")]
+        if self.plan.leader:
+            argv += ["--leader-elect", "--lease-name", "spotpool", "--lease-namespace", self.ns]
+        # A launched instance no lookup shows yet counts as live for the launch grace; the
+        # faults hide one for at most 10 s, so 20 s (not the default 60) keeps convergence
+        # after faults off well inside CONVERGE_S. (An environment variable: a binary that
+        # does not know the setting ignores it.)
+        env = dict(os.environ, KUBECONFIG=self.kube.kubeconfig, SPOTPOOL_CVM_ENDPOINT=self.emu.url,
+                   TENCENTCLOUD_SECRET_ID=SECRET_ID, TENCENTCLOUD_SECRET_KEY=self.secret_key,
+                   SPOTPOOL_LAUNCH_GRACE_SECONDS=str(LAUNCH_GRACE_S))
+        for var in ("SPOTPOOL_NAMESPACES", "SPOTPOOL_LEADER_ELECT", "SPOTPOOL_DRY_RUN"):
+            env.pop(var, None)
+        log_path = os.path.join(self.dir, f"controller-{ctl.index}.log")
+        with open(log_path, "a") as handle:
+            handle.write(f"### campaign: start at {time.strftime('%H:%M:%S')}\n")
+        ctl.proc = spawn(argv, log_path, env)
+        ctl.expected_exit = False
+        ctl.restart_at = None
+        ctl.stopped = False
+        self.log(f"controller {ctl.index} started, pid {ctl.proc.pid}")
+
+    def kill_controller(self, ctl: Controller, sig: int = signal.SIGKILL) -> None:
+        if ctl.proc and ctl.proc.poll() is None:
+            ctl.expected_exit = True
+            self.killed_pids.add(ctl.proc.pid)
+            reap(ctl.proc, sig)
+            self.log(f"controller {ctl.index} pid {ctl.proc.pid} stopped with signal {sig}")
+
+    def hook_killed(self, pid: int) -> bool:
+        try:
+            with open(self.emu.journal_path) as handle:
+                for line in handle:
+                    entry = json.loads(line)
+                    if entry.get("killed", {}).get("pid") == pid and entry["killed"].get("result") == "sent":
+                        return True
+        except (OSError, ValueError):
+            pass
+        return False
+
+    def supervise(self) -> None:
+        """Restarts controllers that died (kill hooks) or were killed; notes crashes."""
+        now = time.time()
+        for ctl in self.controllers:
+            if not ctl.enabled:
+                continue
+            if ctl.proc is not None and ctl.proc.poll() is not None and ctl.restart_at is None:
+                rc = ctl.proc.returncode
+                if not ctl.expected_exit and not self.hook_killed(ctl.proc.pid):
+                    self.crashes.append(f"controller {ctl.index} pid {ctl.proc.pid} exited by itself, status {rc}")
+                    self.log(self.crashes[-1])
+                with _children_lock:
+                    _children.discard(ctl.proc)
+                ctl.restart_at = now + (ctl.__dict__.get("next_delay") or 1.0)
+            if ctl.restart_at is not None and now >= ctl.restart_at:
+                self.start_controller(ctl)
+
+    def leader_controller(self) -> Controller | None:
+        if not self.plan.leader:
+            first = self.controllers[0]
+            return first if first.proc and first.proc.poll() is None and not first.stopped else None
+        lease = self.kube.get(f"/apis/coordination.k8s.io/v1/namespaces/{self.ns}/leases/spotpool")
+        holder = ((lease or {}).get("spec") or {}).get("holderIdentity") or ""
+        pid = holder.rsplit("_", 1)[-1]
+        for ctl in self.controllers:
+            if ctl.proc and ctl.proc.poll() is None and str(ctl.proc.pid) == pid and not ctl.stopped:
+                return ctl
+        return None
+
+    # -- setup ------------------------------------------------------------------------
+    def setup(self) -> None:
+        with open(os.path.join(self.dir, "spotpool.yaml"), "w") as handle:
+            handle.write(LEASE_CONFIG)
+        self.emu = Emu(self.dir, self.seed, self.secret_key)
+        self.kube.kubectl("create", "namespace", self.ns)
+        if any(p.creds == "secret" for p in self.plan.pools):
+            self.kube.kubectl("-n", self.ns, "create", "secret", "generic", "cvm-creds",
+                              f"--from-literal=secretId={SECRET_ID}", f"--from-literal=secretKey={self.secret_key}")
+        # Foreign instances first: they exist before any pool and must never be touched.
+        common = {"region": REGION, "zone": ZONE, "instanceType": ITYPE}
+        if self.plan.foreign_untagged:
+            self.foreign += self.emu.post("instances", {**common, "count": self.plan.foreign_untagged})["instanceIds"]
+        for value in self.plan.foreign_tagged:
+            self.foreign += self.emu.post("instances", {**common, "tags": [
+                {"Key": TAG_KEY, "Value": value.format(ns=self.ns)}]})["instanceIds"]
+        if self.plan.background_index:
+            self.emu.post("config", self.plan.background_index)
+        for pool in self.plan.pools:
+            spec = {"region": REGION, "availabilityZone": ZONE, "instanceType": ITYPE, "imageId": "img-faults",
+                    "minimum": pool.minimum, "maximum": pool.maximum}
+            if pool.replicas is not None:
+                spec["replicas"] = pool.replicas
+            if pool.retain:
+                spec["deletionPolicy"] = "Retain"
+            if pool.creds == "secret":
+                spec["credentialsSecretRef"] = {"name": "cvm-creds"}
+            elif pool.creds == "inline":
+                spec.update(secretId=SECRET_ID, secretKey=self.secret_key)
+            manifest = {"apiVersion": "devops.jokerbai.com/v1", "kind": "Spotpool",
+                        "metadata": {"name": pool.name, "namespace": self.ns}, "spec": spec}
+            at = time.time()
+            self.kube.kubectl("apply", "-f", "-", stdin=json.dumps(manifest))
+            obj = self.pool_obj(pool.name)
+            self.uids[pool.name] = obj["metadata"]["uid"]
+            self.record_spec(pool.name, obj, at)
+        n = 2 if self.plan.leader else 1
+        self.controllers = [Controller(i) for i in range(n)]
+        for ctl in self.controllers:
+            self.start_controller(ctl)
+
+    def wait_settled(self, bound: float) -> bool:
+        deadline = time.time() + bound
+        while time.time() < deadline and not _stopping.is_set():
+            self.supervise()
+            if self.convergence_problems() == []:
+                return True
+            time.sleep(1)
+        return False
+
+    # -- faults -------------------------------------------------------------------------
+    def apply(self, ev: Event, timers: list) -> None:
+        a, emu = ev.args, self.emu
+        label = ev.label()
+        if ev.kind == "kill9":
+            alive = [c for c in self.controllers if c.enabled and c.proc and c.proc.poll() is None]
+            if not alive:
+                return self.log(f"fault {label} skipped: no controller running")
+            ctl = alive[a["which"] % len(alive)]
+            self.kill_controller(ctl)
+            ctl.restart_at = time.time() + a["restart_after"]
+        elif ev.kind == "killhook":
+            ctl = self.leader_controller()
+            if not ctl:
+                return self.log(f"fault {label} skipped: no leader running")
+            ctl.__dict__["next_delay"] = a["restart_after"]
+            emu.post("killhook", {"action": a["action"], "when": a["when"], "pid": ctl.proc.pid,
+                                  "comm": os.path.basename(self.c.bin)[:15], "times": 1})
+        elif ev.kind == "lost_reply":
+            emu.post("fault", {"action": a["action"], "applyThenFail": True, "drop": a["drop"], "times": a["times"]})
+        elif ev.kind == "invisible":
+            emu.post("fault", {"action": "RunInstances", "invisibleSeconds": a["seconds"], "times": a["times"]})
+        elif ev.kind == "tag_index":
+            emu.post("config", {k: a[k] for k in ("tagIndexLagSeconds", "tagIndexDropProbability",
+                                                  "tagIndexDropSeconds")})
+            timers.append((time.time() + a["window"], "tag_index_end"))
+        elif ev.kind == "throttle":
+            emu.post("throttle", {"action": a["action"], "perSecond": a["perSecond"]})
+            timers.append((time.time() + a["window"], ("throttle_end", a["action"])))
+        elif ev.kind == "error_code":
+            emu.post("fault", {"action": a["action"], "errorCode": a["code"], "times": a["times"]})
+            label += f"={a['code']}"
+        elif ev.kind == "http5xx":
+            emu.post("fault", {"action": a["action"], "httpStatus": a["status"], "times": a["times"]})
+        elif ev.kind == "latency":
+            emu.post("fault", {"action": a["action"], "latencyMs": a["ms"], "times": a["times"]})
+        elif ev.kind == "launch_fail":
+            emu.post("fault", {"action": "RunInstances", "launchFail": True, "times": 1})
+        elif ev.kind in ("spec_edit", "scale"):
+            if a["pool"] in self.deleted_at:
+                return
+            at = time.time()
+            if ev.kind == "spec_edit":
+                patch = {"spec": {"minimum": a["minimum"], "maximum": a["maximum"], "replicas": a["replicas"]}}
+                self.kube.kubectl("-n", self.ns, "patch", "sp", a["pool"], "--type", "merge", "-p", json.dumps(patch))
+                label += f"={a['minimum']}..{a['maximum']}/r{a['replicas']}"
+            else:
+                obj = self.pool_obj(a["pool"])
+                lo, hi = obj["spec"].get("minimum", 0), obj["spec"].get("maximum", 0)
+                replicas = lo + int(a["fraction"] * (hi - lo + 1) - 1e-9)
+                at = time.time()
+                self.kube.kubectl("-n", self.ns, "scale", "sp", a["pool"], f"--replicas={replicas}")
+                label += f"={replicas}"
+            self.record_spec(a["pool"], self.pool_obj(a["pool"]), at)
+        elif ev.kind == "reclaim":
+            if a["pool"] in self.deleted_at:
+                return
+            got = emu.post("reclaim", {"tag": {"Key": TAG_KEY, "Value": f"{self.ns}/{a['pool']}"},
+                                       "count": a["count"], "shutdown": a["shutdown"]})["reclaimed"]
+            label += f"x{len(got)}" + ("(shutdown)" if a["shutdown"] else "")
+        elif ev.kind == "delete_mid_launch":
+            pool = a["pool"]
+            if pool in self.deleted_at:
+                return
+            emu.post("fault", {"action": "RunInstances", "invisibleSeconds": a["invisible"], "times": 1})
+            before = {i["InstanceId"] for i in emu.get("instances")}
+            if emu.post("reclaim", {"tag": {"Key": TAG_KEY, "Value": f"{self.ns}/{pool}"}, "count": 1})["reclaimed"] == []:
+                obj = self.pool_obj(pool)
+                hi = obj["spec"].get("maximum", 0)
+                at = time.time()
+                self.kube.kubectl("-n", self.ns, "scale", "sp", pool, f"--replicas={hi}")
+                self.record_spec(pool, self.pool_obj(pool), at)
+            deadline = time.time() + 8
+            seen = False
+            while time.time() < deadline and not seen:
+                self.supervise()
+                seen = any(i["InstanceId"] not in before and {"Key": TAG_KEY, "Value": f"{self.ns}/{pool}"} in i["Tags"]
+                           for i in emu.get("instances"))
+                time.sleep(0.3)
+            at = time.time()
+            self.kube.kubectl("-n", self.ns, "delete", "sp", pool, "--wait=false")
+            self.deleted_at[pool] = at
+            self.record_spec(pool, None, at, deleted=True)
+            label += "(launch seen)" if seen else "(no launch seen)"
+        elif ev.kind == "leader_pause":
+            ctl = self.leader_controller()
+            if not ctl:
+                return self.log(f"fault {label} skipped: no leader running")
+            os.kill(ctl.proc.pid, signal.SIGSTOP)
+            ctl.stopped = True
+            timers.append((time.time() + a["hold"], ("cont", ctl)))
+        elif ev.kind == "apiserver_restart":
+            if not self.kube.restart_apiserver(self.log):
+                return self.log(f"fault {label} skipped: another schedule restarted the apiserver lately")
+        self.applied.append(label)
+        self.log(f"fault: {label} {a}")
+
+    def fire_timer(self, what) -> None:
+        if what == "tag_index_end":
+            self.emu.post("config", self.plan.background_index or
+                          {"tagIndexLagSeconds": 0, "tagIndexDropProbability": 0})
+        elif what[0] == "throttle_end":
+            self.emu.post("throttle", {"action": what[1], "perSecond": None})
+        elif what[0] == "cont":
+            ctl = what[1]
+            if ctl.proc and ctl.proc.poll() is None:
+                os.kill(ctl.proc.pid, signal.SIGCONT)
+            ctl.stopped = False
+
+    def fault_phase(self) -> None:
+        start = time.time()
+        events = list(self.plan.events)
+        timers: list = []
+        end = start + self.plan.duration
+        next_snapshot = start + 5
+        while time.time() < end and not _stopping.is_set():
+            now = time.time()
+            while events and start + events[0].t <= now:
+                ev = events.pop(0)
+                try:
+                    self.apply(ev, timers)
+                except Exception as err:  # a fault that could not be applied is logged, not fatal
+                    self.log(f"fault {ev.kind} not applied: {err}")
+            for timer in [t for t in timers if t[0] <= now]:
+                timers.remove(timer)
+                self.fire_timer(timer[1])
+            self.supervise()
+            if now >= next_snapshot:  # statuses written under faults carry error messages
+                self.snapshot_statuses()
+                next_snapshot = now + 5
+            time.sleep(0.2)
+        for timer in timers:
+            self.fire_timer(timer[1])
+
+    def faults_off(self) -> None:
+        emu = self.emu
+        emu.post("fault", {"clear": True})
+        emu.post("killhook", {"clear": True})
+        emu.post("throttle", {"action": "*", "perSecond": None})
+        emu.post("config", {"tagIndexLagSeconds": 0, "tagIndexDropProbability": 0})
+        for ctl in self.controllers:
+            if ctl.proc and ctl.proc.poll() is None:
+                os.kill(ctl.proc.pid, signal.SIGCONT)
+                ctl.stopped = False
+        # Exactly one controller from now on.
+        for ctl in self.controllers[1:]:
+            ctl.enabled = False
+            self.kill_controller(ctl, signal.SIGTERM)
+        first = self.controllers[0]
+        if not (first.proc and first.proc.poll() is None):
+            self.supervise()
+            if not (first.proc and first.proc.poll() is None):
+                self.start_controller(first)
+        self.faults_off_at = time.time()
+        self.log("faults off")
+
+    # -- checks ---------------------------------------------------------------------
+    def convergence_problems(self) -> list[str]:
+        problems = []
+        for pool in self.plan.pools:
+            if pool.name in self.deleted_at:
+                continue
+            obj = self.pool_obj(pool.name)
+            if obj is None:
+                problems.append(f"{pool.name}: object missing")
+                continue
+            spec, status = obj.get("spec", {}), obj.get("status") or {}
+            lo, hi, replicas = spec.get("minimum", 0), spec.get("maximum", 0), spec.get("replicas")
+            live = self.emu.stats(self.ns, pool.name)["live"]
+            ok = live == max(lo, min(hi, replicas)) if replicas is not None else lo <= live <= hi
+            if not ok or status.get("size") != live:
+                problems.append(f"{pool.name}: spec {lo}..{hi} replicas={replicas}, live {live}, "
+                                f"status.size={status.get('size')}, launch={json.dumps(status.get('launch'))}")
+        return problems
+
+    def check_convergence(self) -> None:
+        deadline = self.faults_off_at + CONVERGE_S
+        problems = ["not checked"]
+        while time.time() < deadline and not _stopping.is_set():
+            self.supervise()
+            problems = self.convergence_problems()
+            if not problems:
+                self.converged_after = time.time() - self.faults_off_at
+                return
+            time.sleep(1)
+        self.violate("converged", f"not converged {CONVERGE_S} s after faults off", problems + self.ctl_tail())
+
+    def check_mid_deletions(self) -> None:
+        for pool, when in self.deleted_at.items():
+            deadline = max(when, self.faults_off_at) + DELETE_S
+            while self.pool_obj(pool) is not None and time.time() < deadline and not _stopping.is_set():
+                self.supervise()
+                time.sleep(1)
+            obj = self.pool_obj(pool)
+            if obj is not None:
+                self.stuck.add(pool)
+                self.violate("deleted", f"{pool} (deleted during the faults) still there {DELETE_S} s after faults off",
+                             [f"finalizers={obj['metadata'].get('finalizers')} status={json.dumps(obj.get('status'))[:600]}"]
+                             + self.ctl_tail())
+
+    def delete_all(self) -> None:
+        now = time.time()
+        self.kube.kubectl("-n", self.ns, "delete", "sp", "--all", "--wait=false")
+        for pool in self.plan.pools:
+            if pool.name not in self.deleted_at:
+                self.deleted_at[pool.name] = now
+                self.record_spec(pool.name, None, now, deleted=True)
+        deadline = now + DELETE_S
+        left = []
+        while time.time() < deadline and not _stopping.is_set():
+            self.supervise()
+            # A pool already reported stuck (deleted during the faults) is not waited for again.
+            left = [o for o in (self.kube.get(self.sp_path()) or {}).get("items", [])
+                    if o["metadata"]["name"] not in self.stuck]
+            if not left:
+                break
+            time.sleep(1)
+        self.deleted_after = time.time() - now
+        if left:
+            self.violate("deleted", f"{len(left)} Spotpool(s) still there {DELETE_S} s after deletion",
+                         [f"{o['metadata']['name']}: finalizers={o['metadata'].get('finalizers')} "
+                          f"status={json.dumps(o.get('status'))[:600]}" for o in left] + self.ctl_tail())
+        # Leaks: anything still tagged with a Delete-policy pool's identity.
+        # (A pool still there, reported as stuck above, still owns its instances.)
+        remaining = {o["metadata"]["name"] for o in (self.kube.get(self.sp_path()) or {}).get("items", [])}
+        owned = {f"{self.ns}/{p.name}" for p in self.plan.pools if not p.retain and p.name not in remaining}
+        deadline = time.time() + 10
+        leaked = []
+        while time.time() < deadline:
+            leaked = [i for i in self.emu.get("instances")
+                      if any(t["Key"] == TAG_KEY and t["Value"] in owned for t in i["Tags"])]
+            if not leaked:
+                break
+            time.sleep(1)
+        if leaked:
+            self.violate("leak", f"{len(leaked)} owned instance(s) left after every pool was deleted",
+                         [f"{i['InstanceId']} {i['InstanceState']} tag={[t['Value'] for t in i['Tags']]} "
+                          f"created={i['CreatedTime']} seen={i.get('seen')} visible={i.get('visible')}" for i in leaked])
+
+    def journal(self) -> list[dict]:
+        entries = []
+        with open(self.emu.journal_path) as handle:
+            for line in handle:
+                try:
+                    entries.append(json.loads(line))
+                except ValueError:
+                    pass
+        return entries
+
+    def token_prefix(self, pool: str) -> str:
+        ident = f"{self.uids[pool]}/{self.ns}/{pool}"
+        return "spotpool-" + hashlib.sha256(ident.encode()).hexdigest()[:32] + "-"
+
+    def target_at(self, entry: tuple) -> int:
+        _, lo, hi, replicas, deleted = entry
+        if deleted:
+            return 0
+        return max(lo, min(hi, replicas)) if replicas is not None else lo
+
+    def check_invariants(self) -> None:
+        journal = self.journal()
+        runs = [e for e in journal if e.get("action") == "RunInstances" and e.get("requestId") and not e.get("dryRun")]
+        for pool in self.plan.pools:
+            log = self.spec_log[pool.name]
+            stats = self.emu.stats(self.ns, pool.name, history=True)
+            highest = max(entry[2] for entry in log if not entry[4])
+            maxes = [f"{time.strftime('%H:%M:%S', time.localtime(e[0]))} {'deleted' if e[4] else f'{e[1]}..{e[2]} r={e[3]}'}"
+                     for e in log]
+            if stats["maxLive"] > highest:
+                peak = max(stats["history"], key=lambda p: p[1]) if stats["history"] else None
+                self.violate("peak", f"{pool.name}: {stats['maxLive']} live at once, highest maximum ever set {highest}",
+                             [f"spec history: {'; '.join(maxes)}",
+                              f"peak at {time.strftime('%H:%M:%S', time.localtime(peak[0])) if peak else '?'}",
+                              *self.launch_evidence(runs, pool.name)])
+            # peak-now: fresh launches judged against the maximum in effect just before them.
+            prefix = self.token_prefix(pool.name)
+            first_seen: dict[str, float] = {}
+            for e in runs:
+                token = e.get("clientToken") or ""
+                if token.startswith(prefix):
+                    first_seen.setdefault(token, e["time"])
+            history = stats["history"]
+            for e in runs:
+                token = e.get("clientToken") or ""
+                if not token.startswith(prefix) or e.get("replay") or not e.get("instanceIds") or e.get("error"):
+                    continue
+                if first_seen[token] != e["time"]:
+                    continue
+                t = e["time"]
+                # The spec in effect at t is the last record at or before t (records carry
+                # the time just before the edit was sent); any maximum set in the 10 s
+                # before t is allowed too (the controller may have read it just before).
+                before = [entry for entry in log if entry[0] <= t - 10]
+                allowed = max([before[-1][2] if before and not before[-1][4] else 0]
+                              + [entry[2] for entry in log if not entry[4] and t - 10 < entry[0] <= t])
+                after = [p[1] for p in history if t - 0.01 <= p[0] <= t + 0.5]
+                live_after = max(after) if after else None
+                if live_after is not None and live_after > allowed:
+                    self.violate("peak-now", f"{pool.name}: fresh launch {token} of {len(e['instanceIds'])} at "
+                                 f"{time.strftime('%H:%M:%S', time.localtime(t))} brought live to {live_after}, "
+                                 f"maximum in effect {allowed}",
+                                 [f"spec history: {'; '.join(maxes)}", *self.launch_evidence(runs, pool.name)])
+                    break
+            # launches <= upward variation of the target + reclaimed + LAUNCH_FAILED
+            upvar, last = 0, 0
+            for entry in log:
+                target = self.target_at(entry)
+                upvar += max(0, target - last)
+                last = target
+            failed = sum(len(e.get("instanceIds") or []) for e in runs
+                         if "launchFail" in (e.get("faults") or []) and (e.get("clientToken") or "").startswith(prefix))
+            bound = upvar + stats["reclaimed"] + failed
+            if stats["launched"] > bound:
+                self.violate("launches", f"{pool.name}: launched {stats['launched']} instance(s), bound {bound} "
+                             f"(target rises {upvar} + reclaimed {stats['reclaimed']} + LAUNCH_FAILED {failed})",
+                             [f"spec history: {'; '.join(maxes)}", *self.launch_evidence(runs, pool.name)])
+        # foreign instances
+        terminated = [(e, i) for e in journal if e.get("action") == "TerminateInstances" and e.get("requestId")
+                      and not e.get("error")
+                      for i in e.get("instanceIds") or []]
+        touched = sorted({i for _, i in terminated if i in self.foreign})
+        if touched:
+            self.violate("foreign", f"foreign instance(s) terminated: {', '.join(touched)}",
+                         [json.dumps(e) for e, i in terminated if i in touched][:5])
+        launched_ids = {i for e in runs for i in e.get("instanceIds") or []}
+        stray = sorted({i for _, i in terminated if i not in launched_ids and i not in self.foreign})
+        if stray:
+            self.violate("foreign", f"terminated instance(s) no controller launched: {', '.join(stray)}")
+        present = {i["InstanceId"]: i["InstanceState"] for i in self.emu.get("instances")}
+        gone = [f"{i}={present.get(i, 'gone')}" for i in self.foreign if present.get(i) != "RUNNING"]
+        if gone:
+            self.violate("foreign", f"foreign instance(s) no longer RUNNING: {', '.join(gone)}")
+        self.check_protocol(journal)
+
+    def check_protocol(self, journal: list[dict]) -> None:
+        """The campaign never makes the controller's requests malformed, so the emulator
+        must never see one: no request it cannot parse as HTTP, no authentication failure
+        (an injected AuthFailure is answered after authentication and names the secret
+        id, " sid=", in the access log), no parameter error that no fault injected."""
+        bad = []
+        with open(self.emu.log_path, errors="replace") as handle:
+            for line in handle:
+                line = line.rstrip("\n")
+                if line.startswith("cvm-emulator: code ") or (
+                        line.startswith("cvm-emulator: POST / ") and " AuthFailure." in line and " sid=" not in line):
+                    bad.append(line[:300])
+        malformed = ("InvalidParameter", "UnknownParameter", "MissingParameter", "InvalidAction", "NoSuchVersion",
+                     "UnsupportedRegion", "InvalidFilter", "InvalidParameterCombination")
+        for e in journal:
+            code = e.get("error") or ""
+            if e.get("requestId") and not e.get("faults") and code.split(".")[0] in malformed:
+                bad.append(f"journal: {json.dumps(e)[:300]}")
+        if bad:
+            self.violate("protocol", f"{len(bad)} malformed request(s) reached the emulator", bad[:6])
+
+    def launch_evidence(self, runs: list[dict], pool: str) -> list[str]:
+        prefix = self.token_prefix(pool)
+        lines = []
+        for e in runs:
+            token = e.get("clientToken") or ""
+            if token.startswith(prefix):
+                lines.append(f"  Run {time.strftime('%H:%M:%S', time.localtime(e['time']))} token ..{token[-6:]} "
+                             f"count={e.get('count')} ids={e.get('instanceIds')} "
+                             + " ".join(f"{k}={e[k]}" for k in ("replay", "error", "faults", "killed") if e.get(k)))
+        return lines[-12:]
+
+    def check_secrets(self) -> None:
+        places = []
+        for name in sorted(os.listdir(self.dir)):
+            if name.endswith((".log", ".jsonl")):
+                with open(os.path.join(self.dir, name), errors="replace") as handle:
+                    if self.secret_nonce in handle.read():
+                        places.append(name)
+        events = self.kube.get(f"/api/v1/namespaces/{self.ns}/events") or {}
+        if self.secret_nonce in json.dumps(events):
+            places.append("events")
+        for name, blobs in self.statuses.items():
+            if any(self.secret_nonce in blob for blob in blobs):
+                places.append(f"status of {name}")
+        if places:
+            self.violate("secret", f"secret key found in: {', '.join(places)}")
+
+    def snapshot_statuses(self) -> None:
+        """Keeps every pool's status as it is now (checked for secrets at the end)."""
+        for item in (self.kube.get(self.sp_path()) or {}).get("items", []):
+            self.statuses.setdefault(item["metadata"]["name"], []).append(json.dumps(item.get("status")))
+
+    def ctl_tail(self, n: int = 6) -> list[str]:
+        """The last n distinct messages of each controller log (a repeated message, with
+        only its timestamp changed, is shown once with a count)."""
+        lines = []
+        for ctl in self.controllers:
+            path = os.path.join(self.dir, f"controller-{ctl.index}.log")
+            if not os.path.exists(path):
+                continue
+            with open(path, errors="replace") as handle:
+                raw = handle.read().splitlines()[-400:]
+            distinct: list[list] = []  # [message, first line, count]
+            for line in raw:
+                message = line.split(" ", 1)[-1] if line[:4].isdigit() else line
+                if distinct and distinct[-1][0] == message:
+                    distinct[-1][2] += 1
+                else:
+                    distinct.append([message, line, 1])
+            lines += [f"  controller-{ctl.index}.log: {line[:300]}" + (f"  (x{count})" if count > 1 else "")
+                      for _, line, count in distinct[-n:]]
+        return lines
+
+    # -- the whole schedule --------------------------------------------------------------
+    def run(self) -> None:
+        t0 = time.time()
+        self.faults_off_at = t0
+        try:
+            self.setup()
+            settled = self.wait_settled(SETTLE_S)
+            self.log(f"initial convergence: {'yes' if settled else 'no'}")
+            self.fault_phase()
+            self.snapshot_statuses()
+            self.faults_off()
+            self.check_convergence()
+            self.snapshot_statuses()
+            self.check_mid_deletions()
+            if self.plan.delete_index:
+                self.emu.post("config", self.plan.delete_index)
+                self.applied.append("delete-under-tagindex")
+                self.log(f"deleting with the tag index lagging/dropping: {self.plan.delete_index}")
+            self.delete_all()
+            if self.crashes:
+                self.violate("crash", "; ".join(self.crashes), self.ctl_tail())
+            self.check_invariants()
+            self.check_secrets()
+        except Exception as err:
+            if not _stopping.is_set():
+                self.violate("harness", f"schedule aborted: {err}", traceback.format_exc().splitlines()[-6:])
+        finally:
+            for ctl in self.controllers:
+                ctl.enabled = False
+                self.kill_controller(ctl, signal.SIGTERM)
+            if self.emu:
+                reap(self.emu.proc, signal.SIGTERM)
+            self.seconds = time.time() - t0
+
+
+# ----------------------------------------------------------------------------------
+# The campaign
+# ----------------------------------------------------------------------------------
+
+
+class Campaign:
+    def __init__(self, args):
+        self.bin = os.path.abspath(args.bin)
+        self.crd = os.path.abspath(args.crd)
+        self.duration_range = args.duration
+        self.without = set(args.without.split(",")) if args.without else set()
+        self.replay_extra = ("" if args.duration == (20.0, 40.0) else f" DURATION={args.duration_text}") + \
+            (f" WITHOUT={args.without}" if args.without else "")
+        self.workdir = args.workdir or tempfile.mkdtemp(prefix="spotpool-faults.")
+        os.makedirs(self.workdir, exist_ok=True)
+        self.k8s_dir = os.path.join(self.workdir, "k8s")
+        self.kube: Kube | None = None
+        self.print_lock = threading.Lock()
+
+    def up(self) -> None:
+        result = subprocess.run([os.path.join(ROOT, "scripts", "k8s-up"), self.k8s_dir], capture_output=True,
+                                text=True, timeout=600)
+        if result.returncode != 0:
+            raise RuntimeError("k8s-up failed:\n" + result.stderr[-2000:])
+        self.kube = Kube(self.k8s_dir)
+        self.kube.kubectl("apply", "-f", self.crd)
+        self.kube.kubectl("wait", "--for", "condition=established", "--timeout=60s",
+                          "crd/spotpools.devops.jokerbai.com")
+
+    def down(self) -> None:
+        subprocess.run([os.path.join(ROOT, "scripts", "k8s-down"), self.k8s_dir], capture_output=True, timeout=120)
+
+    def say(self, text: str) -> None:
+        with self.print_lock:
+            print(text, flush=True)
+
+    def run_one(self, seed: int) -> Schedule:
+        schedule = Schedule(seed, self)
+        if _stopping.is_set():
+            schedule.seconds = 0
+            return schedule
+        schedule.run()
+        plan = schedule.plan
+        pools = ",".join(f"{p.name}[{p.minimum}..{p.maximum}{'' if p.replicas is None else f' r{p.replicas}'}"
+                         f"{' ' + p.creds if p.creds != 'env' else ''}{' retain' if p.retain else ''}]"
+                         for p in plan.pools)
+        index = ("" if not plan.background_index else
+                 f" tagindex(lag {plan.background_index['tagIndexLagSeconds']}s,"
+                 f" drop {plan.background_index['tagIndexDropProbability']}"
+                 f"/{plan.background_index['tagIndexDropSeconds']}s)")
+        if _stopping.is_set():
+            self.say(f"seed {seed}: interrupted after {schedule.seconds:.0f}s")
+            return schedule
+        names = sorted({v.invariant for v in schedule.violations})
+        result = "ok" if not names else "FAIL(" + ",".join(names) + ")"
+        timing = "".join(f" {name} {value:.0f}s" for name, value in (("converged", schedule.converged_after),
+                                                                  ("deleted", schedule.deleted_after))
+                         if value is not None)
+        lines = [f"seed {seed}: {result} {schedule.seconds:.0f}s{timing} pools={pools}"
+                 f"{' leader-elect' if plan.leader else ''}"
+                 f"{index} foreign={len(schedule.foreign)} faults=[{' '.join(schedule.applied)}]"]
+        for v in schedule.violations:
+            lines.append(f"  seed {seed} violates {v.invariant}: {v.message}")
+            lines += [f"    {e}" for e in v.evidence[:25]]
+        if schedule.violations:
+            lines.append(f"  replay: make faults SEED={seed}{self.replay_extra}   (logs: {schedule.dir})")
+        self.say("\n".join(lines))
+        return schedule
+
+
+def main(argv: list[str]) -> int:
+    parser = argparse.ArgumentParser(description="Randomized fault campaign for spotpool.")
+    parser.add_argument("--schedules", type=int, default=24)
+    parser.add_argument("--first-seed", type=int, default=1)
+    parser.add_argument("--seed", type=int, help="run exactly this one schedule")
+    parser.add_argument("--seeds", help="comma-separated seeds to run")
+    parser.add_argument("--jobs", type=int, default=3)
+    parser.add_argument("--bin", default=os.environ.get("SPOTPOOL_BIN", os.path.join(ROOT, "build", "spotpool")))
+    parser.add_argument("--duration", default="20:40", help="fault phase length range in seconds, MIN:MAX")
+    parser.add_argument("--crd", default=os.path.join(ROOT, "crds", "spotpool.yaml"),
+                        help="the CRD to apply (the one of the tree the binary was built from)")
+    parser.add_argument("--without", help="comma-separated fault kinds to leave out (e.g. tag_index,killhook;"
+                        " tag_index also turns off the background tag-index lag/drops)")
+    parser.add_argument("--workdir", help="keep logs here (default: a temporary directory)")
+    parser.add_argument("--keep", action="store_true", help="keep the work directory even if all passed")
+    args = parser.parse_args(argv)
+    args.duration_text = args.duration
+    lo, _, hi = args.duration.partition(":")
+    args.duration = (float(lo), float(hi or lo))
+    if args.seed is not None:
+        seeds = [args.seed]
+    elif args.seeds:
+        seeds = [int(s) for s in args.seeds.split(",") if s.strip()]
+    else:
+        seeds = list(range(args.first_seed, args.first_seed + args.schedules))
+    if not os.access(args.bin, os.X_OK):
+        print(f"faults: no spotpool binary at {args.bin} (make, or set SPOTPOOL_BIN)", file=sys.stderr)
+        return 2
+    for tool in ("kubectl",):
+        if not shutil.which(tool):
+            print(f"faults: {tool} not found", file=sys.stderr)
+            return 2
+
+    campaign = Campaign(args)
+    t0 = time.time()
+
+    def on_signal(signum, frame):
+        _stopping.set()
+        raise KeyboardInterrupt
+
+    # Also SIGINT: a shell without job control starts background commands with SIGINT
+    # ignored, and Python then keeps it ignored.
+    signal.signal(signal.SIGTERM, on_signal)
+    signal.signal(signal.SIGINT, on_signal)
+    schedules: list[Schedule] = []
+    interrupted = False
+    try:
+        print(f"faults: {len(seeds)} schedule(s), {args.jobs} at a time, binary {args.bin}, logs {campaign.workdir}",
+              flush=True)
+        campaign.up()
+        with concurrent.futures.ThreadPoolExecutor(max_workers=max(1, args.jobs)) as pool:
+            futures = [pool.submit(campaign.run_one, seed) for seed in seeds]
+            try:
+                for future in futures:
+                    schedules.append(future.result())
+            except KeyboardInterrupt:
+                _stopping.set()
+                interrupted = True
+                for future in futures:
+                    future.cancel()
+                kill_all_children()
+                raise
+    except KeyboardInterrupt:
+        _stopping.set()
+        interrupted = True
+        print("faults: interrupted, cleaning up", file=sys.stderr, flush=True)
+    except RuntimeError as err:
+        print(f"faults: {err}", file=sys.stderr)
+        kill_all_children()
+        campaign.down()
+        return 2
+    finally:
+        kill_all_children()
+        campaign.down()
+        # The logs stay; etcd's data (some 60 MB of preallocated WAL) does not.
+        shutil.rmtree(os.path.join(campaign.k8s_dir, "etcd-data"), ignore_errors=True)
+    violations = sum(len(s.violations) for s in schedules)
+    failing = [s.seed for s in schedules if s.violations]
+    print(f"faults: {len(schedules)} schedules, {violations} violations, {time.time() - t0:.0f} s"
+          + (f" (failing seeds: {' '.join(map(str, failing))})" if failing else ""), flush=True)
+    if not failing and not args.keep and not args.workdir and not interrupted:
+        shutil.rmtree(campaign.workdir, ignore_errors=True)
+    return 130 if interrupted else (1 if violations else 0)
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1:]))

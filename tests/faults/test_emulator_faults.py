@@ -1,0 +1,242 @@
+#!/usr/bin/env python3
+"""Unit tests of the CVM emulator's fault machinery used by the fault campaign:
+tag-index lag and drops (design.md section 3, "Visibility"), id lookups that keep
+finding an instance once returned, the per-launch tagIndexLagSeconds fault, kill hooks
+(before/after a call), live-count history, seeded ids. Runs a real emulator process
+on 127.0.0.1 and talks to it over HTTP with signed requests.
+
+    python3 tests/faults/test_emulator_faults.py [-v]
+"""
+
+from __future__ import annotations
+
+import http.client
+import json
+import os
+import signal
+import subprocess
+import sys
+import tempfile
+import time
+import unittest
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+sys.path.insert(0, os.path.dirname(HERE))
+import cvm_emulator as emu  # noqa: E402
+
+SECRET_ID = "AKIDfaultsUnitTest000000000000000000"
+SECRET_KEY = "faultsUnitTestKeyNeverLogged"
+REGION = "ap-singapore"
+TAG_KEY = "spotpool.jokerbai.com/pool"
+
+
+class Client:
+    """Signs like the real SDK (TC3, content-type and host signed)."""
+
+    def __init__(self, port: int):
+        self.port = port
+
+    def call(self, action: str, params: dict, timeout: float = 10.0) -> dict:
+        body = json.dumps(params).encode()
+        ts = int(time.time())
+        date = emu.utc_date(ts)
+        host = f"127.0.0.1:{self.port}"
+        headers = {"content-type": "application/json", "host": host}
+        hashed = emu.sha256_hex(emu.canonical_request(headers, ["content-type", "host"], body).encode())
+        sig = emu.signature(SECRET_KEY, date, emu.string_to_sign(ts, date, hashed))
+        conn = http.client.HTTPConnection("127.0.0.1", self.port, timeout=timeout)
+        try:
+            conn.request("POST", "/", body, {
+                "Content-Type": "application/json", "Host": host, "X-TC-Action": action,
+                "X-TC-Version": emu.API_VERSION, "X-TC-Timestamp": str(ts), "X-TC-Region": REGION,
+                "Authorization": f"TC3-HMAC-SHA256 Credential={SECRET_ID}/{date}/cvm/tc3_request, "
+                                 f"SignedHeaders=content-type;host, Signature={sig}"})
+            return json.loads(conn.getresponse().read())["Response"]
+        finally:
+            conn.close()
+
+    def control(self, method: str, path: str, payload: dict | None = None):
+        conn = http.client.HTTPConnection("127.0.0.1", self.port, timeout=10)
+        try:
+            body = json.dumps(payload).encode() if payload is not None else None
+            conn.request(method, "/_emulator/" + path, body, {"Content-Type": "application/json"})
+            response = conn.getresponse()
+            data = json.loads(response.read())
+            if response.status != 200:
+                raise AssertionError(f"{method} {path}: {response.status} {data}")
+            return data
+        finally:
+            conn.close()
+
+    def run(self, pool: str = "ns/p", **extra) -> list[str]:
+        params = {"Placement": {"Zone": REGION + "-2"}, "ImageId": "img-x", "InstanceType": "S5.MEDIUM4",
+                  "InstanceChargeType": "SPOTPAID",
+                  "InstanceMarketOptions": {"MarketType": "spot", "SpotOptions": {"MaxPrice": "1.0"}},
+                  "TagSpecification": [{"ResourceType": "instance", "Tags": [{"Key": TAG_KEY, "Value": pool}]}],
+                  **extra}
+        response = self.call("RunInstances", params)
+        assert "Error" not in response, response
+        return response["InstanceIdSet"]
+
+    def by_tag(self, pool: str = "ns/p") -> list[str]:
+        response = self.call("DescribeInstances", {"Filters": [{"Name": "tag:" + TAG_KEY, "Values": [pool]}],
+                                                   "Limit": 100})
+        return [i["InstanceId"] for i in response["InstanceSet"]]
+
+    def by_id(self, ids: list[str]) -> list[str]:
+        response = self.call("DescribeInstances", {"InstanceIds": ids, "Limit": 100})
+        return [i["InstanceId"] for i in response["InstanceSet"]]
+
+
+class EmulatorFaults(unittest.TestCase):
+    @classmethod
+    def setUpClass(cls):
+        cls.tmp = tempfile.TemporaryDirectory()
+        port_file = os.path.join(cls.tmp.name, "port")
+        cls.log = open(os.path.join(cls.tmp.name, "emulator.log"), "w")
+        cls.proc = subprocess.Popen(
+            [sys.executable, os.path.join(os.path.dirname(HERE), "cvm_emulator.py"), "--port", "0",
+             "--port-file", port_file, "--secret-id", SECRET_ID, "--secret-key", SECRET_KEY,
+             "--pending-seconds", "0.3", "--terminating-seconds", "0.3", "--seed", "11"],
+            stdout=cls.log, stderr=cls.log)
+        deadline = time.time() + 10
+        port = ""
+        while not port:
+            if time.time() > deadline or cls.proc.poll() is not None:
+                raise RuntimeError("emulator did not start")
+            time.sleep(0.05)
+            if os.path.exists(port_file):
+                with open(port_file) as handle:
+                    port = handle.read().strip()
+        cls.client = Client(int(port))
+
+    @classmethod
+    def tearDownClass(cls):
+        cls.proc.terminate()
+        cls.proc.wait(10)
+        cls.log.close()
+        with open(os.path.join(cls.tmp.name, "emulator.log")) as handle:
+            assert SECRET_KEY not in handle.read(), "secret key in the emulator log"
+        cls.tmp.cleanup()
+
+    def setUp(self):
+        self.c = self.client
+        self.c.control("POST", "reset", {})
+        self.c.control("POST", "config", {"tagIndexLagSeconds": 0, "tagIndexDropProbability": 0,
+                                          "tagIndexDropSeconds": 5})
+
+    def test_tag_index_lag(self):
+        self.c.control("POST", "config", {"tagIndexLagSeconds": 1.0})
+        ids = self.c.run("ns/lag")
+        self.assertEqual(self.c.by_tag("ns/lag"), [], "a new instance is not in the tag index yet")
+        self.assertEqual(self.c.by_id(ids), ids, "an id lookup bypasses the index")
+        unfiltered = self.c.call("DescribeInstances", {"Limit": 100})["InstanceSet"]
+        self.assertIn(ids[0], [i["InstanceId"] for i in unfiltered], "no tag filter: no index")
+        tagged = [e for e in self.c.control("GET", "journal") if e["action"] == "DescribeInstances" and e.get("filters")]
+        self.assertEqual(tagged[-1]["indexHidden"], 1)
+        time.sleep(1.1)
+        self.assertEqual(self.c.by_tag("ns/lag"), ids, "indexed once the lag has passed")
+
+    def test_tag_index_lag_fault_per_launch(self):
+        self.c.control("POST", "fault", {"action": "RunInstances", "tagIndexLagSeconds": 1.0})
+        slow = self.c.run("ns/f")
+        fast = self.c.run("ns/f")
+        self.assertEqual(self.c.by_tag("ns/f"), fast)
+        time.sleep(1.1)
+        self.assertEqual(sorted(self.c.by_tag("ns/f")), sorted(slow + fast))
+
+    def test_tag_index_drop_and_id_monotonicity(self):
+        ids = self.c.run("ns/drop")
+        self.assertEqual(self.c.by_tag("ns/drop"), ids)
+        self.c.control("POST", "config", {"tagIndexDropProbability": 1, "tagIndexDropSeconds": 0.8})
+        self.assertEqual(self.c.by_tag("ns/drop"), [], "dropped out of the index")
+        self.c.control("POST", "config", {"tagIndexDropProbability": 0})
+        self.assertEqual(self.c.by_tag("ns/drop"), [], "still out for tagIndexDropSeconds")
+        for _ in range(5):
+            self.assertEqual(self.c.by_id(ids), ids, "an id lookup keeps finding it")
+        listed = self.c.control("GET", "instances")
+        self.assertIsNotNone(listed[0]["indexDroppedUntil"])
+        self.assertTrue(listed[0]["seen"])
+        time.sleep(0.9)
+        self.assertEqual(self.c.by_tag("ns/drop"), ids, "comes back after the drop")
+
+    def test_drop_is_per_instance_and_seeded(self):
+        self.c.control("POST", "config", {"seed": 5})
+        ids = self.c.run("ns/many", InstanceCount=20)
+        self.c.control("POST", "config", {"tagIndexDropProbability": 0.5, "tagIndexDropSeconds": 60})
+        shown = self.c.by_tag("ns/many")
+        self.assertTrue(0 < len(shown) < 20, f"some, not all, dropped: {len(shown)}")
+        self.assertEqual(sorted(self.c.by_id(ids)), sorted(ids))
+
+    def test_invisible_then_found_by_id_forever(self):
+        self.c.control("POST", "fault", {"action": "RunInstances", "invisibleSeconds": 0.6})
+        ids = self.c.run("ns/inv")
+        self.assertEqual(self.c.by_id(ids), [], "invisible to every describe, ids too")
+        time.sleep(0.7)
+        self.assertEqual(self.c.by_id(ids), ids)
+        self.c.control("POST", "config", {"tagIndexDropProbability": 1, "tagIndexDropSeconds": 60})
+        for _ in range(5):
+            self.assertEqual(self.c.by_id(ids), ids)
+        self.c.call("TerminateInstances", {"InstanceIds": ids})
+        time.sleep(0.5)
+        self.assertEqual(self.c.by_id(ids), [], "gone for real")
+
+    def _victim(self):
+        return subprocess.Popen(["sleep", "30"])
+
+    def test_kill_hook_before(self):
+        victim = self._victim()
+        self.c.control("POST", "killhook", {"action": "RunInstances", "when": "before", "pid": victim.pid,
+                                            "comm": "not-sleep"})
+        with self.assertRaises((http.client.HTTPException, ConnectionError)):
+            self.c.run("ns/kb")
+        self.assertIsNone(victim.poll(), "comm differs: no signal")
+        self.c.control("POST", "killhook", {"action": "RunInstances", "when": "before", "pid": victim.pid,
+                                            "comm": "sleep"})
+        self.assertEqual(len(self.c.control("GET", "killhooks")), 1)
+        with self.assertRaises((http.client.HTTPException, ConnectionError)):
+            self.c.run("ns/kb")
+        self.assertEqual(victim.wait(5), -signal.SIGKILL)
+        self.assertEqual(self.c.control("GET", f"stats?tagKey={TAG_KEY}&tagValue=ns/kb")["launched"], 0)
+        self.assertEqual(self.c.control("GET", "killhooks"), [], "used up")
+        killed = [e for e in self.c.control("GET", "journal") if e.get("killed")]
+        self.assertEqual(killed[0]["killed"]["when"], "before")
+        self.assertEqual(self.c.run("ns/kb") != [], True, "the next call is served")
+
+    def test_kill_hook_after(self):
+        ids = self.c.run("ns/ka")
+        victim = self._victim()
+        self.c.control("POST", "killhook", {"action": "*", "when": "after", "pid": victim.pid,
+                                            "signal": int(signal.SIGTERM)})
+        with self.assertRaises((http.client.HTTPException, ConnectionError)):
+            self.c.call("TerminateInstances", {"InstanceIds": ids})
+        self.assertEqual(victim.wait(5), -signal.SIGTERM)
+        states = {i["InstanceId"]: i["InstanceState"] for i in self.c.control("GET", "instances")}
+        self.assertEqual(states.get(ids[0], "gone") in ("TERMINATING", "gone"), True, "the call was done")
+        self.c.control("POST", "killhook", {"action": "RunInstances", "when": "after", "pid": victim.pid})
+        self.assertEqual(self.c.control("POST", "killhook", {"clear": True})["cleared"], 1)
+
+    def test_live_history(self):
+        ids = self.c.run("ns/h")
+        self.c.call("TerminateInstances", {"InstanceIds": ids})
+        stats = self.c.control("GET", f"stats?tagKey={TAG_KEY}&tagValue=ns/h&history=1")
+        self.assertEqual([point[1] for point in stats["history"]], [1, 0])
+        self.assertEqual(stats["maxLive"], 1)
+
+    def test_bad_control_input(self):
+        for payload in ({"action": "X", "when": "before", "pid": 5}, {"action": "*", "when": "never", "pid": 5},
+                        {"action": "*", "when": "after", "pid": 0}):
+            with self.assertRaises(AssertionError):
+                self.c.control("POST", "killhook", payload)
+        with self.assertRaises(AssertionError):
+            self.c.control("POST", "config", {"tagIndexDropProbability": 2})
+
+
+class SeededIds(unittest.TestCase):
+    def test_same_seed_same_ids(self):
+        a, b = emu.Emulator(1, 1, None, seed=7), emu.Emulator(1, 1, None, seed=7)
+        self.assertEqual([a._new_instance_id() for _ in range(3)], [b._new_instance_id() for _ in range(3)])
+
+
+if __name__ == "__main__":
+    unittest.main()
