@@ -24,8 +24,11 @@
  *   client), pool_ (Spotpool spec model and validation), manifest_ (YAML files),
  *   plan_ (pure planner), offer_ (offerings: zone x type preference and choice),
  *   soldout_ (process-wide sold-out memory),
- *   kube_ (Kubernetes API client), ctl_ (controller), cfg_ (daemon config),
- *   metrics_ (Prometheus and health endpoints), sdn_ (systemd notify).
+ *   status_ (a pool's .status), reconcile_ (one pass over one pool),
+ *   inv_ (shared per-account instance inventory), creds_ (credentials),
+ *   kube_ (Kubernetes API client), informer_ (list+watch cache of pools),
+ *   wq_ (work queue), ctl_ (controller), lease_ (leader election), cfg_ (daemon
+ *   config), metrics_ (Prometheus and health endpoints).
  */
 #ifndef SPOTPOOL_H
 #define SPOTPOOL_H

@@ -43,7 +43,10 @@ INVARIANTS (each violation names one, with evidence and the replay command):
   converged   within CONVERGE_S (60 s) of faults off, each pool's live count is
               clamp(replicas) (or within [minimum, maximum] without replicas) and
               .status.size agrees (controllers run with a launch grace of 20 s:
-              SPOTPOOL_LAUNCH_GRACE_SECONDS; no fault hides an instance longer than 10 s);
+              SPOTPOOL_LAUNCH_GRACE_SECONDS; no fault hides an instance longer than 10 s;
+              and skip an offering that answered "sold out" for 15 s, not 180 s:
+              SPOTPOOL_SOLD_OUT_SECONDS, or an injected capacity code would hold a
+              single-offering pool past the bound);
   deleted     after deleting every pool (in half the schedules while the tag index
               lags and drops entries, as it does in normal operation), every
               Spotpool object is gone within DELETE_S (90 s); a pool deleted during
@@ -104,6 +107,7 @@ CONVERGE_S = 60
 DELETE_S = 90
 SETTLE_S = 15
 LAUNCH_GRACE_S = 20
+SOLD_OUT_S = 15
 LEASE_CONFIG = "leaderElection:\n  leaseDurationSeconds: 6\n  renewDeadlineSeconds: 4\n  retryPeriodSeconds: 1\n"
 CAPACITY_CODES = ["ResourceInsufficient.SpecifiedInstanceType", "ResourcesSoldOut.SpecifiedInstanceType",
                   "LimitExceeded.SpotQuota", "InvalidParameterValue.InsufficientOffering"]
@@ -524,7 +528,8 @@ class Schedule:
         # does not know the setting ignores it.)
         env = dict(os.environ, KUBECONFIG=self.kube.kubeconfig, SPOTPOOL_CVM_ENDPOINT=self.emu.url,
                    TENCENTCLOUD_SECRET_ID=SECRET_ID, TENCENTCLOUD_SECRET_KEY=self.secret_key,
-                   SPOTPOOL_LAUNCH_GRACE_SECONDS=str(LAUNCH_GRACE_S))
+                   SPOTPOOL_LAUNCH_GRACE_SECONDS=str(LAUNCH_GRACE_S),
+                   SPOTPOOL_SOLD_OUT_SECONDS=str(SOLD_OUT_S))
         for var in ("SPOTPOOL_NAMESPACES", "SPOTPOOL_LEADER_ELECT", "SPOTPOOL_DRY_RUN"):
             env.pop(var, None)
         log_path = os.path.join(self.dir, f"controller-{ctl.index}.log")
