@@ -57,6 +57,7 @@ struct pass {
 	 * new failure episode from a repeat, whatever this pass writes meanwhile. */
 	char *start_degraded_reason, *start_degraded_message;
 	const char *event_reason;    /* the failure episode this pass already posted */
+	int run_calls;               /* RunInstances calls made by this pass */
 	char last_launch_code[96];   /* Tencent code of the last refused RunInstances */
 	char capacity_message[SP_ERROR_MAX]; /* CapacityAvailable=False: what is sold out */
 	char progress_message[SP_ERROR_MAX];
@@ -472,6 +473,7 @@ static int launch(struct pass *p, const struct plan *plan, int count, bool fresh
 	struct strv ids = {0};
 	struct sp_error err = {0};
 	int64_t started = sp_mono_ms();
+	p->run_calls++;
 	int r = cvm_run_instances(p->r->cvm, &view, &l, &ids, &err);
 	metrics_launch_request(p->ns, p->name, r, err.reason);
 	metrics_offering_launch(l.zone ? l.zone : p->spec->zone, l.instance_type ? l.instance_type : p->spec->instance_type,
@@ -690,6 +692,7 @@ static int launch_shortfall(struct pass *p, const struct plan *plan, struct reco
 			state[pick.index] = OFFER_SOLD_OUT;  /* another pool holds this probe */
 			continue;
 		}
+		int calls = p->run_calls;
 		r = start_launch(p, plan, pick.count, o);
 		if (r == 0) {
 			if (pick.probe)
@@ -700,8 +703,13 @@ static int launch_shortfall(struct pass *p, const struct plan *plan, struct reco
 		}
 		/* Only a definitive "sold out" marks the offering: the same code after an attempt
 		 * of unknown outcome is reported as transient and proves nothing. */
-		if (r != SP_ECAPACITY || !cvm_code_is_sold_out(p->last_launch_code))
+		if (r != SP_ECAPACITY || !cvm_code_is_sold_out(p->last_launch_code)) {
+			/* A probe that never reached the cloud goes back at once (the next caller
+			 * may take it); one that did, with no answer, was this TTL's probe. */
+			if (pick.probe)
+				soldout_mark(&k, now, p->run_calls == calls ? 1 : 0);
 			break;
+		}
 		soldout_mark(&k, now, 0);
 		state[pick.index] = OFFER_SOLD_OUT;
 	}

@@ -97,8 +97,10 @@ start_cluster() {
 		{ echo "k8s-up failed"; cat "$E2E_TMP/k8s-up.log"; exit 1; }
 	export KUBECONFIG=$E2E_TMP/k8s/kubeconfig
 	E2E_CLUSTER=1
+	# kubectl wait errors out (instead of waiting) while the new CRD has no status yet.
 	kubectl apply -f "$E2E_ROOT/crds/spotpool.yaml" >/dev/null &&
-		kubectl wait --for condition=established --timeout=30s crd/spotpools.devops.jokerbai.com >/dev/null ||
+		wait_for 30 kubectl wait --for condition=established --timeout=5s crd/spotpools.devops.jokerbai.com \
+			>/dev/null 2>&1 ||
 		{ echo "CRD did not become established"; exit 1; }
 }
 stop_cluster() {
@@ -124,6 +126,14 @@ stop_controller() {
 }
 
 sp_json() { kubectl get sp "$@" -o json; }
+# at_size NAME SIZE [NS]: .status.size and the RUNNING instances in status are SIZE, and Ready.
+at_size() {
+	local j
+	j=$(kubectl get sp "$1" -n "${3:-default}" -o json 2>/dev/null) || return 1
+	[[ $(jq '.status.size' <<<"$j") == "$2" &&
+		$(jq '[.status.instances[] | select(.state == "RUNNING")] | length' <<<"$j") == "$2" &&
+		$(jq -r '.status.conditions[] | select(.type == "Ready") | .status' <<<"$j") == True ]]
+}
 sp_field() { kubectl get sp "$1" -n "${3:-default}" -o json | jq -r "$2"; }
 # Owned live instances the emulator holds for a pool ("ns/name").
 emu_live() { emu_get "stats?tagKey=spotpool.jokerbai.com/pool&tagValue=$1" | jq .live; }

@@ -37,7 +37,7 @@ KB=$KB_DIR/kubeconfig
 ka() { KUBECONFIG=$KA kubectl "$@"; }
 kb() { KUBECONFIG=$KB kubectl "$@"; }
 kb apply -f "$E2E_ROOT/crds/spotpool.yaml" >/dev/null &&
-	kb wait --for condition=established --timeout=30s crd/spotpools.devops.jokerbai.com >/dev/null ||
+	wait_for 30 kb wait --for condition=established --timeout=5s crd/spotpools.devops.jokerbai.com >/dev/null 2>&1 ||
 	{ echo "CRD did not become established in cluster B"; exit 1; }
 check "two control planes: A and B are different apiservers" \
 	test "$(ka config view --minify -o jsonpath='{.clusters[0].cluster.server}')" != "$(kb config view --minify -o jsonpath='{.clusters[0].cluster.server}')"

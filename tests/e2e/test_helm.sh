@@ -114,7 +114,7 @@ spec:
           x-kubernetes-preserve-unknown-fields: true
 YAML
 check "minimal ServiceMonitor CRD established" \
-	kubectl wait --for condition=established --timeout=30s crd/servicemonitors.monitoring.coreos.com
+	wait_for 30 kubectl wait --for condition=established --timeout=5s crd/servicemonitors.monitoring.coreos.com
 
 # tojson NAME: $E2E_TMP/NAME.yaml as a JSON array of objects in $E2E_TMP/NAME.json.
 tojson() {

@@ -16,13 +16,6 @@ METRICS_PORT=$(free_port)
 run_ctl() { start_controller ctl --launch-grace "$GRACE" --listen "127.0.0.1:$METRICS_PORT"; }
 run_ctl
 
-converged() { # NAME SIZE: size and RUNNING instances in status, Ready
-	local j
-	j=$(kubectl get sp "$1" -o json 2>/dev/null) || return 1
-	[[ $(jq '.status.size' <<<"$j") == "$2" &&
-		$(jq '[.status.instances[] | select(.state == "RUNNING")] | length' <<<"$j") == "$2" &&
-		$(jq -r '.status.conditions[] | select(.type == "Ready") | .status' <<<"$j") == True ]]
-}
 gone() { ! kubectl get sp "$1" >/dev/null 2>&1; }
 stat() { emu_get "stats?tagKey=$TAG&tagValue=default/$1" | jq ".$2"; }
 journal_has() { emu_get journal | jq -e "$1" >/dev/null; }
@@ -44,7 +37,7 @@ emu_post fault '{"action":"DescribeInstances","latencyMs":3000,"times":1}' >/dev
 pool_manifest conflict default 4 4 | kubectl apply -f - >/dev/null
 if wait_for 20 journal_has '[.[] | select(.action=="DescribeInstances" and ((.faults // []) | index("latencyMs")))] | length > 0'; then
 	kubectl patch sp conflict --type=merge -p '{"spec":{"minimum":1,"maximum":1}}' >/dev/null
-	check "spec lowered to 1 mid-pass: converges to 1" wait_for 40 converged conflict 1
+	check "spec lowered to 1 mid-pass: converges to 1" wait_for 40 at_size conflict 1
 	check "never more than 1 live after the edit (high-water mark $(stat conflict maxLive))" test "$(stat conflict maxLive)" -le 1
 else
 	fail "the slow DescribeInstances of pool conflict was never seen"
@@ -56,13 +49,13 @@ kubectl delete sp conflict >/dev/null
 emu_post fault '{"action":"RunInstances","applyThenFail":true,"times":1}' >/dev/null
 emu_post fault '{"action":"RunInstances","errorCode":"ResourceInsufficient.SpecifiedInstanceType","times":1}' >/dev/null
 pool_manifest refused default 2 2 | kubectl apply -f - >/dev/null
-check "lost reply + refused retry: converges to 2" wait_for 40 converged refused 2
+check "lost reply + refused retry: converges to 2" wait_for 40 at_size refused 2
 check "lost reply + refused retry: never more than 2 live ($(stat refused maxLive))" test "$(stat refused maxLive)" -le 2
 check "lost reply + refused retry: exactly 2 launched ($(stat refused launched))" test "$(stat refused launched)" = 2
 
 # --- Defect 1: the tag index drops instances already seen; that is not a reclaim ---
 pool_manifest flaky default 2 2 | kubectl apply -f - >/dev/null
-check "flaky: converges to 2 before the tag index misbehaves" wait_for 40 converged flaky 2
+check "flaky: converges to 2 before the tag index misbehaves" wait_for 40 at_size flaky 2
 emu_post config '{"tagIndexDropProbability":0.6,"tagIndexDropSeconds":4}' >/dev/null
 sleep 12  # several passes while listings keep dropping instances
 hidden=$(emu_get journal | jq '[.[] | select(.action=="DescribeInstances" and (.indexHidden // 0) > 0)] | length')
@@ -86,7 +79,7 @@ has_ghost() { [[ -n $(ghost_id) ]]; }
 if wait_for 20 has_ghost; then
 	emu_post reclaim "{\"instanceIds\":[\"$(ghost_id)\"]}" >/dev/null
 	started=$SECONDS
-	check "never-visible launch: refilled" wait_for 40 converged ghost 1
+	check "never-visible launch: refilled" wait_for 40 at_size ghost 1
 	check "never-visible launch: refilled within grace + a few passes ($((SECONDS - started)) s)" \
 		test $((SECONDS - started)) -le $((GRACE + 15))
 	check "never-visible launch: never more than 1 live" test "$(stat ghost maxLive)" -le 1
@@ -122,7 +115,7 @@ if wait_killed; then
 	check "the launch of 3 is recorded" test "$(sp_field lower .status.launch.count)" = 3
 	kubectl patch sp lower --type=merge -p '{"spec":{"minimum":1,"maximum":1}}' >/dev/null
 	run_ctl
-	check "lowered maximum: converges to 1" wait_for 40 converged lower 1
+	check "lowered maximum: converges to 1" wait_for 40 at_size lower 1
 	check "lowered maximum: never more than 1 live ($(stat lower maxLive))" test "$(stat lower maxLive)" -le 1
 	check "lowered maximum: the same ClientToken was repeated for 1 instance" journal_has \
 		"[.[] | select(.action==\"RunInstances\" and .count==1 and (.clientToken // \"\" | startswith(\"$(token_prefix lower)\")) and (.clientToken | endswith(\"-1\")))] | length == 1"
@@ -133,7 +126,7 @@ fi
 
 # --- Defect 7: a failed DescribeInstances keeps the last known status -------------
 pool_manifest keepstat default 1 3 "  replicas: 2" | kubectl apply -f - >/dev/null
-check "keepstat converges to 2" wait_for 40 converged keepstat 2
+check "keepstat converges to 2" wait_for 40 at_size keepstat 2
 emu_post fault '{"action":"DescribeInstances","errorCode":"InternalError","times":-1}' >/dev/null
 check "failed reads: Degraded CloudAPIError" wait_for 30 bash -c "[[ \$(kubectl get sp keepstat -o json | jq -r '.status.conditions[] | select(.type==\"Degraded\") | .status + \"/\" + .reason') == True/CloudAPIError ]]"
 check "failed reads: size still 2" test "$(sp_field keepstat .status.size)" = 2
@@ -148,7 +141,7 @@ check "reads work again: Degraded clears" wait_for 30 bash -c "[[ \$(kubectl get
 
 # --- Defect 8: a pool whose spec no longer validates can still be deleted ---------
 pool_manifest stale default 1 1 | kubectl apply -f - >/dev/null
-check "stale converges to 1" wait_for 40 converged stale 1
+check "stale converges to 1" wait_for 40 at_size stale 1
 kubectl patch crd spotpools.devops.jokerbai.com --type=json -p \
 	'[{"op":"add","path":"/spec/versions/0/schema/openAPIV3Schema/properties/spec/x-kubernetes-preserve-unknown-fields","value":true}]' >/dev/null
 sleep 1
@@ -164,7 +157,7 @@ kubectl apply -f "$E2E_ROOT/crds/spotpool.yaml" >/dev/null
 # --- Defect 12 + issue 10: a terminate that keeps failing posts one event per
 #     episode; what spotpool terminates is not a reclaim ---------------------------
 pool_manifest shrink default 0 3 "  replicas: 2" | kubectl apply -f - >/dev/null
-check "shrink converges to 2" wait_for 40 converged shrink 2
+check "shrink converges to 2" wait_for 40 at_size shrink 2
 # metric SERIES: the value of one exact series, or "absent".
 metric() { curl -s "127.0.0.1:$METRICS_PORT/metrics" | awk -v s="$1" '$1 == s {v = $2} END {print v == "" ? "absent" : v}'; }
 emu_post fault '{"action":"TerminateInstances","errorCode":"InternalError","times":-1}' >/dev/null

@@ -13,13 +13,6 @@ TTL=10
 start_controller ctl --sold-out-ttl "$TTL"
 
 TYPE=GN7.2XLARGE32
-converged() { # NAME SIZE
-	local j
-	j=$(kubectl get sp "$1" -o json 2>/dev/null) || return 1
-	[[ $(jq '.status.size' <<<"$j") == "$2" &&
-		$(jq '[.status.instances[] | select(.state == "RUNNING")] | length' <<<"$j") == "$2" &&
-		$(jq -r '.status.conditions[] | select(.type == "Ready") | .status' <<<"$j") == True ]]
-}
 condition() { sp_field "$1" ".status.conditions[] | select(.type==\"$2\") | .status + \"/\" + .reason"; }
 zones_of() { sp_field "$1" '[.status.instances[] | .zone] | sort | join(",")'; }
 runs_on() { # ZONE TYPE [SINCE]: RunInstances calls (not dry runs) for that offering
@@ -28,7 +21,7 @@ runs_on() { # ZONE TYPE [SINCE]: RunInstances calls (not dry runs) for that offe
 
 # --- A manifest with only the seed fields behaves exactly as before --------------
 pool_manifest seed default 2 2 | kubectl apply -f - >/dev/null
-check "seed-only pool converges to 2" wait_for 40 converged seed 2
+check "seed-only pool converges to 2" wait_for 40 at_size seed 2
 check "seed-only: both in the seed zone" test "$(zones_of seed)" = "ap-singapore-2,ap-singapore-2"
 check "seed-only: instance type in status" test "$(sp_field seed '[.status.instances[].instanceType] | unique | join(",")')" = "$TYPE"
 check "seed-only: CapacityAvailable True" test "$(condition seed CapacityAvailable)" = True/Available
@@ -38,7 +31,7 @@ emu_post stock "{\"zone\":\"ap-singapore-3\",\"instanceType\":\"$TYPE\",\"count\
 pool_manifest fall default 2 4 "  availabilityZone: ap-singapore-3
   availabilityZones: [ap-singapore-4]
   instanceTypes: [GN7.5XLARGE80]" | sed '0,/availabilityZone: ap-singapore-2/{/availabilityZone: ap-singapore-2/d}' | kubectl apply -f - >/dev/null
-check "fallback: converges to 2" wait_for 40 converged fall 2
+check "fallback: converges to 2" wait_for 40 at_size fall 2
 check "fallback: on the next offering in preference order (type-major: $TYPE in ap-singapore-4)" \
 	test "$(zones_of fall)" = "ap-singapore-4,ap-singapore-4"
 refused_at=$(emu_get journal | jq '[.[] | select(.action=="RunInstances" and .error=="ResourcesSoldOut.SpecifiedInstanceType")][0].time')
@@ -58,9 +51,9 @@ start=$SECONDS
 kubectl patch sp fall --type=merge -p '{"spec":{"replicas":3}}' >/dev/null
 pool_manifest fall2 default 1 1 "  availabilityZone: ap-singapore-3
   availabilityZones: [ap-singapore-4]" | sed '0,/availabilityZone: ap-singapore-2/{/availabilityZone: ap-singapore-2/d}' | kubectl apply -f - >/dev/null
-check "second pool converges on the fallback too" wait_for 40 converged fall2 1
+check "second pool converges on the fallback too" wait_for 40 at_size fall2 1
 kubectl patch sp fall --type=merge -p '{"spec":{"replicas":4}}' >/dev/null
-check "fall grows to 4" wait_for 40 converged fall 4
+check "fall grows to 4" wait_for 40 at_size fall 4
 sleep $((TTL + 2))
 window=$((SECONDS - start))
 tries=$(runs_on ap-singapore-3 "$TYPE" "$since")
@@ -70,7 +63,7 @@ check "sold out: $tries launch attempts on it in $window s with a $TTL s TTL (at
 # --- Stock returns: after the TTL a probe launches there again -------------------
 emu_post stock "{\"zone\":\"ap-singapore-3\",\"instanceType\":\"$TYPE\",\"count\":null}" >/dev/null
 kubectl patch sp fall --type=merge -p '{"spec":{"replicas":2}}' >/dev/null
-check "fall back to 2" wait_for 40 converged fall 2
+check "fall back to 2" wait_for 40 at_size fall 2
 sleep $((TTL + 1))
 kubectl patch sp fall --type=merge -p '{"spec":{"replicas":3}}' >/dev/null
 check "recovery: the first choice launches again after the TTL" wait_for 40 bash -c \
@@ -81,7 +74,7 @@ check "recovery: CapacityAvailable True again" wait_for 20 bash -c "[[ \$(kubect
 pool_manifest wide default 0 6 "  replicas: 6
   availabilityZones: [ap-singapore-3, ap-singapore-4]
   allocationStrategy: spread" | kubectl apply -f - >/dev/null
-check "spread: converges to 6" wait_for 60 converged wide 6
+check "spread: converges to 6" wait_for 60 at_size wide 6
 check "spread: 2 per zone ($(zones_of wide))" \
 	test "$(zones_of wide)" = "ap-singapore-2,ap-singapore-2,ap-singapore-3,ap-singapore-3,ap-singapore-4,ap-singapore-4"
 check "spread: never above 6 ($(emu_max_live default/wide))" test "$(emu_max_live default/wide)" -le 6

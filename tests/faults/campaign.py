@@ -170,6 +170,18 @@ def kill_all_children() -> None:
 # ----------------------------------------------------------------------------------
 
 
+
+def emulator_control(port: int, method: str, path: str, payload: dict | None, timeout: float):
+    """One call of the emulator's control API: (HTTP status, decoded JSON)."""
+    conn = http.client.HTTPConnection("127.0.0.1", port, timeout=timeout)
+    try:
+        body = json.dumps(payload).encode() if payload is not None else None
+        conn.request(method, "/_emulator/" + path, body, {"Content-Type": "application/json"})
+        response = conn.getresponse()
+        return response.status, json.loads(response.read())
+    finally:
+        conn.close()
+
 class Kube:
     def __init__(self, k8s_dir: str):
         self.dir = k8s_dir
@@ -275,21 +287,15 @@ class Emu:
 
     def call(self, method: str, path: str, payload: dict | None = None):
         for attempt in range(3):
-            conn = http.client.HTTPConnection("127.0.0.1", self.port, timeout=20)
             try:
-                body = json.dumps(payload).encode() if payload is not None else None
-                conn.request(method, "/_emulator/" + path, body, {"Content-Type": "application/json"})
-                response = conn.getresponse()
-                data = json.loads(response.read())
-                if response.status != 200:
-                    raise RuntimeError(f"emulator {method} {path} {payload}: {response.status} {data}")
+                status, data = emulator_control(self.port, method, path, payload, timeout=20)
+                if status != 200:
+                    raise RuntimeError(f"emulator {method} {path} {payload}: {status} {data}")
                 return data
             except (OSError, http.client.HTTPException):
                 if attempt == 2:
                     raise
                 time.sleep(0.5)
-            finally:
-                conn.close()
 
     def post(self, path: str, payload: dict):
         return self.call("POST", path, payload)

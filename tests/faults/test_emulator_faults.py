@@ -24,6 +24,9 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, os.path.dirname(HERE))
 import cvm_emulator as emu  # noqa: E402
 
+sys.path.insert(0, HERE)
+import campaign  # noqa: E402
+
 SECRET_ID = "AKIDfaultsUnitTest000000000000000000"
 SECRET_KEY = "faultsUnitTestKeyNeverLogged"
 REGION = "ap-singapore"
@@ -56,17 +59,10 @@ class Client:
             conn.close()
 
     def control(self, method: str, path: str, payload: dict | None = None):
-        conn = http.client.HTTPConnection("127.0.0.1", self.port, timeout=10)
-        try:
-            body = json.dumps(payload).encode() if payload is not None else None
-            conn.request(method, "/_emulator/" + path, body, {"Content-Type": "application/json"})
-            response = conn.getresponse()
-            data = json.loads(response.read())
-            if response.status != 200:
-                raise AssertionError(f"{method} {path}: {response.status} {data}")
-            return data
-        finally:
-            conn.close()
+        status, data = campaign.emulator_control(self.port, method, path, payload, timeout=10)
+        if status != 200:
+            raise AssertionError(f"{method} {path}: {status} {data}")
+        return data
 
     def run(self, pool: str = "ns/p", **extra) -> list[str]:
         params = {"Placement": {"Zone": REGION + "-2"}, "ImageId": "img-x", "InstanceType": "S5.MEDIUM4",
