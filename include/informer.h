@@ -36,6 +36,8 @@ bool informer_healthy(const struct informer *inf, int64_t max_quiet_ms);
 /* A copy of the cached object of key ("<namespace>/<name>"), or NULL when unknown.
  * The caller owns it. */
 cJSON *informer_get(struct informer *inf, const char *key);
+/* Whether key is a cached pool (no copy made). */
+bool informer_has(struct informer *inf, const char *key);
 /* Replaces the cached object of key by obj (what a patch returned) unless the watch
  * delivered a newer version meanwhile: the cache must hold from_rv, the version the
  * pass started from. */

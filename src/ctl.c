@@ -64,10 +64,8 @@ static void on_deleted(void *ud, const char *key)
 static void on_instances_changed(void *ud, const char *owner)
 {
 	struct ctl *c = ud;
-	cJSON *obj = informer_get(c->informer, owner);
-	if (obj)
+	if (informer_has(c->informer, owner))
 		wq_add(c->queue, owner, 0);
-	cJSON_Delete(obj);
 }
 
 struct ctl *ctl_new(const struct ctl_options *opt)

@@ -380,6 +380,14 @@ cJSON *informer_get(struct informer *inf, const char *key)
 	return obj;
 }
 
+bool informer_has(struct informer *inf, const char *key)
+{
+	pthread_mutex_lock(&inf->lock);
+	bool known = find(inf, key) != NULL;
+	pthread_mutex_unlock(&inf->lock);
+	return known;
+}
+
 void informer_update(struct informer *inf, const char *key, const char *from_rv, const cJSON *obj)
 {
 	pthread_mutex_lock(&inf->lock);
