@@ -74,6 +74,12 @@ int cvm_call(struct cvm_client *c, const struct cvm_credentials *cred, const cha
 int cvm_describe_tagged(struct cvm_client *c, const struct cvm_credentials *cred,
 			const char *region, const char *tag_key, const char *tag_value,
 			struct pool_instance **ret_instances, size_t *ret_n, struct sp_error *err);
+/* Every instance carrying tag_key, as cvm_describe_tagged finds them, handed to take one
+ * at a time as each page arrives, so that a caller keeping a compact copy never holds
+ * the whole listing as full records. On failure take may have seen part of it. */
+int cvm_list_tagged(struct cvm_client *c, const struct cvm_credentials *cred, const char *region,
+		    const char *tag_key, void (*take)(void *userdata, const struct pool_instance *inst),
+		    void *userdata, struct sp_error *err);
 /* The instances among ids that exist, looked up by ID (batches of 100). An ID the cloud
  * does not know is simply absent from the result; a malformed one is SP_EINVAL naming
  * it. Any instance of the account is found this way: check pool_tag for ownership. */

@@ -62,10 +62,5 @@ void inv_note_mutation(struct inv *inv, const char *secret_id, const char *regio
 /* The pause before the next sweep: fast while unsettled, else spaced to the budget. */
 int64_t inv_next_interval_ms(size_t n_instances, bool unsettled, int64_t fast_interval_ms,
 			     int idle_calls_per_minute);
-/* Calls changed(userdata, owner) once for every owner whose instances differ between
- * two snapshots sorted by (pool_tag, id). */
-void inv_diff(const struct pool_instance *old, size_t n_old, const struct pool_instance *cur, size_t n_cur,
-	      void (*changed)(void *userdata, const char *owner), void *userdata);
-void inv_sort(struct pool_instance *v, size_t n);
 
 #endif

@@ -25,7 +25,8 @@
  *   plan_ (pure planner), offer_ (offerings: zone x type preference and choice),
  *   soldout_ (process-wide sold-out memory),
  *   status_ (a pool's .status), reconcile_ (one pass over one pool),
- *   inv_ (shared per-account instance inventory), creds_ (credentials),
+ *   inv_ (shared per-account instance inventory), snap_ (its compact instance
+ *   snapshots), creds_ (credentials),
  *   kube_ (Kubernetes API client), informer_ (list+watch cache of pools),
  *   wq_ (work queue), ctl_ (controller), lease_ (leader election), cfg_ (daemon
  *   config), metrics_ (Prometheus and health endpoints).

@@ -544,6 +544,9 @@ struct sweep {
 	size_t n, cap;
 	struct idset listed;
 	const struct idset *wanted;  /* lookups by ID keep only these; NULL keeps all */
+	/* When set, each new instance goes here instead of into v. */
+	void (*take)(void *userdata, const struct pool_instance *inst);
+	void *take_userdata;
 };
 
 static int sweep_finish(struct sweep *sw, int r, struct pool_instance **ret_instances, size_t *ret_n)
@@ -578,6 +581,10 @@ static int take_page(struct sweep *sw, struct idset *query_seen, const struct po
 		}
 		if (!idset_add(&sw->listed, page[i].id))
 			continue;
+		if (sw->take) {
+			sw->take(sw->take_userdata, &page[i]);
+			continue;
+		}
 		if (sw->n == sw->cap) {
 			sw->cap = sw->cap ? 2 * sw->cap : CVM_PAGE_LIMIT;
 			sw->v = xrealloc(sw->v, sw->cap * sizeof(*sw->v));
@@ -620,9 +627,8 @@ static int describe_pages(struct cvm_client *c, const struct cvm_credentials *cr
 	return r;
 }
 
-int cvm_describe_tagged(struct cvm_client *c, const struct cvm_credentials *cred,
-			const char *region, const char *tag_key, const char *tag_value,
-			struct pool_instance **ret_instances, size_t *ret_n, struct sp_error *err)
+/* {"Filters": [tag:<key> = value]}, or [tag-key = key] without a value. */
+static cJSON *tag_query(const char *tag_key, const char *tag_value)
 {
 	cJSON *query = cJSON_CreateObject();
 	cJSON *f = cJSON_CreateObject();
@@ -631,10 +637,30 @@ int cvm_describe_tagged(struct cvm_client *c, const struct cvm_credentials *cred
 	cJSON_AddStringToObject(f, "Name", name);
 	free(name);
 	cJSON_AddItemToArray(cJSON_AddArrayToObject(f, "Values"), cJSON_CreateString(tag_value ? tag_value : tag_key));
+	return query;
+}
+
+int cvm_describe_tagged(struct cvm_client *c, const struct cvm_credentials *cred,
+			const char *region, const char *tag_key, const char *tag_value,
+			struct pool_instance **ret_instances, size_t *ret_n, struct sp_error *err)
+{
+	cJSON *query = tag_query(tag_key, tag_value);
 	struct sweep sw = {0};
 	int r = describe_pages(c, cred, region, query, &sw, err);
 	cJSON_Delete(query);
 	return sweep_finish(&sw, r, ret_instances, ret_n);
+}
+
+int cvm_list_tagged(struct cvm_client *c, const struct cvm_credentials *cred, const char *region,
+		    const char *tag_key, void (*take)(void *userdata, const struct pool_instance *inst),
+		    void *userdata, struct sp_error *err)
+{
+	cJSON *query = tag_query(tag_key, NULL);
+	struct sweep sw = {.take = take, .take_userdata = userdata};
+	int r = describe_pages(c, cred, region, query, &sw, err);
+	cJSON_Delete(query);
+	idset_free(&sw.listed);
+	return r;
 }
 
 /* {"InstanceIds": [ids[0], ..., ids[n - 1]]} */

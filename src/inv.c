@@ -3,6 +3,7 @@
 #include "creds.h"
 #include "http.h"
 #include "log.h"
+#include "snap.h"
 
 #include <pthread.h>
 #include <stdio.h>
@@ -30,9 +31,7 @@ struct poller {
 	struct cvm_client *cvm;
 	pthread_t thread;
 	bool running;
-	struct pool_instance *snap;   /* sorted by (pool_tag, id) */
-	size_t n_snap;
-	bool has_snap;
+	struct snap *snap;            /* NULL until the first listing worked */
 	int64_t taken_ms;             /* when the listing of snap started (monotonic) */
 	int last_error;
 	struct sp_error last_err;
@@ -56,19 +55,6 @@ struct inv {
 	bool stopping;
 };
 
-static int cmp_instance(const void *a, const void *b)
-{
-	const struct pool_instance *x = a, *y = b;
-	int c = strcmp(x->pool_tag, y->pool_tag);
-	return c ? c : strcmp(x->id, y->id);
-}
-
-void inv_sort(struct pool_instance *v, size_t n)
-{
-	if (n)
-		qsort(v, n, sizeof(*v), cmp_instance);
-}
-
 int64_t inv_next_interval_ms(size_t n_instances, bool unsettled, int64_t fast_interval_ms,
 			     int idle_calls_per_minute)
 {
@@ -77,30 +63,6 @@ int64_t inv_next_interval_ms(size_t n_instances, bool unsettled, int64_t fast_in
 	int64_t pages = n_instances ? (int64_t)((n_instances + CVM_PAGE_LIMIT - 1) / CVM_PAGE_LIMIT) : 1;
 	int64_t spaced = pages * 60000 / idle_calls_per_minute;
 	return spaced > fast_interval_ms ? spaced : fast_interval_ms;
-}
-
-static bool same_instance(const struct pool_instance *a, const struct pool_instance *b)
-{
-	return strcmp(a->state, b->state) == 0 && strcmp(a->public_ip, b->public_ip) == 0 &&
-	       strcmp(a->private_ip, b->private_ip) == 0;
-}
-
-void inv_diff(const struct pool_instance *old, size_t n_old, const struct pool_instance *cur, size_t n_cur,
-	      void (*changed)(void *userdata, const char *owner), void *userdata)
-{
-	size_t i = 0, j = 0;
-	const char *last = NULL;  /* owner already reported */
-	while (i < n_old || j < n_cur) {
-		int c = i == n_old ? 1 : j == n_cur ? -1 : cmp_instance(&old[i], &cur[j]);
-		const struct pool_instance *x = c <= 0 ? &old[i] : &cur[j];
-		bool differs = c != 0 || !same_instance(&old[i], &cur[j]);
-		if (differs && (!last || strcmp(last, x->pool_tag) != 0) && *x->pool_tag) {
-			changed(userdata, x->pool_tag);
-			last = x->pool_tag;
-		}
-		i += c <= 0;
-		j += c >= 0;
-	}
 }
 
 static int64_t mutation_at(const struct poller *p, const char *owner)
@@ -136,25 +98,30 @@ static void timed_wait(struct inv *inv, int64_t ms)
 	pthread_cond_timedwait(&inv->cond, &inv->lock, &ts);
 }
 
+static void take(void *userdata, const struct pool_instance *inst)
+{
+	snap_add(userdata, inst);
+}
+
 /* One sweep, called without the lock held. */
 static void sweep(struct poller *p, const struct cvm_credentials *view)
 {
 	struct inv *inv = p->inv;
-	struct pool_instance *list = NULL;
-	size_t n = 0;
+	struct snap *list = snap_new();
 	struct sp_error err = {0};
 	int64_t started = sp_mono_ms();
-	int r = cvm_describe_tagged(p->cvm, view, p->region, POOL_TAG_KEY, NULL, &list, &n, &err);
+	int r = cvm_list_tagged(p->cvm, view, p->region, POOL_TAG_KEY, take, list, &err);
 	if (r == 0)
-		inv_sort(list, n);
+		snap_seal(list);
 	pthread_mutex_lock(&inv->lock);
 	if (r == 0) {
-		if (p->has_snap && inv->cfg.changed)
-			inv_diff(p->snap, p->n_snap, list, n, inv->cfg.changed, inv->cfg.userdata);
-		free(p->snap);
+		if (p->snap && inv->cfg.changed)
+			snap_diff(p->snap, list, inv->cfg.changed, inv->cfg.userdata);
+		log_debug("inventory %s (%s): %zu instances listed, %zu bytes kept", p->region, p->creds.secret_id,
+			  snap_count(list), snap_bytes(list));
+		snap_free(p->snap);
 		p->snap = list;
-		p->n_snap = n;
-		p->has_snap = true;
+		list = NULL;
 		p->taken_ms = started;
 		p->last_error = 0;
 	} else {
@@ -165,11 +132,12 @@ static void sweep(struct poller *p, const struct cvm_credentials *view)
 	}
 	int64_t now = sp_mono_ms();
 	bool fast = r < 0 || now < p->unsettled_until_ms;
-	p->next_due_ms = now + inv_next_interval_ms(p->n_snap, fast, inv->cfg.fast_interval_ms,
+	p->next_due_ms = now + inv_next_interval_ms(snap_count(p->snap), fast, inv->cfg.fast_interval_ms,
 						    inv->cfg.idle_calls_per_minute);
 	forget_old_mutations(p, now);
 	pthread_cond_broadcast(&inv->cond);
 	pthread_mutex_unlock(&inv->lock);
+	snap_free(list);
 }
 
 static void *poller_main(void *arg)
@@ -223,7 +191,7 @@ static void poller_free(struct poller *p)
 	free(p->region);
 	creds_clear(&p->creds);
 	cvm_client_free(p->cvm);
-	free(p->snap);
+	snap_free(p->snap);
 	for (size_t i = 0; i < p->n_muts; i++)
 		free(p->muts[i].owner);
 	free(p->muts);
@@ -291,26 +259,6 @@ static int get_poller(struct inv *inv, const struct cvm_credentials *cred, const
 	return 0;
 }
 
-/* Copies the owner's entries of a snapshot sorted by (pool_tag, id). */
-static void copy_owner(const struct poller *p, const char *owner, struct pool_instance **ret, size_t *ret_n)
-{
-	size_t lo = 0, hi = p->n_snap;
-	while (lo < hi) {
-		size_t mid = lo + (hi - lo) / 2;
-		if (strcmp(p->snap[mid].pool_tag, owner) < 0)
-			lo = mid + 1;
-		else
-			hi = mid;
-	}
-	size_t end = lo;
-	while (end < p->n_snap && strcmp(p->snap[end].pool_tag, owner) == 0)
-		end++;
-	*ret_n = end - lo;
-	*ret = xcalloc(*ret_n ? *ret_n : 1, sizeof(**ret));
-	if (*ret_n)
-		memcpy(*ret, &p->snap[lo], *ret_n * sizeof(**ret));
-}
-
 /* A pool offers a key (or token) the account's poller does not use: a rotated key, or
  * a wrong one. It proves itself with the pool's own listing (signed with it): if that
  * works the poller takes it over; if not, only this pool fails. */
@@ -359,14 +307,14 @@ int inv_read(struct inv *inv, struct cvm_client *cvm, const struct cvm_credentia
 		need = now - max_age_ms;
 	int64_t deadline = now + timeout_ms;
 	for (;;) {
-		if (p->last_error && p->error_ms >= need && (!p->has_snap || p->error_ms > p->taken_ms)) {
+		if (p->last_error && p->error_ms >= need && (!p->snap || p->error_ms > p->taken_ms)) {
 			r = p->last_error;
 			if (err)
 				*err = p->last_err;
 			break;
 		}
-		if (p->has_snap && p->taken_ms >= need) {
-			copy_owner(p, owner, ret_instances, ret_n);
+		if (p->snap && p->taken_ms >= need) {
+			snap_owner(p->snap, owner, ret_instances, ret_n);
 			r = 0;
 			break;
 		}
