@@ -18,7 +18,7 @@ RUN apt-get update \
  && DEBIAN_FRONTEND=noninteractive apt-get install -y --no-install-recommends \
         build-essential pkg-config \
         libcurl4-openssl-dev libcjson-dev libssl-dev libyaml-dev \
-        libsystemd-dev libmicrohttpd-dev \
+        libsystemd-dev libmicrohttpd-dev zlib1g-dev \
  && rm -rf /var/lib/apt/lists/*
 WORKDIR /src
 COPY . .
@@ -32,7 +32,7 @@ FROM debian:${DEBIAN_RELEASE}-slim
 # and the Tencent Cloud API.
 RUN apt-get update \
  && DEBIAN_FRONTEND=noninteractive apt-get install -y --no-install-recommends \
-        libcurl4 libcjson1 libssl3 libyaml-0-2 libsystemd0 libmicrohttpd12 \
+        libcurl4 libcjson1 libssl3 libyaml-0-2 libsystemd0 libmicrohttpd12 zlib1g \
         ca-certificates \
  && rm -rf /var/lib/apt/lists/* \
  && echo 'spotpool:x:65532:65532:spotpool:/nonexistent:/usr/sbin/nologin' >>/etc/passwd \

@@ -9,7 +9,7 @@ UNITDIR ?= $(PREFIX)/lib/systemd/system
 DATADIR ?= $(PREFIX)/share/spotpool
 BUILD ?= build
 CC ?= cc
-PKGS = libcurl libcjson yaml-0.1 libsystemd libcrypto libmicrohttpd
+PKGS = libcurl libcjson yaml-0.1 libsystemd libcrypto libmicrohttpd zlib
 VERSION := $(shell cat VERSION 2>/dev/null || echo 0.0.0)
 
 OPT ?= -O2 -g
