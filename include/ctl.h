@@ -34,8 +34,9 @@ void ctl_free(struct ctl *c);
 int ctl_start(struct ctl *c, struct sp_error *err);
 /* Stops and joins all threads. */
 void ctl_stop(struct ctl *c);
-/* Queues every known pool (periodic resync). */
-void ctl_resync(struct ctl *c);
+/* Queues every known pool, each at its own point within spread_ms (0: all now), so a
+ * periodic resync of a thousand pools is not one burst of passes. */
+void ctl_resync(struct ctl *c, int64_t spread_ms);
 /* Every informer has listed at least once. */
 bool ctl_synced(const struct ctl *c);
 /* Informers and workers are running (for health checks and the systemd watchdog). */

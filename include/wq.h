@@ -46,9 +46,13 @@ struct wq *wq_new_with_hooks(const struct wq_hooks *hooks);
 void wq_free(struct wq *q);
 /* Queues key to become ready after delay_ms (0 = now); an earlier ready time wins. */
 void wq_add(struct wq *q, const char *key, int64_t delay_ms);
-/* Queues key to become ready now, or at its backoff deadline while it is backing off;
- * never delays a key already queued for earlier. */
-void wq_add_resync(struct wq *q, const char *key);
+/* Queues key to become ready after delay_ms (its place in a spread-out resync), or at
+ * its backoff deadline while it is backing off if that is later; never delays a key
+ * already queued for earlier. */
+void wq_add_resync(struct wq *q, const char *key, int64_t delay_ms);
+/* The delay in [0, spread_ms) of key in resync round `round`: hashed from both, so a
+ * resync of many keys is spread evenly and no key is always last. 0 if spread_ms <= 0. */
+int64_t wq_resync_offset_ms(const char *key, uint64_t round, int64_t spread_ms);
 /* Blocks until a key is ready and hands it out (caller frees); SP_EIO after shutdown. */
 int wq_get(struct wq *q, char **ret_key);
 /* Marks the key's processing finished. */

@@ -36,6 +36,7 @@ struct ctl {
 	_Atomic int64_t active_until_ms;
 	atomic_bool started;
 	int workers_running;
+	_Atomic uint64_t resync_round;
 };
 
 static void on_enqueue(void *ud, const char *key, bool at_once)
@@ -44,7 +45,7 @@ static void on_enqueue(void *ud, const char *key, bool at_once)
 	if (at_once)
 		wq_add(c->queue, key, 0);
 	else
-		wq_add_resync(c->queue, key);
+		wq_add_resync(c->queue, key, 0);
 }
 
 static void on_deleted(void *ud, const char *key)
@@ -181,12 +182,13 @@ void ctl_free(struct ctl *c)
 	free(c);
 }
 
-void ctl_resync(struct ctl *c)
+void ctl_resync(struct ctl *c, int64_t spread_ms)
 {
+	uint64_t round = atomic_fetch_add(&c->resync_round, 1);
 	struct strv keys = {0};
 	informer_keys(c->informer, &keys);
 	for (size_t i = 0; i < keys.n; i++)
-		wq_add_resync(c->queue, keys.v[i]);
+		wq_add_resync(c->queue, keys.v[i], wq_resync_offset_ms(keys.v[i], round, spread_ms));
 	strv_clear(&keys);
 }
 

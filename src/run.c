@@ -51,7 +51,8 @@ static const char run_usage[] =
 	"      --endpoint URL         CVM API endpoint (default https://cvm.<region>.tencentcloudapi.com/)\n"
 	"      --credentials-file F   YAML with secretId/secretKey[/token] for pools that name none\n"
 	"  -n, --namespace NS         watch only NS (repeatable; default: all namespaces)\n"
-	"      --resync SECONDS       look at every pool at least this often (default 30)\n"
+	"      --resync SECONDS       look at every pool again this often, spread over the first\n"
+	"                             half of the period (so within 1.5x SECONDS; default 30)\n"
 	"      --workers N            pools reconciled in parallel (default 2)\n"
 	"      --launch-grace SECONDS how long a launched instance that no lookup shows yet still\n"
 	"                             counts as live before it is taken as never launched (default 60)\n"
@@ -110,7 +111,7 @@ static void on_leadership(void *ud, bool leading)
 		ctl_set_active_until(d->ctl, 0);
 	metrics_set_leader(leading);
 	if (leading)
-		ctl_resync(d->ctl);
+		ctl_resync(d->ctl, 0);
 }
 
 static void on_lease_renewed(void *ud, int64_t act_until_ms)
@@ -120,7 +121,7 @@ static void on_lease_renewed(void *ud, int64_t act_until_ms)
 		return;
 	ctl_set_active_until(d->ctl, act_until_ms);
 	if (atomic_exchange(&d->resync_when_active, false))
-		ctl_resync(d->ctl);
+		ctl_resync(d->ctl, 0);
 }
 
 struct flag_setting {
@@ -342,7 +343,7 @@ static void retry_identity(struct daemon *d, int64_t now)
 		atomic_store(&d->resync_when_active, true);  /* at the next lease renewal */
 	} else if (atomic_load(&d->identified)) {
 		ctl_set_active_until(d->ctl, INT64_MAX);
-		ctl_resync(d->ctl);
+		ctl_resync(d->ctl, 0);
 	}
 }
 
@@ -391,7 +392,9 @@ static void main_loop(struct daemon *d)
 			log_info("initial list complete, ready");
 		}
 		if (now >= next_resync) {
-			ctl_resync(d->ctl);
+			/* Spread over half the period: every pool is still looked at within
+			 * 1.5 periods, and a thousand pools are not one burst of passes. */
+			ctl_resync(d->ctl, d->cfg.resync_seconds * 1000LL / 2);
 			next_resync = now + d->cfg.resync_seconds * 1000LL;
 		}
 		if (ready && now >= next_status) {

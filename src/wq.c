@@ -109,10 +109,11 @@ static void set_state(struct wq *q, struct wq_entry *e, enum wq_state state)
 		q->hooks.depth(q->hooks.userdata, q->queued);
 }
 
-/* The earliest a resync may make e ready: its backoff deadline while it is failing. */
-static int64_t resync_floor(const struct wq_entry *e, int64_t now)
+/* The earliest a resync asking for `at` may make e ready: its backoff deadline while
+ * it is failing. */
+static int64_t resync_floor(const struct wq_entry *e, int64_t at)
 {
-	return e->failures > 0 && e->backoff_until > now ? e->backoff_until : now;
+	return e->failures > 0 && e->backoff_until > at ? e->backoff_until : at;
 }
 
 /* Asks for e to be ready at `at`; the earlier of that and any pending time wins. */
@@ -139,14 +140,30 @@ void wq_add(struct wq *q, const char *key, int64_t delay_ms)
 	pthread_mutex_unlock(&q->lock);
 }
 
-void wq_add_resync(struct wq *q, const char *key)
+void wq_add_resync(struct wq *q, const char *key, int64_t delay_ms)
 {
 	pthread_mutex_lock(&q->lock);
 	if (!q->shutdown) {
 		struct wq_entry *e = find_or_add(q, key);
-		schedule(q, e, resync_floor(e, sp_mono_ms()), true);
+		int64_t at = sp_mono_ms() + (delay_ms > 0 ? delay_ms : 0);
+		schedule(q, e, resync_floor(e, at), true);
 	}
 	pthread_mutex_unlock(&q->lock);
+}
+
+int64_t wq_resync_offset_ms(const char *key, uint64_t round, int64_t spread_ms)
+{
+	if (spread_ms <= 0)
+		return 0;
+	uint64_t h = 1469598103934665603ull;
+	for (const char *c = key; *c; c++)
+		h = (h ^ (unsigned char)*c) * 1099511628211ull;
+	/* splitmix64 finaliser: nearby rounds and keys land far apart */
+	h += round * 0x9e3779b97f4a7c15ull;
+	h = (h ^ (h >> 30)) * 0xbf58476d1ce4e5b9ull;
+	h = (h ^ (h >> 27)) * 0x94d049bb133111ebull;
+	h ^= h >> 31;
+	return (int64_t)(h % (uint64_t)spread_ms);
 }
 
 /* Sleeps on the condition until the monotonic time at_ms (or a signal). */

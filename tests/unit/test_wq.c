@@ -102,7 +102,7 @@ static void test_resync_keeps_backoff_event_does_not(void **state)
 {
 	(void)state;
 	struct wq *q = wq_new();
-	wq_add_resync(q, "p");  /* a key with no failures runs at once */
+	wq_add_resync(q, "p", 0);  /* a key with no failures runs at once */
 	assert_int_equal(wq_when(q, "p"), 0);
 	int64_t delay = 0;
 	for (int i = 0; i < 3; i++) {
@@ -114,7 +114,7 @@ static void test_resync_keeps_backoff_event_does_not(void **state)
 	assert_true(delay > RESYNC_MS);
 	assert_true(wq_when(q, "p") > delay - 500);
 	for (int i = 0; i < 5; i++) {
-		wq_add_resync(q, "p");  /* resyncs come and go: the key stays put */
+		wq_add_resync(q, "p", 0);  /* resyncs come and go: the key stays put */
 		assert_true(wq_when(q, "p") > delay - 500);
 	}
 	assert_int_equal(wq_len(q), 1);
@@ -129,7 +129,7 @@ static void test_resync_keeps_backoff_event_does_not(void **state)
 	free(k);
 	assert_int_equal(wq_when(q, "p"), -1);
 	assert_int_equal(wq_len(q), 0);
-	wq_add_resync(q, "p");
+	wq_add_resync(q, "p", 0);
 	assert_int_equal(wq_when(q, "p"), 0);
 	assert_int_equal(fail_pass(q, "p"), WQ_BACKOFF_BASE_MS);
 	wq_free(q);
@@ -143,7 +143,7 @@ static void test_resync_during_a_failing_pass_keeps_backoff(void **state)
 	/* a resync arrives while the pass that is about to fail runs */
 	wq_add(q, "p", 0);
 	assert_int_equal(wq_get(q, &k), 0);
-	wq_add_resync(q, "p");
+	wq_add_resync(q, "p", 0);
 	assert_int_equal(wq_len(q), 0);
 	int64_t delay = wq_backoff(q, k);
 	wq_done(q, k);
@@ -155,13 +155,43 @@ static void test_resync_during_a_failing_pass_keeps_backoff(void **state)
 	wq_add(q, "p", 0);
 	assert_int_equal(wq_get(q, &k), 0);
 	wq_add(q, "p", 0);
-	wq_add_resync(q, "p");
+	wq_add_resync(q, "p", 0);
 	delay = wq_backoff(q, k);
 	assert_int_equal(delay, 2 * WQ_BACKOFF_BASE_MS);
 	wq_done(q, k);
 	wq_add(q, k, delay);
 	free(k);
 	assert_int_equal(wq_when(q, "p"), 0);
+	wq_free(q);
+}
+
+/* A periodic resync of many keys is spread: each key at its own point of the spread,
+ * evenly, and not in the same order every round; an earlier-queued key is not delayed. */
+static void test_resync_spread(void **state)
+{
+	(void)state;
+	const int64_t spread = 15000;
+	int buckets[10] = {0};
+	int moved = 0;
+	for (int i = 0; i < 1000; i++) {
+		char key[32];
+		snprintf(key, sizeof(key), "default/pool-%04d", i);
+		int64_t a = wq_resync_offset_ms(key, 7, spread), b = wq_resync_offset_ms(key, 8, spread);
+		assert_true(a >= 0 && a < spread);
+		assert_int_equal(a, wq_resync_offset_ms(key, 7, spread));  /* same round, same place */
+		buckets[a * 10 / spread]++;
+		moved += a != b;
+	}
+	for (int i = 0; i < 10; i++)
+		assert_in_range(buckets[i], 60, 140);
+	assert_true(moved > 990);
+	assert_int_equal(wq_resync_offset_ms("default/p", 3, 0), 0);
+	struct wq *q = wq_new();
+	wq_add_resync(q, "late", 5000);
+	assert_in_range(wq_when(q, "late"), 4500, 5000);
+	wq_add(q, "now", 0);
+	wq_add_resync(q, "now", 5000);  /* queued for earlier: stays */
+	assert_int_equal(wq_when(q, "now"), 0);
 	wq_free(q);
 }
 
@@ -281,6 +311,7 @@ int main(void)
 		cmocka_unit_test(test_backoff_grows_and_resets),
 		cmocka_unit_test(test_resync_keeps_backoff_event_does_not),
 		cmocka_unit_test(test_resync_during_a_failing_pass_keeps_backoff),
+		cmocka_unit_test(test_resync_spread),
 		cmocka_unit_test(test_hooks_report_depth_latency_work_and_retries),
 		cmocka_unit_test(test_shutdown_wakes_waiters),
 	};
