@@ -175,6 +175,8 @@ Modifier kinds, combinable with the above:
   "launchFail": true           (RunInstances) instances of the launch end LAUNCH_FAILED
   "tagIndexLagSeconds": s      (RunInstances) instances of the launch enter the tag index
                                s seconds after creation (instead of the configured lag)
+  "tagIndexLagOneSeconds": s   (RunInstances) the same for the launch's first instance
+                               only: a launch the tag index shows in part
 The RunInstances modifiers are used up only by a launch that creates instances.
 
 Journal entries: {"seq", "time" (epoch s), "action", "secretId", "userAgent", "region",
@@ -587,8 +589,8 @@ class Fault:
 
 
 OUTCOME_FAULTS = ("errorCode", "httpStatus", "malformed", "applyThenFail")
-MODIFIER_FAULTS = ("latencyMs", "invisibleSeconds", "launchFail", "tagIndexLagSeconds")
-RUN_ONLY_FAULTS = ("invisibleSeconds", "launchFail", "tagIndexLagSeconds")
+MODIFIER_FAULTS = ("latencyMs", "invisibleSeconds", "launchFail", "tagIndexLagSeconds", "tagIndexLagOneSeconds")
+RUN_ONLY_FAULTS = ("invisibleSeconds", "launchFail", "tagIndexLagSeconds", "tagIndexLagOneSeconds")
 TAG_FILTER_PREFIX = "tag:"
 HISTORY_MAX = 20_000
 
@@ -1059,7 +1061,9 @@ class Emulator:
         invisible = self._take_fault("RunInstances", ("invisibleSeconds",))
         launch_fail = self._take_fault("RunInstances", ("launchFail",))
         index_lag = self._take_fault("RunInstances", ("tagIndexLagSeconds",))
-        call.entry.setdefault("faults", []).extend(f.kind for f in (invisible, launch_fail, index_lag) if f)
+        index_lag_one = self._take_fault("RunInstances", ("tagIndexLagOneSeconds",))
+        call.entry.setdefault("faults", []).extend(
+            f.kind for f in (invisible, launch_fail, index_lag, index_lag_one) if f)
         ids = []
         for n in range(launch["count"]):
             name = launch["name"] + (str(n + 1) if launch["count"] > 1 else "")
@@ -1072,7 +1076,8 @@ class Emulator:
                 internet_charge_type=launch["internet_charge_type"], system_disk=dict(launch["system_disk"]),
                 key_ids=launch["key_ids"], client_token=token, launched_by=call.user_agent,
                 secret_id=call.secret_id, visible_after=(call.now + invisible.value) if invisible else 0.0,
-                launch_fail=launch_fail is not None, index_lag=index_lag.value if index_lag else None,
+                launch_fail=launch_fail is not None,
+                index_lag=index_lag_one.value if index_lag_one and n == 0 else index_lag.value if index_lag else None,
                 latest_operation="RunInstances",
                 latest_operation_state="OPERATING", latest_request_id=call.request_id)
             for key in inst.stat_keys():
@@ -1312,7 +1317,7 @@ class Emulator:
             value = control_number(payload, kind, 100, integer=True)
             if value > 599:
                 raise ControlError("httpStatus must be 100..599")
-        elif kind in ("latencyMs", "invisibleSeconds", "tagIndexLagSeconds"):
+        elif kind in ("latencyMs", "invisibleSeconds", "tagIndexLagSeconds", "tagIndexLagOneSeconds"):
             value = control_number(payload, kind)
         elif payload[kind] is not True:
             raise ControlError(f"{kind} must be true")
