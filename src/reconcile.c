@@ -60,6 +60,13 @@ static struct launch_answer *answer_find(const char *owner)
 	return NULL;
 }
 
+static void copy_ids(struct strv *dst, const struct strv *src)
+{
+	strv_clear(dst);
+	for (size_t i = 0; i < src->n; i++)
+		strv_push(dst, src->v[i]);
+}
+
 static void remember_answer(const char *owner, const struct plan_launch *l)
 {
 	pthread_mutex_lock(&answers_lock);
@@ -72,9 +79,7 @@ static void remember_answer(const char *owner, const struct plan_launch *l)
 		*a = (struct launch_answer){.owner = xstrdup(owner)};
 	}
 	snprintf(a->token, sizeof(a->token), "%s", l->client_token);
-	strv_clear(&a->ids);
-	for (size_t i = 0; i < l->instance_ids.n; i++)
-		strv_push(&a->ids, l->instance_ids.v[i]);
+	copy_ids(&a->ids, &l->instance_ids);
 	pthread_mutex_unlock(&answers_lock);
 }
 
@@ -85,9 +90,7 @@ static void recall_answer(const char *owner, struct plan_launch *l)
 	const struct launch_answer *a = answer_find(owner);
 	if (a && !l->ids_known && strcmp(a->token, l->client_token) == 0) {
 		l->ids_known = true;
-		strv_clear(&l->instance_ids);
-		for (size_t i = 0; i < a->ids.n; i++)
-			strv_push(&l->instance_ids, a->ids.v[i]);
+		copy_ids(&l->instance_ids, &a->ids);
 	}
 	pthread_mutex_unlock(&answers_lock);
 }
