@@ -41,9 +41,11 @@ void cfg_defaults(struct cfg *c);
 void cfg_free(struct cfg *c);
 /* Loads a YAML file; unknown keys and bad values are errors naming key and line. */
 int cfg_load_file(struct cfg *c, const char *path, struct sp_error *err);
-/* Applies SPOTPOOL_* (and KUBECONFIG) variables. */
+/* Applies SPOTPOOL_* (and KUBECONFIG) variables. An empty variable counts as unset and
+ * leaves the file's (or default) value in place. */
 int cfg_apply_env(struct cfg *c, struct sp_error *err);
-/* Sets one key from text (a flag's argument); source is e.g. "--workers". */
+/* Sets one key from text (a flag's argument); source is e.g. "--workers". When source is
+ * a flag ("-..."), an empty list item (`--namespace ""`) is SP_EINVAL naming the flag. */
 int cfg_set(struct cfg *c, const char *key, const char *value, const char *source, struct sp_error *err);
 /* Checks relations between keys (e.g. the renew deadline below the lease duration). */
 int cfg_validate(const struct cfg *c, struct sp_error *err);

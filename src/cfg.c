@@ -95,7 +95,7 @@ static int parse_bool(const char *s, bool *out)
 {
 	if (!strcmp(s, "true") || !strcmp(s, "1") || !strcmp(s, "yes"))
 		*out = true;
-	else if (!strcmp(s, "false") || !strcmp(s, "0") || !strcmp(s, "no") || !*s)
+	else if (!strcmp(s, "false") || !strcmp(s, "0") || !strcmp(s, "no"))
 		*out = false;
 	else
 		return SP_EINVAL;
@@ -128,6 +128,12 @@ static int set_text(struct cfg *c, size_t i, const char *value, const char *sour
 				       k->name, value);
 		break;
 	case CFG_LIST: {
+		/* On the command line an empty item is a slip, not a request to watch every
+		 * namespace (that is leaving the flag out): `--namespace "$NS"` with NS unset. */
+		if (source[0] == '-' && (!*value || *value == ',' || strstr(value, ",,") ||
+					 value[strlen(value) - 1] == ','))
+			return sp_fail(err, SP_EINVAL, "%s: %s: must name a namespace, got an empty value "
+				       "(leave the flag out to watch all namespaces)", source, k->name);
 		strv_clear(f);
 		char *copy = xstrdup(value), *save = NULL;
 		for (char *t = strtok_r(copy, ", ", &save); t; t = strtok_r(NULL, ", ", &save))
@@ -256,7 +262,10 @@ int cfg_apply_env(struct cfg *c, struct sp_error *err)
 {
 	for (size_t i = 0; i < N_KEYS; i++) {
 		const char *v = keys[i].env ? getenv(keys[i].env) : NULL;
-		if (!v)
+		/* Empty means unset, as systemd's Environment=VAR= and an empty ConfigMap key
+		 * intend: it must not quietly turn dryRun or leader election off, or widen the
+		 * watch to all namespaces, over the file's value. */
+		if (!v || !*v)
 			continue;
 		int r = set_text(c, i, v, keys[i].env, err);
 		if (r < 0)

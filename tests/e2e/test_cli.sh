@@ -132,6 +132,15 @@ for case in "${error_cases[@]}"; do
 	check "spotpool ${args:-(nothing)}: exit $usage_rc ($(rc_of err)), \"$reason\", usage line and --help on stderr" \
 		usage_error_ok "$reason" "$usage_line" "$helpref"
 done
+# An empty namespace (--namespace "$NS" with NS unset) must not widen the watch to all
+# namespaces: it is a usage error naming the flag (the list above cannot hold "").
+for args in '--namespace|' '-n|' '--namespace|team-a|--namespace|'; do
+	IFS='|' read -r -a argv <<<"$args|"
+	sp_run err run "${argv[@]}"
+	check "spotpool run ${argv[*]@Q}: exit $usage_rc ($(rc_of err)), the flag named on stderr" \
+		usage_error_ok "--namespace: namespaces: must name a namespace" "Usage: spotpool run [OPTIONS]" \
+		"spotpool run --help"
+done
 check "usage errors never contacted the (fake) apiserver" bash -c "! test -s '$accept_log'"
 
 finish
