@@ -34,7 +34,7 @@ other=$(emu_post instances "{\"region\":\"ap-singapore\",\"zone\":\"ap-singapore
 
 # --- The earlier operator's manifest applies unchanged and converges ----------
 sed "s/secretId: xxx/secretId: $EMU_SECRET_ID/; s/secretKey: xxx/secretKey: $EMU_SECRET_KEY/" \
-	"${SPOTPOOL_SHARED_DIR:-$E2E_ROOT/../shared}/reference/earlier-operator-sample.yaml" >"$E2E_TMP/sample.yaml"
+	"$E2E_ROOT/examples/earlier-operator-sample.yaml" >"$E2E_TMP/sample.yaml"
 check "earlier-operator sample applies unchanged" kubectl apply -f "$E2E_TMP/sample.yaml"
 start_controller "$CTL_LOG" --sold-out-ttl 5
 converged() { # NAME SIZE [NS]: size, IDs and public IPs for every instance, Ready

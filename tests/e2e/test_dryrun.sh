@@ -15,7 +15,7 @@ no_secret_in() { ! grep -q -- "$EMU_SECRET_KEY" "$@"; }
 
 # 1. The earlier operator's manifest, unchanged but for emulator credentials.
 sed "s/secretId: xxx/secretId: $EMU_SECRET_ID/; s/secretKey: xxx/secretKey: $EMU_SECRET_KEY/" \
-	"${SPOTPOOL_SHARED_DIR:-$E2E_ROOT/../shared}/reference/earlier-operator-sample.yaml" >"$E2E_TMP/sample.yaml"
+	"$E2E_ROOT/examples/earlier-operator-sample.yaml" >"$E2E_TMP/sample.yaml"
 if dry -f "$E2E_TMP/sample.yaml" -o json && [[ $(json '.pools[0].launch') == 2 && $(json '.pools[0].observed') == 0 &&
 	$(json '.pools[0].launchCheck.passed') == true && $(json '.pools[0].target') == 2 ]]; then
 	pass "earlier-operator sample: plan launches 2, DryRun check passed"

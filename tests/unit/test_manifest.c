@@ -2,6 +2,8 @@
 #include "testutil.h"
 #include "manifest.h"
 
+#include <dirent.h>
+#include <errno.h>
 #include <unistd.h>
 
 
@@ -60,10 +62,8 @@ static void test_earlier_operator_sample_parses_unchanged(void **state)
 	(void)state;
 	struct manifest_set set = {0};
 	struct sp_error err = {0};
-	const char *shared = getenv("SPOTPOOL_SHARED_DIR");
-	char path[512];
-	snprintf(path, sizeof(path), "%s/reference/earlier-operator-sample.yaml", shared ? shared : "../shared");
-	int r = manifest_load_file(path, &set, &err);
+	/* Unit tests run from the repository root (tests/run-tests). */
+	int r = manifest_load_file("examples/earlier-operator-sample.yaml", &set, &err);
 	assert_int_equal(r, 0);
 	struct pool_spec **pools = NULL;
 	size_t n = 0;
@@ -88,6 +88,61 @@ static void test_earlier_operator_sample_parses_unchanged(void **state)
 	assert_int_equal(p->deletion_policy, POOL_DELETE);
 	free_pools(pools, n);
 	manifest_set_free(&set);
+}
+
+/* What an example's name promises, so it keeps showing that feature. */
+static void check_example_shows(const char *file, const struct pool_spec *p)
+{
+	if (strcmp(file, "first-pool.yaml") == 0) {
+		assert_non_null(p->credentials_secret);
+		assert_null(p->secret_id);
+	} else if (strcmp(file, "offerings-spread.yaml") == 0) {
+		assert_int_equal(p->allocation, POOL_SPREAD);
+		assert_true(p->zones.n > 0 && p->instance_types.n > 0);
+	} else if (strcmp(file, "replicas-pool.yaml") == 0) {
+		assert_true(p->has_replicas);
+	}
+}
+
+/* Every manifest in examples/ reads and validates as strictly as the CRD, so an example
+ * that drifts from the schema fails the suite (every problem is printed). */
+static void test_every_example_validates(void **state)
+{
+	(void)state;
+	DIR *dir = opendir("examples");
+	if (!dir)
+		fail_msg("examples/: %s (unit tests run from the repository root)", strerror(errno));
+	size_t files = 0;
+	struct dirent *e;
+	while ((e = readdir(dir))) {
+		const char *dot = strrchr(e->d_name, '.');
+		if (e->d_name[0] == '.' || !dot || (strcmp(dot, ".yaml") && strcmp(dot, ".yml") && strcmp(dot, ".json")))
+			continue;
+		char path[512];
+		snprintf(path, sizeof(path), "examples/%s", e->d_name);
+		struct manifest_set set = {0};
+		struct sp_error err = {0};
+		if (manifest_load_file(path, &set, &err) != 0)
+			fail_msg("%s", err.msg);
+		struct manifest_errors errs = {0};
+		struct pool_spec **pools = NULL;
+		size_t n = 0;
+		if (manifest_pools_all(&set, &pools, &n, &errs) != 0) {
+			for (size_t i = 0; i < errs.n; i++)
+				print_error("%s\n", errs.list.v[i]);
+			fail_msg("%s: %zu problem(s)", path, errs.n);
+		}
+		if (n == 0)
+			fail_msg("%s: no Spotpool document", path);
+		for (size_t i = 0; i < n; i++)
+			check_example_shows(e->d_name, pools[i]);
+		free_pools(pools, n);
+		manifest_set_free(&set);
+		files++;
+	}
+	closedir(dir);
+	/* earlier-operator-sample, first-pool, offerings-spread, replicas-pool at least. */
+	assert_true(files >= 4);
 }
 
 static void test_several_documents_and_lists(void **state)
@@ -676,6 +731,7 @@ int main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_earlier_operator_sample_parses_unchanged),
+		cmocka_unit_test(test_every_example_validates),
 		cmocka_unit_test(test_several_documents_and_lists),
 		cmocka_unit_test(test_json_input_is_accepted),
 		cmocka_unit_test(test_bad_values_name_the_field),

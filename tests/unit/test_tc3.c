@@ -1,4 +1,4 @@
-/* tc3 signer against the three official worked examples (shared/reference/tc3-vectors.md). */
+/* tc3 signer against the three official worked examples (docs/reference/tc3-vectors.md). */
 #include "testutil.h"
 #include "tc3.h"
 
