@@ -50,6 +50,13 @@ apply_fails "spec.replicas: Invalid value: \"object\": replicas 5 is outside [mi
 apply_fails "spec.minimum: Invalid value: \"object\": minimum 3 is greater than maximum 1" crd-c default 3 1
 apply_fails "replicas 1000 is outside [minimum 0, maximum 10]" crd-d default 0 10 "  replicas: 1000"
 
+# --- Every example in examples/ is accepted by the apiserver as written -----------
+for ex in "$E2E_ROOT"/examples/*.yaml; do
+	kubectl apply --dry-run=server -f "$ex" >"$OUT" 2>&1 &&
+		pass "apiserver accepts examples/$(basename "$ex") (--dry-run=server)" ||
+		fail "apiserver rejects examples/$(basename "$ex")" "$(cat "$OUT")"
+done
+
 # --- The CRD and the C validation agree -------------------------------------------
 # Each case is applied with `kubectl apply --dry-run=server` and read by `spotpool
 # dry-run`; both accept it, or both reject it naming the same field.

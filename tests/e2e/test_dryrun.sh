@@ -27,6 +27,18 @@ check "the DryRun launch was sent with DryRun=true and spot options" \
 	test "$(emu_get journal | jq '[.[] | select(.action == "RunInstances" and .dryRun == true)] | length')" -ge 1
 check "secret key absent from output (inline credentials)" no_secret_in "$OUT"
 
+# 1b. Every example in examples/ plans and passes the DryRun launch check (inline
+# placeholder keys swapped for the emulator's; a credentialsSecretRef whose Secret is
+# not among the files falls back on the environment).
+for ex in "$E2E_ROOT"/examples/*.yaml; do
+	sed "s/secretId: xxx/secretId: $EMU_SECRET_ID/; s/secretKey: xxx/secretKey: $EMU_SECRET_KEY/" "$ex" >"$E2E_TMP/example.yaml"
+	# stderr apart: it carries the note about the Secret.
+	"$SPOTPOOL_BIN" dry-run -f "$E2E_TMP/example.yaml" -o json >"$OUT" 2>"$E2E_TMP/err"
+	rc=$?
+	check "examples/$(basename "$ex"): exit $rc, every pool planned and its launch check passed" \
+		bash -c "[[ $rc == 0 ]] && jq -e '(.pools | length) > 0 and all(.pools[]; .launchCheck.passed == true)' '$OUT' >/dev/null"
+done
+
 # 2. Foreign instances (untagged, other pools) are never counted.
 emu_post instances '{"region":"ap-singapore","zone":"ap-singapore-2","instanceType":"GN7.2XLARGE32","count":5}' >/dev/null
 emu_post instances "{\"region\":\"ap-singapore\",\"zone\":\"ap-singapore-2\",\"instanceType\":\"GN7.2XLARGE32\",\"count\":3,\"tags\":[{\"Key\":\"$POOL_TAG\",\"Value\":\"default/other-pool\"}]}" >/dev/null
