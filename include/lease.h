@@ -28,6 +28,16 @@ struct lease_options {
 
 struct lease;
 
+/* An identity is shorter than this: well inside what holderIdentity takes. */
+#define LEASE_IDENTITY_MAX 128
+/* Writes hostname (cut to 63 characters) + "_" + rnd as a UUID (8-4-4-4-12 hex) + "_" +
+ * pid. The random part is client-go's: hostname and pid alone are not unique (pid 1 in
+ * every container; two hostNetwork pods on a node share the hostname and would both hold
+ * the Lease). The pid stays last so operators and tests can tell which process holds it. */
+void lease_identity(char *out, size_t n, const char *hostname, long pid, const unsigned char rnd[16]);
+/* This process's identity from gethostname(), getrandom(2) and getpid(); caller frees. */
+char *lease_new_identity(void);
+
 int lease_start(const struct lease_options *opt, struct lease **ret, struct sp_error *err);
 /* Stops campaigning; a leader releases the lease so a standby takes over at once. */
 void lease_stop(struct lease *l);

@@ -6,7 +6,9 @@
 #include <stdatomic.h>
 #include <stdio.h>
 #include <string.h>
+#include <sys/random.h>
 #include <sys/time.h>
+#include <unistd.h>
 #include <time.h>
 
 struct lease {
@@ -21,6 +23,37 @@ struct lease {
 	char observed[256];             /* holder + renewTime last seen */
 	int64_t observed_ms;            /* when that record last changed */
 };
+
+void lease_identity(char *out, size_t n, const char *hostname, long pid, const unsigned char rnd[16])
+{
+	char hex[33];
+	sp_hex(rnd, 16, hex);
+	snprintf(out, n, "%.63s_%.8s-%.4s-%.4s-%.4s-%.12s_%ld", *hostname ? hostname : "unknown", hex,
+		 hex + 8, hex + 12, hex + 16, hex + 20, pid);
+}
+
+char *lease_new_identity(void)
+{
+	char host[256] = "unknown";
+	gethostname(host, sizeof(host) - 1);
+	unsigned char rnd[16] = {0};
+	size_t got = 0;
+	while (got < sizeof(rnd)) {
+		ssize_t r = getrandom(rnd + got, sizeof(rnd) - got, 0);
+		if (r <= 0)
+			break;
+		got += (size_t)r;
+	}
+	if (got < sizeof(rnd)) {
+		/* No getrandom (old kernel, seccomp): pid and clocks still tell processes apart
+		 * far better than pid alone. */
+		int64_t mix[2] = {sp_mono_ms() ^ ((int64_t)getpid() << 32), (int64_t)sp_now() ^ (intptr_t)&got};
+		memcpy(rnd, mix, sizeof(rnd));
+	}
+	char out[LEASE_IDENTITY_MAX];
+	lease_identity(out, sizeof(out), host, (long)getpid(), rnd);
+	return xstrdup(out);
+}
 
 /* MicroTime: RFC 3339 with microseconds, as the Lease API expects. */
 static void micro_time(char out[40])

@@ -359,9 +359,7 @@ static void install_signals(void)
 
 static char *make_identity(void)
 {
-	char host[256] = "unknown";
-	gethostname(host, sizeof(host) - 1);
-	return xasprintf("%s_%ld", host, (long)getpid());
+	return lease_new_identity();
 }
 
 static void notify_status(struct daemon *d)
