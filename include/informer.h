@@ -49,6 +49,14 @@ void informer_note_live(struct informer *inf, const char *key, int live);
 /* Pools cached, and the sum of their last known live counts. */
 void informer_counts(struct informer *inf, size_t *ret_pools, size_t *ret_instances);
 
+/* Applies one watch event (ADDED, MODIFIED, DELETED) to the cache and tells the owner.
+ * The cache only moves forward: an event older than the cached version of the same
+ * object (uid) is ignored, a deleted uid does not come back, a new uid replaces. */
+void informer_apply_event(struct informer *inf, const char *type, const cJSON *obj);
+/* Whether resourceVersion incoming is newer than cached: compared as decimal numbers
+ * (what the etcd-backed apiserver hands out); true when either is not one. */
+bool informer_rv_newer(const char *cached, const char *incoming);
+
 /* "<namespace>/<name>" of a Spotpool object, or NULL. Caller frees. */
 char *informer_key(const cJSON *obj);
 /* metadata.resourceVersion of an object, or "" */

@@ -7,6 +7,7 @@
 #include <signal.h>
 #include <stdatomic.h>
 #include <stdio.h>
+#include <limits.h>
 #include <string.h>
 #include <time.h>
 #include <zlib.h>
@@ -23,6 +24,7 @@ struct cached_pool {
 	unsigned char *packed;
 	size_t packed_len, json_len;
 	char rv[64];
+	char uid[64];
 	int64_t generation;
 	bool deleting;
 	int live;
@@ -37,11 +39,18 @@ struct watcher {
 	atomic_llong heartbeat_ms;
 };
 
+/* Uids whose DELETED event was seen: a lagging or replayed event of such an object
+ * must not bring it back. A ring of the latest deletions is enough, since replays only
+ * reach back a few minutes. */
+#define INFORMER_TOMBSTONES 256
+
 struct informer {
 	struct informer_config cfg;
 	pthread_mutex_t lock;
 	struct cached_pool *pools;
 	size_t n_pools;
+	char tombstones[INFORMER_TOMBSTONES][64];
+	size_t next_tombstone;
 	struct watcher *watchers;
 	size_t n_watchers, running;
 	volatile sig_atomic_t stopping;
@@ -62,6 +71,39 @@ const char *informer_resource_version(const cJSON *obj)
 	const cJSON *rv = cJSON_GetObjectItemCaseSensitive(
 		cJSON_GetObjectItemCaseSensitive(obj, "metadata"), "resourceVersion");
 	return cJSON_IsString(rv) ? rv->valuestring : "";
+}
+
+static const char *uid_of(const cJSON *obj)
+{
+	const cJSON *uid = cJSON_GetObjectItemCaseSensitive(
+		cJSON_GetObjectItemCaseSensitive(obj, "metadata"), "uid");
+	return cJSON_IsString(uid) ? uid->valuestring : "";
+}
+
+/* A resourceVersion as a number; false when it is not a plain decimal uint64. */
+static bool rv_parse(const char *s, unsigned long long *ret)
+{
+	unsigned long long v = 0;
+	if (!s || !*s || strlen(s) > 20)
+		return false;
+	for (; *s; s++) {
+		if (*s < '0' || *s > '9')
+			return false;
+		unsigned d = (unsigned)(*s - '0');
+		if (v > (ULLONG_MAX - d) / 10)
+			return false;
+		v = v * 10 + d;
+	}
+	*ret = v;
+	return true;
+}
+
+bool informer_rv_newer(const char *cached, const char *incoming)
+{
+	unsigned long long c, i;
+	if (!rv_parse(cached, &c) || !rv_parse(incoming, &i))
+		return true;  /* opaque versions: take the event, as client-go does */
+	return i > c;
 }
 
 struct informer *informer_new(const struct informer_config *cfg)
@@ -102,6 +144,18 @@ static void store(struct cached_pool *p, const cJSON *obj)
 	p->packed_len = packed_len;
 	p->json_len = len;
 	snprintf(p->rv, sizeof(p->rv), "%s", informer_resource_version(obj));
+	snprintf(p->uid, sizeof(p->uid), "%s", uid_of(obj));
+}
+
+/* Under the lock. */
+static bool tombstoned(const struct informer *inf, const char *uid)
+{
+	if (!*uid)
+		return false;
+	for (size_t i = 0; i < INFORMER_TOMBSTONES; i++)
+		if (strcmp(inf->tombstones[i], uid) == 0)
+			return true;
+	return false;
 }
 
 /* The cached object, parsed; called under the lock. */
@@ -118,20 +172,32 @@ static cJSON *unpack(const struct cached_pool *p)
 	return obj;
 }
 
-/* Records an object; returns whether reconcile should look at it at once (new, spec
- * changed, or deletion started). Status-only updates, most of them ours, only refresh
- * the cache. */
+/* Records an object unless the cache already holds a newer version of it (a lagging
+ * watch, a reconnect replaying from an older resourceVersion) or it was deleted; a
+ * different uid is a recreated object and always replaces. Returns whether reconcile
+ * should look at it at once (new, spec changed, or deletion started). Status-only
+ * updates, most of them ours, only refresh the cache. */
 static bool remember(struct informer *inf, const char *key, const cJSON *obj)
 {
 	const cJSON *md = cJSON_GetObjectItemCaseSensitive(obj, "metadata");
 	const cJSON *gen = cJSON_GetObjectItemCaseSensitive(md, "generation");
 	int64_t generation = pool_json_int64(gen);
 	bool deleting = cJSON_GetObjectItemCaseSensitive(md, "deletionTimestamp") != NULL;
+	const char *uid = uid_of(obj);
 	pthread_mutex_lock(&inf->lock);
+	if (tombstoned(inf, uid)) {
+		pthread_mutex_unlock(&inf->lock);
+		return false;
+	}
 	struct cached_pool *p = find(inf, key);
 	bool changed = true;
 	if (p) {
-		changed = p->generation != generation || p->deleting != deleting;
+		bool same_object = !*uid || !*p->uid || strcmp(uid, p->uid) == 0;
+		if (same_object && !informer_rv_newer(p->rv, informer_resource_version(obj))) {
+			pthread_mutex_unlock(&inf->lock);
+			return false;
+		}
+		changed = !same_object || p->generation != generation || p->deleting != deleting;
 	} else {
 		inf->pools = xrealloc(inf->pools, (inf->n_pools + 1) * sizeof(*inf->pools));
 		p = &inf->pools[inf->n_pools++];
@@ -151,15 +217,31 @@ static void drop(struct informer *inf, size_t i)
 	inf->pools[i] = inf->pools[--inf->n_pools];
 }
 
-static void forget(struct informer *inf, const char *key)
+/* A deletion is final for its uid: it drops the cached object of that uid whatever the
+ * versions, and tombstones the uid. A DELETED of another uid than the cached one drops
+ * it only when newer (the cached object predates it); an older one is about a previous
+ * incarnation and leaves the recreated object alone. Returns whether a pool was dropped. */
+static bool forget(struct informer *inf, const char *key, const cJSON *obj)
 {
+	const char *uid = uid_of(obj);
+	bool dropped = false;
 	pthread_mutex_lock(&inf->lock);
+	if (*uid && !tombstoned(inf, uid)) {
+		snprintf(inf->tombstones[inf->next_tombstone], sizeof(inf->tombstones[0]), "%s", uid);
+		inf->next_tombstone = (inf->next_tombstone + 1) % INFORMER_TOMBSTONES;
+	}
 	for (size_t i = 0; i < inf->n_pools; i++)
 		if (strcmp(inf->pools[i].key, key) == 0) {
-			drop(inf, i);
+			struct cached_pool *p = &inf->pools[i];
+			bool same_object = !*uid || !*p->uid || strcmp(uid, p->uid) == 0;
+			if (same_object || informer_rv_newer(p->rv, informer_resource_version(obj))) {
+				drop(inf, i);
+				dropped = true;
+			}
 			break;
 		}
 	pthread_mutex_unlock(&inf->lock);
+	return dropped;
 }
 
 static bool in_scope(const struct watcher *w, const char *key)
@@ -264,18 +346,23 @@ static int on_event(void *ud, const char *type, cJSON *obj)
 	set_resource_version(w, obj);
 	if (strcmp(type, "BOOKMARK") == 0)
 		return 0;
+	informer_apply_event(inf, type, obj);
+	return 0;
+}
+
+void informer_apply_event(struct informer *inf, const char *type, const cJSON *obj)
+{
 	char *key = informer_key(obj);
 	if (!key)
-		return 0;
+		return;
 	if (strcmp(type, "DELETED") == 0) {
-		forget(inf, key);
-		inf->cfg.deleted(inf->cfg.userdata, key);
+		if (forget(inf, key, obj))
+			inf->cfg.deleted(inf->cfg.userdata, key);
 	} else if (remember(inf, key, obj)) {
 		log_debug("watch: %s %s", type, key);
 		inf->cfg.enqueue(inf->cfg.userdata, key, true);
 	}
 	free(key);
-	return 0;
 }
 
 static void sleep_ms(struct informer *inf, int64_t ms)
