@@ -11,8 +11,13 @@
 #define POOL_API_VERSION POOL_API_GROUP "/v1"
 #define POOL_KIND "Spotpool"
 /* Tag every owned instance carries: key fixed for all pools (one tag-key filter finds
- * them all), value "<namespace>/<name>" (a tag:<key> filter finds one pool's). */
+ * them all), value pool_owner_tag() (a tag:<key> filter finds one pool's). */
 #define POOL_TAG_KEY "spotpool.jokerbai.com/pool"
+/* Tencent's tag service takes values of at most 255 characters; "<namespace>/<name>" of
+ * a Kubernetes object reaches 63 + 1 + 253 = 317. */
+#define POOL_TAG_VALUE_MAX 255
+/* Label values (the /scale selector) are at most 63 characters. */
+#define POOL_LABEL_VALUE_MAX 63
 /* Held on every pool until its instances are confirmed gone (or retained). */
 #define POOL_FINALIZER "spotpool.jokerbai.com/finalizer"
 /* Tag of each launched instance naming its launch (the ClientToken): a launch whose
@@ -49,7 +54,7 @@ struct pool_instance {
 	char public_ip[48];    /* empty when none: normal, not an error */
 	char created_time[32]; /* ISO 8601 as reported */
 	int64_t created;       /* epoch seconds, 0 if unparseable */
-	char pool_tag[160];    /* value of POOL_TAG_KEY (the owner), empty if none or too long */
+	char pool_tag[POOL_TAG_VALUE_MAX + 1]; /* value of POOL_TAG_KEY (the owner), empty if none */
 	char launch_tag[65];   /* value of POOL_LAUNCH_TAG_KEY, empty if none or too long */
 	char cluster_tag[64];  /* value of POOL_CLUSTER_TAG_KEY; empty if none, "?" if not a
 				* cluster name (empty or too long): never ours */
@@ -119,8 +124,18 @@ int pool_spec_for_cleanup(const cJSON *obj, const char *default_namespace,
 			  struct pool_spec **ret_spec, struct sp_error *err);
 void pool_spec_free(struct pool_spec *spec);
 
-/* The value of POOL_TAG_KEY for this pool; caller frees. */
+/* The owner tag value of the pool namespace/name, a function of those two alone:
+ * "<namespace>/<name>" when it fits in a tag value; otherwise its first 222 characters,
+ * '#' and 32 hex digits of its SHA-256 (255 in all; '#' never occurs in a Kubernetes
+ * name, so the two forms cannot meet). Every name Kubernetes accepts gets a distinct
+ * value that Tencent accepts. Caller frees. */
+char *pool_owner_tag(const char *namespace, const char *name);
+/* pool_owner_tag of the spec's namespace and name; caller frees. */
 char *pool_tag_value(const struct pool_spec *spec);
+/* The value of the /scale selector's spotpool.jokerbai.com/pool-name label: the name
+ * when it is a valid label value (at most 63 characters), otherwise its first 30
+ * characters, '-' and 32 hex digits of its SHA-256. Caller frees. */
+char *pool_label_value(const char *name);
 /* A non-negative integer field (metadata.generation, ...); 0 when absent, not a number
  * or out of int64's range. */
 int64_t pool_json_int64(const cJSON *v);

@@ -60,13 +60,42 @@ static void on_deleted(void *ud, const char *key)
 	free(copy);
 }
 
+/* The key of the cached pool whose owner tag is a digest form (its namespace/name is too
+ * long for a tag value), or NULL. Such names are rare: a scan of the keys is enough. */
+static char *key_of_long_owner(struct ctl *c, const char *owner)
+{
+	struct strv keys = {0};
+	char *found = NULL;
+	informer_keys(c->informer, &keys);
+	for (size_t i = 0; i < keys.n && !found; i++) {
+		char *slash = strchr(keys.v[i], '/');
+		if (strlen(keys.v[i]) <= POOL_TAG_VALUE_MAX || !slash)
+			continue;
+		*slash = '\0';
+		char *tag = pool_owner_tag(keys.v[i], slash + 1);
+		*slash = '/';
+		if (strcmp(tag, owner) == 0)
+			found = xstrdup(keys.v[i]);
+		free(tag);
+	}
+	strv_clear(&keys);
+	return found;
+}
+
 /* The inventory saw a pool's instances change (a reclaim, a launch showing up). Only
- * pools this controller watches are looked at. */
+ * pools this controller watches are looked at. The owner tag is the pool's key unless
+ * the key was too long for a tag value. */
 static void on_instances_changed(void *ud, const char *owner)
 {
 	struct ctl *c = ud;
-	if (informer_has(c->informer, owner))
+	if (informer_has(c->informer, owner)) {
 		wq_add(c->queue, owner, 0);
+		return;
+	}
+	char *key = strlen(owner) == POOL_TAG_VALUE_MAX ? key_of_long_owner(c, owner) : NULL;
+	if (key)
+		wq_add(c->queue, key, 0);
+	free(key);
 }
 
 struct ctl *ctl_new(const struct ctl_options *opt)

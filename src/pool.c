@@ -3,6 +3,7 @@
 
 #include <ctype.h>
 #include <math.h>
+#include <openssl/sha.h>
 #include <stdio.h>
 #include <string.h>
 
@@ -666,9 +667,40 @@ void pool_spec_free(struct pool_spec *p)
 	free(p);
 }
 
+/* Hex digits of SHA-256 that stand for a name too long to write out: 128 bits. */
+#define DIGEST_HEX 32
+
+/* The first `keep` characters of s, sep and DIGEST_HEX hex digits of SHA-256(s). */
+static char *prefix_and_digest(const char *s, size_t keep, char sep)
+{
+	unsigned char md[SHA256_DIGEST_LENGTH];
+	char hex[DIGEST_HEX + 1];
+	SHA256((const unsigned char *)s, strlen(s), md);
+	sp_hex(md, DIGEST_HEX / 2, hex);
+	return xasprintf("%.*s%c%s", (int)keep, s, sep, hex);
+}
+
+char *pool_owner_tag(const char *namespace, const char *name)
+{
+	char *owner = xasprintf("%s/%s", namespace, name);
+	if (strlen(owner) <= POOL_TAG_VALUE_MAX)
+		return owner;
+	char *tag = prefix_and_digest(owner, POOL_TAG_VALUE_MAX - 1 - DIGEST_HEX, '#');
+	free(owner);
+	return tag;
+}
+
 char *pool_tag_value(const struct pool_spec *spec)
 {
-	return xasprintf("%s/%s", spec->namespace, spec->name);
+	return pool_owner_tag(spec->namespace, spec->name);
+}
+
+char *pool_label_value(const char *name)
+{
+	if (strlen(name) <= POOL_LABEL_VALUE_MAX)
+		return xstrdup(name);
+	/* A name's characters are label characters; the digest ends it alphanumerically. */
+	return prefix_and_digest(name, POOL_LABEL_VALUE_MAX - 1 - DIGEST_HEX, '-');
 }
 
 int64_t pool_json_int64(const cJSON *v)

@@ -337,7 +337,9 @@ static cJSON *build_status(struct pass *p, const struct plan *plan, bool final)
 		reason = p->start_degraded_reason;
 		message = p->start_degraded_message;
 	}
-	char *selector = xasprintf("spotpool.jokerbai.com/pool-name=%s", p->name);
+	char *label = pool_label_value(p->name);
+	char *selector = xasprintf("spotpool.jokerbai.com/pool-name=%s", label);
+	free(label);
 	size_t n = 0;
 	struct pool_instance *recorded = plan ? plan_recorded(p->instances, p->n_instances, &p->terminated, &n)
 					      : NULL;
@@ -891,7 +893,7 @@ void reconcile_pool(struct reconciler *r, cJSON *obj, struct reconcile_result *r
 	p.name = xstrdup(jname->valuestring);
 	const char *ns = p.ns, *name = p.name;
 	p.path = xasprintf("/apis/%s/namespaces/%s/spotpools/%s", POOL_API_GROUP "/v1", ns, name);
-	p.owner = xasprintf("%s/%s", ns, name);
+	p.owner = pool_owner_tag(ns, name);
 	struct sp_error err = {0};
 	int rc;
 	p.old_status = cJSON_GetObjectItemCaseSensitive(p.obj, "status");

@@ -162,24 +162,29 @@ static double num(const cJSON *o, const char *name)
 }
 
 /* {"Response": {"TotalCount": total, "InstanceSet": [ins-<first> .. +count)}} as owned text. */
+/* Appends a RUNNING instance ins-<number> with the owner tag value owner. */
+static void add_owned_instance(cJSON *set, int number, const char *owner)
+{
+	cJSON *in = cJSON_CreateObject();
+	char id[32];
+	snprintf(id, sizeof(id), "ins-%08d", number);
+	cJSON_AddStringToObject(in, "InstanceId", id);
+	cJSON_AddStringToObject(in, "InstanceState", "RUNNING");
+	cJSON *tag = cJSON_CreateObject();
+	cJSON_AddStringToObject(tag, "Key", POOL_TAG_KEY);
+	cJSON_AddStringToObject(tag, "Value", owner);
+	cJSON_AddItemToArray(cJSON_AddArrayToObject(in, "Tags"), tag);
+	cJSON_AddItemToArray(set, in);
+}
+
 static char *page_json(double total, int first, int count)
 {
 	cJSON *root = cJSON_CreateObject();
 	cJSON *resp = cJSON_AddObjectToObject(root, "Response");
 	cJSON_AddNumberToObject(resp, "TotalCount", total);
 	cJSON *set = cJSON_AddArrayToObject(resp, "InstanceSet");
-	for (int i = first; i < first + count; i++) {
-		cJSON *in = cJSON_CreateObject();
-		char id[32];
-		snprintf(id, sizeof(id), "ins-%08d", i);
-		cJSON_AddStringToObject(in, "InstanceId", id);
-		cJSON_AddStringToObject(in, "InstanceState", "RUNNING");
-		cJSON *tag = cJSON_CreateObject();
-		cJSON_AddStringToObject(tag, "Key", POOL_TAG_KEY);
-		cJSON_AddStringToObject(tag, "Value", "ml/gpu");
-		cJSON_AddItemToArray(cJSON_AddArrayToObject(in, "Tags"), tag);
-		cJSON_AddItemToArray(set, in);
-	}
+	for (int i = first; i < first + count; i++)
+		add_owned_instance(set, i, "ml/gpu");
 	cJSON_AddStringToObject(resp, "RequestId", "req-1");
 	char *text = cJSON_PrintUnformatted(root);
 	cJSON_Delete(root);
@@ -407,7 +412,7 @@ static void test_parse_instances(void **state)
 	assert_string_equal(list[1].public_ip, "");
 	assert_string_equal(list[1].pool_tag, "");  /* no tags */
 	assert_string_equal(list[1].launch_tag, "");
-	assert_string_equal(list[2].pool_tag, "");  /* too long to be ours */
+	assert_int_equal(strlen(list[2].pool_tag), 160);  /* any value the tag service allows */
 	assert_int_equal(list[0].created, list[1].created);
 	free(list);
 	cJSON_Delete(resp);
@@ -454,6 +459,54 @@ static void test_cluster_tag(void **state)
 	assert_string_equal(list[2].cluster_tag, "?");  /* too long to be ours: another cluster's */
 	assert_string_equal(list[3].cluster_tag, "?");  /* empty: not a name spotpool writes */
 	free(list);
+	cJSON_Delete(resp);
+}
+
+/* A long namespace/name: the launch tags its instances with the pool's owner tag (255
+ * characters, digest form) and a describe reads every value the tag service allows back
+ * in full, so the pool sees its own instances (a 160-byte field once read a 202-character
+ * owner as none and the pool launched without end). */
+static void test_long_owner_tag(void **state)
+{
+	(void)state;
+	char ns[64], name[254];
+	memset(ns, 'n', 63), ns[63] = '\0';
+	memset(name, 'a', 253), name[253] = '\0';
+	name[100] = '.';
+	struct pool_spec s = sample_spec();
+	s.namespace = ns;
+	s.name = name;
+	struct cvm_launch l = {.spec = &s, .count = 1, .client_token = "tok-1"};
+	cJSON *req = cvm_run_request(&l);
+	char *owner = pool_owner_tag(ns, name);
+	const char *sent = jstr(req, "TagSpecification.0.Tags.0.Value");
+	assert_string_equal(sent, owner);
+	assert_int_equal(strlen(sent), POOL_TAG_VALUE_MAX);
+	assert_true(strlen(jstr(req, "InstanceName")) <= 60);
+	cJSON_Delete(req);
+
+	/* Read back: the 255-character owner, a 202-character literal one, and a value longer
+	 * than Tencent allows (never a pool's). */
+	char literal[203];
+	memset(literal, 'b', 202), literal[202] = '\0';
+	literal[10] = '/';
+	char too_long[257];
+	memset(too_long, 'c', 256), too_long[256] = '\0';
+	const char *values[] = {owner, literal, too_long};
+	cJSON *resp = cJSON_CreateObject();
+	cJSON_AddNumberToObject(resp, "TotalCount", 3);
+	cJSON *set = cJSON_AddArrayToObject(resp, "InstanceSet");
+	for (int i = 0; i < 3; i++)
+		add_owned_instance(set, i, values[i]);
+	struct pool_instance *list = NULL;
+	size_t n = 0, total = 0;
+	assert_int_equal(cvm_parse_instances(resp, &list, &n, &total, NULL), 0);
+	assert_int_equal(n, 3);
+	assert_string_equal(list[0].pool_tag, owner);
+	assert_string_equal(list[1].pool_tag, literal);
+	assert_string_equal(list[2].pool_tag, "");
+	free(list);
+	free(owner);
 	cJSON_Delete(resp);
 }
 
@@ -902,6 +955,7 @@ int main(void)
 		cmocka_unit_test(test_run_request_offering),
 		cmocka_unit_test(test_parse_instances),
 		cmocka_unit_test(test_cluster_tag),
+		cmocka_unit_test(test_long_owner_tag),
 		cmocka_unit_test(test_parse_rejects_malformed),
 		cmocka_unit_test(test_describe_pages),
 		cmocka_unit_test(test_describe_inconsistent_paging),
