@@ -43,7 +43,11 @@ struct http_request {
 struct http_response {
 	long status;
 	struct buf body;
+	int retry_after;  /* Retry-After in seconds (capped at HTTP_RETRY_AFTER_MAX), -1 = none */
 };
+
+/* Longest Retry-After honoured: a peer asking for more still gets retried after this. */
+#define HTTP_RETRY_AFTER_MAX 60
 
 struct http_client;
 
@@ -54,7 +58,10 @@ void http_client_free(struct http_client *c);
 
 /* Performs the request. Transport failures (DNS, connect, TLS, timeout) are
  * SP_ETRANSIENT; a body beyond max_response is SP_ETOOBIG; any HTTP status is
- * success here and left to the caller. ret is initialised by this function and
+ * success here and left to the caller. An X-TC-Token header (a temporary credential)
+ * is never sent over plain http except to loopback (an emulator): SP_ECONFIG, nothing
+ * sent; the first plain-http request carrying credentials to a host that is not
+ * loopback logs a warning (loopback never crosses a network: a debug line). ret is initialised by this function and
  * must be released with http_response_free() even on failure. */
 int http_do(struct http_client *c, const struct http_request *req, struct http_response *ret,
 	    struct sp_error *err);
@@ -67,6 +74,15 @@ void http_response_free(struct http_response *r);
  * request sets refuse_after_abort. */
 void http_abort_all(void);
 bool http_aborting(void);
+
+/* A Retry-After header's value in its seconds form ("120"), capped at cap; -1 when
+ * absent, negative, malformed or an HTTP-date (not worth a date parser here). */
+int http_retry_after(const char *value, int cap);
+/* The host names this machine: localhost (and *.localhost), 127.0.0.0/8 or ::1, with or
+ * without IPv6 brackets, a trailing dot or a :port. */
+bool http_host_loopback(const char *host);
+/* The URL is plain http (anything but https travels unencrypted). */
+bool http_url_cleartext(const char *url);
 
 /* Host part of a URL as it appears in the Host header ("h", "h:port"), caller frees. */
 int http_url_host(const char *url, char **ret_host, struct sp_error *err);

@@ -1,9 +1,15 @@
 /* http: bounded libcurl transport. */
 #include "http.h"
+#include "log.h"
 
+#include <arpa/inet.h>
+#include <ctype.h>
 #include <curl/curl.h>
+#include <errno.h>
 #include <stdatomic.h>
+#include <stdio.h>
 #include <string.h>
+#include <strings.h>
 
 /* Lock-free, so storing it from a signal handler is async-signal-safe. */
 _Static_assert(ATOMIC_INT_LOCK_FREE == 2, "http_abort_all needs a lock-free atomic int");
@@ -64,6 +70,106 @@ void http_client_free(struct http_client *c)
 void http_response_free(struct http_response *r)
 {
 	buf_free(&r->body);
+}
+
+int http_retry_after(const char *v, int cap)
+{
+	if (!v)
+		return -1;
+	while (*v == ' ' || *v == '\t')
+		v++;
+	if (!isdigit((unsigned char)*v))
+		return -1;
+	char *end;
+	errno = 0;
+	long s = strtol(v, &end, 10);
+	while (*end == ' ' || *end == '\t' || *end == '\r' || *end == '\n')
+		end++;
+	if (*end)
+		return -1;
+	return errno == ERANGE || s > cap ? cap : (int)s;
+}
+
+bool http_host_loopback(const char *host)
+{
+	char h[256];
+	size_t n = strlen(host);
+	if (n >= sizeof(h))
+		return false;
+	if (*host == '[') {  /* [::1] or [::1]:port */
+		const char *close = strchr(host, ']');
+		if (!close)
+			return false;
+		snprintf(h, sizeof(h), "%.*s", (int)(close - host - 1), host + 1);
+	} else {
+		snprintf(h, sizeof(h), "%s", host);
+		char *colon = strchr(h, ':');
+		if (colon && !strchr(colon + 1, ':'))  /* host:port, not a bare IPv6 address */
+			*colon = '\0';
+	}
+	n = strlen(h);
+	if (n && h[n - 1] == '.')
+		h[--n] = '\0';
+	if (strcasecmp(h, "localhost") == 0 || (n > 10 && strcasecmp(h + n - 10, ".localhost") == 0))
+		return true;
+	struct in_addr a4;
+	struct in6_addr a6;
+	if (inet_pton(AF_INET, h, &a4) == 1)
+		return (ntohl(a4.s_addr) >> 24) == 127;
+	return inet_pton(AF_INET6, h, &a6) == 1 && memcmp(&a6, &in6addr_loopback, sizeof(a6)) == 0;
+}
+
+bool http_url_cleartext(const char *url)
+{
+	return strncasecmp(url, "https://", 8) != 0;
+}
+
+/* Credentials over plain http: X-TC-Token to anything but loopback is refused; other
+ * requests to a host that is not loopback are warned about once per process. Loopback
+ * (an emulator, a local proxy) never crosses a network, so it stays quiet: a debug line.
+ * Returns 0 or SP_ECONFIG. */
+static int check_cleartext(const struct http_request *req, struct sp_error *err)
+{
+	static atomic_bool warned;
+	if (!http_url_cleartext(req->url))
+		return 0;
+	bool token = false, creds = false;
+	for (size_t i = 0; i < req->n_headers; i++) {
+		const char *h = req->headers[i];
+		if (strncasecmp(h, "X-TC-Token:", 11) == 0)
+			token = creds = true;
+		else if (strncasecmp(h, "Authorization:", 14) == 0)
+			creds = true;
+	}
+	if (!creds)
+		return 0;
+	char *host = NULL;
+	bool loopback = http_url_host(req->url, &host, NULL) == 0 && http_host_loopback(host);
+	int r = 0;
+	if (token && !loopback)
+		r = sp_fail(err, SP_ECONFIG, "%s %s: refusing to send the X-TC-Token credential over plain "
+			    "http to a host that is not loopback; use an https endpoint", req->method, req->url);
+	else if (!atomic_exchange(&warned, true))
+		log_msg(loopback ? LOG_LVL_DEBUG : LOG_LVL_WARN, "%s is plain http: requests to it, "
+			"including their credentials (Authorization%s), travel unencrypted; use https",
+			host ? host : req->url, token ? ", X-TC-Token" : "");
+	free(host);
+	return r;
+}
+
+/* Picks Retry-After out of the response headers (the last response's, after a 100). */
+static size_t on_header(char *ptr, size_t size, size_t nmemb, void *ud)
+{
+	struct transfer *t = ud;
+	size_t n = size * nmemb;
+	if (n >= 5 && strncmp(ptr, "HTTP/", 5) == 0)
+		t->resp->retry_after = -1;
+	else if (n > 12 && strncasecmp(ptr, "Retry-After:", 12) == 0) {
+		char v[64];
+		snprintf(v, sizeof(v), "%.*s", (int)(n - 12 < sizeof(v) - 1 ? n - 12 : sizeof(v) - 1), ptr + 12);
+		t->resp->retry_after = http_retry_after(v, HTTP_RETRY_AFTER_MAX);
+	}
+	return n;
 }
 
 static size_t on_write(char *ptr, size_t size, size_t nmemb, void *ud)
@@ -129,13 +235,16 @@ static void apply_tls(CURL *curl, const struct http_tls *tls)
 int http_do(struct http_client *c, const struct http_request *req, struct http_response *ret,
 	    struct sp_error *err)
 {
-	*ret = (struct http_response){0};
+	*ret = (struct http_response){.retry_after = -1};
 	buf_init(&ret->body, req->max_response ? req->max_response : 1024 * 1024);
 	struct transfer t = {.req = req, .resp = ret,
 			     .abortable = req->refuse_after_abort || !http_aborting()};
 	CURL *curl = c->curl;
 	if (req->refuse_after_abort && http_aborting())
 		return sp_fail(err, SP_ETRANSIENT, "%s %s: aborted (shutting down)", req->method, req->url);
+	int r = check_cleartext(req, err);
+	if (r < 0)
+		return r;
 
 	curl_easy_reset(curl);
 	curl_easy_setopt(curl, CURLOPT_URL, req->url);
@@ -148,6 +257,8 @@ int http_do(struct http_client *c, const struct http_request *req, struct http_r
 			 req->connect_timeout_ms ? req->connect_timeout_ms : 5000L);
 	curl_easy_setopt(curl, CURLOPT_WRITEFUNCTION, on_write);
 	curl_easy_setopt(curl, CURLOPT_WRITEDATA, &t);
+	curl_easy_setopt(curl, CURLOPT_HEADERFUNCTION, on_header);
+	curl_easy_setopt(curl, CURLOPT_HEADERDATA, &t);
 	curl_easy_setopt(curl, CURLOPT_NOPROGRESS, 0L);
 	curl_easy_setopt(curl, CURLOPT_XFERINFOFUNCTION, on_progress);
 	curl_easy_setopt(curl, CURLOPT_XFERINFODATA, &t);
