@@ -49,8 +49,22 @@ const char *log_level_name(enum log_level level);
 const char *log_format_name(enum log_format fmt);
 bool log_enabled(enum log_level level);
 
-/* Registers a string that must never appear in output; it is replaced by "[redacted]". */
+/* Shortest value registered for redaction; see log_add_secret. */
+#define LOG_SECRET_MIN 16
+/* Most values registered at once; the least recently registered goes first. */
+#define LOG_SECRETS_MAX 256
+
+/* Registers a string that must never appear in output; it is replaced by "[redacted]".
+ * Only secret values (keys, tokens) belong here, never IDs: a registered string is
+ * hidden from every tenant's logs, events and status. Values shorter than
+ * LOG_SECRET_MIN are ignored. Registering again refreshes a value: at most
+ * LOG_SECRETS_MAX are kept, the least recently registered is forgotten first. */
 void log_add_secret(const char *secret);
+/* Registers secret as the one value of field of Secret ns/name, forgetting the value it
+ * held before (a rotated key); secret NULL just forgets it. */
+void log_replace_secret(const char *ns, const char *name, const char *field, const char *secret);
+/* How many values are registered. */
+size_t log_secret_count(void);
 /* Forgets (and wipes) a registered secret that is no longer in use, e.g. a rotated token. */
 void log_remove_secret(const char *secret);
 /* Replaces registered secrets in s (in place, output never longer than input + marker growth

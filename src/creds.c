@@ -45,8 +45,8 @@ int creds_from_file(struct creds *ret, const char *path, struct sp_error *err)
 		else if (r == 0 && !cJSON_IsString(v))
 			r = sp_fail(err, SP_EINVAL, "%s:%d: %s: must be a string", path,
 				    manifest_line_of(&set.docs[0], v->string), v->string);
-		else if (cJSON_IsString(v))
-			log_add_secret(v->valuestring);
+		else if (cJSON_IsString(v) && strcmp(v->string, "secretId") != 0)
+			log_add_secret(v->valuestring);  /* an ID is no secret */
 	}
 	const cJSON *id = cJSON_GetObjectItemCaseSensitive(o, "secretId");
 	const cJSON *key = cJSON_GetObjectItemCaseSensitive(o, "secretKey");

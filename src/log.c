@@ -15,8 +15,20 @@
 static pthread_mutex_t log_lock = PTHREAD_MUTEX_INITIALIZER;
 static enum log_format log_fmt = LOG_FMT_PLAIN;
 static enum log_level log_lvl = LOG_LVL_INFO;
-/* Longest first: a secret that contains another is replaced whole, not around the shorter. */
-static struct strv log_secrets;
+/* The registered secrets, longest first: a secret that contains another is replaced
+ * whole, not around the shorter. Bounded (every line is scanned once per secret, and
+ * rotated keys and tokens would otherwise pile up): when full, the least recently
+ * registered goes. Secrets in use are registered again by every pass that uses them,
+ * so only values nobody used lately are evicted. An owner (a Secret's key) holds one
+ * value: registering a new one for it forgets the old. */
+struct secret {
+	char *value;
+	char *owner;     /* NULL: anonymous */
+	uint64_t used;   /* registration tick, for eviction */
+};
+static struct secret log_secrets[LOG_SECRETS_MAX];
+static size_t log_n_secrets;
+static uint64_t log_tick;
 static FILE *log_out;  /* NULL: stderr */
 static int (*journal_sendv)(const struct iovec *iov, int n) = sd_journal_sendv;
 
@@ -100,21 +112,74 @@ bool log_enabled(enum log_level level)
 	return level <= log_lvl;
 }
 
+/* Under the lock. */
+static void remove_at(size_t i)
+{
+	sp_secure_free(log_secrets[i].value);
+	free(log_secrets[i].owner);
+	/* Shifting (not swapping in the last) keeps the longest-first order. */
+	memmove(&log_secrets[i], &log_secrets[i + 1], (log_n_secrets - i - 1) * sizeof(log_secrets[0]));
+	log_n_secrets--;
+}
+
+/* Registers (or refreshes) secret; under the lock. Returns its entry. */
+static struct secret *add_locked(const char *secret)
+{
+	for (size_t i = 0; i < log_n_secrets; i++)
+		if (strcmp(log_secrets[i].value, secret) == 0) {
+			log_secrets[i].used = ++log_tick;
+			return &log_secrets[i];
+		}
+	if (log_n_secrets == LOG_SECRETS_MAX) {
+		size_t oldest = 0;
+		for (size_t i = 1; i < log_n_secrets; i++)
+			if (log_secrets[i].used < log_secrets[oldest].used)
+				oldest = i;
+		remove_at(oldest);
+	}
+	size_t i = log_n_secrets++, len = strlen(secret);
+	for (; i > 0 && strlen(log_secrets[i - 1].value) < len; i--)
+		log_secrets[i] = log_secrets[i - 1];
+	log_secrets[i] = (struct secret){.value = xstrdup(secret), .used = ++log_tick};
+	return &log_secrets[i];
+}
+
+/* Real secrets are long (a Tencent SecretKey is 32 characters, session and
+ * service-account tokens hundreds); anything shorter could be an ordinary word or
+ * ID prefix that a tenant registers to hide it from everyone's output. */
+static bool worth_redacting(const char *secret)
+{
+	return secret && strlen(secret) >= LOG_SECRET_MIN;
+}
+
 void log_add_secret(const char *secret)
 {
-	/* Very short strings would redact ordinary words; real keys and tokens are far longer. */
-	if (!secret || strlen(secret) < 4)
+	if (!worth_redacting(secret))
 		return;
 	pthread_mutex_lock(&log_lock);
-	if (!strv_contains(&log_secrets, secret)) {
-		strv_push(&log_secrets, secret);
-		size_t i = log_secrets.n - 1, len = strlen(secret);
-		char *added = log_secrets.v[i];
-		for (; i > 0 && strlen(log_secrets.v[i - 1]) < len; i--)
-			log_secrets.v[i] = log_secrets.v[i - 1];
-		log_secrets.v[i] = added;
+	add_locked(secret);
+	pthread_mutex_unlock(&log_lock);
+}
+
+void log_replace_secret(const char *ns, const char *name, const char *field, const char *secret)
+{
+	char *owner = xasprintf("%s/%s/%s", ns ? ns : "", name ? name : "", field ? field : "");
+	pthread_mutex_lock(&log_lock);
+	for (size_t i = 0; i < log_n_secrets;) {
+		struct secret *e = &log_secrets[i];
+		if (e->owner && strcmp(e->owner, owner) == 0 && (!secret || strcmp(e->value, secret) != 0))
+			remove_at(i);
+		else
+			i++;
+	}
+	if (worth_redacting(secret)) {
+		struct secret *e = add_locked(secret);
+		free(e->owner);
+		e->owner = owner;
+		owner = NULL;
 	}
 	pthread_mutex_unlock(&log_lock);
+	free(owner);
 }
 
 void log_remove_secret(const char *secret)
@@ -122,22 +187,26 @@ void log_remove_secret(const char *secret)
 	if (!secret)
 		return;
 	pthread_mutex_lock(&log_lock);
-	for (size_t i = 0; i < log_secrets.n; i++) {
-		if (strcmp(log_secrets.v[i], secret) != 0)
-			continue;
-		sp_secure_free(log_secrets.v[i]);
-		/* Shifting (not swapping in the last) keeps the longest-first order. */
-		memmove(&log_secrets.v[i], &log_secrets.v[i + 1], (log_secrets.n - i) * sizeof(char *));
-		log_secrets.n--;
-		break;
-	}
+	for (size_t i = 0; i < log_n_secrets; i++)
+		if (strcmp(log_secrets[i].value, secret) == 0) {
+			remove_at(i);
+			break;
+		}
 	pthread_mutex_unlock(&log_lock);
+}
+
+size_t log_secret_count(void)
+{
+	pthread_mutex_lock(&log_lock);
+	size_t n = log_n_secrets;
+	pthread_mutex_unlock(&log_lock);
+	return n;
 }
 
 static char *redact_locked(char *s, size_t n)
 {
-	for (size_t i = 0; i < log_secrets.n; i++) {
-		const char *secret = log_secrets.v[i];
+	for (size_t i = 0; i < log_n_secrets; i++) {
+		const char *secret = log_secrets[i].value;
 		size_t sl = strlen(secret);
 		char *hit;
 		while ((hit = strstr(s, secret))) {
@@ -160,8 +229,8 @@ static char *redact_locked(char *s, size_t n)
 static char *redact_dup_locked(const char *s)
 {
 	char *out = xstrdup(s);
-	for (size_t i = 0; i < log_secrets.n; i++) {
-		const char *secret = log_secrets.v[i], *p, *hit;
+	for (size_t i = 0; i < log_n_secrets; i++) {
+		const char *secret = log_secrets[i].value, *p, *hit;
 		size_t sl = strlen(secret), hits = 0;
 		for (p = out; (hit = strstr(p, secret)); p = hit + sl)
 			hits++;
@@ -225,9 +294,8 @@ char *log_redact_copy(char *dst, size_t n, const char *src)
 void log_shutdown(void)
 {
 	pthread_mutex_lock(&log_lock);
-	for (size_t i = 0; i < log_secrets.n; i++)
-		explicit_bzero(log_secrets.v[i], strlen(log_secrets.v[i]));
-	strv_clear(&log_secrets);
+	while (log_n_secrets)
+		remove_at(log_n_secrets - 1);
 	pthread_mutex_unlock(&log_lock);
 }
 

@@ -424,13 +424,18 @@ static int resolve_credentials(struct pass *p)
 			     r == SP_ENOTFOUND ? "not found" : err.msg);
 			return r == SP_ENOTFOUND || r == SP_EFORBIDDEN ? SP_EAUTH : r;
 		}
-		char *id = kube_secret_value(secret, "secretId");
+		/* An ID is no secret: not registered for redaction, unlike kube_secret_value's. */
+		const char *id64 = cJSON_GetStringValue(cJSON_GetObjectItemCaseSensitive(
+			cJSON_GetObjectItemCaseSensitive(secret, "data"), "secretId"));
+		char *id = id64 ? sp_base64_decode(id64, NULL) : NULL;
 		char *key = kube_secret_value(secret, "secretKey");
 		char *token = kube_secret_value(secret, "token");
 		cJSON_Delete(secret);
 		int rc = 0;
 		if (id && key && *id && *key) {
 			creds_set(&p->creds, id, key, token, "secret");
+			log_replace_secret(p->ns, s->credentials_secret, "secretKey", key);  /* a rotated key is forgotten */
+			log_replace_secret(p->ns, s->credentials_secret, "token", token);
 		} else {
 			fail(p, SP_EAUTH, "credentials", NULL, "Secret %s/%s: key %s is %s", p->ns,
 			     s->credentials_secret, !id || !*id ? "secretId" : "secretKey",

@@ -243,17 +243,17 @@ static void test_secret_never_in_any_field(void **state)
 static void test_longer_secret_replaced_whole(void **state)
 {
 	(void)state;
-	log_add_secret("abcd");
-	log_add_secret("xxabcdyyzz");
+	log_add_secret("abcdefghijklmnop");
+	log_add_secret("xxabcdefghijklmnopyyzz");
 	capture_start(LOG_FMT_PLAIN);
-	log_info("token xxabcdyyzz and abcd");
+	log_info("token xxabcdefghijklmnopyyzz and abcdefghijklmnop");
 	const char *out = capture_end();
 	assert_contains(out, "token [redacted] and [redacted]\n");
-	log_remove_secret("abcd");
+	log_remove_secret("abcdefghijklmnop");
 	capture_start(LOG_FMT_PLAIN);
-	log_info("token xxabcdyyzz and abcd");
-	assert_contains(capture_end(), "token [redacted] and abcd\n");
-	log_remove_secret("xxabcdyyzz");
+	log_info("token xxabcdefghijklmnopyyzz and abcdefghijklmnop");
+	assert_contains(capture_end(), "token [redacted] and abcdefghijklmnop\n");
+	log_remove_secret("xxabcdefghijklmnopyyzz");
 }
 
 /* The message's head of n bytes, then SECRET, then more: SECRET straddles the cut. */
@@ -314,6 +314,55 @@ static void test_redact_copy(void **state)
 	assert_string_equal(small, "ok");
 }
 
+/* Regression (issue 19 item 10): every value of a Secret was registered, so a tenant's
+ * secretId "ins-" hid every instance ID from everybody's output. Only values of
+ * LOG_SECRET_MIN characters and more are taken, and the Secret reader registers only
+ * secretKey and token. */
+static void test_short_value_not_redacted(void **state)
+{
+	(void)state;
+	char line[128];
+	size_t base = log_secret_count();
+	log_add_secret("ins-");
+	log_replace_secret("tenant", "creds", "token", "ins-1a2b");
+	assert_int_equal(log_secret_count(), base);
+	log_replace_secret("tenant", "creds", "secretKey", "0123456789abcdef0123456789abcdef");
+	snprintf(line, sizeof(line), "launched ins-1a2b3c4d with 0123456789abcdef0123456789abcdef");
+	assert_string_equal(log_redact(line, sizeof(line)), "launched ins-1a2b3c4d with [redacted]");
+	log_replace_secret("tenant", "creds", "secretKey", NULL);
+	assert_int_equal(log_secret_count(), base);
+}
+
+/* A rotated key is forgotten when its Secret registers the next one, and 1,000
+ * rotations (or 1,000 distinct anonymous values) leave the list bounded. */
+static void test_rotation_forgets_and_list_bounded(void **state)
+{
+	(void)state;
+	size_t base = log_secret_count();
+	char key[40], old[40], line[128];
+	for (int i = 0; i < 1000; i++) {
+		snprintf(key, sizeof(key), "rotated-secret-key-%06d", i);
+		log_replace_secret("tenant", "creds", "secretKey", key);
+		log_replace_secret("tenant", "creds", "token", NULL);
+	}
+	assert_int_equal(log_secret_count(), base + 1);
+	snprintf(old, sizeof(old), "rotated-secret-key-%06d", 998);
+	snprintf(line, sizeof(line), "%s %s", old, key);
+	assert_string_equal(log_redact(line, sizeof(line)), "rotated-secret-key-000998 [redacted]");
+	log_replace_secret("tenant", "creds", "secretKey", NULL);
+	assert_int_equal(log_secret_count(), base);
+	for (int i = 0; i < 1000; i++) {
+		snprintf(key, sizeof(key), "anonymous-token-%06d", i);
+		log_add_secret(key);
+	}
+	assert_int_equal(log_secret_count(), LOG_SECRETS_MAX);
+	/* The newest stay, the least recently registered went first. */
+	snprintf(line, sizeof(line), "anonymous-token-000999 anonymous-token-000000");
+	assert_string_equal(log_redact(line, sizeof(line)), "[redacted] anonymous-token-000000");
+	log_shutdown();
+	assert_int_equal(log_secret_count(), 0);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -327,6 +376,8 @@ int main(void)
 		cmocka_unit_test_setup_teardown(test_redact_before_truncating_message, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_redact_before_truncating_fields, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_redact_copy, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_short_value_not_redacted, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_rotation_forgets_and_list_bounded, setup, teardown),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }
