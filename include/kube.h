@@ -47,7 +47,11 @@ void kube_client_free(struct kube_client *c);
 /* method + path ("/apis/..."), optional JSON body and content type. Maps HTTP status to
  * SP_ENOTFOUND (404), SP_ECONFLICT (409), SP_EGONE (410), SP_EAUTH (401),
  * SP_EFORBIDDEN (403), SP_EINVAL (400, 422), SP_ETHROTTLED (429), SP_ETRANSIENT (5xx,
- * network); the Status message goes to err->msg and its reason to err->reason. */
+ * network); the Status message goes to err->msg and its reason to err->reason. A 429
+ * with Retry-After (the apiserver did not process the request) is retried after the
+ * time asked for, capped at HTTP_RETRY_AFTER_MAX, up to KUBE_THROTTLE_RETRIES times, as
+ * client-go does; then it is SP_ETHROTTLED. A Secret's response body is wiped. */
+#define KUBE_THROTTLE_RETRIES 3
 int kube_request(struct kube_client *c, const char *method, const char *path,
 		 const char *content_type, const cJSON *body, cJSON **ret, struct sp_error *err);
 int kube_get(struct kube_client *c, const char *path, cJSON **ret, struct sp_error *err);
@@ -84,6 +88,11 @@ int kube_watch(struct kube_client *c, const char *path, long timeout_ms, kube_ev
 /* Decoded value of key in a Secret object (data is base64), caller frees with
  * sp_secure_free; NULL when absent or malformed. */
 char *kube_secret_value(const cJSON *secret, const char *key);
+/* Zeroes every string in a Secret object in place (data, and any copy in annotations
+ * such as last-applied-configuration); kube_secret_free then frees it. Both accept NULL:
+ * cJSON_Delete alone would leave the values in freed memory. */
+void kube_secret_wipe(cJSON *secret);
+void kube_secret_free(cJSON *secret);
 /* URL-escapes s for a query parameter; caller frees. */
 char *kube_escape(const char *s);
 

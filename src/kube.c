@@ -10,6 +10,7 @@
 #include <stdio.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <time.h>
 #include <unistd.h>
 
 struct kube_client {
@@ -330,6 +331,17 @@ static const char *resource_of(const char *path)
 	return strncmp(path, "/version", 8) == 0 || !memmem(path, n, "/namespaces/", 12) ? "discovery" : "other";
 }
 
+/* Sleeps ms unless a shutdown starts; false when it did. */
+static bool throttle_sleep(long ms)
+{
+	int64_t until = sp_mono_ms() + ms;
+	while (!http_aborting() && sp_mono_ms() < until) {
+		struct timespec ts = {0, 100 * 1000 * 1000};
+		nanosleep(&ts, NULL);
+	}
+	return !http_aborting();
+}
+
 int kube_request(struct kube_client *c, const char *method, const char *path,
 		 const char *content_type, const cJSON *body, cJSON **ret, struct sp_error *err)
 {
@@ -338,14 +350,30 @@ int kube_request(struct kube_client *c, const char *method, const char *path,
 	char *ct = xasprintf("Content-Type: %s", content_type ? content_type : "application/json");
 	char *auth = auth_header(c->cfg);
 	const char *headers[] = {"Accept: application/json", ct, auth};
+	const char *resource = resource_of(path);
 	struct http_request req = {
 		.method = method, .url = url, .headers = headers, .n_headers = auth ? 3 : 2,
 		.body = text, .body_len = text ? strlen(text) : 0, .timeout_ms = c->timeout_ms,
 		.max_response = KUBE_RESPONSE_MAX, .tls = &c->cfg->tls,
 	};
 	struct http_response resp;
-	int r = http_do(c->http, &req, &resp, err);
-	metrics_kube_request(method, resource_of(path), resp.status);
+	int r;
+	for (int attempt = 0;; attempt++) {
+		r = http_do(c->http, &req, &resp, err);
+		metrics_kube_request(method, resource, resp.status);
+		if (!(r == 0 && resp.status == 429 && resp.retry_after >= 0 && attempt < KUBE_THROTTLE_RETRIES))
+			break;
+		/* Priority and fairness rejected it unprocessed: any verb may be repeated. */
+		log_debug("%s %s: HTTP 429, retrying after %d s as the apiserver asks", method, path,
+			  resp.retry_after);
+		long wait_ms = resp.retry_after * 1000L;
+		http_response_free(&resp);
+		if (!throttle_sleep(wait_ms)) {
+			r = sp_fail(err, SP_ETHROTTLED, "%s %s: HTTP 429, not retried (shutting down)", method, path);
+			resp = (struct http_response){.retry_after = -1};
+			break;
+		}
+	}
 	sp_secure_free(auth);
 	free(ct);
 	cJSON_free(text);
@@ -358,6 +386,9 @@ int kube_request(struct kube_client *c, const char *method, const char *path,
 		else
 			r = sp_fail(err, SP_EPROTO, "%s %s: malformed JSON from the apiserver", method, path);
 	}
+	/* A Secret's body holds its values (base64 is no protection): wipe before freeing. */
+	if (strcmp(resource, "secrets") == 0 && resp.body.data)
+		explicit_bzero(resp.body.data, resp.body.len);
 	http_response_free(&resp);
 	free(url);
 	return r;
@@ -458,6 +489,27 @@ char *kube_secret_value(const cJSON *secret, const char *key)
 	char *decoded = sp_base64_decode(v, NULL);
 	log_add_secret(decoded);
 	return decoded;
+}
+
+static void wipe_strings(cJSON *n)
+{
+	for (; n; n = n->next) {
+		if (n->valuestring)
+			explicit_bzero(n->valuestring, strlen(n->valuestring));
+		wipe_strings(n->child);
+	}
+}
+
+void kube_secret_wipe(cJSON *secret)
+{
+	if (secret)
+		wipe_strings(secret->child);
+}
+
+void kube_secret_free(cJSON *secret)
+{
+	kube_secret_wipe(secret);
+	cJSON_Delete(secret);
 }
 
 char *kube_escape(const char *s)

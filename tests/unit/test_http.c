@@ -2,6 +2,13 @@
  * checks that decide whether a credential may travel over plain http. */
 #include "testutil.h"
 #include "http.h"
+#include "kube.h"
+
+#include <arpa/inet.h>
+#include <pthread.h>
+#include <stdatomic.h>
+#include <sys/socket.h>
+#include <unistd.h>
 
 static void retry_after_seconds(void **state)
 {
@@ -75,6 +82,147 @@ static void token_refused_over_cleartext(void **state)
 	http_global_cleanup();
 }
 
+/* A one-thread apiserver on loopback: answers each request (one per connection) with
+ * the next canned response. */
+struct fake {
+	int fd;
+	int port;
+	const char *const *answers;
+	int n_answers;
+	atomic_int served;
+	pthread_t thread;
+};
+
+static void *fake_serve(void *ud)
+{
+	struct fake *f = ud;
+	for (int i = 0; i < f->n_answers; i++) {
+		int c = accept(f->fd, NULL, NULL);
+		if (c < 0)
+			break;
+		char req[8192];
+		size_t got = 0;
+		while (got < sizeof(req) - 1) {
+			ssize_t r = read(c, req + got, sizeof(req) - 1 - got);
+			if (r <= 0)
+				break;
+			got += (size_t)r;
+			req[got] = '\0';
+			if (strstr(req, "\r\n\r\n"))
+				break;
+		}
+		atomic_fetch_add(&f->served, 1);
+		const char *a = f->answers[i];
+		assert_int_equal(write(c, a, strlen(a)), (ssize_t)strlen(a));
+		close(c);
+	}
+	return NULL;
+}
+
+static void fake_start(struct fake *f, const char *const *answers, int n)
+{
+	*f = (struct fake){.answers = answers, .n_answers = n};
+	f->fd = socket(AF_INET, SOCK_STREAM, 0);
+	struct sockaddr_in a = {.sin_family = AF_INET, .sin_addr.s_addr = htonl(INADDR_LOOPBACK)};
+	assert_int_equal(bind(f->fd, (struct sockaddr *)&a, sizeof(a)), 0);
+	assert_int_equal(listen(f->fd, 8), 0);
+	socklen_t len = sizeof(a);
+	getsockname(f->fd, (struct sockaddr *)&a, &len);
+	f->port = ntohs(a.sin_port);
+	pthread_create(&f->thread, NULL, fake_serve, f);
+}
+
+static void fake_stop(struct fake *f)
+{
+	shutdown(f->fd, SHUT_RDWR);
+	close(f->fd);
+	pthread_join(f->thread, NULL);
+}
+
+#define ANSWER(status, extra, body)                                                          \
+	"HTTP/1.1 " status "\r\nContent-Type: application/json\r\nConnection: close\r\n" extra \
+	"Content-Length: " #body "\r\n\r\n"
+
+static struct kube_client *fake_client(const struct fake *f, struct kube_config **cfg)
+{
+	char *text = xasprintf("apiVersion: v1\nkind: Config\ncurrent-context: t\n"
+			       "clusters: [{name: t, cluster: {server: \"http://127.0.0.1:%d\"}}]\n"
+			       "users: [{name: t, user: {}}]\n"
+			       "contexts: [{name: t, context: {cluster: t, user: t}}]\n", f->port);
+	struct sp_error err = {0};
+	if (kube_config_parse(text, strlen(text), "test", cfg, &err) < 0)
+		fail_msg("%s", err.msg);
+	free(text);
+	struct kube_client *c = kube_client_new(*cfg, NULL);
+	kube_client_set_timeout(c, 5000);
+	return c;
+}
+
+/* The apiserver's 429 with Retry-After: 1 is waited out and the request repeated. */
+static void kube_honours_retry_after(void **state)
+{
+	(void)state;
+	static const char *const answers[] = {
+		ANSWER("429 Too Many Requests", "Retry-After: 1\r\n", 2) "{}",
+		ANSWER("200 OK", "", 11) "{\"ok\":true}",
+	};
+	struct fake f;
+	fake_start(&f, answers, 2);
+	struct kube_config *cfg;
+	struct kube_client *c = fake_client(&f, &cfg);
+	cJSON *obj = NULL;
+	struct sp_error err = {0};
+	int64_t t0 = sp_mono_ms();
+	int r = kube_get(c, "/api/v1/namespaces/default/configmaps/x", &obj, &err);
+	int64_t took = sp_mono_ms() - t0;
+	if (r < 0)
+		fail_msg("%s", err.msg);
+	assert_int_equal(atomic_load(&f.served), 2);
+	assert_true(took >= 900);  /* waited as asked */
+	assert_true(cJSON_IsTrue(cJSON_GetObjectItem(obj, "ok")));
+	cJSON_Delete(obj);
+	kube_client_free(c);
+	kube_config_free(cfg);
+	fake_stop(&f);
+}
+
+/* Without Retry-After a 429 is reported at once (the caller's backoff applies). */
+static void kube_429_without_retry_after(void **state)
+{
+	(void)state;
+	static const char *const answers[] = {ANSWER("429 Too Many Requests", "", 2) "{}"};
+	struct fake f;
+	fake_start(&f, answers, 1);
+	struct kube_config *cfg;
+	struct kube_client *c = fake_client(&f, &cfg);
+	struct sp_error err = {0};
+	assert_int_equal(kube_get(c, "/api/v1/namespaces/default/configmaps/x", NULL, &err), SP_ETHROTTLED);
+	assert_int_equal(atomic_load(&f.served), 1);
+	kube_client_free(c);
+	kube_config_free(cfg);
+	fake_stop(&f);
+}
+
+/* Every string of a Secret (data and any copy elsewhere) is zeroed before it is freed. */
+static void secret_wiped(void **state)
+{
+	(void)state;
+	cJSON *s = cJSON_Parse("{\"kind\":\"Secret\",\"data\":{\"secretKey\":\"c2VjcmV0\"},"
+			       "\"metadata\":{\"annotations\":{\"last\":\"{stringData:secret}\"}}}");
+	assert_non_null(s);
+	cJSON *key = cJSON_GetObjectItem(cJSON_GetObjectItem(s, "data"), "secretKey");
+	cJSON *ann = cJSON_GetObjectItem(cJSON_GetObjectItem(cJSON_GetObjectItem(s, "metadata"),
+							      "annotations"), "last");
+	size_t nk = strlen(key->valuestring), na = strlen(ann->valuestring);
+	kube_secret_wipe(s);
+	for (size_t i = 0; i < nk; i++)
+		assert_int_equal(key->valuestring[i], 0);
+	for (size_t i = 0; i < na; i++)
+		assert_int_equal(ann->valuestring[i], 0);
+	kube_secret_free(s);
+	kube_secret_free(NULL);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -82,6 +230,9 @@ int main(void)
 		cmocka_unit_test(loopback_hosts),
 		cmocka_unit_test(cleartext_urls),
 		cmocka_unit_test(token_refused_over_cleartext),
+		cmocka_unit_test(kube_honours_retry_after),
+		cmocka_unit_test(kube_429_without_retry_after),
+		cmocka_unit_test(secret_wiped),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }
