@@ -49,8 +49,9 @@ void kube_client_free(struct kube_client *c);
  * SP_EFORBIDDEN (403), SP_EINVAL (400, 422), SP_ETHROTTLED (429), SP_ETRANSIENT (5xx,
  * network); the Status message goes to err->msg and its reason to err->reason. A 429
  * with Retry-After (the apiserver did not process the request) is retried after the
- * time asked for, capped at HTTP_RETRY_AFTER_MAX, up to KUBE_THROTTLE_RETRIES times, as
- * client-go does; then it is SP_ETHROTTLED. A Secret's response body is wiped. */
+ * time asked for, capped at HTTP_RETRY_AFTER_MAX, up to KUBE_THROTTLE_RETRIES times while
+ * the waits add up to no more than the client's timeout, as client-go does; then it is
+ * SP_ETHROTTLED. A Secret's response body is wiped. */
 #define KUBE_THROTTLE_RETRIES 3
 int kube_request(struct kube_client *c, const char *method, const char *path,
 		 const char *content_type, const cJSON *body, cJSON **ret, struct sp_error *err);

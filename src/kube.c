@@ -358,15 +358,20 @@ int kube_request(struct kube_client *c, const char *method, const char *path,
 	};
 	struct http_response resp;
 	int r;
+	long waited_ms = 0;
 	for (int attempt = 0;; attempt++) {
 		r = http_do(c->http, &req, &resp, err);
 		metrics_kube_request(method, resource, resp.status);
-		if (!(r == 0 && resp.status == 429 && resp.retry_after >= 0 && attempt < KUBE_THROTTLE_RETRIES))
+		long wait_ms = resp.retry_after * 1000L;
+		/* The waits stay within the request timeout: the lease's client has half a renew
+		 * deadline, and sleeping past it would cost the leadership. */
+		if (!(r == 0 && resp.status == 429 && resp.retry_after >= 0 && attempt < KUBE_THROTTLE_RETRIES &&
+		      waited_ms + wait_ms <= c->timeout_ms))
 			break;
 		/* Priority and fairness rejected it unprocessed: any verb may be repeated. */
 		log_debug("%s %s: HTTP 429, retrying after %d s as the apiserver asks", method, path,
 			  resp.retry_after);
-		long wait_ms = resp.retry_after * 1000L;
+		waited_ms += wait_ms;
 		http_response_free(&resp);
 		if (!throttle_sleep(wait_ms)) {
 			r = sp_fail(err, SP_ETHROTTLED, "%s %s: HTTP 429, not retried (shutting down)", method, path);

@@ -203,6 +203,25 @@ static void kube_429_without_retry_after(void **state)
 	fake_stop(&f);
 }
 
+/* A wait beyond the request timeout is not taken (the lease would lose its deadline). */
+static void kube_retry_after_beyond_timeout(void **state)
+{
+	(void)state;
+	static const char *const answers[] = {ANSWER("429 Too Many Requests", "Retry-After: 30\r\n", 2) "{}"};
+	struct fake f;
+	fake_start(&f, answers, 1);
+	struct kube_config *cfg;
+	struct kube_client *c = fake_client(&f, &cfg);
+	struct sp_error err = {0};
+	int64_t t0 = sp_mono_ms();
+	assert_int_equal(kube_get(c, "/api/v1/namespaces/default/configmaps/x", NULL, &err), SP_ETHROTTLED);
+	assert_true(sp_mono_ms() - t0 < 3000);
+	assert_int_equal(atomic_load(&f.served), 1);
+	kube_client_free(c);
+	kube_config_free(cfg);
+	fake_stop(&f);
+}
+
 /* Every string of a Secret (data and any copy elsewhere) is zeroed before it is freed. */
 static void secret_wiped(void **state)
 {
@@ -232,6 +251,7 @@ int main(void)
 		cmocka_unit_test(token_refused_over_cleartext),
 		cmocka_unit_test(kube_honours_retry_after),
 		cmocka_unit_test(kube_429_without_retry_after),
+		cmocka_unit_test(kube_retry_after_beyond_timeout),
 		cmocka_unit_test(secret_wiped),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
