@@ -23,9 +23,16 @@
 #define METRICS_POOLS_MAX 10000
 /* metrics_render() gives up (NULL, HTTP 500) rather than build a larger page. */
 #define METRICS_RENDER_MAX (32 * 1024 * 1024)
-/* At most this many concurrent scrapes; idle connections are dropped after the timeout. */
-#define METRICS_CONNECTION_LIMIT 32
-#define METRICS_CONNECTION_TIMEOUT_S 10
+/* Connections to /metrics, /healthz and /readyz. The listener is reachable from every
+ * pod, and slow clients must not starve the kubelet's probes: one client address holds
+ * at most METRICS_PER_IP_CONNECTION_LIMIT connections (further ones are refused at
+ * once), far below the total, so it takes METRICS_CONNECTION_LIMIT / 8 = 32 addresses
+ * to fill the server. The timeout is of inactivity (libmicrohttpd restarts it on every
+ * byte), short so that idle sockets go quickly. A scrape or probe is one short request:
+ * 8 connections per address is ample for Prometheus and the kubelet. */
+#define METRICS_CONNECTION_LIMIT 256
+#define METRICS_PER_IP_CONNECTION_LIMIT 8
+#define METRICS_CONNECTION_TIMEOUT_S 5
 
 /* Per pool.  ns and pool are the Spotpool's namespace and name (labels namespace, pool). */
 

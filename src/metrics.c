@@ -894,6 +894,7 @@ int metrics_serve(const char *listen_address, const struct metrics_health *healt
 	s->daemon = MHD_start_daemon(flags, 0, NULL, NULL, handle, s,
 				     MHD_OPTION_LISTEN_SOCKET, fd,
 				     MHD_OPTION_CONNECTION_LIMIT, (unsigned int)METRICS_CONNECTION_LIMIT,
+				     MHD_OPTION_PER_IP_CONNECTION_LIMIT, (unsigned int)METRICS_PER_IP_CONNECTION_LIMIT,
 				     MHD_OPTION_CONNECTION_TIMEOUT, (unsigned int)METRICS_CONNECTION_TIMEOUT_S,
 				     MHD_OPTION_END);
 	if (!s->daemon) {
