@@ -430,7 +430,7 @@ static int resolve_credentials(struct pass *p)
 		char *id = id64 ? sp_base64_decode(id64, NULL) : NULL;
 		char *key = kube_secret_value(secret, "secretKey");
 		char *token = kube_secret_value(secret, "token");
-		cJSON_Delete(secret);
+		kube_secret_free(secret);
 		int rc = 0;
 		if (id && key && *id && *key) {
 			creds_set(&p->creds, id, key, token, "secret");
@@ -442,7 +442,7 @@ static int resolve_credentials(struct pass *p)
 			     (!id || !key) ? "missing" : "empty");
 			rc = SP_EAUTH;
 		}
-		free(id);
+		sp_secure_free(id);
 		sp_secure_free(key);
 		sp_secure_free(token);
 		return rc;
