@@ -12,7 +12,11 @@
  *    as live until the launch grace has passed;
  *  - a launch whose outcome is unknown (crash or lost reply) is never forgotten: it is
  *    repeated with the same ClientToken (the cloud then answers the original instances,
- *    or launches), asking for no more than the pool needs now. */
+ *    or launches), asking for no more than the pool needs now. When some of its
+ *    instances already show (it did launch), the same request is repeated to learn the
+ *    IDs of the rest: listings alone never prove a launch made less than it asked for;
+ *  - deleting, a launched ID no lookup shows yet holds the finalizer until it is seen or
+ *    the grace has passed (TerminateInstances answers NotFound for it meanwhile). */
 #ifndef SPOTPOOL_PLAN_H
 #define SPOTPOOL_PLAN_H
 
@@ -47,7 +51,9 @@ struct plan {
 	int target;             /* size the pool converges to now */
 	int launch;             /* instances to launch now under a new ClientToken */
 	/* > 0: repeat the ledger's launch (same ClientToken, outcome unknown) asking for this
-	 * many instances: the ledger's count clamped to what the pool needs now. */
+	 * many instances: the ledger's count clamped to what the pool needs now, or all of
+	 * it when the launch is known to have happened (its answer only is wanted). Also
+	 * when deleting. */
 	int resume;
 	struct strv scale_down; /* live instances to terminate, in preference order */
 	struct strv cleanup;    /* owned instances to terminate: dead ones, or all when deleting */
@@ -70,6 +76,9 @@ struct plan_input {
 	int64_t now;
 	int64_t launch_grace;                    /* seconds; <= 0 means the default */
 	bool deleting;                           /* terminate everything owned (deletionPolicy Delete) */
+	/* Deleting, with a spec that still validates: the ledger's launch can be repeated
+	 * (the same request) to learn its IDs. */
+	bool can_repeat_launch;
 };
 
 enum plan_state_class plan_classify_state(const char *state);

@@ -188,17 +188,28 @@ static void plan_deletion(const struct plan_input *in, int64_t grace, int tagged
 			  const struct strv *unconfirmed, struct plan *p)
 {
 	const struct plan_launch *l = in->ledger;
+	bool young = l && in->now - l->started < grace;
 	/* Everything owned and not already going away, plus the launched IDs no lookup shows
-	 * (yet): TerminateInstances answers NotFound for what is really gone. */
+	 * (yet): TerminateInstances answers NotFound for what is gone, but also for what is
+	 * not visible yet, so those hold the finalizer until seen or past the grace. */
 	for (size_t i = 0; i < in->n_instances; i++)
 		if (plan_classify_state(in->instances[i].state) != PLAN_GOING)
 			strv_push(&p->cleanup, in->instances[i].id);
 	for (size_t i = 0; i < unconfirmed->n; i++)
 		strv_push(&p->cleanup, unconfirmed->v[i]);
-	/* A launch whose outcome is unknown may still bring instances the listing will show:
-	 * watch for them until the grace is over, or until all of them carrying its token
-	 * were seen. Nothing is launched to find out. */
-	p->waiting = l && !l->ids_known && tagged < l->count && in->now - l->started < grace;
+	if (l && !l->ids_known && tagged < l->count) {
+		/* Outcome unknown and not all of its instances seen. Some carry its token: it
+		 * did launch, and repeating the token answers its IDs and launches nothing.
+		 * None: watch the listing for the grace, then repeat the token all the same, as
+		 * the only way to learn what it made (what a late first launch makes is then
+		 * terminated by ID). Never concluded from listings alone. */
+		if (in->can_repeat_launch && (tagged > 0 || !young))
+			p->resume = l->count;
+		/* A spec that no longer validates cannot repeat it: the grace is all there is. */
+		p->waiting = young || p->resume;
+	} else if (unconfirmed->n && young) {
+		p->waiting = true;
+	}
 	p->ledger_done = l && !p->waiting;
 	p->release = p->cleanup.n == 0 && !p->waiting;
 }
@@ -231,9 +242,12 @@ void plan_compute(const struct plan_input *in, struct plan *ret)
 		return;
 	}
 	strv_clear(&unconfirmed);
-	/* A launch whose reply was lost did happen once instances carrying its token show
-	 * up; those not seen yet count as in flight within the grace, like known IDs. */
-	if (l && !l->ids_known && tagged > 0 && tagged < l->count && in->now - l->started < grace)
+	/* A launch whose answer was lost (reply or process) did happen once instances
+	 * carrying its token show up. Those not seen yet count as in flight until the token,
+	 * repeated, answers their IDs (then they are confirmed by ID): a tag index that hides
+	 * one for longer than the grace never makes the pool launch it again. */
+	bool partly_seen = l && !l->ids_known && tagged > 0 && tagged < l->count;
+	if (partly_seen)
 		p.inflight += l->count - tagged;
 
 	int current = p.observed + p.inflight;
@@ -249,6 +263,10 @@ void plan_compute(const struct plan_input *in, struct plan *ret)
 		int need = p.target - p.observed;
 		if (need > 0)
 			p.resume = min_int(min_int(l->count, need), PLAN_MAX_LAUNCH_PER_CALL);
+		p.waiting = true;
+	} else if (partly_seen) {
+		/* It launched: the same request again only answers the IDs. */
+		p.resume = l->count;
 		p.waiting = true;
 	} else if (p.inflight > 0) {
 		/* One ledger entry at a time: a new launch would replace the record of these. */

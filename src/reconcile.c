@@ -579,6 +579,10 @@ static int launch(struct pass *p, const struct plan *plan, int count, bool fresh
 			snprintf(joined + strlen(joined), sizeof(joined) - strlen(joined), "%s%s",
 				 i ? ", " : "", ids.v[i]);
 		}
+		/* A repeated token may have launched only now: the grace of IDs no lookup
+		 * shows yet starts again. */
+		if (!fresh)
+			p->ledger.started = sp_now();
 		metrics_instances_launched(p->ns, p->name, (int)ids.n);
 		struct log_fields f = {.ns = p->ns, .pool = p->name, .action = "RunInstances",
 				       .duration_ms = (long)(sp_mono_ms() - started), .has_duration = true};
@@ -669,6 +673,16 @@ static void finalize(struct pass *p, const struct plan *plan, struct reconcile_r
 			   plan->observed);
 		res->error = release(p, "deletionPolicy Retain");
 		return;
+	}
+	if (plan->resume) {
+		pool_log(p, LOG_LVL_INFO, "finalize", NULL, "repeating launch %s to learn its instance IDs "
+			 "before releasing", p->ledger.client_token);
+		int r = launch(p, plan, plan->resume, false);
+		res->requeue_ms = REQUEUE_PROGRESS_MS;
+		if (r < 0) {
+			res->error = r;
+			return;
+		}
 	}
 	if (plan->cleanup.n) {
 		int r = terminate(p, &plan->cleanup, METRICS_TERMINATED_DELETION, "pool deleted");
@@ -926,7 +940,8 @@ void reconcile_pool(struct reconciler *r, cJSON *obj, struct reconcile_result *r
 
 	if (p.deleting && !has_finalizer(p.obj))
 		goto out;
-	if ((rc = pool_spec_from_object(p.obj, ns, &p.spec, &err)) < 0) {
+	bool spec_complete = (rc = pool_spec_from_object(p.obj, ns, &p.spec, &err)) == 0;
+	if (!spec_complete) {
 		struct sp_error cerr = {0};
 		/* Bad input never leads to a launch or a termination; a deleted pool is still
 		 * cleaned up as long as its credentials and region can be read. */
@@ -959,6 +974,7 @@ void reconcile_pool(struct reconciler *r, cJSON *obj, struct reconcile_result *r
 		.spec = p.spec, .instances = p.instances, .n_instances = p.n_instances, .seen = &p.seen,
 		.seen_live = &p.seen_live, .foreign = &p.foreign, .ledger = p.has_ledger ? &p.ledger : NULL,
 		.now = sp_now(), .launch_grace = r->opt->launch_grace_seconds, .deleting = p.deleting,
+		.can_repeat_launch = spec_complete && !r->opt->dry_run,
 	};
 	plan_compute(&in, &plan);
 	planned = true;

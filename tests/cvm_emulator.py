@@ -99,7 +99,8 @@ instances are PENDING for --pending-seconds, then RUNNING (or LAUNCH_FAILED).
 
 TerminateInstances: InstanceIds 1..100 (MissingParameter / InvalidParameterValue.
 LimitExceeded / InvalidInstanceId.Malformed). The whole call fails if any id is unknown
-in the region (InvalidInstanceId.NotFound), already TERMINATING (UnsupportedOperation.
+in the region or still inside its visibility delay (InvalidInstanceId.NotFound: a
+NotFound does not prove an instance gone), already TERMINATING (UnsupportedOperation.
 InstanceStateTerminating), or the ids mix charge types (UnsupportedOperation.
 InstanceMixedPricingModel). Otherwise all become TERMINATING and vanish after
 --terminating-seconds. Any other state may be terminated (PENDING, LAUNCH_FAILED, ...).
@@ -1124,7 +1125,10 @@ class Emulator:
             raise ApiError("InvalidInstanceId.Malformed", f"Malformed instance id `{malformed[0]}`.")
         call.entry["instanceIds"] = ids
         found = {i: self.instances.get(i) for i in ids}
-        missing = [i for i, inst in found.items() if inst is None or inst.region != call.region]
+        # An instance still inside its visibility lag is unknown to TerminateInstances too,
+        # as it may be to the real API: the caller cannot count that answer as "gone".
+        missing = [i for i, inst in found.items()
+                   if inst is None or inst.region != call.region or inst.visible_after > call.now]
         if missing:
             raise ApiError("InvalidInstanceId.NotFound", f"The instance(s) `{', '.join(missing)}` not found.")
         terminating = [i for i, inst in found.items() if inst.state == "TERMINATING"]

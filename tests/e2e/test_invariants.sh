@@ -187,6 +187,44 @@ check "partly listed launch: exactly 2 launched past the grace ($(stat partial l
 check "partly listed launch: never more than 2 live ($(stat partial maxLive))" test "$(stat partial maxLive)" -le 2
 kubectl delete sp partial --wait=false >/dev/null
 
+# --- Issue 19 defect 2: the same, but the process that got the answer dies with it
+#     (killed as RunInstances completes): after the restart, one of 3 instances stays
+#     out of the tag listing past the grace. The token is repeated to learn its ID; no
+#     fourth launch (4 live before the fix) -----------------------------------------
+emu_post fault "{\"action\":\"RunInstances\",\"tagIndexLagOneSeconds\":$((GRACE + 20)),\"times\":1}" >/dev/null
+kill_hook RunInstances after
+pool_manifest amnesia default 3 3 | kubectl apply -f - >/dev/null
+if wait_killed; then
+	pass "controller killed as RunInstances of pool amnesia completed"
+	run_ctl
+	check "answer lost with the process: at size 3" wait_for 40 at_size amnesia 3
+	sleep $((GRACE + 4))
+	check "answer lost with the process: exactly 3 launched past the grace ($(stat amnesia launched))" \
+		test "$(stat amnesia launched)" = 3
+	check "answer lost with the process: never more than 3 live ($(stat amnesia maxLive))" \
+		test "$(stat amnesia maxLive)" -le 3
+	check "answer lost with the process: the token was repeated for its answer" journal_has \
+		"[.[] | select(.action==\"RunInstances\" and (.clientToken // \"\" | startswith(\"$(token_prefix amnesia)\")))] | length >= 2"
+else
+	fail "the kill hook did not fire for pool amnesia"
+	run_ctl
+fi
+kubectl delete sp amnesia --wait=false >/dev/null
+
+# --- Issue 19 defect 5: deleted while its launched instance is still invisible:
+#     TerminateInstances answers NotFound for it, which does not prove it gone; the
+#     finalizer is held until it shows and is terminated (it was left running) --------
+emu_post fault '{"action":"RunInstances","invisibleSeconds":5,"times":1}' >/dev/null
+pool_manifest unseen default 1 1 | kubectl apply -f - >/dev/null
+launched_unseen() { [[ $(stat unseen launched) -ge 1 ]]; }
+if wait_for 20 launched_unseen; then
+	kubectl delete sp unseen --wait=false >/dev/null
+	check "deleted while invisible: released" wait_for 40 gone unseen
+	check "deleted while invisible: nothing of it left live" wait_for 10 test "$(stat unseen live)" = 0
+else
+	fail "pool unseen never launched"
+fi
+
 # --- Issue 10: backoff grows past the resync period while launches are refused ----
 emu_post stock '{"zone":"ap-singapore-4","instanceType":"GN7.2XLARGE32","count":0,"errorCode":"ResourcesSoldOut.SpecifiedInstanceType"}' >/dev/null
 pool_manifest dry default 1 1 | sed 's/ap-singapore-2/ap-singapore-4/' | kubectl apply -f - >/dev/null

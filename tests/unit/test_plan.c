@@ -33,6 +33,7 @@ static struct plan_launch ledger(const char *token, int count, int64_t age, cons
 struct world {
 	const struct strv *seen, *seen_live, *foreign;
 	bool deleting;
+	bool spec_invalid;  /* deleting a pool whose spec no longer validates */
 };
 
 static struct plan run_w(const struct pool_spec *s, const struct pool_instance *in, size_t n,
@@ -45,6 +46,7 @@ static struct plan run_w(const struct pool_spec *s, const struct pool_instance *
 		input.seen_live = w->seen_live;
 		input.foreign = w->foreign;
 		input.deleting = w->deleting;
+		input.can_repeat_launch = w->deleting && !w->spec_invalid;
 	}
 	struct plan p;
 	plan_compute(&input, &p);
@@ -270,22 +272,33 @@ static void test_unknown_outcome_resolved_by_launch_tag(void **state)
 	assert_false(p.waiting);
 	assert_int_equal(p.resume + p.launch, 0);
 	plan_free(&p);
-	/* one of three seen: the launch happened, the other two are in flight */
+	/* one of three seen: the launch happened, the other two are in flight, and the same
+	 * request is repeated (all 3: it launched, so that only answers the IDs) */
 	struct pool_spec s3 = spec(3, 3);
 	struct plan_launch l3 = ledger("tok-8", 3, 1, NULL);
 	struct pool_instance one[] = {tagged("a", "PENDING", "tok-8"), tagged("x", "RUNNING", "tok-other")};
 	p = run(&s3, one, 2, &l3);
 	assert_int_equal(p.inflight, 2);
 	assert_true(p.waiting);
-	assert_int_equal(p.resume + p.launch, 0);
+	assert_int_equal(p.resume, 3);
+	assert_int_equal(p.launch, 0);
 	assert_int_equal(p.scale_down.n, 0);
 	plan_free(&p);
-	/* past the grace the unseen two were never launched: resolved, shortfall launched */
+	/* Issue 19 defect 2: past the grace, with its answer lost (a restart), the unseen two
+	 * are still not taken for never launched: no new launch (it made maximum + 1 once
+	 * the hidden one showed), the token is repeated to learn their IDs */
 	l3.started = NOW - GRACE - 1;
 	p = run(&s3, one, 2, &l3);
-	assert_int_equal(p.inflight, 0);
-	assert_true(p.ledger_done);
-	assert_int_equal(p.launch, 1);
+	assert_int_equal(p.inflight, 2);
+	assert_false(p.ledger_done);
+	assert_int_equal(p.launch, 0);
+	assert_int_equal(p.resume, 3);
+	plan_free(&p);
+	/* the same, lowered to 1 meanwhile: still only the answer is asked for */
+	struct pool_spec s1 = spec(1, 1);
+	p = run(&s1, one, 2, &l3);
+	assert_int_equal(p.resume, 3);
+	assert_int_equal(p.launch, 0);
 	plan_free(&p);
 	/* deleting: no need to wait for a launch whose instances were all seen */
 	struct world w = {.deleting = true};
@@ -415,9 +428,18 @@ static void test_deleting_with_unresolved_launches(void **state)
 	struct plan_launch known = ledger("t", 2, 5, (const char *[]){"inv1", "inv2", NULL});
 	struct plan p = run_w(&s, NULL, 0, &known, &w);
 	assert_int_equal(p.cleanup.n, 2);
-	assert_true(p.ledger_done);
 	assert_false(p.release);
 	assert_int_equal(p.launch + p.resume, 0);
+	/* Issue 19 defect 5: TerminateInstances answers NotFound for an ID not visible yet,
+	 * so the record is kept (the finalizer held) until it is seen or the grace is over */
+	assert_true(p.waiting);
+	assert_false(p.ledger_done);
+	plan_free(&p);
+	known.started = NOW - GRACE - 1;
+	p = run_w(&s, NULL, 0, &known, &w);
+	assert_int_equal(p.cleanup.n, 2);
+	assert_false(p.waiting);
+	assert_true(p.ledger_done);
 	plan_free(&p);
 	plan_launch_clear(&known);
 
@@ -427,9 +449,28 @@ static void test_deleting_with_unresolved_launches(void **state)
 	assert_false(p.release);
 	assert_int_equal(p.launch + p.resume, 0);
 	plan_free(&p);
+	/* Issue 19 defect 2: past the grace, nothing seen: the token is repeated to learn
+	 * what the launch made before the pool is released */
 	unknown.started = NOW - GRACE - 1;
 	p = run_w(&s, NULL, 0, &unknown, &w);
-	assert_false(p.waiting);
+	assert_true(p.waiting);
+	assert_false(p.release);
+	assert_int_equal(p.resume, 2);
+	assert_int_equal(p.launch, 0);
+	plan_free(&p);
+	/* one of two seen: it launched; its answer is asked for at once */
+	unknown.started = NOW - 5;
+	struct pool_instance one[] = {tagged("a", "RUNNING", "t")};
+	p = run_w(&s, one, 1, &unknown, &w);
+	assert_int_equal(p.resume, 2);
+	assert_int_equal(p.cleanup.n, 1);
+	assert_false(p.release);
+	plan_free(&p);
+	/* a spec that no longer validates cannot repeat the request: released past the grace */
+	struct world broken = {.deleting = true, .spec_invalid = true};
+	unknown.started = NOW - GRACE - 1;
+	p = run_w(&s, NULL, 0, &unknown, &broken);
+	assert_int_equal(p.resume, 0);
 	assert_true(p.release);
 	plan_free(&p);
 	plan_launch_clear(&unknown);
