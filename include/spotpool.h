@@ -34,6 +34,7 @@
 #ifndef SPOTPOOL_H
 #define SPOTPOOL_H
 
+#include <pthread.h>
 #include <stdarg.h>
 #include <stdbool.h>
 #include <stddef.h>
@@ -101,6 +102,11 @@ void sp_secure_free(char *s);
 /* Wall clock (epoch seconds) and a monotonic clock in milliseconds. */
 int64_t sp_now(void);
 int64_t sp_mono_ms(void);
+/* Condition variables whose timed waits use the monotonic clock (a wall-clock step
+ * neither stretches nor cuts a wait short): init, then wait until at_mono_ms
+ * (sp_mono_ms() time) at the latest. */
+void sp_cond_init_monotonic(pthread_cond_t *cond);
+void sp_cond_wait_until_ms(pthread_cond_t *cond, pthread_mutex_t *lock, int64_t at_mono_ms);
 
 void sp_hex(const unsigned char *in, size_t n, char *out);
 /* Decodes standard base64; NULL when malformed. The result is NUL-terminated and its

@@ -87,15 +87,7 @@ static void forget_old_mutations(struct poller *p, int64_t now)
 
 static void timed_wait(struct inv *inv, int64_t ms)
 {
-	struct timespec ts;
-	clock_gettime(CLOCK_REALTIME, &ts);
-	ts.tv_sec += ms / 1000;
-	ts.tv_nsec += (ms % 1000) * 1000000L;
-	if (ts.tv_nsec >= 1000000000L) {
-		ts.tv_sec++;
-		ts.tv_nsec -= 1000000000L;
-	}
-	pthread_cond_timedwait(&inv->cond, &inv->lock, &ts);
+	sp_cond_wait_until_ms(&inv->cond, &inv->lock, sp_mono_ms() + ms);
 }
 
 static void take(void *userdata, const struct pool_instance *inst)
@@ -182,7 +174,7 @@ struct inv *inv_new(const struct inv_config *cfg)
 	if (inv->cfg.idle_calls_per_minute <= 0)
 		inv->cfg.idle_calls_per_minute = INV_IDLE_CALLS_PER_MINUTE;
 	pthread_mutex_init(&inv->lock, NULL);
-	pthread_cond_init(&inv->cond, NULL);
+	sp_cond_init_monotonic(&inv->cond);
 	return inv;
 }
 

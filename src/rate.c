@@ -157,11 +157,7 @@ static struct bucket *bucket_get(const struct key *k, int64_t now)
 		.key = *k, .configured = r, .per_second = r, .tokens = burst_of(r), .last_us = now,
 		.hold_until_us = now, .halved_us = INT64_MIN, .used_us = now, .need_at_us = -1,
 	};
-	pthread_condattr_t attr;
-	pthread_condattr_init(&attr);
-	pthread_condattr_setclock(&attr, CLOCK_MONOTONIC);
-	pthread_cond_init(&b->cond, &attr);
-	pthread_condattr_destroy(&attr);
+	sp_cond_init_monotonic(&b->cond);
 	struct bucket **chain = chain_of(k);
 	b->next = *chain;
 	*chain = b;

@@ -2,6 +2,7 @@
 #include "spotpool.h"
 
 #include <openssl/evp.h>
+#include <pthread.h>
 #include <stdio.h>
 #include <string.h>
 #include <time.h>
@@ -147,6 +148,21 @@ int64_t sp_mono_ms(void)
 	struct timespec ts;
 	clock_gettime(CLOCK_MONOTONIC, &ts);
 	return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+}
+
+void sp_cond_init_monotonic(pthread_cond_t *cond)
+{
+	pthread_condattr_t attr;
+	pthread_condattr_init(&attr);
+	pthread_condattr_setclock(&attr, CLOCK_MONOTONIC);
+	pthread_cond_init(cond, &attr);
+	pthread_condattr_destroy(&attr);
+}
+
+void sp_cond_wait_until_ms(pthread_cond_t *cond, pthread_mutex_t *lock, int64_t at_mono_ms)
+{
+	struct timespec ts = {.tv_sec = at_mono_ms / 1000, .tv_nsec = (at_mono_ms % 1000) * 1000000};
+	pthread_cond_timedwait(cond, lock, &ts);
 }
 
 void sp_hex(const unsigned char *in, size_t n, char *out)

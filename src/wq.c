@@ -34,11 +34,7 @@ struct wq *wq_new_with_hooks(const struct wq_hooks *hooks)
 	if (hooks)
 		q->hooks = *hooks;
 	pthread_mutex_init(&q->lock, NULL);
-	pthread_condattr_t attr;
-	pthread_condattr_init(&attr);
-	pthread_condattr_setclock(&attr, CLOCK_MONOTONIC);
-	pthread_cond_init(&q->cond, &attr);
-	pthread_condattr_destroy(&attr);
+	sp_cond_init_monotonic(&q->cond);
 	return q;
 }
 
@@ -169,8 +165,7 @@ int64_t wq_resync_offset_ms(const char *key, uint64_t round, int64_t spread_ms)
 /* Sleeps on the condition until the monotonic time at_ms (or a signal). */
 static void wait_until(struct wq *q, int64_t at_ms)
 {
-	struct timespec ts = {.tv_sec = at_ms / 1000, .tv_nsec = (at_ms % 1000) * 1000000};
-	pthread_cond_timedwait(&q->cond, &q->lock, &ts);
+	sp_cond_wait_until_ms(&q->cond, &q->lock, at_ms);
 }
 
 int wq_get(struct wq *q, char **ret_key)
