@@ -4,6 +4,7 @@
 #ifndef SPOTPOOL_RECONCILE_H
 #define SPOTPOOL_RECONCILE_H
 
+#include "answers.h"
 #include "creds.h"
 #include "cvm.h"
 #include "inv.h"
@@ -25,6 +26,7 @@ struct reconciler {
 	struct kube_client *kube;
 	struct cvm_client *cvm;
 	struct inv *inv;                   /* the shared instance inventory */
+	struct answers *answers;           /* launch answers, shared by the workers */
 	/* Mutations are allowed until this monotonic time (ms): INT64_MAX without leader
 	 * election, else the current lease's renew deadline; 0 for a standby. */
 	const _Atomic int64_t *active_until_ms;

@@ -25,6 +25,7 @@
  *   plan_ (pure planner), offer_ (offerings: zone x type preference and choice),
  *   soldout_ (process-wide sold-out memory),
  *   status_ (a pool's .status), reconcile_ (one pass over one pool),
+ *   answers_ (launch answers kept in memory),
  *   inv_ (shared per-account instance inventory), snap_ (its compact instance
  *   snapshots), creds_ (credentials),
  *   kube_ (Kubernetes API client), informer_ (list+watch cache of pools),

@@ -31,6 +31,7 @@ struct ctl {
 	struct wq *queue;
 	struct informer *informer;
 	struct inv *inv;
+	struct answers *answers;
 	struct worker *workers;
 	atomic_int running_workers;
 	_Atomic int64_t active_until_ms;
@@ -48,14 +49,19 @@ static void on_enqueue(void *ud, const char *key, bool at_once)
 		wq_add_resync(c->queue, key, 0);
 }
 
+/* A pool gone from the cluster: its metrics and any launch answer it left go too (a
+ * finalizer removed by hand skips the pass that would forget it). */
 static void on_deleted(void *ud, const char *key)
 {
-	(void)ud;
+	struct ctl *c = ud;
 	char *copy = xstrdup(key);
 	char *slash = strchr(copy, '/');
 	if (slash) {
 		*slash = '\0';
 		metrics_pool_forget(copy, slash + 1);
+		char *owner = pool_owner_tag(copy, slash + 1);
+		answers_forget(c->answers, owner);
+		free(owner);
 	}
 	free(copy);
 }
@@ -107,6 +113,7 @@ struct ctl *ctl_new(const struct ctl_options *opt)
 		.launch_grace_seconds = opt->launch_grace_seconds, .cluster_name = opt->cluster_name,
 	};
 	c->queue = wq_new_with_hooks(&metrics_wq_hooks);
+	c->answers = answers_new(ANSWERS_MAX);
 	atomic_store(&c->active_until_ms, INT64_MAX);
 	struct informer_config icfg = {.kube = opt->kube, .namespaces = &c->opt.namespaces,
 				       .enqueue = on_enqueue, .deleted = on_deleted, .userdata = c};
@@ -167,7 +174,7 @@ int ctl_start(struct ctl *c, struct sp_error *err)
 		struct worker *w = &c->workers[i];
 		w->ctl = c;
 		w->rc = (struct reconciler){.opt = &c->ropt, .kube = kube_client_new(c->opt.kube, ua),
-					    .cvm = cvm_client_new(&cvm_cfg), .inv = c->inv,
+					    .cvm = cvm_client_new(&cvm_cfg), .inv = c->inv, .answers = c->answers,
 					    .active_until_ms = &c->active_until_ms};
 		if (pthread_create(&w->thread, NULL, worker_main, w) != 0)
 			r = sp_fail(err, SP_EIO, "cannot start worker thread");
@@ -208,6 +215,7 @@ void ctl_free(struct ctl *c)
 	informer_free(c->informer);
 	free(c->workers);
 	wq_free(c->queue);
+	answers_free(c->answers);
 	free(c);
 }
 

@@ -20,91 +20,9 @@
 #include "status.h"
 
 #include <openssl/sha.h>
-#include <pthread.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <string.h>
-
-/* The IDs RunInstances answered for each pool's latest fresh launch. Writing them into
- * the status would cost a write per launch, so they are kept here, one entry per pool:
- * a later pass whose ledger (read from the status) has the same token but no IDs takes
- * them and confirms them by ID, so an instance the lagging tag index hides for longer
- * than the launch grace is not taken for one never launched (and launched again). Lost
- * on restart: the launch tag and a replay of the token then resolve the launch. */
-#define ANSWERS_MAX 10000
-struct launch_answer {
-	char *owner;
-	char token[65];
-	struct strv ids;
-};
-static pthread_mutex_t answers_lock = PTHREAD_MUTEX_INITIALIZER;
-static struct launch_answer *answers;
-static size_t n_answers;
-
-static void answer_drop(size_t i)
-{
-	free(answers[i].owner);
-	strv_clear(&answers[i].ids);
-	answers[i] = answers[--n_answers];
-	if (!n_answers) {
-		free(answers);
-		answers = NULL;
-	}
-}
-
-static struct launch_answer *answer_find(const char *owner)
-{
-	for (size_t i = 0; i < n_answers; i++)
-		if (strcmp(answers[i].owner, owner) == 0)
-			return &answers[i];
-	return NULL;
-}
-
-static void copy_ids(struct strv *dst, const struct strv *src)
-{
-	strv_clear(dst);
-	for (size_t i = 0; i < src->n; i++)
-		strv_push(dst, src->v[i]);
-}
-
-static void remember_answer(const char *owner, const struct plan_launch *l)
-{
-	pthread_mutex_lock(&answers_lock);
-	struct launch_answer *a = answer_find(owner);
-	if (!a) {
-		if (n_answers == ANSWERS_MAX)
-			answer_drop(0);
-		answers = xrealloc(answers, (n_answers + 1) * sizeof(*answers));
-		a = &answers[n_answers++];
-		*a = (struct launch_answer){.owner = xstrdup(owner)};
-	}
-	snprintf(a->token, sizeof(a->token), "%s", l->client_token);
-	copy_ids(&a->ids, &l->instance_ids);
-	pthread_mutex_unlock(&answers_lock);
-}
-
-/* Fills in the IDs of a recorded launch without them, if this process got its answer. */
-static void recall_answer(const char *owner, struct plan_launch *l)
-{
-	pthread_mutex_lock(&answers_lock);
-	const struct launch_answer *a = answer_find(owner);
-	if (a && !l->ids_known && strcmp(a->token, l->client_token) == 0) {
-		l->ids_known = true;
-		copy_ids(&l->instance_ids, &a->ids);
-	}
-	pthread_mutex_unlock(&answers_lock);
-}
-
-static void forget_answer(const char *owner)
-{
-	pthread_mutex_lock(&answers_lock);
-	for (size_t i = 0; i < n_answers; i++)
-		if (strcmp(answers[i].owner, owner) == 0) {
-			answer_drop(i);
-			break;
-		}
-	pthread_mutex_unlock(&answers_lock);
-}
 
 #define REQUEUE_PROGRESS_MS 2000
 /* A conflict means the object changed under us: look again almost at once. */
@@ -592,11 +510,11 @@ static int launch(struct pass *p, const struct plan *plan, int count, bool fresh
 			   l.instance_type ? l.instance_type : p->spec->instance_type,
 			   l.zone ? l.zone : p->spec->zone, joined);
 		strv_clear(&ids);
-		/* A fresh launch's IDs stay in memory (remember_answer) and are resolved next
+		/* A fresh launch's IDs stay in memory (answers.h) and are resolved next
 		 * pass; recording them now would cost a status write. A repeated one records
 		 * them, or each pass would replay it again. */
 		if (fresh)
-			remember_answer(p->owner, &p->ledger);
+			answers_remember(p->r->answers, p->owner, p->ledger.client_token, &p->ledger.instance_ids);
 		return fresh ? 0 : write_ledger(p, plan, "cannot record the launched IDs yet (the next "
 						"pass repeats the same ClientToken and gets them again)");
 	}
@@ -655,7 +573,7 @@ static int release(struct pass *p, const char *why)
 {
 	struct sp_error err = {0};
 	pool_log(p, LOG_LVL_INFO, "finalize", NULL, "%s, releasing the resource", why);
-	forget_answer(p->owner);
+	answers_forget(p->r->answers, p->owner);
 	int r = set_finalizer(p, false, &err);
 	if (r < 0)
 		pool_log(p, LOG_LVL_WARN, "finalize", err.reason, "cannot remove finalizer: %s", err.msg);
@@ -925,10 +843,11 @@ void reconcile_pool(struct reconciler *r, cJSON *obj, struct reconcile_result *r
 	}
 	p.launch_seq = status_launch_seq(p.old_status);
 	p.has_ledger = status_ledger(p.old_status, &p.ledger);
-	if (p.has_ledger)
-		recall_answer(p.owner, &p.ledger);
-	else
-		forget_answer(p.owner);
+	if (p.has_ledger && !p.ledger.ids_known)
+		p.ledger.ids_known = answers_recall(r->answers, p.owner, p.ledger.client_token,
+						    &p.ledger.instance_ids);
+	else if (!p.has_ledger)
+		answers_forget(r->answers, p.owner);
 	status_recorded(p.old_status, &p.seen, &p.seen_live);
 	const cJSON *md = cJSON_GetObjectItemCaseSensitive(p.obj, "metadata");
 	p.deleting = cJSON_GetObjectItemCaseSensitive(md, "deletionTimestamp") != NULL;
