@@ -1,4 +1,4 @@
-/* plan: decides launches and terminations; see design.md section 3 and plan.h. */
+/* plan: decides launches and terminations; see docs/how-it-works.md ("Invariants") and plan.h. */
 #include "plan.h"
 
 #include <stdio.h>

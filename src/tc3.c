@@ -1,4 +1,4 @@
-/* tc3: TC3-HMAC-SHA256 signing (see shared/reference/tc3-vectors.md). */
+/* tc3: TC3-HMAC-SHA256 signing (see docs/reference/tc3-vectors.md). */
 #include "tc3.h"
 #include "buf.h"
 

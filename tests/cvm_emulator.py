@@ -7,7 +7,8 @@ real HTTP. It verifies TC3-HMAC-SHA256 with its own implementation (hashlib/hmac
 so a bug in the C signer cannot hide behind a shared one. It keeps instance state,
 models eventual consistency, spot reclaim, capacity and throttling, and can inject
 faults; its control API lets tests arrange a scenario and then prove the invariants of
-design.md section 3 (journal of every call, per-tag high-water mark of live instances).
+docs/how-it-works.md, "Invariants" (journal of every call, per-tag high-water mark of
+live instances).
 Python 3.11 standard library only.
 
 Running
@@ -69,7 +70,7 @@ lookup). Order: CreatedTime (second precision) then InstanceId. Answers
 TotalCount (all matches) and InstanceSet (the page). PublicIpAddresses is null until the
 instance is RUNNING, and always when no public IP was asked for (InternetAccessible
 PublicIpAssigned false, or InternetMaxBandwidthOut 0 or absent).
-Tag index (design.md section 3, "Visibility"): a listing with a tag filter (tag:<key>,
+Tag index (docs/how-it-works.md, "Visibility"): a listing with a tag filter (tag:<key>,
 tag-key, tag-value) is answered from a lagging, non-monotonic index. An instance enters
 it tagIndexLagSeconds after creation (config, or the RunInstances fault of that name);
 an indexed instance drops out with probability tagIndexDropProbability, drawn per

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# The invariants of design.md section 3 when the cloud misbehaves, one scenario per
+# The invariants of docs/how-it-works.md when the cloud misbehaves, one scenario per
 # defect of issue 8 (each failed on the code before the fix): a lagging, non-monotonic
 # tag index, launches that never become visible, kills around RunInstances, a spec
 # edited mid-pass, a refusal after a lost reply, failing reads, a spec that stopped

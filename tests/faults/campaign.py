@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""Randomized fault campaign for spotpool (design.md section 3 invariants, under faults).
+"""Randomized fault campaign for spotpool (the invariants of docs/how-it-works.md, under faults).
 
 One real kube-apiserver + etcd (scripts/k8s-up into a temporary directory, k8s-down at
 the end) is shared by every schedule. Each schedule gets, from its seed alone
@@ -433,7 +433,7 @@ def make_plan(seed: int, duration_range: tuple[float, float]) -> Plan:
     if rng.random() < 0.06:
         events.append(Event(round(rng.uniform(0, duration), 1), "apiserver_restart"))
     events.sort(key=lambda e: e.t)
-    # The tag index lags and drops entries in normal operation too (design.md section 3):
+    # The tag index lags and drops entries in normal operation too (docs/how-it-works.md, "Visibility"):
     # half the schedules delete their pools while it does.
     delete_index = None
     if rng.random() < 0.5:

@@ -1,6 +1,6 @@
 #!/usr/bin/env python3
 """Unit tests of the CVM emulator's fault machinery used by the fault campaign:
-tag-index lag and drops (design.md section 3, "Visibility"), id lookups that keep
+tag-index lag and drops (docs/how-it-works.md, "Visibility"), id lookups that keep
 finding an instance once returned, the per-launch tagIndexLagSeconds fault, kill hooks
 (before/after a call), live-count history, seeded ids. Runs a real emulator process
 on 127.0.0.1 and talks to it over HTTP with signed requests.

@@ -1,4 +1,4 @@
-/* plan: the pool-size semantics and invariants of design.md section 3, and the rules
+/* plan: the pool-size semantics and invariants of docs/how-it-works.md, and the rules
  * for an unreliable cloud (plan.h): lagging listings, invisible launches, lost replies. */
 #include "testutil.h"
 #include "plan.h"
