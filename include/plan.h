@@ -14,7 +14,8 @@
  *    repeated with the same ClientToken (the cloud then answers the original instances,
  *    or launches), asking for no more than the pool needs now. When some of its
  *    instances already show (it did launch), the same request is repeated to learn the
- *    IDs of the rest: listings alone never prove a launch made less than it asked for;
+ *    IDs of the rest: listings alone never prove a launch made less than it asked for
+ *    (deleting too; one none of whose instances ever shows is watched for the grace);
  *  - deleting, a launched ID no lookup shows yet holds the finalizer until it is seen or
  *    the grace has passed (TerminateInstances answers NotFound for it meanwhile). */
 #ifndef SPOTPOOL_PLAN_H
@@ -76,8 +77,8 @@ struct plan_input {
 	int64_t now;
 	int64_t launch_grace;                    /* seconds; <= 0 means the default */
 	bool deleting;                           /* terminate everything owned (deletionPolicy Delete) */
-	/* Deleting, with a spec that still validates: the ledger's launch can be repeated
-	 * (the same request) to learn its IDs. */
+	/* Deleting, with a spec that still validates: the ledger's launch, known to have
+	 * happened, can be repeated (the same request) to learn its IDs. */
 	bool can_repeat_launch;
 };
 

@@ -199,13 +199,12 @@ static void plan_deletion(const struct plan_input *in, int64_t grace, int tagged
 		strv_push(&p->cleanup, unconfirmed->v[i]);
 	if (l && !l->ids_known && tagged < l->count) {
 		/* Outcome unknown and not all of its instances seen. Some carry its token: it
-		 * did launch, and repeating the token answers its IDs and launches nothing.
-		 * None: watch the listing for the grace, then repeat the token all the same, as
-		 * the only way to learn what it made (what a late first launch makes is then
-		 * terminated by ID). Never concluded from listings alone. */
-		if (in->can_repeat_launch && (tagged > 0 || !young))
+		 * did launch (only a launch that succeeded records a token), so repeating the
+		 * token answers its IDs and launches nothing. None: the token may never have
+		 * reached the cloud, and repeating it would launch instances only to terminate
+		 * them, maybe above maximum: the listing is watched for the grace instead. */
+		if (in->can_repeat_launch && tagged > 0)
 			p->resume = l->count;
-		/* A spec that no longer validates cannot repeat it: the grace is all there is. */
 		p->waiting = young || p->resume;
 	} else if (unconfirmed->n && young) {
 		p->waiting = true;

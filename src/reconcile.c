@@ -595,12 +595,10 @@ static void finalize(struct pass *p, const struct plan *plan, struct reconcile_r
 	if (plan->resume) {
 		pool_log(p, LOG_LVL_INFO, "finalize", NULL, "repeating launch %s to learn its instance IDs "
 			 "before releasing", p->ledger.client_token);
-		int r = launch(p, plan, plan->resume, false);
+		/* Whatever it answers, what is known goes now: a refused repeat must not keep a
+		 * deleted pool's instances running. */
+		res->error = launch(p, plan, plan->resume, false);
 		res->requeue_ms = REQUEUE_PROGRESS_MS;
-		if (r < 0) {
-			res->error = r;
-			return;
-		}
 	}
 	if (plan->cleanup.n) {
 		int r = terminate(p, &plan->cleanup, METRICS_TERMINATED_DELETION, "pool deleted");
