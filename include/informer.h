@@ -40,7 +40,8 @@ cJSON *informer_get(struct informer *inf, const char *key);
 bool informer_has(struct informer *inf, const char *key);
 /* Replaces the cached object of key by obj (what a patch returned) unless the watch
  * delivered a newer version meanwhile: the cache must hold from_rv, the version the
- * pass started from. */
+ * pass started from. When obj carries a new generation or a deletion, the pool is
+ * enqueued at once (the watch events that brought them are older than obj). */
 void informer_update(struct informer *inf, const char *key, const char *from_rv, const cJSON *obj);
 /* Appends every cached key. */
 void informer_keys(struct informer *inf, struct strv *ret);

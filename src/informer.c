@@ -177,12 +177,19 @@ static cJSON *unpack(const struct cached_pool *p)
  * different uid is a recreated object and always replaces. Returns whether reconcile
  * should look at it at once (new, spec changed, or deletion started). Status-only
  * updates, most of them ours, only refresh the cache. */
-static bool remember(struct informer *inf, const char *key, const cJSON *obj)
+/* What makes a version worth a pass at once: its generation and whether it is deleting. */
+static void read_marks(const cJSON *obj, int64_t *ret_generation, bool *ret_deleting)
 {
 	const cJSON *md = cJSON_GetObjectItemCaseSensitive(obj, "metadata");
-	const cJSON *gen = cJSON_GetObjectItemCaseSensitive(md, "generation");
-	int64_t generation = pool_json_int64(gen);
-	bool deleting = cJSON_GetObjectItemCaseSensitive(md, "deletionTimestamp") != NULL;
+	*ret_generation = pool_json_int64(cJSON_GetObjectItemCaseSensitive(md, "generation"));
+	*ret_deleting = cJSON_GetObjectItemCaseSensitive(md, "deletionTimestamp") != NULL;
+}
+
+static bool remember(struct informer *inf, const char *key, const cJSON *obj)
+{
+	int64_t generation;
+	bool deleting;
+	read_marks(obj, &generation, &deleting);
 	const char *uid = uid_of(obj);
 	pthread_mutex_lock(&inf->lock);
 	if (tombstoned(inf, uid)) {
@@ -508,11 +515,23 @@ bool informer_has(struct informer *inf, const char *key)
 
 void informer_update(struct informer *inf, const char *key, const char *from_rv, const cJSON *obj)
 {
+	int64_t generation;
+	bool deleting, changed = false;
+	read_marks(obj, &generation, &deleting);
 	pthread_mutex_lock(&inf->lock);
 	struct cached_pool *p = find(inf, key);
-	if (p && strcmp(p->rv, from_rv) == 0)
+	if (p && strcmp(p->rv, from_rv) == 0) {
+		/* What the pass wrote may carry a spec edit or a deletion made meanwhile; the
+		 * watch events that bring it are then not newer and are dropped, so the pool is
+		 * looked at again here. */
+		changed = p->generation != generation || p->deleting != deleting;
+		p->generation = generation;
+		p->deleting = deleting;
 		store(p, obj);
+	}
 	pthread_mutex_unlock(&inf->lock);
+	if (changed)
+		inf->cfg.enqueue(inf->cfg.userdata, key, true);
 }
 
 void informer_keys(struct informer *inf, struct strv *ret)

@@ -96,6 +96,30 @@ static void test_older_event_ignored(void **state)
 	informer_free(inf);
 }
 
+/* Review of the ordering fix: a pass read version 9; meanwhile the spec was edited (10);
+ * the pass's write returned 11, which carries that edit. The watch's 10 and 11 are then
+ * not newer than the cache and are dropped, so the update itself must enqueue the pool;
+ * a status-only write does not. */
+static void test_update_carrying_a_change_enqueues(void **state)
+{
+	(void)state;
+	struct informer *inf = new_informer();
+	apply(inf, "ADDED", "u1", "9", 2);
+	cJSON *status_only = pool("u1", "10", 2);
+	enqueued = 0;
+	informer_update(inf, "ns/p", "9", status_only);
+	assert_int_equal(enqueued, 0);
+	cJSON *edited = pool("u1", "11", 4);  /* generation 4: the spec changed */
+	informer_update(inf, "ns/p", "10", edited);
+	assert_int_equal(enqueued, 1);
+	apply(inf, "MODIFIED", "u1", "11", 4);  /* the watch's copy: not newer */
+	assert_int_equal(enqueued, 1);
+	assert_int_equal(cached_replicas(inf, NULL, 0), 4);
+	cJSON_Delete(status_only);
+	cJSON_Delete(edited);
+	informer_free(inf);
+}
+
 static void test_opaque_rv_accepted(void **state)
 {
 	(void)state;
@@ -148,6 +172,7 @@ int main(void)
 		cmocka_unit_test(test_rv_newer),
 		cmocka_unit_test(test_older_event_ignored),
 		cmocka_unit_test(test_opaque_rv_accepted),
+		cmocka_unit_test(test_update_carrying_a_change_enqueues),
 		cmocka_unit_test(test_recreated_replaces),
 		cmocka_unit_test(test_delete_is_final),
 	};
