@@ -87,7 +87,8 @@ int kube_watch(struct kube_client *c, const char *path, long timeout_ms, kube_ev
 	       void *userdata, const volatile sig_atomic_t *cancel, struct sp_error *err);
 
 /* Decoded value of key in a Secret object (data is base64), caller frees with
- * sp_secure_free; NULL when absent or malformed. */
+ * sp_secure_free; NULL when absent or malformed. Not registered for redaction: the
+ * caller knows which values are secret and who owns them (log_replace_secret). */
 char *kube_secret_value(const cJSON *secret, const char *key);
 /* Zeroes every string in a Secret object in place (data, and any copy in annotations
  * such as last-applied-configuration); kube_secret_free then frees it. Both accept NULL:

@@ -109,8 +109,11 @@ static int secret_credentials(const struct pool_spec *s, const struct manifest_s
 	int r = 0;
 	for (size_t i = 0; i < 3 && r == 0; i++)
 		r = manifest_secret_lookup(set, s->namespace, s->credentials_secret, keys[i], i == 2, &v[i], err);
-	if (r == 0)
+	if (r == 0) {
 		creds_set(out, v[0], v[1], v[2], "secret (from the given files)");
+		log_add_secret(out->secret_key);
+		log_add_secret(out->token);
+	}
 	else if (r == SP_ENOTFOUND && env_has_credentials() && (r = creds_from_env(out, err)) == 0)
 		fprintf(stderr, "spotpool dry-run: note: %s/%s: Secret %s/%s is not among the given files; "
 			"using TENCENTCLOUD_SECRET_ID/TENCENTCLOUD_SECRET_KEY\n", s->namespace, s->name,
@@ -136,10 +139,11 @@ static void resolve_credentials(struct pool_spec *const *pools, size_t n, const 
 		const struct pool_spec *s = pools[i];
 		struct sp_error err = {0};
 		int r = 0;
-		if (s->secret_id)
+		if (s->secret_id) {
 			creds_set(&out[i], s->secret_id, s->secret_key, NULL,
 				  "spec (inline; prefer credentialsSecretRef)");
-		else if (s->credentials_secret)
+			log_add_secret(s->secret_key);
+		} else if (s->credentials_secret)
 			r = secret_credentials(s, set, &out[i], &err);
 		else
 			r = creds_from_env(&out[i], &err);

@@ -491,9 +491,7 @@ char *kube_secret_value(const cJSON *secret, const char *key)
 	const char *v = str(cJSON_GetObjectItemCaseSensitive(secret, "data"), key);
 	if (!v)
 		return NULL;
-	char *decoded = sp_base64_decode(v, NULL);
-	log_add_secret(decoded);
-	return decoded;
+	return sp_base64_decode(v, NULL);
 }
 
 static void wipe_strings(cJSON *n)

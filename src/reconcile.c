@@ -367,6 +367,8 @@ static int resolve_credentials(struct pass *p)
 	}
 	if (s->secret_id) {
 		creds_set(&p->creds, s->secret_id, s->secret_key, NULL, "spec");
+		/* Owned by the pool: an edited key forgets the old one. */
+		log_replace_secret(p->ns, p->name, "spec.secretKey", s->secret_key);
 		p->insecure = true;
 		return 0;
 	}
