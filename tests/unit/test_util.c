@@ -1,4 +1,5 @@
-/* util: sp_base64_decode (found by tests/fuzz/fuzz_kubeconfig: "====" wrote before its buffer). */
+/* util: sp_base64_decode (found by tests/fuzz/fuzz_kubeconfig: "====" wrote before its
+ * buffer); monotonic condition waits (issue 19 item 6). */
 #include "testutil.h"
 #include "spotpool.h"
 
@@ -39,11 +40,35 @@ static void test_base64_malformed_padding(void **state)
 	assert_int_equal(n, 99);  /* untouched on failure */
 }
 
+/* The waits of inv, wq and rate end at a sp_mono_ms() time: the condition variable
+ * must wait on that clock. On CLOCK_REALTIME (the default) a monotonic deadline lies
+ * decades in the past and the wait returns at once; a wall-clock deadline would
+ * stretch or cut with every clock step. */
+static void test_cond_waits_on_the_monotonic_clock(void **state)
+{
+	(void)state;
+	pthread_mutex_t lock = PTHREAD_MUTEX_INITIALIZER;
+	pthread_cond_t cond;
+	sp_cond_init_monotonic(&cond);
+	pthread_mutex_lock(&lock);
+	int64_t start = sp_mono_ms();
+	sp_cond_wait_until_ms(&cond, &lock, start + 200);
+	int64_t waited = sp_mono_ms() - start;
+	assert_true(waited >= 190);
+	assert_true(waited < 2000);
+	start = sp_mono_ms();
+	sp_cond_wait_until_ms(&cond, &lock, start - 1000);  /* past: returns at once */
+	assert_true(sp_mono_ms() - start < 100);
+	pthread_mutex_unlock(&lock);
+	pthread_cond_destroy(&cond);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_base64_valid),
 		cmocka_unit_test(test_base64_malformed_padding),
+		cmocka_unit_test(test_cond_waits_on_the_monotonic_clock),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }
