@@ -108,7 +108,7 @@ fuzz: fuzz-build
 	done; \
 	if [ -n "$$failed" ]; then echo "fuzz: failed:$$failed"; exit 1; fi
 
-# Randomized fault campaign (tests/faults/campaign.py, README "Fault campaign"):
+# Randomized fault campaign (tests/faults/campaign.py, CONTRIBUTING.md "Fault campaign"):
 # SCHEDULES seeded schedules (seeds FIRST_SEED..), JOBS at a time, against one real
 # apiserver; SEED=S replays exactly one; DURATION=MIN:MAX sets the fault phase (s);
 # WITHOUT=tag_index,... leaves fault kinds out.

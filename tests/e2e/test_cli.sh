@@ -5,7 +5,7 @@
 # the usage line and a pointer to --help on stderr.
 source "$(dirname "$0")/lib.sh"
 
-usage_rc=2  # CLI_EUSAGE in include/cli.h; the README's "Exit status"
+usage_rc=2  # CLI_EUSAGE in include/cli.h; docs/configuration.md#exit-status
 
 # --- A fake apiserver: a TCP listener that records every connection it accepts ------
 accept_log=$E2E_TMP/accepted
