@@ -362,10 +362,9 @@ int cfg_load_file(struct cfg *c, const char *path, struct sp_error *err)
 	}
 	if (r == 0 && set.n > 1)
 		r = sp_fail(err, SP_EINVAL, "%s: expected one YAML document (%s), found %zu", path, what, set.n);
-	else if (r == 0 && set.n == 0)
-		r = sp_fail(err, SP_EINVAL, "%s: no settings in it: expected %s; leave --config out to use "
-			    "the defaults", path, what);
-	if (r == 0)
+	/* An empty file (or only comments) sets nothing: `--config /dev/null` is the way to
+	 * say "no file, not even /etc/spotpool/spotpool.yaml". */
+	if (r == 0 && set.n == 1)
 		r = load_object(c, &set.docs[0], set.docs[0].object, "", err);
 	manifest_set_free(&set);
 	return r;

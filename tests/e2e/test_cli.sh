@@ -173,7 +173,6 @@ same_cases=(
 	"X=1|--config $E2E_TMP/listen.yaml|listen.yaml:1: listenAddress: metrics listen address \"nonsense\""
 	"X=1|--config $E2E_TMP/ns.yaml|ns.yaml:1: namespaces: \"Team_A\" is not a namespace name"
 	"X=1|--config $E2E_TMP/conf.d|conf.d: is a directory, expected a YAML file"
-	"X=1|--config $E2E_TMP/empty.yaml|empty.yaml: no settings in it: expected a mapping of configuration keys"
 	"X=1|--config $E2E_TMP/list.yaml|list.yaml: expected a mapping of configuration keys (workers: 2, ...; see spotpool.yaml(5)), got a list"
 	"X=1|--config $E2E_TMP/typo.yaml|typo.yaml:1: unknown key \"worker\" (did you mean \"workers\"?)"
 )
@@ -193,6 +192,9 @@ for case in "${same_cases[@]}"; do
 			! grep -q 'configuration is valid' '$E2E_TMP/cc.out'"
 done
 check "bad settings never contacted the (fake) apiserver" bash -c "! test -s '$accept_log'"
+sp_run cc run --config "$E2E_TMP/empty.yaml" --check-config
+check "an empty --config file sets nothing: check-config goes on to the cluster (exit 3, $(rc_of cc))" \
+	bash -c "[[ \$(cat '$E2E_TMP/cc.rc') == 3 ]] && grep -q 'configuration is valid, but the cluster connection FAILED' '$E2E_TMP/cc.out'"
 
 # --- soldOutSeconds: --sold-out-seconds, with --sold-out-ttl kept as a deprecated alias ----
 sp_run sold run --sold-out-seconds 42 --check-config

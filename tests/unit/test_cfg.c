@@ -162,7 +162,7 @@ static void bad_values_are_refused_when_set(void **state)
 	}
 }
 
-/* A directory, an empty file, a list, a stray key: the file named, and what was expected. */
+/* A directory, a list, a stray key: the file named, and what was expected. */
 static void file_errors_say_what_was_expected(void **state)
 {
 	(void)state;
@@ -173,8 +173,6 @@ static void file_errors_say_what_was_expected(void **state)
 	assert_contains(err.msg, "/tmp: is a directory, expected a YAML file");
 	cfg_free(&c);
 	static const char *const cases[][2] = {
-		{"", "no settings in it: expected a mapping of configuration keys"},
-		{"# only a comment\n", "no settings in it: expected a mapping of configuration keys"},
 		{"- workers: 2\n", "expected a mapping of configuration keys (workers: 2, ...; see spotpool.yaml(5)), got a list"},
 		{"workers\n", "got a string"},
 		{"worker: 3\n", ":1: unknown key \"worker\" (did you mean \"workers\"?)"},
@@ -191,6 +189,21 @@ static void file_errors_say_what_was_expected(void **state)
 			fail_msg("accepted \"%s\"", cases[i][0]);
 		assert_contains(err.msg, "/tmp/test_cfg_");
 		assert_contains(err.msg, cases[i][1]);
+		cfg_free(&c);
+	}
+}
+
+/* An empty file, or one of comments only, sets nothing (--config /dev/null). */
+static void empty_file_sets_nothing(void **state)
+{
+	(void)state;
+	static const char *const texts[] = {"", "# only a comment\n", "---\n"};
+	for (size_t i = 0; i < sizeof(texts) / sizeof(texts[0]); i++) {
+		struct cfg c;
+		struct sp_error err = {0};
+		if (load_text(&c, texts[i], &err) < 0)
+			fail_msg("\"%s\": %s", texts[i], err.msg);
+		assert_string_equal(cfg_source(&c, "workers"), "default");
 		cfg_free(&c);
 	}
 }
@@ -272,6 +285,7 @@ int main(void)
 		cmocka_unit_test(empty_namespace_flag_is_refused),
 		cmocka_unit_test(bad_values_are_refused_when_set),
 		cmocka_unit_test(file_errors_say_what_was_expected),
+		cmocka_unit_test(empty_file_sets_nothing),
 		cmocka_unit_test(default_credentials_path),
 		cmocka_unit_test(settings_table),
 	};
