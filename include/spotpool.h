@@ -109,6 +109,14 @@ int64_t sp_mono_ms(void);
 void sp_cond_init_monotonic(pthread_cond_t *cond);
 void sp_cond_wait_until_ms(pthread_cond_t *cond, pthread_mutex_t *lock, int64_t at_mono_ms);
 
+/* Levenshtein distance between a and b (insertions, deletions, substitutions, and a
+ * swap of two neighbours counting as one), case-sensitive; words longer than 64
+ * characters are compared on their first 64. */
+size_t sp_edit_distance(const char *a, const char *b);
+/* The candidate nearest to word, for "did you mean ...?": NULL when none is within
+ * max(1, strlen(word) / 3) edits, or when word is one of them. Ties go to the first. */
+const char *sp_nearest(const char *word, const char *const *candidates, size_t n);
+
 void sp_hex(const unsigned char *in, size_t n, char *out);
 /* Decodes standard base64; NULL when malformed. The result is NUL-terminated and its
  * length stored in ret_len when not NULL. */

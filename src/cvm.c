@@ -340,7 +340,10 @@ int cvm_call(struct cvm_client *c, const struct cvm_credentials *cred, const cha
 	bool has_token = cJSON_GetObjectItemCaseSensitive(params, "ClientToken") != NULL;
 	char uncertain[200] = "";  /* why an earlier attempt's outcome is unknown */
 	struct sp_error local = {0};
+	int64_t started_ms = sp_mono_ms();
+	int attempts = 0;
 	for (int attempt = 0;; attempt++) {
+		attempts = attempt + 1;
 		local = (struct sp_error){0};
 		/* Every attempt, retries included, waits its turn at the (SecretId, region, action)
 		 * rate limit; a shutdown ends the wait. */
@@ -373,6 +376,10 @@ int cvm_call(struct cvm_client *c, const struct cvm_credentials *cred, const cha
 			    "succeeded (%.150s); the retry was refused: %.250s", action, uncertain, refusal.msg);
 		snprintf(local.reason, sizeof(local.reason), "%s", refusal.reason);
 	}
+	/* One line per call, success included: `dry-run -v` and logLevel debug show every call. */
+	log_debug("cvm %s region %s: %s in %lld ms (%d attempt%s)", action, region,
+		  r == 0 ? "Success" : *local.reason ? local.reason : sp_strerror(r),
+		  (long long)(sp_mono_ms() - started_ms), attempts, attempts == 1 ? "" : "s");
 	if (r < 0 && err)
 		*err = local;
 	cJSON_free(body);

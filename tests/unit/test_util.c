@@ -1,5 +1,6 @@
 /* util: sp_base64_decode (found by tests/fuzz/fuzz_kubeconfig: "====" wrote before its
- * buffer); monotonic condition waits (issue 19 item 6). */
+ * buffer); monotonic condition waits (issue 19 item 6); edit distance and the nearest
+ * known name (did-you-mean suggestions). */
 #include "testutil.h"
 #include "spotpool.h"
 
@@ -63,9 +64,42 @@ static void test_cond_waits_on_the_monotonic_clock(void **state)
 	pthread_cond_destroy(&cond);
 }
 
+static void test_edit_distance(void **state)
+{
+	(void)state;
+	assert_int_equal(sp_edit_distance("", ""), 0);
+	assert_int_equal(sp_edit_distance("spec", ""), 4);
+	assert_int_equal(sp_edit_distance("spce", "spec"), 1);      /* a swap is one edit */
+	assert_int_equal(sp_edit_distance("kitten", "sitting"), 3);
+	assert_int_equal(sp_edit_distance("worker", "workers"), 1);
+	assert_int_equal(sp_edit_distance("Spec", "spec"), 1);      /* case counts */
+	char a[200], b[200];
+	memset(a, 'a', sizeof(a) - 1);
+	a[sizeof(a) - 1] = '\0';
+	memcpy(b, a, sizeof(b));
+	b[150] = 'b';                                               /* past the first 64 */
+	assert_int_equal(sp_edit_distance(a, b), 0);
+}
+
+static void test_nearest(void **state)
+{
+	(void)state;
+	static const char *const top[] = {"apiVersion", "kind", "metadata", "spec", "status"};
+	assert_string_equal(sp_nearest("spce", top, 5), "spec");
+	assert_string_equal(sp_nearest("metdata", top, 5), "metadata");
+	assert_string_equal(sp_nearest("apiversion", top, 5), "apiVersion");
+	assert_null(sp_nearest("spec", top, 5));        /* known: nothing to suggest */
+	assert_null(sp_nearest("zzzz", top, 5));        /* nothing near */
+	assert_null(sp_nearest("x", top, 0));
+	static const char *const tie[] = {"ab", "ac"};
+	assert_string_equal(sp_nearest("aa", tie, 2), "ab");  /* ties: the first */
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
+		cmocka_unit_test(test_edit_distance),
+		cmocka_unit_test(test_nearest),
 		cmocka_unit_test(test_base64_valid),
 		cmocka_unit_test(test_base64_malformed_padding),
 		cmocka_unit_test(test_cond_waits_on_the_monotonic_clock),
