@@ -270,7 +270,11 @@ static void *janitor_main(void *arg)
 		for (size_t i = 0; i < inv->n_pollers;) {
 			struct poller *p = inv->pollers[i];
 			int64_t due = p->last_read_ms + inv->cfg.retire_after_ms;
-			if (unused(p) || (p->users == 0 && now >= due)) {
+			if (p->users > 0) {  /* let_go restarts its idle time */
+				i++;
+				continue;
+			}
+			if (unused(p) || now >= due) {
 				log_info("inventory %s (%s): %s %lld s, poller stopped", p->region, p->creds.secret_id,
 					 unused(p) ? "no pool uses it; last read" : "not read for",
 					 (long long)((now - p->last_read_ms) / 1000));
@@ -407,10 +411,12 @@ static int get_poller(struct inv *inv, const struct cvm_credentials *cred, const
 	return 0;
 }
 
-/* A reader is done with p; the last one lets the janitor free a retired poller, or
- * retire one whose pools have all left meanwhile. Called with the lock held. */
+/* A reader is done with p (a read counts from its end: it may have waited long); the
+ * last one lets the janitor free a retired poller, or retire one whose pools have all
+ * left meanwhile. Called with the lock held. */
 static void let_go(struct inv *inv, struct poller *p)
 {
+	p->last_read_ms = sp_mono_ms();
 	if (--p->users == 0 && (p->retired || p->owners.n == 0))
 		pthread_cond_signal(&inv->janitor_cond);
 }
