@@ -121,14 +121,7 @@ static void *fake_main(void *arg)
 
 static void fake_start(struct fake *f)
 {
-	struct sockaddr_in sa = {.sin_family = AF_INET, .sin_addr.s_addr = htonl(INADDR_LOOPBACK)};
-	socklen_t len = sizeof(sa);
-	f->fd = socket(AF_INET, SOCK_STREAM, 0);
-	assert_true(f->fd >= 0);
-	assert_int_equal(bind(f->fd, (struct sockaddr *)&sa, sizeof(sa)), 0);
-	assert_int_equal(listen(f->fd, 16), 0);
-	getsockname(f->fd, (struct sockaddr *)&sa, &len);
-	f->port = ntohs(sa.sin_port);
+	f->fd = test_listen_loopback(16, &f->port);
 	assert_int_equal(pthread_create(&f->thread, NULL, fake_main, f), 0);
 }
 
