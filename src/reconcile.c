@@ -9,7 +9,9 @@
  *  - a launch whose outcome is unknown is repeated with the same token, never forgotten;
  *  - nothing is launched or terminated for a pool whose spec does not validate, and a
  *    deleted pool is cleaned up with its own credentials only: never with others';
- *  - a failed cloud read leaves size and instances as last known, never empty. */
+ *  - a failed cloud read leaves size and instances as last known, never empty;
+ *  - every cloud call, rate-limit wait and apiserver write of a pass ends with the
+ *    leadership (the renew deadline, or a step-down): none starts or outlasts it. */
 #include "reconcile.h"
 #include "log.h"
 #include "metrics.h"
@@ -118,6 +120,10 @@ static void emit_event(struct pass *p, const char *type, const char *reason, con
 
 static void emit_event(struct pass *p, const char *type, const char *reason, const char *fmt, ...)
 {
+	/* A deposed leader's events would describe actions it no longer takes (or that the
+	 * new leader contradicts): record nothing; the log still has it. */
+	if (sp_mono_ms() >= atomic_load(p->r->active_until_ms))
+		return;
 	char raw[2048], msg[1024];
 	va_list ap;
 	va_start(ap, fmt);
@@ -410,7 +416,8 @@ static int observe(struct pass *p)
 	if (r == 0 && confirm.n) {
 		struct pool_instance *found = NULL;
 		size_t n_found = 0;
-		r = cvm_describe_ids(p->r->cvm, &view, p->spec->region, &confirm, &found, &n_found, &err);
+		r = cvm_describe_ids(p->r->cvm, &view, p->spec->region, &confirm, p->r->active_until_ms, &found,
+				     &n_found, &err);
 		if (r == 0) {
 			pool_log(p, LOG_LVL_DEBUG, "DescribeInstances", NULL, "%zu recorded instance(s) not "
 				 "listed by tag, %zu found by ID", confirm.n, n_found);
@@ -448,7 +455,7 @@ static int terminate(struct pass *p, const struct strv *ids, enum metrics_termin
 		return SP_ETRANSIENT;
 	struct cvm_credentials view = creds_view(&p->creds);
 	struct sp_error err = {0};
-	int r = cvm_terminate_instances(p->r->cvm, &view, p->spec->region, ids, &err);
+	int r = cvm_terminate_instances(p->r->cvm, &view, p->spec->region, ids, p->r->active_until_ms, &err);
 	if (r < 0) {
 		fail(p, r, "TerminateInstances", &err, "terminate failed (%s)", why);
 		return r;
@@ -476,7 +483,8 @@ static int launch(struct pass *p, const struct plan *plan, int count, bool fresh
 	struct cvm_launch l = {.spec = p->spec, .count = count, .client_token = p->ledger.client_token,
 			       .cluster = p->r->opt->cluster_name,
 			       .zone = *p->ledger.zone ? p->ledger.zone : NULL,
-			       .instance_type = *p->ledger.instance_type ? p->ledger.instance_type : NULL};
+			       .instance_type = *p->ledger.instance_type ? p->ledger.instance_type : NULL,
+			       .until = p->r->active_until_ms};
 	struct strv ids = {0};
 	struct sp_error err = {0};
 	int64_t started = sp_mono_ms();
