@@ -181,8 +181,11 @@ static void fail(struct pass *p, int code, const char *action, const struct sp_e
 	va_start(ap, fmt);
 	vsnprintf(what, sizeof(what), fmt, ap);
 	va_end(ap);
-	if (http_aborting()) {  /* shutting down: not a failure of the pool, no episode */
-		pool_log(p, LOG_LVL_INFO, action, NULL, "%s: %s", what, err ? err->msg : "shutting down");
+	/* Shutting down, or leadership ended mid-call: not a failure of the pool, no
+	 * episode (the next leader finds the pool as it is). */
+	if (http_aborting() || sp_mono_ms() >= atomic_load(p->r->active_until_ms)) {
+		pool_log(p, LOG_LVL_INFO, action, NULL, "%s: %s", what,
+			 err ? err->msg : http_aborting() ? "shutting down" : "no longer the leader");
 		return;
 	}
 	snprintf(raw, sizeof(raw), "%s%s%s", what, err && *err->msg ? ": " : "", err ? err->msg : "");
@@ -574,7 +577,8 @@ static void dry_run_actions(struct pass *p, const struct plan *plan)
 	int want = plan->launch + plan->resume;
 	if (want) {
 		struct cvm_credentials view = creds_view(&p->creds);
-		struct cvm_launch l = {.spec = p->spec, .count = want, .dry_run = true};
+		struct cvm_launch l = {.spec = p->spec, .count = want, .dry_run = true,
+				       .until = p->r->active_until_ms};
 		struct strv ids = {0};
 		struct sp_error err = {0};
 		int r = cvm_run_instances(p->r->cvm, &view, &l, &ids, &err);
