@@ -12,19 +12,7 @@
 # answers again.
 source "$(dirname "$0")/lib.sh"
 
-start_emulator
-start_cluster
-export TENCENTCLOUD_SECRET_ID=$EMU_SECRET_ID TENCENTCLOUD_SECRET_KEY=$EMU_SECRET_KEY
-cfg=$E2E_TMP/leader.yaml
-cat >"$cfg" <<YAML
-leaderElection:
-  enabled: true
-  leaseName: spotpool-fence
-  leaseNamespace: default
-  leaseDurationSeconds: 10
-  renewDeadlineSeconds: 8
-  retryPeriodSeconds: 1
-YAML
+leader_setup spotpool-fence 10 8 1
 SLACK=2.5
 holder() { kubectl get lease spotpool-fence -n default -o jsonpath='{.spec.holderIdentity}' 2>/dev/null; }
 now() { date +%s.%N; }
