@@ -360,7 +360,7 @@ int cvm_call_until(struct cvm_client *c, const struct cvm_credentials *cred, con
 		if (left > 0) {
 			r = rate_acquire_until(cred->secret_id, region, action, until, &grant, &local);
 			if (r < 0 && (http_aborting() || sp_deadline_left_ms(until) > 0))
-				break;  /* a shutdown */
+				break;  /* a shutdown (or no bucket to be had) */
 			left = sp_deadline_left_ms(until);  /* a token granted too late stays unused */
 		}
 		if (left <= 0) {
