@@ -185,6 +185,8 @@ int ctl_start(struct ctl *c, struct sp_error *err)
 		w->rc = (struct reconciler){.opt = &c->ropt, .kube = kube_client_new(c->opt.kube, ua),
 					    .cvm = cvm_client_new(&cvm_cfg), .inv = c->inv, .answers = c->answers,
 					    .active_until_ms = &c->active_until_ms};
+		/* A worker's writes (status, finalizer, events) end with the leadership. */
+		kube_client_set_until(w->rc.kube, &c->active_until_ms);
 		if (pthread_create(&w->thread, NULL, worker_main, w) != 0)
 			r = sp_fail(err, SP_EIO, "cannot start worker thread");
 		else
