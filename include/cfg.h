@@ -74,9 +74,12 @@ bool cfg_cluster_name_valid(const char *name);
  * `sudo spotpool run --check-config` agree: credentialsFile when set; else, started by
  * systemd (credentials_directory = $CREDENTIALS_DIRECTORY, not NULL),
  * credentials_directory/tencentcloud when it exists; else etc_path
- * (CFG_DEFAULT_CREDENTIALS_PATH) when it exists, readable or not (reading it then
- * reports why); else NULL: the environment. Owned by the caller. */
-char *cfg_default_credentials_path(const struct cfg *c, const char *credentials_directory, const char *etc_path);
+ * NULL when environment_set (TENCENTCLOUD_SECRET_ID and _KEY are set: what the user set
+ * beats a file found by default); else etc_path (CFG_DEFAULT_CREDENTIALS_PATH) when it
+ * exists, readable or not (reading it then reports why); else NULL: the environment.
+ * Owned by the caller. */
+char *cfg_default_credentials_path(const struct cfg *c, const char *credentials_directory,
+				   bool environment_set, const char *etc_path);
 /* Where key's value came from ("default", "--workers", "spotpool.yaml:3", ...). */
 const char *cfg_source(const struct cfg *c, const char *key);
 /* Prints the effective configuration as YAML with each value's source. */

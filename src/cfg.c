@@ -10,6 +10,7 @@
 
 #include <ctype.h>
 #include <errno.h>
+#include <math.h>
 #include <limits.h>
 #include <stddef.h>
 #include <string.h>
@@ -189,6 +190,16 @@ static int set_text(struct cfg *c, size_t i, const char *value, const char *sour
 		char *end;
 		errno = 0;
 		long v = strtol(value, &end, 10);
+		if (!errno && end != value && *end) {
+			/* YAML writes whole numbers as 2.0 or 1e1 too (accepted before the text
+			 * was kept for messages): one in range counts. */
+			char *d_end;
+			double d = strtod(value, &d_end);
+			if (!*d_end && isfinite(d) && d == floor(d) && d >= k->lo && d <= k->hi) {
+				v = (long)d;
+				end = d_end;
+			}
+		}
 		if (errno || end == value || *end || v < k->lo || v > k->hi)
 			return sp_fail(err, SP_EINVAL, "%s: %s: must be an integer from %d to %d, got \"%.80s\"",
 				       source, k->doc.key, k->lo, k->hi, value);
@@ -402,7 +413,8 @@ int cfg_validate(const struct cfg *c, struct sp_error *err)
 	return 0;
 }
 
-char *cfg_default_credentials_path(const struct cfg *c, const char *credentials_directory, const char *etc_path)
+char *cfg_default_credentials_path(const struct cfg *c, const char *credentials_directory,
+				   bool environment_set, const char *etc_path)
 {
 	if (*c->credentials_file)
 		return xstrdup(c->credentials_file);
@@ -413,6 +425,8 @@ char *cfg_default_credentials_path(const struct cfg *c, const char *credentials_
 		free(path);
 		return NULL;
 	}
+	if (environment_set)
+		return NULL;
 	return etc_path && access(etc_path, F_OK) == 0 ? xstrdup(etc_path) : NULL;
 }
 

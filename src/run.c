@@ -257,12 +257,14 @@ static bool load_config(struct cfg *cfg, int argc, char **argv, bool *check_only
 	return go_on && r == 0 && *rc == CLI_OK;
 }
 
-/* Default credentials: the configured file, a systemd credential, /etc/spotpool/
- * tencentcloud.yaml outside systemd, or the environment (cfg_default_credentials_path).
+/* Default credentials: the configured file, a systemd credential, the environment, or
+ * /etc/spotpool/tencentcloud.yaml outside systemd (cfg_default_credentials_path).
  * The file's path goes to ret_path (NULL: none) for --check-config. */
 static int load_default_creds(const struct cfg *cfg, struct creds *out, char **ret_path, struct sp_error *err)
 {
+	const char *env_id = getenv("TENCENTCLOUD_SECRET_ID"), *env_key = getenv("TENCENTCLOUD_SECRET_KEY");
 	char *path = cfg_default_credentials_path(cfg, getenv("CREDENTIALS_DIRECTORY"),
+						  env_id && *env_id && env_key && *env_key,
 						  CFG_DEFAULT_CREDENTIALS_PATH);
 	int r = path ? creds_from_file(out, path, err) : 0;
 	/* A file without credentials (the unit's `{}` default) stands for "none installed":

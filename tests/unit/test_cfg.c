@@ -162,6 +162,34 @@ static void bad_values_are_refused_when_set(void **state)
 	}
 }
 
+/* Regression (review of ac9b495): a file's whole numbers written as YAML also writes
+ * them (2.0, 1e1) were refused once the text was kept for messages, so a working
+ * configuration stopped starting. A fraction still is refused, echoed as written. */
+static void whole_numbers_in_any_yaml_form(void **state)
+{
+	(void)state;
+	static const struct {
+		const char *text;
+		int workers;
+	} ok[] = {{"workers: 2.0\n", 2}, {"workers: 1e1\n", 10}, {"workers: 4\n", 4}};
+	for (size_t i = 0; i < sizeof(ok) / sizeof(ok[0]); i++) {
+		struct cfg c;
+		struct sp_error err = {0};
+		if (load_text(&c, ok[i].text, &err) < 0)
+			fail_msg("%s: %s", ok[i].text, err.msg);
+		assert_int_equal(c.workers, ok[i].workers);
+		cfg_free(&c);
+	}
+	static const char *const bad[] = {"workers: 2.5\n", "workers: 1e9\n", "workers: 65.0\n"};
+	for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
+		struct cfg c;
+		struct sp_error err = {0};
+		assert_int_equal(load_text(&c, bad[i], &err), SP_EINVAL);
+		assert_contains(err.msg, "workers: must be an integer from 1 to 64, got \"");
+		cfg_free(&c);
+	}
+}
+
 /* A directory, a list, a stray key: the file named, and what was expected. */
 static void file_errors_say_what_was_expected(void **state)
 {
@@ -217,23 +245,26 @@ static void default_credentials_path(void **state)
 	char *etc = xasprintf("%s/tencentcloud.yaml", dir), *cred = xasprintf("%s/tencentcloud", dir);
 	struct cfg c;
 	cfg_defaults(&c);
-	assert_null(cfg_default_credentials_path(&c, NULL, etc));       /* nothing there: environment */
+	assert_null(cfg_default_credentials_path(&c, NULL, false, etc));  /* nothing there: environment */
 	FILE *f = fopen(etc, "w");
 	assert_non_null(f);
 	fclose(f);
-	char *p = cfg_default_credentials_path(&c, NULL, etc);          /* sudo spotpool run ... */
+	char *p = cfg_default_credentials_path(&c, NULL, false, etc);   /* sudo spotpool run ... */
 	assert_string_equal(p, etc);
 	free(p);
-	assert_null(cfg_default_credentials_path(&c, "/nonexistent", etc));  /* systemd passed none */
+	/* Review of 9dd3407: TENCENTCLOUD_* set by the user beat the file found by default
+	 * (an unreadable one made run exit 1 for a user with the variables set). */
+	assert_null(cfg_default_credentials_path(&c, NULL, true, etc));
+	assert_null(cfg_default_credentials_path(&c, "/nonexistent", false, etc));  /* systemd passed none */
 	f = fopen(cred, "w");
 	assert_non_null(f);
 	fclose(f);
-	p = cfg_default_credentials_path(&c, dir, etc);                 /* systemd's copy */
+	p = cfg_default_credentials_path(&c, dir, true, etc);           /* systemd's copy */
 	assert_string_equal(p, cred);
 	free(p);
 	struct sp_error err = {0};
 	assert_int_equal(cfg_set(&c, "credentialsFile", "/x/creds.yaml", "--credentials-file", &err), 0);
-	p = cfg_default_credentials_path(&c, dir, etc);                 /* configured: always */
+	p = cfg_default_credentials_path(&c, dir, true, etc);           /* configured: always */
 	assert_string_equal(p, "/x/creds.yaml");
 	free(p);
 	cfg_free(&c);
@@ -287,6 +318,7 @@ int main(void)
 		cmocka_unit_test(file_errors_say_what_was_expected),
 		cmocka_unit_test(empty_file_sets_nothing),
 		cmocka_unit_test(default_credentials_path),
+		cmocka_unit_test(whole_numbers_in_any_yaml_form),
 		cmocka_unit_test(settings_table),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
