@@ -46,5 +46,8 @@ void ctl_counts(struct ctl *c, size_t *ret_pools, size_t *ret_instances);
 /* Gates mutations: only a leader acts. Mutations are allowed until until_ms on the
  * monotonic clock (INT64_MAX: always, the default; 0: never, a standby). */
 void ctl_set_active_until(struct ctl *c, int64_t until_ms);
+/* How long an inventory poller no pool reads lives on: four resync periods, and at
+ * least the longest backoff plus two read timeouts (5.5 minutes). */
+int64_t ctl_poller_retire_ms(int resync_seconds);
 
 #endif

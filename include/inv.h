@@ -85,6 +85,9 @@ int inv_read(struct inv *inv, struct cvm_client *cvm, const struct cvm_credentia
 /* The pool just launched or terminated: its next read waits for a later snapshot, and
  * the account is listed at once. */
 void inv_note_mutation(struct inv *inv, const char *secret_id, const char *region, const char *owner);
+/* Everything may have changed (this process starts leading: another acted meanwhile):
+ * every read waits for a snapshot taken after now, and every account is listed at once. */
+void inv_note_all_mutated(struct inv *inv);
 
 /* Pure parts, for tests. */
 /* The pause before the next sweep: fast while unsettled, else spaced to the budget. */

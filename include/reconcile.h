@@ -12,6 +12,9 @@
 
 #include <stdatomic.h>
 
+/* How long a pass waits for an inventory listing newer than its pool's last change. */
+#define RECONCILE_READ_TIMEOUT_MS 15000
+
 struct reconcile_options {
 	bool dry_run;                      /* never mutate the cloud */
 	const struct creds *default_creds; /* for pools that name none; may be empty */

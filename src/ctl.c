@@ -20,8 +20,18 @@
 #define CTL_INFORMER_QUIET_MS (2 * 330 * 1000LL)
 /* Every pool is read within a resync period and a half (its point in the first half of
  * the next round); an inventory poller no pool has read for this many periods is
- * stopped (inv.h: Poller lifetime). */
+ * stopped (inv.h: Poller lifetime), but never sooner than a pool backing off at most
+ * (WQ_BACKOFF_MAX_MS) and a read that timed out on each side: otherwise every pool of
+ * an account in long backoff finds a new poller whose first listing of a large
+ * account outlasts the read, fails, backs off, and the poller goes again. */
 #define CTL_RETIRE_RESYNCS 4
+#define CTL_RETIRE_MIN_MS (WQ_BACKOFF_MAX_MS + 2 * RECONCILE_READ_TIMEOUT_MS)
+
+int64_t ctl_poller_retire_ms(int resync_seconds)
+{
+	int64_t by_resync = CTL_RETIRE_RESYNCS * (resync_seconds > 0 ? resync_seconds : 30) * 1000LL;
+	return by_resync > CTL_RETIRE_MIN_MS ? by_resync : CTL_RETIRE_MIN_MS;
+}
 
 struct worker {
 	struct ctl *ctl;
@@ -174,9 +184,8 @@ int ctl_start(struct ctl *c, struct sp_error *err)
 	char *ua = xasprintf("spotpool/%s (%s)", SPOTPOOL_VERSION, c->opt.identity ? c->opt.identity : "controller");
 	struct cvm_config cvm_cfg = {.endpoint = c->opt.cvm_endpoint, .observe = metrics_cvm_observe,
 				     .user_agent = ua};
-	int resync = c->opt.resync_seconds > 0 ? c->opt.resync_seconds : 30;
 	struct inv_config inv_cfg = {.cvm = cvm_cfg, .changed = on_instances_changed, .userdata = c,
-				     .retire_after_ms = CTL_RETIRE_RESYNCS * resync * 1000LL};
+				     .retire_after_ms = ctl_poller_retire_ms(c->opt.resync_seconds)};
 	c->inv = inv_new(&inv_cfg);
 	int r = informer_start(c->informer, err);
 	for (int i = 0; i < workers && r == 0; i++) {
@@ -258,5 +267,10 @@ void ctl_counts(struct ctl *c, size_t *ret_pools, size_t *ret_instances)
 
 void ctl_set_active_until(struct ctl *c, int64_t until_ms)
 {
-	atomic_store(&c->active_until_ms, until_ms);
+	int64_t was = atomic_exchange(&c->active_until_ms, until_ms);
+	/* Starting to act (again): another leader may have launched or terminated since
+	 * the last listings, which would count its reclaimed instances as live and
+	 * scale down the replacements. */
+	if (c->inv && until_ms > sp_mono_ms() && was <= sp_mono_ms())
+		inv_note_all_mutated(c->inv);
 }

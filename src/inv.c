@@ -71,6 +71,9 @@ struct inv {
 	 * waits for a sweep to end). */
 	pthread_t janitor;
 	pthread_cond_t janitor_cond;  /* a poller was retired, finished, or let go */
+	/* No read is served from a snapshot taken before this (inv_note_all_mutated): what
+	 * another process did while this one was not leading is in none of them. */
+	int64_t fresh_after_ms;
 	bool stopping;
 };
 
@@ -469,17 +472,21 @@ int inv_read(struct inv *inv, struct cvm_client *cvm, const struct cvm_credentia
 		}
 	}
 	int64_t need = mutation_at(p, owner);
+	if (inv->fresh_after_ms > need)
+		need = inv->fresh_after_ms;
 	if (max_age_ms > 0 && now - max_age_ms > need)
 		need = now - max_age_ms;
 	int64_t deadline = now + timeout_ms;
+	/* Strictly after: a listing that started in the same millisecond as the change
+	 * may have started before it. */
 	for (;;) {
-		if (p->last_error && p->error_ms >= need && (!p->snap || p->error_ms > p->taken_ms)) {
+		if (p->last_error && p->error_ms > need && (!p->snap || p->error_ms > p->taken_ms)) {
 			r = p->last_error;
 			if (err)
 				*err = p->last_err;
 			break;
 		}
-		if (p->snap && p->taken_ms >= need) {
+		if (p->snap && p->taken_ms > need) {
 			snap_owner(p->snap, owner, ret_instances, ret_n);
 			r = 0;
 			break;
@@ -524,6 +531,19 @@ size_t inv_poller_count(struct inv *inv, size_t *ret_live)
 		*ret_live = inv->n_pollers;
 	pthread_mutex_unlock(&inv->lock);
 	return n;
+}
+
+void inv_note_all_mutated(struct inv *inv)
+{
+	pthread_mutex_lock(&inv->lock);
+	int64_t now = sp_mono_ms();
+	inv->fresh_after_ms = now;
+	for (size_t i = 0; i < inv->n_pollers; i++) {
+		inv->pollers[i]->unsettled_until_ms = now + INV_UNSETTLED_HOLD_MS;
+		inv->pollers[i]->poke = true;
+	}
+	pthread_cond_broadcast(&inv->cond);
+	pthread_mutex_unlock(&inv->lock);
 }
 
 void inv_note_mutation(struct inv *inv, const char *secret_id, const char *region, const char *owner)

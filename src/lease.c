@@ -22,6 +22,9 @@ struct lease {
 	int64_t last_renew_ms;          /* last successful acquire or renew */
 	char observed[256];             /* holder + renewTime last seen */
 	int64_t observed_ms;            /* when that record last changed */
+	bool other_held;                /* the last read showed another holder */
+	/* Holding, but not acting before this (see try_acquire_or_renew). */
+	int64_t act_after_ms;
 };
 
 void lease_identity(char *out, size_t n, const char *hostname, long pid, const unsigned char rnd[16])
@@ -135,7 +138,20 @@ static enum round try_acquire_or_renew(struct lease *l)
 				 l->opt.name);
 			return ROUND_LOST;
 		}
-		return create_lease(l) ? ROUND_HELD : ROUND_NOT_NOW;
+		if (!create_lease(l))
+			return ROUND_NOT_NOW;
+		/* Deleted while another held it: that holder acts until it reads the 404 or
+		 * reaches its renew deadline, at most a lease duration after its last renewal.
+		 * Hold the Lease (so no third process takes it) but act only after that. A
+		 * Lease never seen held by another (a first start) is led at once. */
+		if (l->other_held) {
+			l->act_after_ms = sp_mono_ms() + 1000LL * l->opt.duration_seconds;
+			log_warn("leader election: lease %s/%s was deleted while another process held it: "
+				 "created it, acting in %d s (when that process has stopped for sure)",
+				 l->opt.namespace, l->opt.name, l->opt.duration_seconds);
+		}
+		l->other_held = false;
+		return ROUND_HELD;
 	}
 	if (r < 0) {
 		log_warn("leader election: %s", err.msg);
@@ -156,6 +172,7 @@ static enum round try_acquire_or_renew(struct lease *l)
 		l->observed_ms = now;
 	}
 	bool mine = strcmp(holder, l->opt.identity) == 0;
+	l->other_held = *holder && !mine;
 	if (leading && !mine) {
 		log_warn("leader election: lease %s/%s is held by \"%.128s\" now: stepping down",
 			 l->opt.namespace, l->opt.name, holder);
@@ -210,7 +227,9 @@ static void *lease_main(void *arg)
 	while (!atomic_load(&l->stop)) {
 		int64_t now = sp_mono_ms();
 		enum round round = try_acquire_or_renew(l);
-		if (round == ROUND_HELD) {
+		if (round == ROUND_HELD && now < l->act_after_ms) {
+			l->last_renew_ms = now;  /* held, not acting yet */
+		} else if (round == ROUND_HELD) {
 			/* The grant starts when the request was sent, not when it answered. */
 			l->last_renew_ms = now;
 			if (l->opt.on_renew)

@@ -29,8 +29,6 @@
 #define REQUEUE_PROGRESS_MS 2000
 /* A conflict means the object changed under us: look again almost at once. */
 #define REQUEUE_CONFLICT_MS 200
-/* How long a pass waits for an inventory listing newer than its pool's last change. */
-#define RECONCILE_READ_TIMEOUT_MS 15000
 
 /* Everything one pass knows about its pool. */
 struct pass {

@@ -267,6 +267,55 @@ static void steps_down_when_lease_deleted(void **state)
 	lost_lease(state, true);
 }
 
+/* Regression (review of 893151e): a standby that found the Lease deleted created it and
+ * led at once, while the holder it had seen acted on until its next read (one retry
+ * period, plus calls in flight): two leaders could pick different victims. It now holds
+ * the Lease at once but acts only a lease duration later. */
+static void standby_waits_after_a_deleted_lease(void **state)
+{
+	(void)state;
+	struct apiserver a;
+	apiserver_start(&a);
+	pthread_mutex_lock(&a.lock);
+	a.lease = cJSON_Parse("{\"apiVersion\":\"coordination.k8s.io/v1\",\"kind\":\"Lease\","
+			      "\"metadata\":{\"name\":\"spotpool-test\",\"namespace\":\"default\"},"
+			      "\"spec\":{\"holderIdentity\":\"other_1\",\"leaseDurationSeconds\":3}}");
+	pthread_mutex_unlock(&a.lock);
+	apiserver_set_holder(&a, "other_1");
+	struct kube_config *cfg = config_for(&a);
+	struct seen s = {0};
+	struct lease_options opt = {.kube = cfg, .namespace = "default", .name = "spotpool-test",
+				    .identity = "me_2", .duration_seconds = 3, .renew_deadline_seconds = 2,
+				    .retry_period_seconds = 1, .on_change = on_change, .on_renew = on_renew,
+				    .userdata = &s};
+	struct lease *l = NULL;
+	assert_int_equal(lease_start(&opt, &l, NULL), 0);
+	usleep(1200 * 1000);
+	assert_false(atomic_load(&s.leading));  /* held by other_1, renewed recently */
+	apiserver_delete(&a);
+	int64_t deleted = sp_mono_ms();
+	for (char *h = NULL; sp_mono_ms() < deleted + 2500; usleep(20 * 1000)) {
+		h = apiserver_holder(&a);
+		bool held = strcmp(h, "me_2") == 0;
+		free(h);
+		if (held)
+			break;
+	}
+	char *h = apiserver_holder(&a);
+	assert_string_equal(h, "me_2");  /* held at once, so no third process takes it */
+	free(h);
+	int64_t created = sp_mono_ms();
+	assert_false(atomic_load(&s.leading));
+	assert_int_equal(atomic_load(&s.active_until), 0);
+	assert_true(wait_leading(&s, true, 6000));
+	int64_t waited = sp_mono_ms() - created;
+	if (waited < 2500)
+		fail_msg("acted %lld ms after creating the deleted Lease (duration 3 s)", (long long)waited);
+	lease_stop(l);
+	kube_config_free(cfg);
+	apiserver_stop(&a);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -275,6 +324,7 @@ int main(void)
 		cmocka_unit_test(two_identities_differ),
 		cmocka_unit_test(steps_down_when_another_holds),
 		cmocka_unit_test(steps_down_when_lease_deleted),
+		cmocka_unit_test(standby_waits_after_a_deleted_lease),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }
