@@ -279,7 +279,8 @@ static void standby_waits_after_a_deleted_lease(void **state)
 	pthread_mutex_lock(&a.lock);
 	a.lease = cJSON_Parse("{\"apiVersion\":\"coordination.k8s.io/v1\",\"kind\":\"Lease\","
 			      "\"metadata\":{\"name\":\"spotpool-test\",\"namespace\":\"default\"},"
-			      "\"spec\":{\"holderIdentity\":\"other_1\",\"leaseDurationSeconds\":3}}");
+			      "\"spec\":{\"holderIdentity\":\"other_1\",\"leaseDurationSeconds\":3,"
+			      "\"renewTime\":\"2026-11-24T19:00:00.000000Z\"}}");
 	pthread_mutex_unlock(&a.lock);
 	apiserver_set_holder(&a, "other_1");
 	struct kube_config *cfg = config_for(&a);
