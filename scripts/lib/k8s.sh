@@ -106,7 +106,7 @@ k8s_fail_with_log() {
 
 # k8s_start_etcd DIR: start etcd (client and peer on 127.0.0.1) and wait for /health.
 k8s_start_etcd() {
-  local dir=$1 i extra=()
+  local dir=$1 extra=()
   k8s_load_config "$dir"
   # etcd >= 3.5 only; fsync buys nothing for a throwaway test cluster.
   if "$ETCD_BIN" --help 2>&1 | grep -q -- --unsafe-no-fsync; then
@@ -125,14 +125,17 @@ k8s_start_etcd() {
     --logger=zap \
     --log-level=warn \
     "${extra[@]}"
-  for ((i = 0; i < 200; i++)); do
+  # As long as the apiserver may take (K8S_READY_TIMEOUT): a loaded machine (two test
+  # runs at once) starts etcd slowly too.
+  local timeout=${K8S_READY_TIMEOUT:-60} start=$SECONDS
+  while ((SECONDS - start < timeout)); do
     if curl -fsS --max-time 2 "http://127.0.0.1:$ETCD_PORT/health" 2>/dev/null | grep -q '"health":"true"'; then
       return 0
     fi
     k8s_pid_alive "$dir" etcd || k8s_fail_with_log "$dir" etcd "etcd exited during startup"
     sleep 0.1
   done
-  k8s_fail_with_log "$dir" etcd "etcd not healthy on 127.0.0.1:$ETCD_PORT after 20 s"
+  k8s_fail_with_log "$dir" etcd "etcd not healthy on 127.0.0.1:$ETCD_PORT after $timeout s"
 }
 
 # k8s_start_apiserver DIR: start kube-apiserver with the cluster's flags and wait

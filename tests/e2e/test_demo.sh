@@ -67,6 +67,7 @@ stop_demo() {
 # --- run 1: a fresh demo; Ctrl-C --------------------------------------------------------
 run_demo first
 check "first run: the demo pool reaches size 2" wait_for 120 at_size first
+at_size first || sed 's/^/# demo: /' "$E2E_TMP/first.out" | tail -n 25  # why, before it is gone
 uid1=$(demo_uid first)
 port1=$(cat "$demo_dir/emulator.port")
 check "first run: the pids file lists etcd, apiserver, emulator and controller" \
