@@ -98,6 +98,9 @@ import traceback
 import urllib.parse
 from dataclasses import dataclass, field
 
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from kubeproxy import KubeProxy  # noqa: E402
+
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 EMULATOR = os.path.join(ROOT, "tests", "cvm_emulator.py")
 TAG_KEY = "spotpool.jokerbai.com/pool"
@@ -304,7 +307,7 @@ class Emu:
         return self.call("GET", path)
 
     def stats(self, ns: str, name: str, history: bool = False) -> dict:
-        value = urllib.parse.quote(f"{ns}/{name}", safe="")
+        value = urllib.parse.quote(owner_tag(ns, name), safe="")
         return self.get(f"stats?tagKey={urllib.parse.quote(TAG_KEY, safe='')}&tagValue={value}"
                         + ("&history=1" if history else ""))
 
@@ -336,9 +339,24 @@ class Event:
             return f"{self.kind}:{a['action'][:-9] or a['action']}"
         if self.kind == "killhook":
             return f"killhook:{a['action'][:-9]}/{a['when']}"
-        if self.kind in ("spec_edit", "scale", "reclaim", "delete_mid_launch"):
-            return f"{self.kind}:{a['pool']}"
+        if self.kind in ("spec_edit", "scale", "reclaim", "delete_mid_launch", "restart_mid_launch"):
+            return f"{self.kind}:{short(a['pool'])}"
         return self.kind
+
+
+def short(name: str) -> str:
+    """A pool name for one-line output (a 253-character name is shown by its start and length)."""
+    return name if len(name) <= 16 else f"{name[:4]}..({len(name)})"
+
+
+def owner_tag(ns: str, name: str) -> str:
+    """The value of the pool tag spotpool gives a pool's instances (docs/how-it-works.md,
+    "Long pool names"): namespace/name, or past 255 characters its first 222, '#' and 32
+    hex digits of its SHA-256."""
+    owner = f"{ns}/{name}"
+    if len(owner) <= 255:
+        return owner
+    return owner[:222] + "#" + hashlib.sha256(owner.encode()).hexdigest()[:32]
 
 
 @dataclass
@@ -352,6 +370,37 @@ class Plan:
     background_index: dict | None
     events: list[Event]
     delete_index: dict | None = None
+    long_names: bool = False       # a 63-character namespace, some pools with 253-character names
+    leader_drawn: bool = False     # leader election as first drawn (faults below may require it)
+
+    def finalize(self, without: set[str]) -> None:
+        """Leaves out the kinds in `without`, then sets what the remaining faults need."""
+        if without:
+            # Drawn first, filtered after: the remaining events keep their seed's times.
+            self.events = [e for e in self.events if e.kind not in without]
+            if "tag_index" in without:
+                self.background_index = self.delete_index = None
+            if "long_names" in without and self.long_names:
+                self.long_names = False
+                renamed = {}
+                for i, pool in enumerate(self.pools):
+                    renamed[pool.name] = pool.name = f"p{i}"
+                for e in self.events:
+                    if "pool" in e.args:
+                        e.args["pool"] = renamed[e.args["pool"]]
+        self.leader = self.leader_drawn or any(e.kind in NEEDS_LEADER for e in self.events)
+
+    @property
+    def proxied(self) -> bool:
+        """Controllers talk to the apiserver through a KubeProxy each."""
+        return any(e.kind in ("lagging_watch", "leader_cutoff") for e in self.events)
+
+
+# The fault kinds of issue 19, drawn after every other draw of a seed (so the older kinds of
+# a seed keep their draws), each in some of the schedules.
+NEW_KINDS = ("restart_mid_launch", "cred_rotation", "lagging_watch", "long_names", "leader_cutoff",
+             "lease_delete")
+NEEDS_LEADER = ("leader_cutoff", "lease_delete")
 
 
 def make_plan(seed: int, duration_range: tuple[float, float]) -> Plan:
@@ -440,7 +489,63 @@ def make_plan(seed: int, duration_range: tuple[float, float]) -> Plan:
         delete_index = {"tagIndexLagSeconds": round(rng.uniform(0, 3), 1),
                         "tagIndexDropProbability": round(rng.uniform(0.2, 0.5), 2),
                         "tagIndexDropSeconds": round(rng.uniform(2, 6), 1)}
-    return Plan(seed, pools, leader, foreign_untagged, foreign_tagged, duration, background, events, delete_index)
+    plan = Plan(seed, pools, leader, foreign_untagged, foreign_tagged, duration, background, events, delete_index,
+                leader_drawn=leader)
+    draw_new_kinds(rng, plan)
+    plan.events.sort(key=lambda e: e.t)
+    return plan
+
+
+def long_name(prefix: str, length: int) -> str:
+    return (prefix + "l" * length)[:length - 1] + "z"
+
+
+def draw_new_kinds(rng: random.Random, plan: Plan) -> None:
+    """The faults of issue 19, from the same seeded stream, after the other draws."""
+    duration, pools, events = plan.duration, plan.pools, plan.events
+    if rng.random() < 0.3:
+        # Long names: a 63-character namespace, and some pools with 253-character names
+        # (owner strings of 317 characters: more than a Tencent tag value takes).
+        plan.long_names = True
+        longs = [rng.random() < 0.6 for _ in pools]
+        if not any(longs):
+            longs[0] = True
+        for i, (pool, is_long) in enumerate(zip(pools, longs)):
+            if is_long:
+                pool.name = long_name(f"p{i}-", 253)
+    if rng.random() < 0.35:
+        # Restarts between a launch and its confirmation: the leader is killed as
+        # RunInstances answers, and the launch's first instance stays out of tag listings
+        # for longer than the launch grace (visible by ID).
+        for _ in range(rng.randint(1, 2)):
+            events.append(Event(round(rng.uniform(0, duration * 0.8), 1), "restart_mid_launch", {
+                "pool": rng.choice(pools).name, "lag": round(rng.uniform(LAUNCH_GRACE_S + 4, LAUNCH_GRACE_S + 20), 1),
+                "restart_after": round(rng.uniform(0.5, 2), 1)}))
+    if rng.random() < 0.3:
+        # Credentials rotated every few seconds: a new SecretId/SecretKey in the Secret and
+        # in inline specs, the old one revoked after a short overlap.
+        if not any(p.creds in ("secret", "inline") for p in pools):
+            pools[0].creds = "secret"
+        events.append(Event(round(rng.uniform(0, duration * 0.3), 1), "cred_rotation", {
+            "window": round(rng.uniform(10, 25), 1), "period": round(rng.uniform(2, 5), 1),
+            "overlap": round(rng.uniform(1, 3), 1)}))
+    if rng.random() < 0.3:
+        # A lagging watch: event delivery delayed, streams cut, reconnects sent on from an
+        # older resourceVersion.
+        window = round(rng.uniform(8, 20), 1)
+        events.append(Event(round(rng.uniform(0, duration * 0.6), 1), "lagging_watch", {
+            "window": window, "delay": round(rng.uniform(0.5, 4), 1),
+            "cuts": sorted(round(rng.uniform(0, window), 1) for _ in range(rng.randint(1, 3))),
+            "replays": rng.randint(0, 2)}))
+    if rng.random() < 0.25:
+        # The leader cut off from the apiserver while a cloud call of its is answered slowly
+        # (and, sometimes, throttled); the standby takes over.
+        events.append(Event(round(rng.uniform(0, duration * 0.6), 1), "leader_cutoff", {
+            "latency": rng.randint(1500, 6000), "hold": round(rng.uniform(8, 14), 1),
+            "throttle": rng.random() < 0.5, "pool": rng.choice(pools).name}))
+    if rng.random() < 0.25:
+        for _ in range(rng.randint(1, 2)):
+            events.append(Event(round(rng.uniform(0, duration), 1), "lease_delete"))
 
 
 # ----------------------------------------------------------------------------------
@@ -463,6 +568,8 @@ class Controller:
     restart_at: float | None = None
     stopped: bool = False
     enabled: bool = True
+    proxy: KubeProxy | None = None   # its apiserver traffic goes through this (plan.proxied)
+    kubeconfig: str | None = None
 
 
 class Schedule:
@@ -471,12 +578,10 @@ class Schedule:
         self.c = campaign
         self.kube: Kube = campaign.kube
         self.plan = make_plan(seed, campaign.duration_range)
-        if campaign.without:
-            # Drawn first, filtered after: the remaining events keep their seed's times.
-            self.plan.events = [e for e in self.plan.events if e.kind not in campaign.without]
-            if "tag_index" in campaign.without:
-                self.plan.background_index = self.plan.delete_index = None
+        self.plan.finalize(campaign.without)
         self.ns = f"faults-{seed}"
+        if self.plan.long_names:  # the longest namespace Kubernetes takes: 63 characters
+            self.ns = long_name(f"faults-{seed}-", 63)
         self.dir = os.path.join(campaign.workdir, f"seed-{seed}")
         os.makedirs(self.dir, exist_ok=True)
         self.secret_nonce = os.urandom(6).hex()  # also found when only part of the key leaks
@@ -497,6 +602,13 @@ class Schedule:
         self.killed_pids: set[int] = set()
         self.crashes: list[str] = []
         self.log_lines: list[str] = []
+        # Credentials of the Secret and inline specs (rotated by cred_rotation); the
+        # controller's environment keeps SECRET_ID, which is never revoked.
+        self.cred = (SECRET_ID, self.secret_key)
+        self.rotations = 0
+        # Evidence that the faults of issue 19 happened (summed in the campaign summary).
+        self.counts: dict[str, int] = {}
+        self.timers: list = []
 
     # -- small helpers ------------------------------------------------------------
     def log(self, msg: str) -> None:
@@ -532,7 +644,7 @@ class Schedule:
         # faults hide one for at most 10 s, so 20 s (not the default 60) keeps convergence
         # after faults off well inside CONVERGE_S. (An environment variable: a binary that
         # does not know the setting ignores it.)
-        env = dict(os.environ, KUBECONFIG=self.kube.kubeconfig, SPOTPOOL_CVM_ENDPOINT=self.emu.url,
+        env = dict(os.environ, KUBECONFIG=ctl.kubeconfig or self.kube.kubeconfig, SPOTPOOL_CVM_ENDPOINT=self.emu.url,
                    TENCENTCLOUD_SECRET_ID=SECRET_ID, TENCENTCLOUD_SECRET_KEY=self.secret_key,
                    SPOTPOOL_LAUNCH_GRACE_SECONDS=str(LAUNCH_GRACE_S),
                    SPOTPOOL_SOLD_OUT_SECONDS=str(SOLD_OUT_S))
@@ -602,7 +714,7 @@ class Schedule:
         self.kube.kubectl("create", "namespace", self.ns)
         if any(p.creds == "secret" for p in self.plan.pools):
             self.kube.kubectl("-n", self.ns, "create", "secret", "generic", "cvm-creds",
-                              f"--from-literal=secretId={SECRET_ID}", f"--from-literal=secretKey={self.secret_key}")
+                              f"--from-literal=secretId={self.cred[0]}", f"--from-literal=secretKey={self.cred[1]}")
         # Foreign instances first: they exist before any pool and must never be touched.
         common = {"region": REGION, "zone": ZONE, "instanceType": ITYPE}
         if self.plan.foreign_untagged:
@@ -622,7 +734,7 @@ class Schedule:
             if pool.creds == "secret":
                 spec["credentialsSecretRef"] = {"name": "cvm-creds"}
             elif pool.creds == "inline":
-                spec.update(secretId=SECRET_ID, secretKey=self.secret_key)
+                spec.update(secretId=self.cred[0], secretKey=self.cred[1])
             manifest = {"apiVersion": "devops.jokerbai.com/v1", "kind": "Spotpool",
                         "metadata": {"name": pool.name, "namespace": self.ns}, "spec": spec}
             at = time.time()
@@ -633,6 +745,13 @@ class Schedule:
         n = 2 if self.plan.leader else 1
         self.controllers = [Controller(i) for i in range(n)]
         for ctl in self.controllers:
+            if self.plan.proxied:
+                ctl.proxy = KubeProxy(self.c.k8s_dir, self.kube.host, self.kube.port, log=self.log,
+                                      trace_path=os.path.join(self.dir, f"kubeproxy-{ctl.index}.log"))
+                ctl.kubeconfig = os.path.join(self.dir, f"kubeconfig-{ctl.index}")
+                with open(ctl.kubeconfig, "w") as handle:
+                    handle.write(ctl.proxy.kubeconfig(self.c.k8s_dir))
+                self.log(f"controller {ctl.index} reaches the apiserver through a proxy on port {ctl.proxy.port}")
             self.start_controller(ctl)
 
     def wait_settled(self, bound: float) -> bool:
@@ -701,7 +820,7 @@ class Schedule:
         elif ev.kind == "reclaim":
             if a["pool"] in self.deleted_at:
                 return
-            got = emu.post("reclaim", {"tag": {"Key": TAG_KEY, "Value": f"{self.ns}/{a['pool']}"},
+            got = emu.post("reclaim", {"tag": {"Key": TAG_KEY, "Value": owner_tag(self.ns, a['pool'])},
                                        "count": a["count"], "shutdown": a["shutdown"]})["reclaimed"]
             label += f"x{len(got)}" + ("(shutdown)" if a["shutdown"] else "")
         elif ev.kind == "delete_mid_launch":
@@ -710,7 +829,7 @@ class Schedule:
                 return
             emu.post("fault", {"action": "RunInstances", "invisibleSeconds": a["invisible"], "times": 1})
             before = {i["InstanceId"] for i in emu.get("instances")}
-            if emu.post("reclaim", {"tag": {"Key": TAG_KEY, "Value": f"{self.ns}/{pool}"}, "count": 1})["reclaimed"] == []:
+            if emu.post("reclaim", {"tag": {"Key": TAG_KEY, "Value": owner_tag(self.ns, pool)}, "count": 1})["reclaimed"] == []:
                 obj = self.pool_obj(pool)
                 hi = obj["spec"].get("maximum", 0)
                 at = time.time()
@@ -720,7 +839,7 @@ class Schedule:
             seen = False
             while time.time() < deadline and not seen:
                 self.supervise()
-                seen = any(i["InstanceId"] not in before and {"Key": TAG_KEY, "Value": f"{self.ns}/{pool}"} in i["Tags"]
+                seen = any(i["InstanceId"] not in before and {"Key": TAG_KEY, "Value": owner_tag(self.ns, pool)} in i["Tags"]
                            for i in emu.get("instances"))
                 time.sleep(0.3)
             at = time.time()
@@ -738,11 +857,175 @@ class Schedule:
         elif ev.kind == "apiserver_restart":
             if not self.kube.restart_apiserver(self.log):
                 return self.log(f"fault {label} skipped: another schedule restarted the apiserver lately")
+        elif ev.kind == "restart_mid_launch":
+            label += self.restart_mid_launch(a)
+        elif ev.kind == "cred_rotation":
+            old = self.rotate()
+            self.schedule_revoke(old, a["overlap"], timers)
+            for k in range(1, int(a["window"] // a["period"]) + 1):
+                timers.append((time.time() + k * a["period"], ("rotate", a["overlap"])))
+            label += f"(every {a['period']}s for {a['window']}s)"
+        elif ev.kind == "lagging_watch":
+            for ctl in self.controllers:
+                if ctl.proxy:
+                    ctl.proxy.delay(a["delay"])
+                    ctl.proxy.replay(a["replays"])
+            now = time.time()
+            timers += [(now + c, ("watch_cut",)) for c in a["cuts"]]
+            timers.append((now + a["window"], ("watch_end",)))
+            label += f"(delay {a['delay']}s, {len(a['cuts'])} cut(s), {a['replays']} replay(s), {a['window']}s)"
+        elif ev.kind == "leader_cutoff":
+            label += self.leader_cutoff(a, timers)
+        elif ev.kind == "lease_delete":
+            result = self.kube.kubectl("-n", self.ns, "delete", "lease", "spotpool", "--wait=false", check=False)
+            if result.returncode != 0:
+                return self.log(f"fault {label} skipped: {result.stderr.strip()[:200]}")
+            self.count("lease deletions")
         self.applied.append(label)
         self.log(f"fault: {label} {a}")
 
+    # -- the faults of issue 19 ------------------------------------------------------------
+    def count(self, key: str, n: int = 1) -> None:
+        self.counts[key] = self.counts.get(key, 0) + n
+
+    def wait_leader(self, bound: float = 10) -> Controller | None:
+        """The leader, waiting up to `bound` s for one (after a kill or a pause)."""
+        deadline = time.time() + bound
+        while not _stopping.is_set():
+            ctl = self.leader_controller()
+            if ctl or time.time() > deadline:
+                return ctl
+            self.supervise()
+            time.sleep(0.3)
+        return None
+
+    def restart_mid_launch(self, a: dict) -> str:
+        """Kills the leader as RunInstances answers, while the launch's first instance stays
+        out of tag listings for longer than the launch grace; makes the pool launch."""
+        pool = a["pool"]
+        ctl = self.wait_leader()
+        if pool in self.deleted_at or not ctl:
+            return "(skipped)"
+        ctl.__dict__["next_delay"] = a["restart_after"]
+        self.emu.post("fault", {"action": "RunInstances", "tagIndexLagOneSeconds": a["lag"], "times": 1})
+        self.emu.post("killhook", {"action": "RunInstances", "when": "after", "pid": ctl.proc.pid,
+                                   "comm": os.path.basename(self.c.bin)[:15], "times": 1})
+        # A launch of two instances when the pool can have two (a partial view is possible then).
+        obj = self.pool_obj(pool)
+        lo, hi, replicas = obj["spec"].get("minimum", 0), obj["spec"].get("maximum", 0), obj["spec"].get("replicas")
+        target = max(lo, min(hi, replicas)) if replicas is not None else lo
+        if target < min(2, hi):
+            at = time.time()
+            self.kube.kubectl("-n", self.ns, "scale", "sp", pool, f"--replicas={hi}")
+            self.record_spec(pool, self.pool_obj(pool), at)
+            return f"(scaled to {hi})"
+        got = self.emu.post("reclaim", {"tag": {"Key": TAG_KEY, "Value": owner_tag(self.ns, pool)},
+                                        "count": min(2, max(1, target))})["reclaimed"]
+        return f"(reclaimed {len(got)})"
+
+    def rotate(self) -> tuple[str, str]:
+        """New credentials for the Secret and the inline specs; answers the old ones."""
+        self.rotations += 1
+        n = self.rotations
+        old = self.cred
+        self.cred = (f"AKIDspotpoolRotated{self.seed:05d}n{n:04d}", f"FaultKey{self.seed}z{self.secret_nonce}r{n}NeverLog")
+        self.emu.post("credentials", {"secretId": self.cred[0], "secretKey": self.cred[1]})
+        if any(p.creds == "secret" for p in self.plan.pools):
+            self.kube.kubectl("-n", self.ns, "patch", "secret", "cvm-creds", "--type", "merge", "-p",
+                              json.dumps({"stringData": {"secretId": self.cred[0], "secretKey": self.cred[1]}}))
+        for pool in self.plan.pools:
+            if pool.creds == "inline":
+                self.kube.kubectl("-n", self.ns, "patch", "sp", pool.name, "--type", "merge", "-p",
+                                  json.dumps({"spec": {"secretId": self.cred[0], "secretKey": self.cred[1]}}),
+                                  check=False)
+        self.count("credential rotations")
+        self.log(f"credentials rotated: {old[0]} -> {self.cred[0]}")
+        return old
+
+    def schedule_revoke(self, old: tuple[str, str], overlap: float, timers: list) -> None:
+        if old[0] != SECRET_ID:  # the controller's environment keeps SECRET_ID
+            timers.append((time.time() + overlap, ("revoke", old[0])))
+
+    def journal_since(self, offset: int) -> tuple[list[dict], int]:
+        with open(self.emu.journal_path, "rb") as handle:
+            handle.seek(offset)
+            data = handle.read()
+        cut = data.rfind(b"\n") + 1
+        entries = []
+        for line in data[:cut].splitlines():
+            try:
+                entries.append(json.loads(line))
+            except ValueError:
+                pass
+        return entries, offset + cut
+
+    def leader_cutoff(self, a: dict, timers: list) -> str:
+        """Slow (and maybe throttled) cloud answers; once a call of the leader is being
+        answered slowly, its apiserver traffic is blackholed for `hold` seconds."""
+        ctl = self.wait_leader()
+        if not ctl or not ctl.proxy:
+            return "(skipped: no leader)"
+        offset = os.path.getsize(self.emu.journal_path)
+        self.emu.post("fault", {"action": "RunInstances", "latencyMs": a["latency"], "times": 1})
+        self.emu.post("fault", {"action": "TerminateInstances", "latencyMs": a["latency"], "times": 1})
+        self.emu.post("fault", {"action": "DescribeInstances", "latencyMs": a["latency"], "times": 2})
+        if a["throttle"]:
+            for action in ("RunInstances", "TerminateInstances"):
+                self.emu.post("throttle", {"action": action, "perSecond": 0.5})
+            timers.append((time.time() + a["hold"], ("unthrottle",)))
+        if a["pool"] not in self.deleted_at:  # something to launch
+            self.emu.post("reclaim", {"tag": {"Key": TAG_KEY, "Value": owner_tag(self.ns, a["pool"])}, "count": 1})
+        deadline, during = time.time() + 8, None
+        while time.time() < deadline and not _stopping.is_set():
+            entries, offset = self.journal_since(offset)
+            slow = [e for e in entries if "latencyMs" in (e.get("faults") or [])]
+            mutation = [e for e in slow if e["action"] != "DescribeInstances"]
+            if mutation or (slow and time.time() > deadline - 4):
+                during = (mutation or slow)[0]["action"]
+                break
+            self.supervise()
+            time.sleep(0.1)
+        if not (ctl.proc and ctl.proc.poll() is None):
+            return "(skipped: the leader exited)"
+        ctl.proxy.blackhole(True)
+        self.count("leader cut-offs")
+        if during:
+            self.count(f"leader cut-offs during a slow {during[:-9]}")
+        timers.append((time.time() + a["hold"], ("cutoff_end", ctl)))
+        self.log(f"controller {ctl.index} (leader, pid {ctl.proc.pid}) cut off from the apiserver"
+                 + (f" while its {during} is answered slowly" if during else " (no slow call seen)"))
+        return f"({'during ' + during[:-9] if during else 'no call seen'}, {a['hold']}s)"
+
     def fire_timer(self, what) -> None:
-        if what == "tag_index_end":
+        if what[0] == "rotate":
+            self.schedule_revoke(self.rotate(), what[1], self.timers)
+        elif what[0] == "revoke":
+            self.emu.post("credentials", {"secretId": what[1], "remove": True})
+            self.count("credentials revoked")
+            self.log(f"credentials revoked: {what[1]}")
+        elif what[0] == "watch_cut":
+            for ctl in self.controllers:
+                if ctl.proxy:
+                    ctl.proxy.cut()
+        elif what[0] == "watch_end":
+            for ctl in self.controllers:
+                if ctl.proxy:
+                    ctl.proxy.delay(0)
+                    ctl.proxy.replays_left = 0
+        elif what[0] == "unthrottle":
+            for action in ("RunInstances", "TerminateInstances"):
+                self.emu.post("throttle", {"action": action, "perSecond": None})
+        elif what[0] == "cutoff_end":
+            ctl = what[1]
+            lease = self.kube.get(f"/apis/coordination.k8s.io/v1/namespaces/{self.ns}/leases/spotpool")
+            holder = ((lease or {}).get("spec") or {}).get("holderIdentity") or ""
+            others = [str(c.proc.pid) for c in self.controllers if c is not ctl and c.proc and c.proc.poll() is None]
+            if holder.rsplit("_", 1)[-1] in others:
+                self.count("standby took over")
+            self.log(f"controller {ctl.index} reconnected to the apiserver; Lease holder {holder or '(none)'}")
+            if ctl.proxy:
+                ctl.proxy.blackhole(False)
+        elif what == "tag_index_end":
             self.emu.post("config", self.plan.background_index or
                           {"tagIndexLagSeconds": 0, "tagIndexDropProbability": 0})
         elif what[0] == "throttle_end":
@@ -757,6 +1040,7 @@ class Schedule:
         start = time.time()
         events = list(self.plan.events)
         timers: list = []
+        self.timers = timers
         end = start + self.plan.duration
         next_snapshot = start + 5
         while time.time() < end and not _stopping.is_set():
@@ -769,14 +1053,24 @@ class Schedule:
                     self.log(f"fault {ev.kind} not applied: {err}")
             for timer in [t for t in timers if t[0] <= now]:
                 timers.remove(timer)
-                self.fire_timer(timer[1])
+                try:
+                    self.fire_timer(timer[1])
+                except Exception as err:
+                    self.log(f"timer {timer[1]} failed: {err}")
             self.supervise()
             if now >= next_snapshot:  # statuses written under faults carry error messages
                 self.snapshot_statuses()
                 next_snapshot = now + 5
             time.sleep(0.2)
-        for timer in timers:
-            self.fire_timer(timer[1])
+        # Faults off: what ends a fault fires now; no further rotation or cut; a revocation
+        # waits for the end of its overlap.
+        for due, what in sorted(timers, key=lambda t: t[0]):
+            if what[0] in ("rotate", "watch_cut"):
+                continue
+            if what[0] == "revoke" and due > time.time():
+                time.sleep(due - time.time())
+            self.fire_timer(what)
+        timers.clear()
 
     def faults_off(self) -> None:
         emu = self.emu
@@ -785,6 +1079,10 @@ class Schedule:
         emu.post("throttle", {"action": "*", "perSecond": None})
         emu.post("config", {"tagIndexLagSeconds": 0, "tagIndexDropProbability": 0})
         for ctl in self.controllers:
+            if ctl.proxy:
+                ctl.proxy.delay(0)
+                ctl.proxy.replays_left = 0
+                ctl.proxy.blackhole(False)
             if ctl.proc and ctl.proc.poll() is None:
                 os.kill(ctl.proc.pid, signal.SIGCONT)
                 ctl.stopped = False
@@ -869,7 +1167,7 @@ class Schedule:
         # Leaks: anything still tagged with a Delete-policy pool's identity.
         # (A pool still there, reported as stuck above, still owns its instances.)
         remaining = {o["metadata"]["name"] for o in (self.kube.get(self.sp_path()) or {}).get("items", [])}
-        owned = {f"{self.ns}/{p.name}" for p in self.plan.pools if not p.retain and p.name not in remaining}
+        owned = {owner_tag(self.ns, p.name) for p in self.plan.pools if not p.retain and p.name not in remaining}
         deadline = time.time() + 10
         leaked = []
         while time.time() < deadline:
@@ -906,9 +1204,13 @@ class Schedule:
     def check_invariants(self) -> None:
         journal = self.journal()
         runs = [e for e in journal if e.get("action") == "RunInstances" and e.get("requestId") and not e.get("dryRun")]
+        self.count_evidence(journal)
         for pool in self.plan.pools:
             log = self.spec_log[pool.name]
             stats = self.emu.stats(self.ns, pool.name, history=True)
+            if len(pool.name) > 63:
+                self.count("pools with 253-character names")
+                self.count("instances launched by them", stats["launched"])
             highest = max(entry[2] for entry in log if not entry[4])
             maxes = [f"{time.strftime('%H:%M:%S', time.localtime(e[0]))} {'deleted' if e[4] else f'{e[1]}..{e[2]} r={e[3]}'}"
                      for e in log]
@@ -978,6 +1280,20 @@ class Schedule:
             self.violate("foreign", f"foreign instance(s) no longer RUNNING: {', '.join(gone)}")
         self.check_protocol(journal)
 
+    def count_evidence(self, journal: list[dict]) -> None:
+        """What the journal and the emulator's log show of the faults of issue 19."""
+        for e in journal:
+            killed = e.get("killed") or {}
+            if (e.get("action") == "RunInstances" and killed.get("when") == "after" and killed.get("result") == "sent"
+                    and "tagIndexLagOneSeconds" in (e.get("faults") or [])):
+                self.count("restarts mid-launch")
+                if len(e.get("instanceIds") or []) >= 2:
+                    self.count("restarts mid-launch, tag index showing part of the launch")
+        with open(self.emu.log_path, errors="replace") as handle:
+            refused = sum(" revoked-sid=" in line for line in handle)
+        if refused:
+            self.count("calls refused with a revoked key", refused)
+
     def check_protocol(self, journal: list[dict]) -> None:
         """The campaign never makes the controller's requests malformed, so the emulator
         must never see one: no request it cannot parse as HTTP, no authentication failure
@@ -988,7 +1304,8 @@ class Schedule:
             for line in handle:
                 line = line.rstrip("\n")
                 if line.startswith("cvm-emulator: code ") or (
-                        line.startswith("cvm-emulator: POST / ") and " AuthFailure." in line and " sid=" not in line):
+                        line.startswith("cvm-emulator: POST / ") and " AuthFailure." in line and " sid=" not in line
+                        and " revoked-sid=" not in line):
                     bad.append(line[:300])
         malformed = ("InvalidParameter", "UnknownParameter", "MissingParameter", "InvalidAction", "NoSuchVersion",
                      "UnsupportedRegion", "InvalidFilter", "InvalidParameterCombination")
@@ -1065,6 +1382,10 @@ class Schedule:
             self.faults_off()
             self.check_convergence()
             self.snapshot_statuses()
+            if self.counts.get("lease deletions"):
+                lease = self.kube.get(f"/apis/coordination.k8s.io/v1/namespaces/{self.ns}/leases/spotpool")
+                if ((lease or {}).get("spec") or {}).get("holderIdentity"):
+                    self.count("Lease held again after its deletion")
             self.check_mid_deletions()
             if self.plan.delete_index:
                 self.emu.post("config", self.plan.delete_index)
@@ -1082,6 +1403,10 @@ class Schedule:
             for ctl in self.controllers:
                 ctl.enabled = False
                 self.kill_controller(ctl, signal.SIGTERM)
+                if ctl.proxy:
+                    for key, n in ctl.proxy.counts.items():
+                        self.count(f"proxy {key}", n)
+                    ctl.proxy.close()
             if self.emu:
                 reap(self.emu.proc, signal.SIGTERM)
             self.seconds = time.time() - t0
@@ -1105,6 +1430,7 @@ class Campaign:
         self.k8s_dir = os.path.join(self.workdir, "k8s")
         self.kube: Kube | None = None
         self.print_lock = threading.Lock()
+        self.totals: dict[str, int] = {}   # evidence counters of every schedule, summed
 
     def up(self) -> None:
         result = subprocess.run([os.path.join(ROOT, "scripts", "k8s-up"), self.k8s_dir], capture_output=True,
@@ -1130,7 +1456,7 @@ class Campaign:
             return schedule
         schedule.run()
         plan = schedule.plan
-        pools = ",".join(f"{p.name}[{p.minimum}..{p.maximum}{'' if p.replicas is None else f' r{p.replicas}'}"
+        pools = ",".join(f"{short(p.name)}[{p.minimum}..{p.maximum}{'' if p.replicas is None else f' r{p.replicas}'}"
                          f"{' ' + p.creds if p.creds != 'env' else ''}{' retain' if p.retain else ''}]"
                          for p in plan.pools)
         index = ("" if not plan.background_index else
@@ -1140,13 +1466,17 @@ class Campaign:
         if _stopping.is_set():
             self.say(f"seed {seed}: interrupted after {schedule.seconds:.0f}s")
             return schedule
+        with self.print_lock:
+            for key, n in schedule.counts.items():
+                self.totals[key] = self.totals.get(key, 0) + n
         names = sorted({v.invariant for v in schedule.violations})
         result = "ok" if not names else "FAIL(" + ",".join(names) + ")"
         timing = "".join(f" {name} {value:.0f}s" for name, value in (("converged", schedule.converged_after),
                                                                   ("deleted", schedule.deleted_after))
                          if value is not None)
         lines = [f"seed {seed}: {result} {schedule.seconds:.0f}s{timing} pools={pools}"
-                 f"{' leader-elect' if plan.leader else ''}"
+                 f"{' leader-elect' if plan.leader else ''}{' proxied' if plan.proxied else ''}"
+                 f"{f' ns({len(schedule.ns)})' if plan.long_names else ''}"
                  f"{index} foreign={len(schedule.foreign)} faults=[{' '.join(schedule.applied)}]"]
         for v in schedule.violations:
             lines.append(f"  seed {seed} violates {v.invariant}: {v.message}")
@@ -1155,6 +1485,28 @@ class Campaign:
             lines.append(f"  replay: make faults SEED={seed}{self.replay_extra}   (logs: {schedule.dir})")
         self.say("\n".join(lines))
         return schedule
+
+
+EVIDENCE = [  # (fault kind, counter keys shown for it)
+    ("restart_mid_launch", ["restarts mid-launch", "restarts mid-launch, tag index showing part of the launch"]),
+    ("cred_rotation", ["credential rotations", "credentials revoked", "calls refused with a revoked key"]),
+    ("lagging_watch", ["proxy eventsDelayed", "proxy streamsCut", "proxy replays"]),
+    ("long_names", ["pools with 253-character names", "instances launched by them"]),
+    ("leader_cutoff", ["leader cut-offs", "leader cut-offs during a slow Run", "leader cut-offs during a slow Terminate",
+                       "leader cut-offs during a slow Describe", "standby took over"]),
+    ("lease_delete", ["lease deletions", "Lease held again after its deletion"]),
+]
+
+
+def evidence_summary(totals: dict[str, int], schedules: list) -> str:
+    """One line per fault kind of issue 19: in how many schedules it was drawn, and the
+    counters that show it happened."""
+    lines = ["faults: evidence of the issue-19 kinds (schedules drawing it; counters):"]
+    for kind, keys in EVIDENCE:
+        drawn = sum(1 for s in schedules if (s.plan.long_names if kind == "long_names"
+                                              else any(e.kind == kind for e in s.plan.events)))
+        lines.append(f"  {kind}: {drawn} schedule(s); " + ", ".join(f"{k}: {totals.get(k, 0)}" for k in keys))
+    return "\n".join(lines)
 
 
 def main(argv: list[str]) -> int:
@@ -1234,6 +1586,7 @@ def main(argv: list[str]) -> int:
         # The logs stay; etcd's data (some 60 MB of preallocated WAL) does not.
         shutil.rmtree(os.path.join(campaign.k8s_dir, "etcd-data"), ignore_errors=True)
     violations = sum(len(s.violations) for s in schedules)
+    print(evidence_summary(campaign.totals, schedules), flush=True)
     failing = [s.seed for s in schedules if s.violations]
     print(f"faults: {len(schedules)} schedules, {violations} violations, {time.time() - t0:.0f} s"
           + (f" (failing seeds: {' '.join(map(str, failing))})" if failing else ""), flush=True)
