@@ -18,7 +18,30 @@ cvm_emulator.py --seed SEED) and its own controller process(es) (`spotpool run
            InternalError); HTTP 5xx; latency; LAUNCH_FAILED; spec edits (kubectl patch
            of minimum/maximum/replicas); kubectl scale; spot reclaims; deletion of a
            pool while its launch is in flight; SIGSTOP of the leader then SIGCONT; a
-           (rare, shared) apiserver restart;
+           (rare, shared) apiserver restart; and the kinds of issue 19 (drawn after all
+           the others, so an older seed keeps its other draws):
+             restart_mid_launch  a kill hook SIGKILLs the leader as RunInstances answers,
+                      while that launch's first instance stays out of tag listings for
+                      the launch grace + 4..20 s (emulator fault tagIndexLagOneSeconds;
+                      visible by ID); the pool is made to launch two when it can (a scale
+                      up or a reclaim of two);
+             cred_rotation  every 2-5 s for 10-25 s, a new SecretId/SecretKey is added to
+                      the emulator and written to the Secret and to inline specs; the old
+                      one is revoked 1-3 s later (the environment's SECRET_ID stays);
+             lagging_watch  each controller reaches the apiserver through its own
+                      KubeProxy (tests/faults/kubeproxy.py, an HTTPS proxy): for 8-20 s
+                      watch events are delayed 0.5-4 s, open watch streams are cut 1-3
+                      times, and 0-2 reconnects are sent on from an older resourceVersion
+                      (the apiserver replays events the controller already saw);
+             long_names  a 63-character namespace and some pools with 253-character
+                      names (an owner string of 317 characters, tagged as its first 222,
+                      '#' and a digest);
+             leader_cutoff  two controllers with leader election, each behind a proxy;
+                      the emulator answers slowly (1.5-6 s) and sometimes throttles Run/
+                      Terminate to 0.5/s; once a call is being answered slowly (a Run or
+                      Terminate preferred), the leader's proxy blackholes all its
+                      apiserver traffic for 8-14 s while the standby takes over;
+             lease_delete  kubectl delete lease spotpool, once or twice;
   settle   faults off (faults, kill hooks, throttles, tag-index lag/drops cleared),
            exactly one controller running;
   checks   see INVARIANTS below; then every pool is deleted and deletion is checked.
@@ -68,10 +91,21 @@ Usage:
 
 Fault kinds (for --without): kill9 killhook lost_reply invisible tag_index throttle
 error_code http5xx latency launch_fail spec_edit scale reclaim delete_mid_launch
-leader_pause apiserver_restart.
+leader_pause apiserver_restart restart_mid_launch cred_rotation lagging_watch long_names
+leader_cutoff lease_delete.
+
+The invariants hold across both controllers: the emulator counts every instance and call
+whoever made it, every controller's log is searched for secrets, any controller exiting by
+itself is a crash. Calls signed with a revoked key (AuthFailure.SecretIdNotFound, the
+access log says "revoked-sid=") are not malformed requests.
 
 Prints one line per schedule and, for each failing seed, the violated invariants with
-evidence and the replay command; ends with "faults: N schedules, V violations, T s".
+evidence and the replay command; then, per issue-19 kind, in how many schedules it was
+drawn and counters showing it happened (restarts mid-launch, rotations and revocations,
+calls refused with a revoked key, watch events delayed, streams cut, replays, long-named
+pools and their launches, leader cut-offs and during which slow call, standby takeovers,
+Lease deletions); ends with "faults: N schedules, V violations, T s". Each proxy writes
+kubeproxy-N.log (every request, stream end and fault) in the schedule's directory.
 Exit status 1 if any violation, 2 on a setup error. Everything listens on 127.0.0.1;
 every process started is killed at the end, also on Ctrl-C (children are started
 through `setpriv --pdeathsig KILL`, so they also die if the campaign is killed). Python 3.11 standard library only.
@@ -387,7 +421,7 @@ class Plan:
                     renamed[pool.name] = pool.name = f"p{i}"
                 for e in self.events:
                     if "pool" in e.args:
-                        e.args["pool"] = renamed[e.args["pool"]]
+                        e.args["pool"] = renamed.get(e.args["pool"], e.args["pool"])
         self.leader = self.leader_drawn or any(e.kind in NEEDS_LEADER for e in self.events)
 
     @property
@@ -510,9 +544,13 @@ def draw_new_kinds(rng: random.Random, plan: Plan) -> None:
         longs = [rng.random() < 0.6 for _ in pools]
         if not any(longs):
             longs[0] = True
+        renamed = {}
         for i, (pool, is_long) in enumerate(zip(pools, longs)):
             if is_long:
-                pool.name = long_name(f"p{i}-", 253)
+                renamed[pool.name] = pool.name = long_name(f"p{i}-", 253)
+        for e in events:  # the older kinds drawn above name the pools
+            if "pool" in e.args:
+                e.args["pool"] = renamed.get(e.args["pool"], e.args["pool"])
     if rng.random() < 0.35:
         # Restarts between a launch and its confirmation: the leader is killed as
         # RunInstances answers, and the launch's first instance stays out of tag listings
