@@ -145,7 +145,9 @@ DELETE_S = 90
 SETTLE_S = 15
 LAUNCH_GRACE_S = 20
 SOLD_OUT_S = 15
-LEASE_CONFIG = "leaderElection:\n  leaseDurationSeconds: 6\n  renewDeadlineSeconds: 4\n  retryPeriodSeconds: 1\n"
+LEASE_DURATION_S = 6
+LEASE_CONFIG = (f"leaderElection:\n  leaseDurationSeconds: {LEASE_DURATION_S}\n  renewDeadlineSeconds: 4\n"
+                "  retryPeriodSeconds: 1\n")
 CAPACITY_CODES = ["ResourceInsufficient.SpecifiedInstanceType", "ResourcesSoldOut.SpecifiedInstanceType",
                   "LimitExceeded.SpotQuota", "InvalidParameterValue.InsufficientOffering"]
 AUTH_CODES = ["AuthFailure.SignatureFailure", "AuthFailure.SecretIdNotFound"]
@@ -647,6 +649,8 @@ class Schedule:
         # Evidence that the faults of issue 19 happened (summed in the campaign summary).
         self.counts: dict[str, int] = {}
         self.timers: list = []
+        self.started_pids: set[str] = set()
+        self.cutoffs: list[list] = []  # [pid, cut at, reconnected at] of each leader_cutoff
 
     # -- small helpers ------------------------------------------------------------
     def log(self, msg: str) -> None:
@@ -692,6 +696,7 @@ class Schedule:
         with open(log_path, "a") as handle:
             handle.write(f"### campaign: start at {time.strftime('%H:%M:%S')}\n")
         ctl.proc = spawn(argv, log_path, env)
+        self.started_pids.add(str(ctl.proc.pid))
         ctl.expected_exit = False
         ctl.restart_at = None
         ctl.stopped = False
@@ -1026,15 +1031,20 @@ class Schedule:
         if not (ctl.proc and ctl.proc.poll() is None):
             return "(skipped: the leader exited)"
         ctl.proxy.blackhole(True)
+        cut = [ctl.proc.pid, time.time(), None]
+        self.cutoffs.append(cut)
         self.count("leader cut-offs")
         if during:
             self.count(f"leader cut-offs during a slow {during[:-9]}")
-        timers.append((time.time() + a["hold"], ("cutoff_end", ctl)))
+        timers.append((time.time() + a["hold"], ("cutoff_end", ctl, cut, None)))
+        # Once its Lease has expired, something the old leader would act on: a SHUTDOWN
+        # instance to clean up (terminations are not fenced by the launch ledger).
+        timers.append((time.time() + LEASE_DURATION_S + 1.5, ("shutdown_one",)))
         self.log(f"controller {ctl.index} (leader, pid {ctl.proc.pid}) cut off from the apiserver"
                  + (f" while its {during} is answered slowly" if during else " (no slow call seen)"))
         return f"({'during ' + during[:-9] if during else 'no call seen'}, {a['hold']}s)"
 
-    def fire_timer(self, what) -> None:
+    def fire_timer(self, what, final: bool = False) -> None:
         if what[0] == "rotate":
             self.schedule_revoke(self.rotate(), what[1], self.timers)
         elif what[0] == "revoke":
@@ -1050,6 +1060,14 @@ class Schedule:
                 if ctl.proxy:
                     ctl.proxy.delay(0)
                     ctl.proxy.replays_left = 0
+        elif what[0] == "shutdown_one":
+            for pool in self.plan.pools:
+                if pool.name not in self.deleted_at and self.emu.post("reclaim", {
+                        "tag": {"Key": TAG_KEY, "Value": owner_tag(self.ns, pool.name)}, "count": 1,
+                        "shutdown": True})["reclaimed"]:
+                    self.count("instances shut down while the leader was cut off")
+                    self.log(f"one instance of {short(pool.name)} shut down while the leader is cut off")
+                    break
         elif what[0] == "unthrottle":
             for action in ("RunInstances", "TerminateInstances"):
                 self.emu.post("throttle", {"action": action, "perSecond": None})
@@ -1057,10 +1075,19 @@ class Schedule:
             ctl = what[1]
             lease = self.kube.get(f"/apis/coordination.k8s.io/v1/namespaces/{self.ns}/leases/spotpool")
             holder = ((lease or {}).get("spec") or {}).get("holderIdentity") or ""
-            others = [str(c.proc.pid) for c in self.controllers if c is not ctl and c.proc and c.proc.poll() is None]
-            if holder.rsplit("_", 1)[-1] in others:
+            holder_pid = holder.rsplit("_", 1)[-1]
+            cut, until = what[2], what[3] or time.time() + 10
+            standby_up = any(c is not ctl and c.proc and c.proc.poll() is None and not c.stopped
+                             for c in self.controllers)
+            if holder_pid != str(cut[0]) and holder_pid in self.started_pids:
                 self.count("standby took over")
+            elif standby_up and time.time() < until and not final:
+                # The standby (paused or restarted meanwhile) times the Lease from when it
+                # first saw it: up to 10 s more before the old leader is reconnected.
+                self.timers.append((time.time() + 1, ("cutoff_end", ctl, cut, until)))
+                return
             self.log(f"controller {ctl.index} reconnected to the apiserver; Lease holder {holder or '(none)'}")
+            cut[2] = time.time()
             if ctl.proxy:
                 ctl.proxy.blackhole(False)
         elif what == "tag_index_end":
@@ -1103,11 +1130,11 @@ class Schedule:
         # Faults off: what ends a fault fires now; no further rotation or cut; a revocation
         # waits for the end of its overlap.
         for due, what in sorted(timers, key=lambda t: t[0]):
-            if what[0] in ("rotate", "watch_cut"):
+            if what[0] in ("rotate", "watch_cut", "shutdown_one"):
                 continue
             if what[0] == "revoke" and due > time.time():
                 time.sleep(due - time.time())
-            self.fire_timer(what)
+            self.fire_timer(what, final=True)
         timers.clear()
 
     def faults_off(self) -> None:
@@ -1116,6 +1143,8 @@ class Schedule:
         emu.post("killhook", {"clear": True})
         emu.post("throttle", {"action": "*", "perSecond": None})
         emu.post("config", {"tagIndexLagSeconds": 0, "tagIndexDropProbability": 0})
+        for cut in self.cutoffs:
+            cut[2] = cut[2] or time.time()
         for ctl in self.controllers:
             if ctl.proxy:
                 ctl.proxy.delay(0)
@@ -1243,6 +1272,7 @@ class Schedule:
         journal = self.journal()
         runs = [e for e in journal if e.get("action") == "RunInstances" and e.get("requestId") and not e.get("dryRun")]
         self.count_evidence(journal)
+        self.check_fenced(journal)
         for pool in self.plan.pools:
             log = self.spec_log[pool.name]
             stats = self.emu.stats(self.ns, pool.name, history=True)
@@ -1317,6 +1347,28 @@ class Schedule:
         if gone:
             self.violate("foreign", f"foreign instance(s) no longer RUNNING: {', '.join(gone)}")
         self.check_protocol(journal)
+
+    def check_fenced(self, journal: list[dict]) -> None:
+        """fenced: a leader cut off from the apiserver cannot renew its Lease, so it must
+        stop acting before the Lease expires (docs/how-it-works.md, "Leader election").
+        Its last renewal was before the cut, so a RunInstances or TerminateInstances of
+        its (the User-Agent names the holder identity, which ends in the pid) reaching
+        the emulator more than leaseDurationSeconds + 1 s after the cut, while still cut
+        off, is a deposed leader acting. Calls refused by throttling did nothing and do
+        not count."""
+        for pid, cut_at, back_at in self.cutoffs:
+            bound = cut_at + LEASE_DURATION_S + 1
+            late = [e for e in journal if e.get("action") in ("RunInstances", "TerminateInstances")
+                    and e.get("requestId") and (e.get("userAgent") or "").endswith(f"_{pid})")
+                    and bound < e["time"] <= (back_at or time.time())
+                    and not (e.get("error") or "").startswith("RequestLimitExceeded")]
+            if late:
+                self.violate("fenced", f"controller pid {pid}, cut off from the apiserver at "
+                             f"{time.strftime('%H:%M:%S', time.localtime(cut_at))}, made {len(late)} cloud "
+                             f"mutation(s) more than {LEASE_DURATION_S + 1} s later (its Lease had expired)",
+                             [f"{time.strftime('%H:%M:%S', time.localtime(e['time']))} (+{e['time'] - cut_at:.1f}s) "
+                              f"{e['action']} ids={e.get('instanceIds')} error={e.get('error')} "
+                              f"faults={e.get('faults')}" for e in late[:8]])
 
     def count_evidence(self, journal: list[dict]) -> None:
         """What the journal and the emulator's log show of the faults of issue 19."""
@@ -1531,7 +1583,8 @@ EVIDENCE = [  # (fault kind, counter keys shown for it)
     ("lagging_watch", ["proxy eventsDelayed", "proxy streamsCut", "proxy replays"]),
     ("long_names", ["pools with 253-character names", "instances launched by them"]),
     ("leader_cutoff", ["leader cut-offs", "leader cut-offs during a slow Run", "leader cut-offs during a slow Terminate",
-                       "leader cut-offs during a slow Describe", "standby took over"]),
+                       "leader cut-offs during a slow Describe", "standby took over",
+                       "instances shut down while the leader was cut off"]),
     ("lease_delete", ["lease deletions", "Lease held again after its deletion"]),
 ]
 
