@@ -40,7 +40,9 @@ cvm_emulator.py --seed SEED) and its own controller process(es) (`spotpool run
                       the emulator answers slowly (1.5-6 s) and sometimes throttles Run/
                       Terminate to 0.5/s; once a call is being answered slowly (a Run or
                       Terminate preferred), the leader's proxy blackholes all its
-                      apiserver traffic for 8-14 s while the standby takes over;
+                      apiserver traffic for 8-14 s (up to 10 s more until the standby
+                      holds the Lease); 7.5 s after the cut one instance is shut down, for
+                      the new leader to clean up and the deposed one to leave alone;
              lease_delete  kubectl delete lease spotpool, once or twice;
   settle   faults off (faults, kill hooks, throttles, tag-index lag/drops cleared),
            exactly one controller running;
@@ -80,6 +82,13 @@ INVARIANTS (each violation names one, with evidence and the replay command):
               event, no Spotpool status (sampled every 5 s during the faults and
               after), no emulator log or journal;
   crash       no controller exited unless the campaign (or a kill hook) killed it;
+  fenced      a leader cut off from the apiserver (leader_cutoff) makes no RunInstances
+              or TerminateInstances reaching the emulator more than leaseDurationSeconds
+              (6) + 1 s after the cut, while it is cut off: its last renewal was before
+              the cut, so its Lease has expired by then (docs/how-it-works.md, "Leader
+              election": it stops acting before its lease expires). Calls are attributed
+              by the User-Agent, which names the holder identity (ending in the pid);
+              calls refused by throttling did nothing and do not count;
   protocol    the emulator never received a malformed request (unparseable HTTP, a
               missing or malformed Authorization, a parameter error no fault caused).
 
