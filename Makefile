@@ -7,6 +7,7 @@ BINDIR ?= $(PREFIX)/bin
 SYSCONFDIR ?= /etc
 UNITDIR ?= $(PREFIX)/lib/systemd/system
 DATADIR ?= $(PREFIX)/share/spotpool
+MANDIR ?= $(PREFIX)/share/man
 BUILD ?= build
 CC ?= cc
 PKGS = libcurl libcjson yaml-0.1 libsystemd libcrypto libmicrohttpd zlib
@@ -26,7 +27,7 @@ LIB_OBJS := $(patsubst src/%.c,$(BUILD)/obj/%.o,$(filter-out src/main.c,$(SRCS))
 UNIT_SRCS := $(wildcard tests/unit/test_*.c)
 UNIT_BINS := $(patsubst tests/unit/%.c,$(BUILD)/tests/%,$(UNIT_SRCS))
 
-.PHONY: all deps check check-asan unit clean install demo fuzz fuzz-build
+.PHONY: all deps check check-asan unit clean install demo fuzz fuzz-build man
 all: $(BUILD)/spotpool
 
 $(BUILD)/obj/%.o: src/%.c $(wildcard include/*.h) | $(BUILD)/obj
@@ -108,7 +109,7 @@ fuzz: fuzz-build
 	done; \
 	if [ -n "$$failed" ]; then echo "fuzz: failed:$$failed"; exit 1; fi
 
-# Randomized fault campaign (tests/faults/campaign.py, README "Fault campaign"):
+# Randomized fault campaign (tests/faults/campaign.py, CONTRIBUTING.md "Fault campaign"):
 # SCHEDULES seeded schedules (seeds FIRST_SEED..), JOBS at a time, against one real
 # apiserver; SEED=S replays exactly one; DURATION=MIN:MAX sets the fault phase (s);
 # WITHOUT=tag_index,... leaves fault kinds out.
@@ -128,8 +129,14 @@ faults: $(BUILD)/spotpool
 bench: $(BUILD)/spotpool
 	SPOTPOOL_BIN=$${SPOTPOOL_BIN:-$(CURDIR)/$(BUILD)/spotpool} scripts/bench
 
-# Installs the binary, the unit (paths filled in), the configuration (kept if present)
-# and the CRD. DESTDIR stages the tree for packaging.
+# The settings lists of the man pages are generated from src/cfg.c's table (committed;
+# tests/e2e/test_docs.sh fails when they differ from it).
+MAN_PAGES = man/spotpool.8 man/spotpool.yaml.5
+man: $(BUILD)/spotpool
+	scripts/gen-man $(BUILD)/spotpool $(MAN_PAGES)
+
+# Installs the binary, the unit (paths filled in), the configuration (kept if present),
+# the CRD and the man pages. DESTDIR stages the tree for packaging.
 install: $(BUILD)/spotpool
 	install -D -m 0755 $(BUILD)/spotpool $(DESTDIR)$(BINDIR)/spotpool
 	install -d -m 0755 $(DESTDIR)$(UNITDIR) $(DESTDIR)$(SYSCONFDIR)/spotpool $(DESTDIR)$(DATADIR)
@@ -140,6 +147,8 @@ install: $(BUILD)/spotpool
 		install -m 0644 conf/spotpool.yaml $(DESTDIR)$(SYSCONFDIR)/spotpool/spotpool.yaml
 	install -m 0644 conf/tencentcloud.yaml.example $(DESTDIR)$(DATADIR)/tencentcloud.yaml.example
 	install -m 0644 crds/spotpool.yaml $(DESTDIR)$(DATADIR)/spotpool-crd.yaml
+	install -D -m 0644 man/spotpool.8 $(DESTDIR)$(MANDIR)/man8/spotpool.8
+	install -D -m 0644 man/spotpool.yaml.5 $(DESTDIR)$(MANDIR)/man5/spotpool.yaml.5
 
 clean:
 	rm -rf build build-asan build-fuzz

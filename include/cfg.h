@@ -10,6 +10,9 @@
 #include <stdio.h>
 
 #define CFG_DEFAULT_PATH "/etc/spotpool/spotpool.yaml"
+/* The host-wide credentials file the systemd unit passes in as the credential
+ * "tencentcloud"; read directly when not started by systemd (sudo spotpool run ...). */
+#define CFG_DEFAULT_CREDENTIALS_PATH "/etc/spotpool/tencentcloud.yaml"
 
 struct cfg {
 	char *kubeconfig;          /* "" = $KUBECONFIG, in-cluster, or ~/.kube/config */
@@ -37,6 +40,22 @@ struct cfg {
 	char *sources[32];         /* where each key's value came from, by table index */
 };
 
+/* One setting of `spotpool run`, from the one table in cfg.c: its key in the file
+ * (dotted: "leaderElection.enabled"), environment variable and long flag without the
+ * dashes (NULL when there is none), the flag's argument (NULL: a switch that sets
+ * true), and one line of help. */
+struct cfg_setting {
+	const char *key, *env, *flag, *arg, *help;
+};
+/* The i-th setting, NULL past the last. */
+const struct cfg_setting *cfg_setting(size_t i);
+/* The setting whose flag is flag (without dashes), or NULL. */
+const struct cfg_setting *cfg_setting_by_flag(const char *flag);
+/* Writes the settings table for the documentation: format "man" is the roff of
+ * spotpool(8)'s SETTINGS section, "tsv" one line per setting (key, env, flag, arg,
+ * default, range, help; "-" for none). SP_EINVAL for another format. */
+int cfg_print_settings(FILE *out, const char *format, struct sp_error *err);
+
 void cfg_defaults(struct cfg *c);
 void cfg_free(struct cfg *c);
 /* Loads a YAML file; unknown keys and bad values are errors naming key and line. */
@@ -51,6 +70,13 @@ int cfg_set(struct cfg *c, const char *key, const char *value, const char *sourc
 int cfg_validate(const struct cfg *c, struct sp_error *err);
 /* A cluster name as a tag value: 1..POOL_CLUSTER_NAME_MAX characters of [A-Za-z0-9._-]. */
 bool cfg_cluster_name_valid(const char *name);
+/* The file the default credentials come from, so that `run` under systemd and
+ * `sudo spotpool run --check-config` agree: credentialsFile when set; else, started by
+ * systemd (credentials_directory = $CREDENTIALS_DIRECTORY, not NULL),
+ * credentials_directory/tencentcloud when it exists; else etc_path
+ * (CFG_DEFAULT_CREDENTIALS_PATH) when it exists, readable or not (reading it then
+ * reports why); else NULL: the environment. Owned by the caller. */
+char *cfg_default_credentials_path(const struct cfg *c, const char *credentials_directory, const char *etc_path);
 /* Where key's value came from ("default", "--workers", "spotpool.yaml:3", ...). */
 const char *cfg_source(const struct cfg *c, const char *key);
 /* Prints the effective configuration as YAML with each value's source. */

@@ -12,8 +12,8 @@
 #include <stdio.h>
 #include <string.h>
 
-/* Exit statuses shared by all subcommands, one per kind of outcome (the README's
- * "Command line: help and exit status" and every --help that lists them agree):
+/* Exit statuses shared by all subcommands, one per kind of outcome (docs/configuration.md
+ * "Exit status" and every --help that lists them agree):
  *   0 success;
  *   1 invalid input: a manifest, configuration file or environment value, Secret,
  *     credentials file or kubeconfig that does not validate; nothing was called;

@@ -47,6 +47,8 @@ struct cvm_launch {
 	 * instanceType. */
 	const char *zone;
 	const char *instance_type;
+	/* As cvm_call_until's until: NULL = none. */
+	const _Atomic int64_t *until;
 };
 
 struct cvm_client;
@@ -63,9 +65,18 @@ void cvm_client_free(struct cvm_client *c);
  * SP_ETRANSIENT ("outcome unknown"), since the first attempt may have been done.
  * Every attempt first waits for a token of the (SecretId, region, action) rate limit
  * (rate.h); a RequestLimitExceeded* answer slows that limit down (rate_throttled).
- * After http_abort_all() calls fail promptly with SP_ETRANSIENT "aborted (shutting down)". */
+ * After http_abort_all() calls fail promptly with SP_ETRANSIENT "aborted (shutting down)".
+ * cvm_call_until also takes until (sp_deadline_left_ms(); NULL = none): a leader passes
+ * its renew deadline, past which (or once it stepped down, which sets it to 0) another
+ * process may act on the same pools. It is read again before every attempt, during the
+ * rate-limit wait and the backoff: none goes on past it (SP_ETRANSIENT "leadership ends
+ * before the call could be made") and each attempt's HTTP timeout is capped at the time
+ * left then. An attempt already sent is not recalled. */
 int cvm_call(struct cvm_client *c, const struct cvm_credentials *cred, const char *region,
 	     const char *action, const cJSON *params, cJSON **ret_response, struct sp_error *err);
+int cvm_call_until(struct cvm_client *c, const struct cvm_credentials *cred, const char *region,
+		   const char *action, const cJSON *params, const _Atomic int64_t *until,
+		   cJSON **ret_response, struct sp_error *err);
 
 /* All instances carrying tag_key (=tag_value when not NULL), every page: at most
  * CVM_DESCRIBE_MAX_INSTANCES / CVM_PAGE_LIMIT requests. Paging that does not add up
@@ -82,16 +93,20 @@ int cvm_list_tagged(struct cvm_client *c, const struct cvm_credentials *cred, co
 		    void *userdata, struct sp_error *err);
 /* The instances among ids that exist, looked up by ID (batches of 100). An ID the cloud
  * does not know is simply absent from the result; a malformed one is SP_EINVAL naming
- * it. Any instance of the account is found this way: check pool_tag for ownership. */
+ * it. Any instance of the account is found this way: check pool_tag for ownership.
+ * until as for cvm_call_until (a leader's lookups are part of its pass). */
 int cvm_describe_ids(struct cvm_client *c, const struct cvm_credentials *cred, const char *region,
-		     const struct strv *ids, struct pool_instance **ret_instances, size_t *ret_n,
-		     struct sp_error *err);
+		     const struct strv *ids, const _Atomic int64_t *until,
+		     struct pool_instance **ret_instances, size_t *ret_n, struct sp_error *err);
 /* Launches (or dry-runs) instances; ret_ids receives the new IDs (none for a dry run). */
 int cvm_run_instances(struct cvm_client *c, const struct cvm_credentials *cred,
 		      const struct cvm_launch *launch, struct strv *ret_ids, struct sp_error *err);
-/* Terminates ids in batches of 100; instances already gone or terminating count as done. */
+/* Terminates ids in batches of 100; instances already gone or terminating count as done.
+ * until as for cvm_call_until, read again before every batch and attempt: a deposed
+ * leader must not go on terminating victims a new leader may have chosen too. */
 int cvm_terminate_instances(struct cvm_client *c, const struct cvm_credentials *cred,
-			    const char *region, const struct strv *ids, struct sp_error *err);
+			    const char *region, const struct strv *ids, const _Atomic int64_t *until,
+			    struct sp_error *err);
 
 /* Pure parts. */
 /* The class of a Tencent Error.Code (table from the SDK's errors.go, most specific

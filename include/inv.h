@@ -25,11 +25,20 @@
 #define INV_IDLE_CALLS_PER_MINUTE 30
 /* A pool counts as unsettled this long after it last said so. */
 #define INV_UNSETTLED_HOLD_MS 10000
+/* A poller no pool has read for this long is stopped and freed, whatever pools it
+ * thinks it has (a pool whose passes stopped without inv_forget). The controller uses
+ * four resync periods (CTL_RETIRE_RESYNCS); this is the default of inv_new's callers
+ * that give none: four times the default resync of 30 s. */
+#define INV_RETIRE_AFTER_MS 120000
 
 struct inv_config {
 	struct cvm_config cvm;            /* how the pollers call the cloud */
 	int64_t fast_interval_ms;         /* 0: INV_FAST_INTERVAL_MS */
 	int idle_calls_per_minute;        /* 0: INV_IDLE_CALLS_PER_MINUTE */
+	/* 0: INV_RETIRE_AFTER_MS. Keep it well above the resync period: a pool read less
+	 * often than this restarts its poller (and waits for a first listing) on each read,
+	 * and misses the wake-ups of a listing in between. */
+	int64_t retire_after_ms;
 	/* Called (from a poller thread) for each pool whose instances changed between two
 	 * snapshots; owner is the pool tag value "<namespace>/<name>". */
 	void (*changed)(void *userdata, const char *owner);
@@ -43,11 +52,30 @@ struct inv *inv_new(const struct inv_config *cfg);
 /* Stops and joins every poller; forgets the credentials it held. */
 void inv_free(struct inv *inv);
 
+/* Poller lifetime. A poller serves one (SecretId, region) and the pools (owner tags)
+ * whose last read named that pair. It is retired (its thread told to end, its key and
+ * token wiped) and then joined and freed by inv's janitor thread when:
+ *  - its first listing is refused (SP_EAUTH: wrong SecretId or key; SP_ECONFIG: a
+ *    region the cloud rejects): the readers waiting for it get that listing's error;
+ *  - its last pool reads another pair (rotated credentials: each new SecretId moves
+ *    the pool) or is forgotten (inv_forget: the pool was deleted), and no read of it is
+ *    under way;
+ *  - no pool has read it for retire_after_ms (a backstop: a pool whose passes stopped).
+ * There is no cap: the pairs kept are the pairs the pools use, with proven credentials,
+ * so one namespace cannot take slots from another. */
+
+/* The pool owner is gone: its pollers lose it, and those left without pools end. */
+void inv_forget(struct inv *inv, const char *owner);
+/* Pollers not yet joined (live, or retired and ending): each has a thread; inv has one
+ * more, the janitor. ret_live (may be NULL): those not retired, one per pair in use. */
+size_t inv_poller_count(struct inv *inv, size_t *ret_live);
+
 /* The instances tagged owner in the account of cred, in region, from a snapshot taken
  * after the pool's last mutation (inv_note_mutation) and not older than max_age_ms
- * (0: any age). Starts the account's poller on first use (it keeps a copy of cred) and
- * waits up to timeout_ms for a fresh enough snapshot. unsettled keeps the account on
- * the fast cadence. A failed listing is returned as the error of that listing.
+ * (0: any age). Starts the account's poller on first use (it keeps a copy of cred,
+ * until its first listing is refused), makes it owner's poller (see Poller lifetime),
+ * and waits up to timeout_ms for a fresh enough snapshot. unsettled keeps the account
+ * on the fast cadence. A failed listing is returned as the error of that listing.
  * A key other than the poller's (rotated, or wrong) is first proven by the pool's own
  * listing through cvm (the caller's client): a working one replaces the poller's, a
  * wrong one fails only this read. */

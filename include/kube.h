@@ -42,6 +42,11 @@ struct kube_client;
 struct kube_client *kube_client_new(struct kube_config *cfg, const char *user_agent);
 /* Per-request timeout for this client (default 30 s). */
 void kube_client_set_timeout(struct kube_client *c, long timeout_ms);
+/* Every later request of this client is refused once until passes (SP_ETRANSIENT
+ * "leadership ends ..."; read again before each attempt, as sp_deadline_left_ms) and
+ * given no longer than is left: a leader's workers pass its renew deadline, so that no
+ * write of theirs (status, finalizer, event) goes out after leadership ends. NULL: none. */
+void kube_client_set_until(struct kube_client *c, const _Atomic int64_t *until);
 void kube_client_free(struct kube_client *c);
 
 /* method + path ("/apis/..."), optional JSON body and content type. Maps HTTP status to
@@ -87,7 +92,8 @@ int kube_watch(struct kube_client *c, const char *path, long timeout_ms, kube_ev
 	       void *userdata, const volatile sig_atomic_t *cancel, struct sp_error *err);
 
 /* Decoded value of key in a Secret object (data is base64), caller frees with
- * sp_secure_free; NULL when absent or malformed. */
+ * sp_secure_free; NULL when absent or malformed. Not registered for redaction: the
+ * caller knows which values are secret and who owns them (log_replace_secret). */
 char *kube_secret_value(const cJSON *secret, const char *key);
 /* Zeroes every string in a Secret object in place (data, and any copy in annotations
  * such as last-applied-configuration); kube_secret_free then frees it. Both accept NULL:

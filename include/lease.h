@@ -2,7 +2,8 @@
  * lease only after seeing it unrenewed for a whole lease duration (measured on its
  * own monotonic clock, so clock skew between hosts cannot cause two leaders); a
  * leader that cannot renew within the renew deadline stops leading before its
- * lease can expire for the others. */
+ * lease can expire for the others, and one whose read shows no Lease or another
+ * holder stops at once (a standby that finds no Lease leads at once). */
 #ifndef SPOTPOOL_LEASE_H
 #define SPOTPOOL_LEASE_H
 

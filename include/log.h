@@ -51,17 +51,21 @@ bool log_enabled(enum log_level level);
 
 /* Shortest value registered for redaction; see log_add_secret. */
 #define LOG_SECRET_MIN 16
-/* Most values registered at once; the least recently registered goes first. */
-#define LOG_SECRETS_MAX 256
+/* Most values registered at once; the least recently registered of the tenants' goes
+ * first. Every log line is scanned once per value (about 8 us for 256). */
+#define LOG_SECRETS_MAX 1024
 
-/* Registers a string that must never appear in output; it is replaced by "[redacted]".
- * Only secret values (keys, tokens) belong here, never IDs: a registered string is
- * hidden from every tenant's logs, events and status. Values shorter than
- * LOG_SECRET_MIN are ignored. Registering again refreshes a value: at most
- * LOG_SECRETS_MAX are kept, the least recently registered is forgotten first. */
+/* Registers a secret of the process itself (environment, credentials file, kubeconfig,
+ * service-account token) that must never appear in output; it is replaced by
+ * "[redacted]" and never evicted. Only secret values (keys, tokens) belong here, never
+ * IDs: a registered string is hidden from every tenant's logs, events and status.
+ * Values shorter than LOG_SECRET_MIN are ignored. A tenant's Secret registers through
+ * log_replace_secret. */
 void log_add_secret(const char *secret);
 /* Registers secret as the one value of field of Secret ns/name, forgetting the value it
- * held before (a rotated key); secret NULL just forgets it. */
+ * held before (a rotated key) unless another owner still holds it; secret NULL just
+ * forgets it. At most LOG_SECRETS_MAX values are kept: past that, the least recently
+ * registered tenant value goes. */
 void log_replace_secret(const char *ns, const char *name, const char *field, const char *secret);
 /* How many values are registered. */
 size_t log_secret_count(void);

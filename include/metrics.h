@@ -134,6 +134,13 @@ struct metrics_health {
 
 struct metrics_server;
 
+/* Checks a listen address as metrics_serve() parses it (IPV4:PORT or [IPV6]:PORT, port
+ * 0-65535, no host names) without binding: SP_EINVAL and a message naming it. */
+int metrics_listen_address_check(const char *listen_address, struct sp_error *err);
+/* Binds listen_address as metrics_serve() would and closes the socket at once: SP_EIO
+ * and the reason ("Address already in use") when it cannot be listened on now. */
+int metrics_listen_try(const char *listen_address, struct sp_error *err);
+
 /* Serves GET/HEAD /metrics, /healthz and /readyz on listen_address, "HOST:PORT" with an
  * IPv4 literal or "[IPv6]:PORT"; port 0 picks a free one.  Binds to that address only.
  * *ret_port receives the bound port.  SP_EINVAL for a malformed address, SP_EIO when it

@@ -141,5 +141,8 @@ char *pool_label_value(const char *name);
 int64_t pool_json_int64(const cJSON *v);
 /* value limited to [minimum, maximum]. */
 int pool_clamp(int value, int minimum, int maximum);
+/* A DNS-1123 label (a namespace name): 1 to 63 of a-z 0-9 -, starting and ending with a
+ * letter or digit. */
+bool pool_dns_label_valid(const char *s);
 
 #endif

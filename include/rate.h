@@ -67,6 +67,14 @@ struct rate_grant {
  * is available: no new cloud call starts during a shutdown. ret_grant may be NULL. */
 int rate_acquire(const char *secret_id, const char *region, const char *action,
 		 struct rate_grant *ret_grant, struct sp_error *err);
+/* rate_acquire that gives up once until passes (sp_deadline_left_ms(): read again at
+ * every wake-up, at least every RATE_ABORT_POLL_MS; NULL = none) with SP_ETRANSIENT
+ * "deadline passed ...", leaving its place in the queue to the next caller: a caller
+ * whose right to act ends then (a leader's renew deadline, or its step-down) must not be
+ * granted a token after it. The deadline is on the real monotonic clock, also when a
+ * test clock is set. */
+int rate_acquire_until(const char *secret_id, const char *region, const char *action,
+		       const _Atomic int64_t *until, struct rate_grant *ret_grant, struct sp_error *err);
 /* The cloud answered RequestLimitExceeded for this key: halve, hold, recover. */
 void rate_throttled(const char *secret_id, const char *region, const char *action);
 

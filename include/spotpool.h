@@ -37,6 +37,7 @@
 
 #include <pthread.h>
 #include <stdarg.h>
+#include <stdatomic.h>
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
@@ -108,6 +109,26 @@ int64_t sp_mono_ms(void);
  * (sp_mono_ms() time) at the latest. */
 void sp_cond_init_monotonic(pthread_cond_t *cond);
 void sp_cond_wait_until_ms(pthread_cond_t *cond, pthread_mutex_t *lock, int64_t at_mono_ms);
+
+/* Levenshtein distance between a and b (insertions, deletions, substitutions, and a
+ * swap of two neighbours counting as one), case-sensitive; words longer than 64
+ * characters are compared on their first 64. */
+size_t sp_edit_distance(const char *a, const char *b);
+/* The candidate nearest to word, for "did you mean ...?": NULL when none is within
+ * max(1, strlen(word) / 3) edits, or when word is one of them. Ties go to the first. */
+const char *sp_nearest(const char *word, const char *const *candidates, size_t n);
+
+/* A deadline that can move while a call waits: the sp_mono_ms() time it holds is read
+ * again at every check. A leader passes its renew deadline, which a renewal extends and
+ * a step-down sets to 0 (already past); NULL is no deadline. Milliseconds left (<= 0:
+ * passed), INT64_MAX for none. */
+static inline int64_t sp_deadline_left_ms(const _Atomic int64_t *until)
+{
+	if (!until)
+		return INT64_MAX;
+	int64_t at = atomic_load(until);
+	return at == INT64_MAX ? INT64_MAX : at - sp_mono_ms();
+}
 
 void sp_hex(const unsigned char *in, size_t n, char *out);
 /* Decodes standard base64; NULL when malformed. The result is NUL-terminated and its

@@ -4,6 +4,7 @@
 #include <errno.h>
 #include <stdio.h>
 #include <string.h>
+#include <sys/stat.h>
 
 void buf_init(struct buf *b, size_t max)
 {
@@ -90,6 +91,12 @@ int buf_read_file(struct buf *b, const char *path, struct sp_error *err)
 	FILE *f = strcmp(path, "-") == 0 ? stdin : fopen(path, "re");
 	if (!f)
 		return sp_fail(err, SP_EIO, "%s: %s", path, strerror(errno));
+	struct stat st;
+	if (fstat(fileno(f), &st) == 0 && S_ISDIR(st.st_mode)) {
+		if (f != stdin)
+			fclose(f);
+		return sp_fail(err, SP_EIO, "%s: is a directory, expected a YAML file", path);
+	}
 	char chunk[8192];
 	size_t n;
 	int r = 0;
@@ -98,7 +105,7 @@ int buf_read_file(struct buf *b, const char *path, struct sp_error *err)
 	if (r < 0)
 		sp_fail(err, r, "%s: larger than %zu bytes", path, b->max);
 	else if (ferror(f))
-		r = sp_fail(err, SP_EIO, "%s: read error", path);
+		r = sp_fail(err, SP_EIO, "%s: read error: %s", path, strerror(errno));
 	if (f != stdin)
 		fclose(f);
 	return r;

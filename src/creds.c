@@ -12,8 +12,6 @@ void creds_set(struct creds *c, const char *id, const char *key, const char *tok
 	c->secret_key = xstrdup(key);
 	c->token = token && *token ? xstrdup(token) : NULL;
 	c->source = source;
-	log_add_secret(key);
-	log_add_secret(c->token);
 }
 
 int creds_from_env(struct creds *ret, struct sp_error *err)
@@ -24,6 +22,8 @@ int creds_from_env(struct creds *ret, struct sp_error *err)
 		return sp_fail(err, SP_EAUTH, "no credentials: set TENCENTCLOUD_SECRET_ID and "
 			       "TENCENTCLOUD_SECRET_KEY, or reference a Secret in the pool's spec");
 	creds_set(ret, id, key, getenv("TENCENTCLOUD_SESSION_TOKEN"), "environment");
+	log_add_secret(ret->secret_key);
+	log_add_secret(ret->token);
 	return 0;
 }
 

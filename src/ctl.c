@@ -18,6 +18,10 @@
 /* A watch ends within 300 s (+30 s client-side) and every event or new round beats the
  * heartbeat; twice that without one means stuck. */
 #define CTL_INFORMER_QUIET_MS (2 * 330 * 1000LL)
+/* Every pool is read within a resync period and a half (its point in the first half of
+ * the next round); an inventory poller no pool has read for this many periods is
+ * stopped (inv.h: Poller lifetime). */
+#define CTL_RETIRE_RESYNCS 4
 
 struct worker {
 	struct ctl *ctl;
@@ -49,8 +53,9 @@ static void on_enqueue(void *ud, const char *key, bool at_once)
 		wq_add_resync(c->queue, key, 0);
 }
 
-/* A pool gone from the cluster: its metrics and any launch answer it left go too (a
- * finalizer removed by hand skips the pass that would forget it). */
+/* A pool gone from the cluster: its metrics, any launch answer it left and its claim on
+ * an inventory poller go too (a finalizer removed by hand skips the pass that would
+ * forget it). */
 static void on_deleted(void *ud, const char *key)
 {
 	struct ctl *c = ud;
@@ -61,6 +66,8 @@ static void on_deleted(void *ud, const char *key)
 		metrics_pool_forget(copy, slash + 1);
 		char *owner = pool_owner_tag(copy, slash + 1);
 		answers_forget(c->answers, owner);
+		if (c->inv)
+			inv_forget(c->inv, owner);
 		free(owner);
 	}
 	free(copy);
@@ -167,7 +174,9 @@ int ctl_start(struct ctl *c, struct sp_error *err)
 	char *ua = xasprintf("spotpool/%s (%s)", SPOTPOOL_VERSION, c->opt.identity ? c->opt.identity : "controller");
 	struct cvm_config cvm_cfg = {.endpoint = c->opt.cvm_endpoint, .observe = metrics_cvm_observe,
 				     .user_agent = ua};
-	struct inv_config inv_cfg = {.cvm = cvm_cfg, .changed = on_instances_changed, .userdata = c};
+	int resync = c->opt.resync_seconds > 0 ? c->opt.resync_seconds : 30;
+	struct inv_config inv_cfg = {.cvm = cvm_cfg, .changed = on_instances_changed, .userdata = c,
+				     .retire_after_ms = CTL_RETIRE_RESYNCS * resync * 1000LL};
 	c->inv = inv_new(&inv_cfg);
 	int r = informer_start(c->informer, err);
 	for (int i = 0; i < workers && r == 0; i++) {
@@ -176,6 +185,8 @@ int ctl_start(struct ctl *c, struct sp_error *err)
 		w->rc = (struct reconciler){.opt = &c->ropt, .kube = kube_client_new(c->opt.kube, ua),
 					    .cvm = cvm_client_new(&cvm_cfg), .inv = c->inv, .answers = c->answers,
 					    .active_until_ms = &c->active_until_ms};
+		/* A worker's writes (status, finalizer, events) end with the leadership. */
+		kube_client_set_until(w->rc.kube, &c->active_until_ms);
 		if (pthread_create(&w->thread, NULL, worker_main, w) != 0)
 			r = sp_fail(err, SP_EIO, "cannot start worker thread");
 		else

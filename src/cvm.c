@@ -227,11 +227,12 @@ static void observe(struct cvm_client *c, const char *action, const char *code, 
 		c->observe(c->observe_userdata, action, code, (double)(sp_mono_ms() - start_ms) / 1000.0);
 }
 
-/* Sleeps before retry number attempt + 1; false when a shutdown cut it short. */
-static bool backoff_wait(int attempt)
+/* Sleeps before retry number attempt + 1; false when a shutdown cut it short. Ends
+ * when until passes (NULL = none) at the latest: the attempt after it is not made anyway. */
+static bool backoff_wait(int attempt, const _Atomic int64_t *until)
 {
-	int64_t until = sp_mono_ms() + (200L << attempt) + sp_mono_ms() % 100;
-	while (!http_aborting() && sp_mono_ms() < until) {
+	int64_t end = sp_mono_ms() + (200L << attempt) + sp_mono_ms() % 100;
+	while (!http_aborting() && sp_mono_ms() < end && sp_deadline_left_ms(until) > 0) {
 		struct timespec ts = {0, 20 * 1000000L};
 		nanosleep(&ts, NULL);
 	}
@@ -241,7 +242,7 @@ static bool backoff_wait(int attempt)
 /* One HTTP exchange; fills ret_response on a well-formed non-error reply. */
 static int call_once(struct cvm_client *c, const struct cvm_credentials *cred, const char *url,
 		     const char *host, const char *region, const char *action, const char *body,
-		     cJSON **ret_response, struct sp_error *err)
+		     long timeout_ms, cJSON **ret_response, struct sp_error *err)
 {
 	int64_t start = sp_mono_ms();
 	struct tc3_input in = {
@@ -267,7 +268,7 @@ static int call_once(struct cvm_client *c, const struct cvm_credentials *cred, c
 	struct http_request req = {
 		.method = "POST", .url = url, .headers = headers,
 		.n_headers = h_token ? 8 : 7, .body = body, .body_len = strlen(body),
-		.timeout_ms = c->timeout_ms, .max_response = CVM_RESPONSE_MAX, .tls = c->tls,
+		.timeout_ms = timeout_ms, .max_response = CVM_RESPONSE_MAX, .tls = c->tls,
 		.refuse_after_abort = true,
 	};
 	struct http_response resp;
@@ -323,6 +324,13 @@ static int call_once(struct cvm_client *c, const struct cvm_credentials *cred, c
 int cvm_call(struct cvm_client *c, const struct cvm_credentials *cred, const char *region,
 	     const char *action, const cJSON *params, cJSON **ret_response, struct sp_error *err)
 {
+	return cvm_call_until(c, cred, region, action, params, 0, ret_response, err);
+}
+
+int cvm_call_until(struct cvm_client *c, const struct cvm_credentials *cred, const char *region,
+		   const char *action, const cJSON *params, const _Atomic int64_t *until,
+		   cJSON **ret_response, struct sp_error *err)
+{
 	char *url, *host = NULL;
 	int r;
 	if (c->endpoint) {
@@ -340,16 +348,35 @@ int cvm_call(struct cvm_client *c, const struct cvm_credentials *cred, const cha
 	bool has_token = cJSON_GetObjectItemCaseSensitive(params, "ClientToken") != NULL;
 	char uncertain[200] = "";  /* why an earlier attempt's outcome is unknown */
 	struct sp_error local = {0};
+	int64_t started_ms = sp_mono_ms();
+	int attempts = 0;
 	for (int attempt = 0;; attempt++) {
+		attempts = attempt + 1;
+		struct sp_error last = local;
 		local = (struct sp_error){0};
 		/* Every attempt, retries included, waits its turn at the (SecretId, region, action)
-		 * rate limit; a shutdown ends the wait. */
-		struct rate_grant grant;
-		if ((r = rate_acquire(cred->secret_id, region, action, &grant, &local)) < 0)
+		 * rate limit; a shutdown or the deadline ends the wait. Past the deadline (a
+		 * leader's renew deadline, or its step-down) another process may be acting on
+		 * the same pool: no attempt starts then, and none is given longer than is left. */
+		struct rate_grant grant = {0};
+		int64_t left = sp_deadline_left_ms(until);
+		if (left > 0) {
+			r = rate_acquire_until(cred->secret_id, region, action, until, &grant, &local);
+			if (r < 0 && (http_aborting() || sp_deadline_left_ms(until) > 0))
+				break;  /* a shutdown (or no bucket to be had) */
+			left = sp_deadline_left_ms(until);  /* a token granted too late stays unused */
+		}
+		if (left <= 0) {
+			r = sp_fail(&local, SP_ETRANSIENT, "%s: leadership ends before the call could be made%s%.300s",
+				    action, attempt ? "; last attempt: " : "", attempt ? last.msg : "");
 			break;
+		}
 		if (grant.waited >= 1)
 			log_debug("%s: waited %.1f s for the rate limit", action, grant.waited);
-		r = call_once(c, cred, url, host, region, action, body, ret_response, &local);
+		long timeout_ms = c->timeout_ms;
+		if (left < timeout_ms)
+			timeout_ms = (long)left;
+		r = call_once(c, cred, url, host, region, action, body, timeout_ms, ret_response, &local);
 		if (r == SP_ETHROTTLED && strncmp(local.reason, "RequestLimitExceeded", 20) == 0)
 			rate_throttled(cred->secret_id, region, action);
 		if (r == 0 || !(r == SP_ETHROTTLED || r == SP_ETRANSIENT || r == SP_EPROTO))
@@ -360,8 +387,8 @@ int cvm_call(struct cvm_client *c, const struct cvm_credentials *cred, const cha
 		if (attempt + 1 >= c->max_attempts || http_aborting())
 			break;
 		log_debug("%s: attempt %d failed (%s), retrying", action, attempt + 1, local.msg);
-		if (!backoff_wait(attempt)) {
-			struct sp_error last = local;
+		if (!backoff_wait(attempt, until)) {
+			last = local;
 			r = sp_fail(&local, SP_ETRANSIENT, "%s: aborted (shutting down) after: %.300s", action,
 				    last.msg);
 			break;
@@ -373,6 +400,10 @@ int cvm_call(struct cvm_client *c, const struct cvm_credentials *cred, const cha
 			    "succeeded (%.150s); the retry was refused: %.250s", action, uncertain, refusal.msg);
 		snprintf(local.reason, sizeof(local.reason), "%s", refusal.reason);
 	}
+	/* One line per call, success included: `dry-run -v` and logLevel debug show every call. */
+	log_debug("cvm %s region %s: %s in %lld ms (%d attempt%s)", action, region,
+		  r == 0 ? "Success" : *local.reason ? local.reason : sp_strerror(r),
+		  (long long)(sp_mono_ms() - started_ms), attempts, attempts == 1 ? "" : "s");
 	if (r < 0 && err)
 		*err = local;
 	cJSON_free(body);
@@ -600,7 +631,7 @@ static int take_page(struct sweep *sw, struct idset *query_seen, const struct po
 /* Every page of query (Filters or InstanceIds) into sw. TotalCount only bounds the
  * sweep: it ends at a short page or once the offset reaches it, whichever is first. */
 static int describe_pages(struct cvm_client *c, const struct cvm_credentials *cred, const char *region,
-			  cJSON *query, struct sweep *sw, struct sp_error *err)
+			  cJSON *query, const _Atomic int64_t *until, struct sweep *sw, struct sp_error *err)
 {
 	struct idset seen = {0};
 	int r = 0;
@@ -611,7 +642,7 @@ static int describe_pages(struct cvm_client *c, const struct cvm_credentials *cr
 		cJSON_DeleteItemFromObjectCaseSensitive(query, "Offset");
 		cJSON_AddNumberToObject(query, "Offset", (double)offset);
 		cJSON *resp = NULL;
-		if ((r = cvm_call(c, cred, region, "DescribeInstances", query, &resp, err)) < 0)
+		if ((r = cvm_call_until(c, cred, region, "DescribeInstances", query, until, &resp, err)) < 0)
 			break;
 		struct pool_instance *page = NULL;
 		size_t n = 0, total = 0;
@@ -646,7 +677,7 @@ int cvm_describe_tagged(struct cvm_client *c, const struct cvm_credentials *cred
 {
 	cJSON *query = tag_query(tag_key, tag_value);
 	struct sweep sw = {0};
-	int r = describe_pages(c, cred, region, query, &sw, err);
+	int r = describe_pages(c, cred, region, query, NULL, &sw, err);
 	cJSON_Delete(query);
 	return sweep_finish(&sw, r, ret_instances, ret_n);
 }
@@ -657,7 +688,7 @@ int cvm_list_tagged(struct cvm_client *c, const struct cvm_credentials *cred, co
 {
 	cJSON *query = tag_query(tag_key, NULL);
 	struct sweep sw = {.take = take, .take_userdata = userdata};
-	int r = describe_pages(c, cred, region, query, &sw, err);
+	int r = describe_pages(c, cred, region, query, NULL, &sw, err);
 	cJSON_Delete(query);
 	idset_free(&sw.listed);
 	return r;
@@ -674,17 +705,18 @@ static cJSON *ids_request(char *const *ids, size_t n)
 }
 
 static int describe_batch(struct cvm_client *c, const struct cvm_credentials *cred, const char *region,
-			  char *const *ids, size_t n, struct sweep *sw, struct sp_error *err)
+			  char *const *ids, size_t n, const _Atomic int64_t *until, struct sweep *sw,
+			  struct sp_error *err)
 {
 	cJSON *query = ids_request(ids, n);
 	struct sp_error local = {0};
-	int r = describe_pages(c, cred, region, query, sw, &local);
+	int r = describe_pages(c, cred, region, query, until, sw, &local);
 	cJSON_Delete(query);
 	bool malformed = r < 0 && strcmp(local.reason, "InvalidInstanceId.Malformed") == 0;
 	if ((r == SP_ENOTFOUND || malformed) && n > 1) {
 		/* One gone or malformed ID fails the whole batch and hides the others. */
 		for (size_t i = 0; i < n; i++)
-			if ((r = describe_batch(c, cred, region, ids + i, 1, sw, err)) < 0)
+			if ((r = describe_batch(c, cred, region, ids + i, 1, until, sw, err)) < 0)
 				return r;
 		return 0;
 	}
@@ -699,8 +731,8 @@ static int describe_batch(struct cvm_client *c, const struct cvm_credentials *cr
 }
 
 int cvm_describe_ids(struct cvm_client *c, const struct cvm_credentials *cred, const char *region,
-		     const struct strv *ids, struct pool_instance **ret_instances, size_t *ret_n,
-		     struct sp_error *err)
+		     const struct strv *ids, const _Atomic int64_t *until,
+		     struct pool_instance **ret_instances, size_t *ret_n, struct sp_error *err)
 {
 	struct idset wanted = {0};
 	struct strv unique = {0};
@@ -711,7 +743,7 @@ int cvm_describe_ids(struct cvm_client *c, const struct cvm_credentials *cred, c
 	int r = 0;
 	for (size_t off = 0; off < unique.n && r == 0; off += CVM_DESCRIBE_IDS_BATCH) {
 		size_t n = unique.n - off < CVM_DESCRIBE_IDS_BATCH ? unique.n - off : CVM_DESCRIBE_IDS_BATCH;
-		r = describe_batch(c, cred, region, unique.v + off, n, &sw, err);
+		r = describe_batch(c, cred, region, unique.v + off, n, until, &sw, err);
 	}
 	strv_clear(&unique);
 	idset_free(&wanted);
@@ -809,7 +841,8 @@ int cvm_run_instances(struct cvm_client *c, const struct cvm_credentials *cred,
 	cJSON *req = cvm_run_request(launch);
 	cJSON *resp = NULL;
 	struct sp_error local = {0};
-	int r = cvm_call(c, cred, launch->spec->region, "RunInstances", req, &resp, &local);
+	int r = cvm_call_until(c, cred, launch->spec->region, "RunInstances", req, launch->until,
+			       &resp, &local);
 	cJSON_Delete(req);
 	/* A passed dry run may also be reported as the error code DryRunOperation. */
 	if (r < 0 && launch->dry_run && strcmp(local.reason, "DryRunOperation") == 0)
@@ -837,27 +870,29 @@ int cvm_run_instances(struct cvm_client *c, const struct cvm_credentials *cred,
 }
 
 static int terminate_batch(struct cvm_client *c, const struct cvm_credentials *cred,
-			   const char *region, char *const *ids, size_t n, struct sp_error *err)
+			   const char *region, char *const *ids, size_t n, const _Atomic int64_t *until,
+			   struct sp_error *err)
 {
 	cJSON *req = ids_request(ids, n);
 	cJSON *resp = NULL;
-	int r = cvm_call(c, cred, region, "TerminateInstances", req, &resp, err);
+	int r = cvm_call_until(c, cred, region, "TerminateInstances", req, until, &resp, err);
 	cJSON_Delete(req);
 	cJSON_Delete(resp);
 	return r;
 }
 
 int cvm_terminate_instances(struct cvm_client *c, const struct cvm_credentials *cred,
-			    const char *region, const struct strv *ids, struct sp_error *err)
+			    const char *region, const struct strv *ids, const _Atomic int64_t *until,
+			    struct sp_error *err)
 {
 	for (size_t off = 0; off < ids->n; off += CVM_TERMINATE_BATCH) {
 		size_t n = ids->n - off < CVM_TERMINATE_BATCH ? ids->n - off : CVM_TERMINATE_BATCH;
-		int r = terminate_batch(c, cred, region, ids->v + off, n, err);
+		int r = terminate_batch(c, cred, region, ids->v + off, n, until, err);
 		if ((r == SP_ENOTFOUND || r == SP_ECONFIG) && n > 1) {
 			/* One gone instance, or one of another charge type, fails the whole call:
 			 * settle them one by one. */
 			for (size_t i = 0; i < n; i++) {
-				r = terminate_batch(c, cred, region, ids->v + off + i, 1, err);
+				r = terminate_batch(c, cred, region, ids->v + off + i, 1, until, err);
 				if (r < 0 && r != SP_ENOTFOUND)
 					return r;
 			}

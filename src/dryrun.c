@@ -8,12 +8,14 @@
 #include "plan.h"
 #include "status.h"
 
+#include <errno.h>
 #include <getopt.h>
 #include <stdio.h>
 #include <string.h>
 
 static const char dry_run_usage[] =
-	"Usage: spotpool dry-run -f FILE [-f FILE ...] [-o table|json] [--endpoint URL]\n"
+	"Usage: spotpool dry-run -f|--filename FILE [-f FILE ...] [-o|--output table|json]\n"
+	"                        [--endpoint URL] [--timeout SECONDS] [-v|--verbose]\n"
 	"\n"
 	"Shows what spotpool would do for each Spotpool in FILE (YAML or JSON, several\n"
 	"documents allowed, '-' for standard input), changing nothing: it describes the\n"
@@ -26,8 +28,9 @@ static const char dry_run_usage[] =
 	"  -o, --output FORMAT   table (default) or json\n"
 	"      --endpoint URL    CVM API endpoint (default https://cvm.<region>.tencentcloudapi.com/,\n"
 	"                        or $SPOTPOOL_CVM_ENDPOINT)\n"
-	"      --timeout SEC     per-request timeout (default 15)\n"
-	"  -v, --verbose         log each API call to stderr\n"
+	"      --timeout SECONDS per-request timeout, 1..300 (default 15)\n"
+	"  -v, --verbose         log each API call to stderr (action, region, outcome,\n"
+	"                        duration), successful ones included\n"
 	"  -h, --help            this text\n"
 	"\n"
 	"Credentials: the pool's inline secretId/secretKey, else the Secret named by\n"
@@ -109,8 +112,11 @@ static int secret_credentials(const struct pool_spec *s, const struct manifest_s
 	int r = 0;
 	for (size_t i = 0; i < 3 && r == 0; i++)
 		r = manifest_secret_lookup(set, s->namespace, s->credentials_secret, keys[i], i == 2, &v[i], err);
-	if (r == 0)
+	if (r == 0) {
 		creds_set(out, v[0], v[1], v[2], "secret (from the given files)");
+		log_add_secret(out->secret_key);
+		log_add_secret(out->token);
+	}
 	else if (r == SP_ENOTFOUND && env_has_credentials() && (r = creds_from_env(out, err)) == 0)
 		fprintf(stderr, "spotpool dry-run: note: %s/%s: Secret %s/%s is not among the given files; "
 			"using TENCENTCLOUD_SECRET_ID/TENCENTCLOUD_SECRET_KEY\n", s->namespace, s->name,
@@ -136,10 +142,11 @@ static void resolve_credentials(struct pool_spec *const *pools, size_t n, const 
 		const struct pool_spec *s = pools[i];
 		struct sp_error err = {0};
 		int r = 0;
-		if (s->secret_id)
+		if (s->secret_id) {
 			creds_set(&out[i], s->secret_id, s->secret_key, NULL,
 				  "spec (inline; prefer credentialsSecretRef)");
-		else if (s->credentials_secret)
+			log_add_secret(s->secret_key);
+		} else if (s->credentials_secret)
 			r = secret_credentials(s, set, &out[i], &err);
 		else
 			r = creds_from_env(&out[i], &err);
@@ -332,6 +339,7 @@ int cli_dry_run(int argc, char **argv)
 	struct strv files = {0};
 	const char *output = "table", *endpoint = NULL;
 	long timeout = 15;
+	const char *timeout_text = NULL;
 	int c, rc = CLI_OK;
 	optind = 1;
 	opterr = 0;
@@ -340,22 +348,30 @@ int cli_dry_run(int argc, char **argv)
 		case 'f': strv_push(&files, optarg); break;
 		case 'o': output = optarg; break;
 		case 'E': endpoint = optarg; break;
-		case 'T': timeout = strtol(optarg, NULL, 10); break;
+		case 'T': timeout_text = optarg; break;
 		case 'v': log_setup(LOG_FMT_PLAIN, LOG_LVL_DEBUG); break;
 		case 'h': fputs(dry_run_usage, stdout); strv_clear(&files); return CLI_OK;
 		default: strv_clear(&files); return cli_getopt_error("dry-run", dry_run_usage, c, argv, opts);
 		}
 	}
-	if (optind < argc || files.n == 0 || (strcmp(output, "table") && strcmp(output, "json")) ||
-	    timeout < 1 || timeout > 300) {
-		/* Chosen before files is cleared: files.n is part of the choice. */
-		const char *why = files.n == 0 ? "at least one -f FILE is required" :
-				  timeout < 1 || timeout > 300 ? "--timeout must be 1..300 seconds" :
-				  "--output must be table or json";
+	bool bad_timeout = false;
+	if (timeout_text) {
+		char *end;
+		errno = 0;
+		timeout = strtol(timeout_text, &end, 10);
+		bad_timeout = errno || end == timeout_text || *end || timeout < 1 || timeout > 300;
+	}
+	if (optind < argc || files.n == 0 || (strcmp(output, "table") && strcmp(output, "json")) || bad_timeout) {
 		strv_clear(&files);
 		if (optind < argc)
 			return cli_usage_error("dry-run", dry_run_usage, "unexpected argument \"%s\"", argv[optind]);
-		return cli_usage_error("dry-run", dry_run_usage, "%s", why);
+		if (bad_timeout)
+			return cli_usage_error("dry-run", dry_run_usage, "--timeout: must be an integer from 1 "
+					       "to 300 (seconds), got \"%.80s\"", timeout_text);
+		if (strcmp(output, "table") && strcmp(output, "json"))
+			return cli_usage_error("dry-run", dry_run_usage, "--output: must be table or json, "
+					       "got \"%.80s\"", output);
+		return cli_usage_error("dry-run", dry_run_usage, "at least one -f FILE is required");
 	}
 
 	/* Every problem of every file, document and pool is found before any call. */
@@ -365,8 +381,13 @@ int cli_dry_run(int argc, char **argv)
 	size_t n_pools = 0;
 	for (size_t i = 0; i < files.n; i++) {
 		struct sp_error err = {0};
+		size_t before = set.n;
 		if (manifest_load_file(files.v[i], &set, &err) < 0)
 			manifest_error(&errs, err.msg);
+		else if (set.n == before)
+			manifest_error(&errs, (snprintf(err.msg, sizeof(err.msg), "%s: empty (no YAML "
+					"document): expected Spotpool manifests (apiVersion " POOL_API_VERSION
+					", kind Spotpool)", files.v[i]), err.msg));
 	}
 	if ((errs.n == 0 || set.n > 0) && manifest_pools_all(&set, &pools, &n_pools, &errs) == 0) {
 		struct creds *creds = xcalloc(n_pools + 1, sizeof(*creds));

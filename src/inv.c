@@ -10,8 +10,6 @@
 #include <string.h>
 #include <time.h>
 
-/* Accounts x regions a process follows: each has a thread. */
-#define INV_MAX_POLLERS 64
 /* Sweeps asked for at once (pokes after launches) start at least this far apart, so a
  * burst of launches costs one sweep, not one each. */
 #define INV_MIN_GAP_MS 500
@@ -30,7 +28,6 @@ struct poller {
 	struct creds creds;
 	struct cvm_client *cvm;
 	pthread_t thread;
-	bool running;
 	struct snap *snap;            /* NULL until the first listing worked */
 	int64_t taken_ms;             /* when the listing of snap started (monotonic) */
 	int last_error;
@@ -42,6 +39,16 @@ struct poller {
 	bool poke;
 	struct mutation *muts;
 	size_t n_muts;
+	int64_t last_read_ms;         /* when a pool last asked for it (monotonic) */
+	/* The pools (owner tags) whose last read came here. A pool that reads another pair
+	 * (rotated credentials) or is deleted (inv_forget) leaves; the last one to leave
+	 * retires the poller at once. */
+	struct strv owners;
+	/* Readers between an unlock and a relock: the janitor neither retires nor frees a
+	 * poller someone is using. */
+	int users;
+	bool retired;                 /* off the list: its thread leaves its loop */
+	bool done;                    /* its thread left its loop: joining is quick */
 };
 
 struct inv {
@@ -50,8 +57,20 @@ struct inv {
 	char *endpoint, *user_agent;
 	pthread_mutex_t lock;
 	pthread_cond_t cond;          /* a poller finished a sweep, or was poked */
-	struct poller *pollers[INV_MAX_POLLERS];
+	/* No cap: a poller lives while pools read it, so the pairs are bounded by the pools
+	 * (a cap let one namespace's pairs lock out every other's). */
+	struct poller **pollers;      /* found by (SecretId, region) */
 	size_t n_pollers;
+	/* Retired pollers not freed yet: their threads may still be ending a sweep, or a
+	 * reader still looks at them. */
+	struct poller **retired;
+	size_t n_retired;
+	size_t n_reaping;             /* taken off retired by the janitor, being freed */
+	/* The janitor retires pollers no pool uses (no owner left, or unread for
+	 * retire_after_ms) and joins and frees retired ones, outside the lock (a join
+	 * waits for a sweep to end). */
+	pthread_t janitor;
+	pthread_cond_t janitor_cond;  /* a poller was retired, finished, or let go */
 	bool stopping;
 };
 
@@ -95,6 +114,64 @@ static void take(void *userdata, const struct pool_instance *inst)
 	snap_add(userdata, inst);
 }
 
+/* Takes p off the list (a later read starts a new one), tells its thread to end and
+ * wipes its key and token at once (a sweep under way signs with its own copies; the
+ * SecretId stays for log lines until the janitor frees p). Called with the lock held. */
+static void retire(struct inv *inv, struct poller *p)
+{
+	for (size_t i = 0; i < inv->n_pollers; i++)
+		if (inv->pollers[i] == p) {
+			inv->pollers[i] = inv->pollers[--inv->n_pollers];
+			break;
+		}
+	inv->retired = xrealloc(inv->retired, (inv->n_retired + 1) * sizeof(*inv->retired));
+	inv->retired[inv->n_retired++] = p;
+	p->retired = true;
+	sp_secure_free(p->creds.secret_key);
+	sp_secure_free(p->creds.token);
+	p->creds.secret_key = p->creds.token = NULL;
+	pthread_cond_broadcast(&inv->cond);
+	pthread_cond_signal(&inv->janitor_cond);
+}
+
+/* Whether no pool uses p any more: none reads it now, and its pools have moved to other
+ * credentials or been deleted. Called with the lock held. */
+static bool unused(const struct poller *p)
+{
+	return p->users == 0 && p->owners.n == 0;
+}
+
+/* Drops owner from p's pools; true when it was there. */
+static bool drop_owner(struct poller *p, const char *owner)
+{
+	for (size_t i = 0; i < p->owners.n; i++)
+		if (strcmp(p->owners.v[i], owner) == 0) {
+			free(p->owners.v[i]);
+			p->owners.v[i] = p->owners.v[--p->owners.n];
+			p->owners.v[p->owners.n] = NULL;
+			return true;
+		}
+	return false;
+}
+
+/* owner's reads go to keep from now on (NULL: the pool is gone): every other poller it
+ * used loses it, and one left without pools is retired. Called with the lock held. */
+static void move_owner(struct inv *inv, const char *owner, struct poller *keep)
+{
+	for (size_t i = 0; i < inv->n_pollers;) {
+		struct poller *q = inv->pollers[i];
+		if (q != keep && drop_owner(q, owner) && unused(q)) {
+			log_info("inventory %s (%s): no pool uses it any more, poller stopped", q->region,
+				 q->creds.secret_id);
+			retire(inv, q);  /* moves the last one into slot i */
+			continue;
+		}
+		i++;
+	}
+	if (keep && !strv_contains(&keep->owners, owner))
+		strv_push(&keep->owners, owner);
+}
+
 /* One sweep, called without the lock held. */
 static void sweep(struct poller *p, const struct cvm_credentials *view)
 {
@@ -121,6 +198,13 @@ static void sweep(struct poller *p, const struct cvm_credentials *view)
 		p->last_err = err;
 		p->error_ms = started;
 		log_warn("inventory %s (%s): listing failed: %s", p->region, p->creds.secret_id, err.msg);
+		/* Credentials or region never proven: a mistyped SecretId, key or region
+		 * keeps neither a thread nor the key. Readers waiting on it get this error. */
+		if ((r == SP_EAUTH || r == SP_ECONFIG) && !p->snap && !p->retired) {
+			log_info("inventory %s (%s): first listing refused, poller stopped", p->region,
+				 p->creds.secret_id);
+			retire(inv, p);
+		}
 	}
 	int64_t now = sp_mono_ms();
 	bool fast = r < 0 || now < p->unsettled_until_ms;
@@ -137,7 +221,7 @@ static void *poller_main(void *arg)
 	struct poller *p = arg;
 	struct inv *inv = p->inv;
 	pthread_mutex_lock(&inv->lock);
-	while (!inv->stopping) {
+	while (!inv->stopping && !p->retired) {
 		int64_t now = sp_mono_ms();
 		int64_t due = p->poke ? p->last_sweep_ms + INV_MIN_GAP_MS : p->next_due_ms;
 		if (now < due) {
@@ -157,6 +241,77 @@ static void *poller_main(void *arg)
 		sp_secure_free(token);
 		pthread_mutex_lock(&inv->lock);
 	}
+	p->done = true;
+	pthread_cond_signal(&inv->janitor_cond);
+	pthread_mutex_unlock(&inv->lock);
+	return NULL;
+}
+
+static void poller_free(struct poller *p)
+{
+	free(p->region);
+	creds_clear(&p->creds);
+	strv_clear(&p->owners);
+	cvm_client_free(p->cvm);
+	snap_free(p->snap);
+	for (size_t i = 0; i < p->n_muts; i++)
+		free(p->muts[i].owner);
+	free(p->muts);
+	free(p);
+}
+
+static void *janitor_main(void *arg)
+{
+	struct inv *inv = arg;
+	pthread_mutex_lock(&inv->lock);
+	while (!inv->stopping) {
+		int64_t now = sp_mono_ms();
+		int64_t next = now + inv->cfg.retire_after_ms;
+		for (size_t i = 0; i < inv->n_pollers;) {
+			struct poller *p = inv->pollers[i];
+			int64_t due = p->last_read_ms + inv->cfg.retire_after_ms;
+			if (p->users > 0) {  /* let_go restarts its idle time */
+				i++;
+				continue;
+			}
+			if (unused(p) || now >= due) {
+				log_info("inventory %s (%s): %s %lld s, poller stopped", p->region, p->creds.secret_id,
+					 unused(p) ? "no pool uses it; last read" : "not read for",
+					 (long long)((now - p->last_read_ms) / 1000));
+				retire(inv, p);  /* moves the last one into slot i */
+				continue;
+			}
+			if (due < next)
+				next = due;
+			i++;
+		}
+		/* Ended and let go: joined and freed outside the lock. */
+		struct poller **gone = NULL;
+		size_t n_gone = 0;
+		for (size_t i = 0; i < inv->n_retired;) {
+			struct poller *p = inv->retired[i];
+			if (p->done && p->users == 0) {
+				gone = xrealloc(gone, (n_gone + 1) * sizeof(*gone));
+				gone[n_gone++] = p;
+				inv->retired[i] = inv->retired[--inv->n_retired];
+			} else {
+				i++;
+			}
+		}
+		if (!n_gone) {
+			sp_cond_wait_until_ms(&inv->janitor_cond, &inv->lock, next);
+			continue;
+		}
+		inv->n_reaping += n_gone;
+		pthread_mutex_unlock(&inv->lock);
+		for (size_t i = 0; i < n_gone; i++) {
+			pthread_join(gone[i]->thread, NULL);
+			poller_free(gone[i]);
+		}
+		free(gone);
+		pthread_mutex_lock(&inv->lock);
+		inv->n_reaping -= n_gone;
+	}
 	pthread_mutex_unlock(&inv->lock);
 	return NULL;
 }
@@ -173,21 +328,17 @@ struct inv *inv_new(const struct inv_config *cfg)
 		inv->cfg.fast_interval_ms = INV_FAST_INTERVAL_MS;
 	if (inv->cfg.idle_calls_per_minute <= 0)
 		inv->cfg.idle_calls_per_minute = INV_IDLE_CALLS_PER_MINUTE;
+	if (inv->cfg.retire_after_ms <= 0)
+		inv->cfg.retire_after_ms = INV_RETIRE_AFTER_MS;
 	pthread_mutex_init(&inv->lock, NULL);
 	sp_cond_init_monotonic(&inv->cond);
+	sp_cond_init_monotonic(&inv->janitor_cond);
+	/* Like an allocation failure: without it pollers would pile up unnoticed. */
+	if (pthread_create(&inv->janitor, NULL, janitor_main, inv) != 0) {
+		log_error("inventory: cannot start the janitor thread");
+		abort();
+	}
 	return inv;
-}
-
-static void poller_free(struct poller *p)
-{
-	free(p->region);
-	creds_clear(&p->creds);
-	cvm_client_free(p->cvm);
-	snap_free(p->snap);
-	for (size_t i = 0; i < p->n_muts; i++)
-		free(p->muts[i].owner);
-	free(p->muts);
-	free(p);
 }
 
 void inv_free(struct inv *inv)
@@ -197,12 +348,21 @@ void inv_free(struct inv *inv)
 	pthread_mutex_lock(&inv->lock);
 	inv->stopping = true;
 	pthread_cond_broadcast(&inv->cond);
+	pthread_cond_signal(&inv->janitor_cond);
 	pthread_mutex_unlock(&inv->lock);
+	/* The janitor first: it frees what it took before it saw stopping. */
+	pthread_join(inv->janitor, NULL);
 	for (size_t i = 0; i < inv->n_pollers; i++) {
-		if (inv->pollers[i]->running)
-			pthread_join(inv->pollers[i]->thread, NULL);
+		pthread_join(inv->pollers[i]->thread, NULL);
 		poller_free(inv->pollers[i]);
 	}
+	for (size_t i = 0; i < inv->n_retired; i++) {
+		pthread_join(inv->retired[i]->thread, NULL);
+		poller_free(inv->retired[i]);
+	}
+	free(inv->pollers);
+	free(inv->retired);
+	pthread_cond_destroy(&inv->janitor_cond);
 	pthread_cond_destroy(&inv->cond);
 	pthread_mutex_destroy(&inv->lock);
 	free(inv->endpoint);
@@ -230,30 +390,41 @@ static int get_poller(struct inv *inv, const struct cvm_credentials *cred, const
 {
 	struct poller *p = find_poller(inv, cred->secret_id, region);
 	if (p) {
+		p->last_read_ms = sp_mono_ms();
 		*ret = p;
 		return 0;
 	}
-	if (inv->n_pollers >= INV_MAX_POLLERS)
-		return sp_fail(err, SP_ETOOBIG, "inventory: more than %d (account, region) pairs", INV_MAX_POLLERS);
 	p = xcalloc(1, sizeof(*p));
 	p->inv = inv;
 	p->region = xstrdup(region);
 	creds_set(&p->creds, cred->secret_id, cred->secret_key, cred->token, "pool");
 	p->cvm = cvm_client_new(&inv->cfg.cvm);
 	p->poke = true;
+	p->last_read_ms = sp_mono_ms();
 	if (pthread_create(&p->thread, NULL, poller_main, p) != 0) {
 		poller_free(p);
 		return sp_fail(err, SP_EIO, "inventory: cannot start a poller thread");
 	}
-	p->running = true;
+	inv->pollers = xrealloc(inv->pollers, (inv->n_pollers + 1) * sizeof(*inv->pollers));
 	inv->pollers[inv->n_pollers++] = p;
 	*ret = p;
 	return 0;
 }
 
+/* A reader is done with p (a read counts from its end: it may have waited long); the
+ * last one lets the janitor free a retired poller, or retire one whose pools have all
+ * left meanwhile. Called with the lock held. */
+static void let_go(struct inv *inv, struct poller *p)
+{
+	p->last_read_ms = sp_mono_ms();
+	if (--p->users == 0 && (p->retired || p->owners.n == 0))
+		pthread_cond_signal(&inv->janitor_cond);
+}
+
 /* A pool offers a key (or token) the account's poller does not use: a rotated key, or
  * a wrong one. It proves itself with the pool's own listing (signed with it): if that
  * works the poller takes it over; if not, only this pool fails. */
+
 static int check_other_key(struct inv *inv, struct cvm_client *cvm, struct poller *p,
 			   const struct cvm_credentials *cred, const char *owner,
 			   struct pool_instance **ret_instances, size_t *ret_n, struct sp_error *err)
@@ -261,7 +432,7 @@ static int check_other_key(struct inv *inv, struct cvm_client *cvm, struct polle
 	pthread_mutex_unlock(&inv->lock);
 	int r = cvm_describe_tagged(cvm, cred, p->region, POOL_TAG_KEY, owner, ret_instances, ret_n, err);
 	pthread_mutex_lock(&inv->lock);
-	if (r == 0 && (differs(p->creds.secret_key, cred->secret_key) || differs(p->creds.token, cred->token))) {
+	if (r == 0 && !p->retired && (differs(p->creds.secret_key, cred->secret_key) || differs(p->creds.token, cred->token))) {
 		creds_set(&p->creds, cred->secret_id, cred->secret_key, cred->token, "pool");
 		p->poke = true;
 		pthread_cond_broadcast(&inv->cond);
@@ -276,12 +447,15 @@ int inv_read(struct inv *inv, struct cvm_client *cvm, const struct cvm_credentia
 	pthread_mutex_lock(&inv->lock);
 	struct poller *p = NULL;
 	int r = get_poller(inv, cred, region, &p, err);
-	if (r == 0 && (differs(p->creds.secret_key, cred->secret_key) || differs(p->creds.token, cred->token))) {
-		r = check_other_key(inv, cvm, p, cred, owner, ret_instances, ret_n, err);
+	if (r < 0) {
 		pthread_mutex_unlock(&inv->lock);
 		return r;
 	}
-	if (r < 0) {
+	p->users++;
+	move_owner(inv, owner, p);
+	if (differs(p->creds.secret_key, cred->secret_key) || differs(p->creds.token, cred->token)) {
+		r = check_other_key(inv, cvm, p, cred, owner, ret_instances, ret_n, err);
+		let_go(inv, p);
 		pthread_mutex_unlock(&inv->lock);
 		return r;
 	}
@@ -310,6 +484,15 @@ int inv_read(struct inv *inv, struct cvm_client *cvm, const struct cvm_credentia
 			r = 0;
 			break;
 		}
+		/* Retired under us (its first listing was refused): no newer listing comes. */
+		if (p->retired) {
+			r = p->last_error ? p->last_error : SP_ETRANSIENT;
+			if (err && p->last_error)
+				*err = p->last_err;
+			else
+				sp_fail(err, r, "inventory: the poller of %s stopped", region);
+			break;
+		}
 		now = sp_mono_ms();
 		if (now >= deadline || http_aborting() || inv->stopping) {
 			r = sp_fail(err, SP_ETRANSIENT, "inventory: no listing of %s newer than the pool's last "
@@ -320,8 +503,27 @@ int inv_read(struct inv *inv, struct cvm_client *cvm, const struct cvm_credentia
 		pthread_cond_broadcast(&inv->cond);
 		timed_wait(inv, deadline - now < 200 ? deadline - now : 200);
 	}
+	let_go(inv, p);
 	pthread_mutex_unlock(&inv->lock);
 	return r;
+}
+
+void inv_forget(struct inv *inv, const char *owner)
+{
+	pthread_mutex_lock(&inv->lock);
+	move_owner(inv, owner, NULL);
+	/* One still being read is retired by the janitor once let go. */
+	pthread_mutex_unlock(&inv->lock);
+}
+
+size_t inv_poller_count(struct inv *inv, size_t *ret_live)
+{
+	pthread_mutex_lock(&inv->lock);
+	size_t n = inv->n_pollers + inv->n_retired + inv->n_reaping;
+	if (ret_live)
+		*ret_live = inv->n_pollers;
+	pthread_mutex_unlock(&inv->lock);
+	return n;
 }
 
 void inv_note_mutation(struct inv *inv, const char *secret_id, const char *region, const char *owner)

@@ -17,6 +17,7 @@ struct kube_client {
 	struct kube_config *cfg;
 	struct http_client *http;
 	long timeout_ms;
+	const _Atomic int64_t *until;  /* kube_client_set_until; NULL: none */
 };
 
 static char *read_file(const char *path, size_t max, struct sp_error *err)
@@ -290,6 +291,11 @@ void kube_client_set_timeout(struct kube_client *c, long timeout_ms)
 	c->timeout_ms = timeout_ms;
 }
 
+void kube_client_set_until(struct kube_client *c, const _Atomic int64_t *until)
+{
+	c->until = until;
+}
+
 void kube_client_free(struct kube_client *c)
 {
 	if (!c)
@@ -360,13 +366,23 @@ int kube_request(struct kube_client *c, const char *method, const char *path,
 	int r;
 	long waited_ms = 0;
 	for (int attempt = 0;; attempt++) {
+		/* A leader's writes end with its leadership: none is sent past it, and none is
+		 * given longer than is left (kube_client_set_until). */
+		int64_t left = sp_deadline_left_ms(c->until);
+		if (left <= 0) {
+			r = sp_fail(err, SP_ETRANSIENT, "%s %s: leadership ends before the request could be made",
+				    method, path);
+			resp = (struct http_response){.retry_after = -1};
+			break;
+		}
+		req.timeout_ms = left < c->timeout_ms ? (long)left : c->timeout_ms;
 		r = http_do(c->http, &req, &resp, err);
 		metrics_kube_request(method, resource, resp.status);
 		long wait_ms = resp.retry_after * 1000L;
 		/* The waits stay within the request timeout: the lease's client has half a renew
 		 * deadline, and sleeping past it would cost the leadership. */
 		if (!(r == 0 && resp.status == 429 && resp.retry_after >= 0 && attempt < KUBE_THROTTLE_RETRIES &&
-		      waited_ms + wait_ms <= c->timeout_ms))
+		      waited_ms + wait_ms <= c->timeout_ms && wait_ms < sp_deadline_left_ms(c->until)))
 			break;
 		/* Priority and fairness rejected it unprocessed: any verb may be repeated. */
 		log_debug("%s %s: HTTP 429, retrying after %d s as the apiserver asks", method, path,
@@ -491,9 +507,7 @@ char *kube_secret_value(const cJSON *secret, const char *key)
 	const char *v = str(cJSON_GetObjectItemCaseSensitive(secret, "data"), key);
 	if (!v)
 		return NULL;
-	char *decoded = sp_base64_decode(v, NULL);
-	log_add_secret(decoded);
-	return decoded;
+	return sp_base64_decode(v, NULL);
 }
 
 static void wipe_strings(cJSON *n)

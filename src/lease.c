@@ -111,19 +111,35 @@ static bool create_lease(struct lease *l)
 	return r == 0;
 }
 
-/* One round: create, renew, or take over an expired lease. */
-static bool try_acquire_or_renew(struct lease *l)
+/* What one round found. */
+enum round {
+	ROUND_HELD,     /* created, renewed or taken over: this process holds the lease */
+	ROUND_NOT_NOW,  /* held by another (as a candidate), or the apiserver did not answer */
+	ROUND_LOST,     /* as the leader: the Lease is gone or names another holder */
+};
+
+/* One round: create, renew, or take over an expired lease. A leader whose read shows
+ * no Lease or another holder does neither: someone else may already act on the pools
+ * (a standby that finds no Lease creates one and leads at once), so it stops now
+ * rather than at its renew deadline, and comes back as a candidate next round. */
+static enum round try_acquire_or_renew(struct lease *l)
 {
+	bool leading = atomic_load(&l->leading);
 	cJSON *obj = NULL;
 	struct sp_error err = {0};
 	int r = kube_get(l->kube, l->path, &obj, &err);
 	if (r == SP_ENOTFOUND) {
 		atomic_store(&l->last_contact_ms, sp_mono_ms());
-		return create_lease(l);
+		if (leading) {
+			log_warn("leader election: lease %s/%s is gone: stepping down", l->opt.namespace,
+				 l->opt.name);
+			return ROUND_LOST;
+		}
+		return create_lease(l) ? ROUND_HELD : ROUND_NOT_NOW;
 	}
 	if (r < 0) {
 		log_warn("leader election: %s", err.msg);
-		return false;
+		return ROUND_NOT_NOW;
 	}
 	atomic_store(&l->last_contact_ms, sp_mono_ms());
 	cJSON *spec = cJSON_GetObjectItemCaseSensitive(obj, "spec");
@@ -140,16 +156,24 @@ static bool try_acquire_or_renew(struct lease *l)
 		l->observed_ms = now;
 	}
 	bool mine = strcmp(holder, l->opt.identity) == 0;
+	if (leading && !mine) {
+		log_warn("leader election: lease %s/%s is held by \"%.128s\" now: stepping down",
+			 l->opt.namespace, l->opt.name, holder);
+		cJSON_Delete(obj);
+		return ROUND_LOST;
+	}
 	if (*holder && !mine && now - l->observed_ms < duration_ms) {
 		cJSON_Delete(obj);
-		return false;  /* held by someone who renewed recently */
+		return ROUND_NOT_NOW;  /* held by someone who renewed recently */
 	}
 	fill_spec(l, spec, !mine);
 	r = kube_request(l->kube, "PUT", l->path, NULL, obj, NULL, &err);
 	cJSON_Delete(obj);
 	if (r < 0 && r != SP_ECONFLICT)
 		log_warn("leader election: cannot update lease: %s", err.msg);
-	return r == 0;
+	if (leading && r == SP_ENOTFOUND)
+		return ROUND_LOST;  /* deleted between the read and the renewal */
+	return r == 0 ? ROUND_HELD : ROUND_NOT_NOW;
 }
 
 static void set_leading(struct lease *l, bool leading)
@@ -185,12 +209,15 @@ static void *lease_main(void *arg)
 	struct lease *l = arg;
 	while (!atomic_load(&l->stop)) {
 		int64_t now = sp_mono_ms();
-		if (try_acquire_or_renew(l)) {
+		enum round round = try_acquire_or_renew(l);
+		if (round == ROUND_HELD) {
 			/* The grant starts when the request was sent, not when it answered. */
 			l->last_renew_ms = now;
 			if (l->opt.on_renew)
 				l->opt.on_renew(l->opt.userdata, now + 1000LL * l->opt.renew_deadline_seconds);
 			set_leading(l, true);
+		} else if (round == ROUND_LOST) {
+			set_leading(l, false);  /* at once: another process may be acting already */
 		} else if (atomic_load(&l->leading) &&
 			   now - l->last_renew_ms > 1000LL * l->opt.renew_deadline_seconds) {
 			/* Stop acting while the lease is still ours in everyone else's eyes. */

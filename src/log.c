@@ -18,13 +18,15 @@ static enum log_level log_lvl = LOG_LVL_INFO;
 /* The registered secrets, longest first: a secret that contains another is replaced
  * whole, not around the shorter. Bounded (every line is scanned once per secret, and
  * rotated keys and tokens would otherwise pile up): when full, the least recently
- * registered goes. Secrets in use are registered again by every pass that uses them,
- * so only values nobody used lately are evicted. An owner (a Secret's key) holds one
- * value: registering a new one for it forgets the old. */
+ * registered of the tenants' values goes, never the process's own. Secrets in use are
+ * registered again by every pass that uses them, so only values nobody used lately are
+ * evicted. An owner (a Secret's field) holds one value, and a value may have several
+ * owners (one key copied into two Secrets): it is forgotten when the last lets go. */
 struct secret {
 	char *value;
-	char *owner;     /* NULL: anonymous */
-	uint64_t used;   /* registration tick, for eviction */
+	struct strv owners; /* the Secret fields (ns/name/field) holding it now */
+	bool pinned;        /* the process's own (environment, files, kubeconfig): never evicted */
+	uint64_t used;      /* registration tick, for eviction */
 };
 static struct secret log_secrets[LOG_SECRETS_MAX];
 static size_t log_n_secrets;
@@ -116,7 +118,7 @@ bool log_enabled(enum log_level level)
 static void remove_at(size_t i)
 {
 	sp_secure_free(log_secrets[i].value);
-	free(log_secrets[i].owner);
+	strv_clear(&log_secrets[i].owners);
 	/* Shifting (not swapping in the last) keeps the longest-first order. */
 	memmove(&log_secrets[i], &log_secrets[i + 1], (log_n_secrets - i - 1) * sizeof(log_secrets[0]));
 	log_n_secrets--;
@@ -131,10 +133,13 @@ static struct secret *add_locked(const char *secret)
 			return &log_secrets[i];
 		}
 	if (log_n_secrets == LOG_SECRETS_MAX) {
+		/* Tenants' values go before the process's own; the least recently used first. */
 		size_t oldest = 0;
-		for (size_t i = 1; i < log_n_secrets; i++)
-			if (log_secrets[i].used < log_secrets[oldest].used)
+		for (size_t i = 1; i < log_n_secrets; i++) {
+			const struct secret *a = &log_secrets[i], *b = &log_secrets[oldest];
+			if (a->pinned != b->pinned ? !a->pinned : a->used < b->used)
 				oldest = i;
+		}
 		remove_at(oldest);
 	}
 	size_t i = log_n_secrets++, len = strlen(secret);
@@ -157,26 +162,41 @@ void log_add_secret(const char *secret)
 	if (!worth_redacting(secret))
 		return;
 	pthread_mutex_lock(&log_lock);
-	add_locked(secret);
+	add_locked(secret)->pinned = true;
 	pthread_mutex_unlock(&log_lock);
+}
+
+/* Drops owner from every value but keep; a value no one holds any more goes unless
+ * pinned. Under the lock. */
+static void disown_locked(const char *owner, const char *keep)
+{
+	for (size_t i = 0; i < log_n_secrets;) {
+		struct secret *e = &log_secrets[i];
+		struct strv *o = &e->owners;
+		for (size_t j = 0; j < o->n && (!keep || strcmp(e->value, keep) != 0);)
+			if (strcmp(o->v[j], owner) == 0) {
+				free(o->v[j]);
+				o->v[j] = o->v[--o->n];
+				o->v[o->n] = NULL;
+			} else {
+				j++;
+			}
+		if (!e->owners.n && !e->pinned)
+			remove_at(i);
+		else
+			i++;
+	}
 }
 
 void log_replace_secret(const char *ns, const char *name, const char *field, const char *secret)
 {
 	char *owner = xasprintf("%s/%s/%s", ns ? ns : "", name ? name : "", field ? field : "");
 	pthread_mutex_lock(&log_lock);
-	for (size_t i = 0; i < log_n_secrets;) {
-		struct secret *e = &log_secrets[i];
-		if (e->owner && strcmp(e->owner, owner) == 0 && (!secret || strcmp(e->value, secret) != 0))
-			remove_at(i);
-		else
-			i++;
-	}
+	disown_locked(owner, worth_redacting(secret) ? secret : NULL);
 	if (worth_redacting(secret)) {
 		struct secret *e = add_locked(secret);
-		free(e->owner);
-		e->owner = owner;
-		owner = NULL;
+		if (!strv_contains(&e->owners, owner))
+			strv_push(&e->owners, owner);
 	}
 	pthread_mutex_unlock(&log_lock);
 	free(owner);

@@ -1,4 +1,5 @@
 /* main: the spotpool command line. */
+#include "cfg.h"
 #include "cli.h"
 #include "http.h"
 #include "log.h"
@@ -85,6 +86,14 @@ int main(int argc, char **argv)
 	if (argc < 2)
 		return cli_usage_error("", usage, "missing command");
 	const char *cmd = argv[1];
+	/* Hidden: the settings table of src/cfg.c for the man pages and their test
+	 * (make man, tests/e2e/test_docs.sh): "man" (roff) or "tsv". */
+	if (!strcmp(cmd, "--print-settings-table")) {
+		struct sp_error err = {0};
+		if (argc > 3 || cfg_print_settings(stdout, argc == 3 ? argv[2] : "tsv", &err) < 0)
+			return cli_usage_error("", usage, "%s", argc > 3 ? "--print-settings-table [man|tsv]" : err.msg);
+		return CLI_OK;
+	}
 	if (!strcmp(cmd, "--help") || !strcmp(cmd, "-h"))
 		cmd = "help";
 	else if (!strcmp(cmd, "--version"))

@@ -127,8 +127,14 @@ static cJSON *scalar_to_json(const yaml_event_t *ev)
 		errno = 0;
 		char *end;
 		double d = strtod(v, &end);
-		if (errno == 0 && *end == '\0' && isfinite(d))
-			return cJSON_CreateNumber(d);
+		if (errno == 0 && *end == '\0' && isfinite(d)) {
+			/* The text as written rides along in valuestring (cJSON frees and copies
+			 * it, and never prints it for a number), so that an out-of-range value is
+			 * echoed as the user wrote it, not as a double prints. */
+			cJSON *n = cJSON_CreateNumber(d);
+			n->valuestring = xstrdup(v);
+			return n;
+		}
 	}
 	return cJSON_CreateString(v);
 }
@@ -356,9 +362,11 @@ int manifest_parse(const char *text, size_t len, const char *source, struct mani
 				if (cJSON_IsNull(root)) {
 					cJSON_Delete(root);
 				} else if (!cJSON_IsObject(root)) {
-					cJSON_Delete(root);
 					r = sp_fail(err, SP_EINVAL, "%s: document %d: expected a mapping "
-						    "(apiVersion, kind, metadata, spec)", source, p.doc);
+						    "(apiVersion, kind, metadata, spec), got %s", source, p.doc,
+						    cJSON_IsArray(root) ? "a list" : cJSON_IsString(root) ? "a string" :
+						    cJSON_IsNumber(root) ? "a number" : "true or false");
+					cJSON_Delete(root);
 				} else {
 					r = add_document(set, &p, root);
 				}

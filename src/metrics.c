@@ -17,7 +17,10 @@
 #include <pthread.h>
 #include <stdio.h>
 #include <string.h>
+#include <dirent.h>
+#include <sys/resource.h>
 #include <sys/socket.h>
+#include <time.h>
 #include <unistd.h>
 
 #define N_ELEMS(a) (sizeof(a) / sizeof((a)[0]))
@@ -707,8 +710,92 @@ static void render_workqueue(struct page *pg)
 	counter_line(pg, "spotpool_workqueue_retries_total", "", NULL, NULL, reg.wq_retries);
 }
 
+/* The process_* families every Prometheus client library exports, with their names,
+ * types and help, read from /proc/self at each scrape (outside the registry's lock).
+ * A value that cannot be read leaves its family out rather than reporting 0. */
+struct process_stats {
+	bool have_stat;
+	double cpu_seconds, start_time_seconds;
+	unsigned long long virtual_bytes, resident_bytes;
+	long open_fds;                 /* -1: unknown */
+	double max_fds;                /* -1: unknown */
+};
+
+static void read_process_stats(struct process_stats *ps)
+{
+	*ps = (struct process_stats){.open_fds = -1, .max_fds = -1};
+	char text[1024];
+	FILE *f = fopen("/proc/self/stat", "re");
+	size_t n = f ? fread(text, 1, sizeof(text) - 1, f) : 0;
+	if (f)
+		fclose(f);
+	text[n] = '\0';
+	/* After the command name, which may hold spaces and ')': fields 3 (state) on. */
+	char *p = strrchr(text, ')');
+	unsigned long long utime, stime, start, vsize;
+	long long rss;
+	long tick = sysconf(_SC_CLK_TCK), page = sysconf(_SC_PAGESIZE);
+	if (p && tick > 0 && page > 0 &&
+	    sscanf(p + 1, " %*c %*d %*d %*d %*d %*d %*u %*u %*u %*u %*u %llu %llu %*d %*d %*d %*d %*d %*d "
+		   "%llu %llu %lld", &utime, &stime, &start, &vsize, &rss) == 5) {
+		struct timespec real, boot;
+		clock_gettime(CLOCK_REALTIME, &real);
+		clock_gettime(CLOCK_BOOTTIME, &boot);
+		ps->have_stat = true;
+		ps->cpu_seconds = (double)(utime + stime) / (double)tick;
+		/* starttime counts ticks since boot (suspend included, as CLOCK_BOOTTIME does):
+		 * no need for /proc/stat's btime, which the unit's ProcSubset=pid hides. */
+		ps->start_time_seconds = (double)real.tv_sec + real.tv_nsec / 1e9 -
+					 ((double)boot.tv_sec + boot.tv_nsec / 1e9) + (double)start / (double)tick;
+		ps->virtual_bytes = vsize;
+		ps->resident_bytes = rss > 0 ? (unsigned long long)rss * (unsigned long long)page : 0;
+	}
+	DIR *d = opendir("/proc/self/fd");
+	if (d) {
+		long count = 0;
+		for (struct dirent *e; (e = readdir(d));)
+			count += e->d_name[0] != '.';
+		ps->open_fds = count - 1;  /* not the one reading the directory */
+		closedir(d);
+	}
+	struct rlimit rl;
+	if (getrlimit(RLIMIT_NOFILE, &rl) == 0)
+		ps->max_fds = rl.rlim_cur == RLIM_INFINITY ? 1.8446744073709552e19 : (double)rl.rlim_cur;
+}
+
+static void render_process(struct page *pg, const struct process_stats *ps)
+{
+	char v[32];
+	if (ps->have_stat) {
+		family(pg, "process_cpu_seconds_total", "counter", "Total user and system CPU time spent in seconds.");
+		format_double(v, ps->cpu_seconds);
+		emit(pg, "process_cpu_seconds_total %s\n", v);
+	}
+	if (ps->open_fds >= 0) {
+		family(pg, "process_open_fds", "gauge", "Number of open file descriptors.");
+		emit(pg, "process_open_fds %ld\n", ps->open_fds);
+	}
+	if (ps->max_fds >= 0) {
+		family(pg, "process_max_fds", "gauge", "Maximum number of open file descriptors.");
+		format_double(v, ps->max_fds);
+		emit(pg, "process_max_fds %s\n", v);
+	}
+	if (ps->have_stat) {
+		family(pg, "process_virtual_memory_bytes", "gauge", "Virtual memory size in bytes.");
+		emit(pg, "process_virtual_memory_bytes %llu\n", ps->virtual_bytes);
+		family(pg, "process_resident_memory_bytes", "gauge", "Resident memory size in bytes.");
+		emit(pg, "process_resident_memory_bytes %llu\n", ps->resident_bytes);
+		family(pg, "process_start_time_seconds", "gauge",
+		       "Start time of the process since unix epoch in seconds.");
+		format_double(v, ps->start_time_seconds);
+		emit(pg, "process_start_time_seconds %s\n", v);
+	}
+}
+
 char *metrics_render(void)
 {
+	struct process_stats ps;
+	read_process_stats(&ps);
 	struct page pg = {0};
 	buf_init(&pg.b, METRICS_RENDER_MAX);
 	size_t unavailable = soldout_unavailable(sp_mono_ms());
@@ -721,6 +808,7 @@ char *metrics_render(void)
 	render_controller(&pg);
 	render_workqueue(&pg);
 	pthread_mutex_unlock(&lock);
+	render_process(&pg, &ps);
 	if (pg.err) {
 		log_error("metrics: the page would exceed %d bytes; not serving it", METRICS_RENDER_MAX);
 		buf_free(&pg.b);
@@ -849,6 +937,13 @@ static int parse_listen(const char *addr, struct sockaddr_storage *ss, socklen_t
 	return 0;
 }
 
+int metrics_listen_address_check(const char *listen_address, struct sp_error *err)
+{
+	struct sockaddr_storage ss;
+	socklen_t len;
+	return parse_listen(listen_address, &ss, &len, err);
+}
+
 /* Binding ourselves (rather than letting MHD do it) yields the errno for the message
  * and, through getsockname, the port picked for port 0. */
 static int listen_on(const char *addr, const struct sockaddr_storage *ss, socklen_t len, int *ret_port,
@@ -872,6 +967,19 @@ static int listen_on(const char *addr, const struct sockaddr_storage *ss, sockle
 						     : ((struct sockaddr_in *)&bound)->sin_port;
 	*ret_port = ntohs(port);
 	return fd;
+}
+
+int metrics_listen_try(const char *listen_address, struct sp_error *err)
+{
+	struct sockaddr_storage ss;
+	socklen_t len;
+	int port, fd = parse_listen(listen_address, &ss, &len, err);
+	if (fd == 0)
+		fd = listen_on(listen_address, &ss, len, &port, err);
+	if (fd < 0)
+		return fd;
+	close(fd);
+	return 0;
 }
 
 int metrics_serve(const char *listen_address, const struct metrics_health *health,

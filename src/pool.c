@@ -75,11 +75,16 @@ static int get_int(const cJSON *obj, const char *path, const char *field, bool r
 			       json_type_name(v));
 	}
 	double d = v->valuedouble;
+	/* Echoed as written in the file (manifest.c keeps a number's text), else as JSON. */
+	char text[48];
+	snprintf(text, sizeof(text), "%.40s", v->valuestring ? v->valuestring : "");
+	if (!v->valuestring)
+		snprintf(text, sizeof(text), "%.17g", d);
 	if (!isfinite(d) || d != floor(d))
-		return sp_fail(err, SP_EINVAL, "%s.%s: must be an integer, got %g", path, field, d);
+		return sp_fail(err, SP_EINVAL, "%s.%s: must be an integer, got %s", path, field, text);
 	if (d < lo || d > hi)
-		return sp_fail(err, SP_EINVAL, "%s.%s: must be between %d and %d, got %.0f", path,
-			       field, lo, hi, d);
+		return sp_fail(err, SP_EINVAL, "%s.%s: must be between %d and %d, got %s", path,
+			       field, lo, hi, text);
 	*ret = (int)d;
 	if (ret_present)
 		*ret_present = true;
@@ -114,15 +119,36 @@ static int get_string_list(const cJSON *obj, const char *path, const char *field
 	return 0;
 }
 
-static int check_dns_name(const char *what, const char *s, size_t max, bool dots,
-			  struct sp_error *err)
+static bool dns_name_valid(const char *s, size_t max, bool dots)
 {
 	size_t n = strlen(s);
 	bool ok = n > 0 && n <= max && isalnum((unsigned char)s[0]) && isalnum((unsigned char)s[n - 1]);
 	for (size_t i = 0; ok && i < n; i++)
 		ok = islower((unsigned char)s[i]) || isdigit((unsigned char)s[i]) || s[i] == '-' ||
 		     (dots && s[i] == '.');
-	if (!ok)
+	return ok;
+}
+
+bool pool_dns_label_valid(const char *s)
+{
+	return dns_name_valid(s, 63, false);
+}
+
+/* "path.field: unknown field", with the nearest of known (NULL-terminated) suggested. */
+static int unknown_field(struct sp_error *err, const char *path, const char *field, const char *const *known)
+{
+	size_t n = 0;
+	while (known[n])
+		n++;
+	const char *near = sp_nearest(field, known, n);
+	return sp_fail(err, SP_EINVAL, "%s%s%.64s: unknown field%s%s%s", path, *path ? "." : "", field,
+		       near ? " (did you mean \"" : "", near ? near : "", near ? "\"?)" : "");
+}
+
+static int check_dns_name(const char *what, const char *s, size_t max, bool dots,
+			  struct sp_error *err)
+{
+	if (!dns_name_valid(s, max, dots))
 		return sp_fail(err, SP_EINVAL,
 			       "%s: \"%.64s\" is not a valid name (lower-case letters, digits and '-'%s, "
 			       "at most %zu characters)", what, s, dots ? " or '.'" : "", max);
@@ -395,7 +421,7 @@ static int parse_credentials(const cJSON *spec, struct pool_spec *p, struct sp_e
 	const cJSON *f;
 	cJSON_ArrayForEach(f, ref)
 		if (strcmp(f->string, "name") != 0)
-			return sp_fail(err, SP_EINVAL, "spec.credentialsSecretRef.%s: unknown field", f->string);
+			return unknown_field(err, "spec.credentialsSecretRef", f->string, (const char *const[]){"name", NULL});
 	if ((r = get_string(ref, "spec.credentialsSecretRef", "name", true, 253, &p->credentials_secret, err)) < 0 ||
 	    (r = check_dns_name("spec.credentialsSecretRef.name", p->credentials_secret, 253, true, err)) < 0)
 		return r;
@@ -512,7 +538,8 @@ static int parse_system_disk(const cJSON *spec, struct pool_spec *p, struct sp_e
 	const cJSON *f;
 	cJSON_ArrayForEach(f, disk)
 		if (strcmp(f->string, "diskType") != 0 && strcmp(f->string, "diskSize") != 0)
-			return sp_fail(err, SP_EINVAL, "spec.systemDisk.%.64s: unknown field", f->string);
+			return unknown_field(err, "spec.systemDisk", f->string,
+					     (const char *const[]){"diskType", "diskSize", NULL});
 	if ((r = get_string(disk, "spec.systemDisk", "diskType", false, 32, &p->system_disk_type, err)) < 0)
 		return r;
 	return get_int(disk, "spec.systemDisk", "diskSize", false, 20, 32000, &p->system_disk_size, NULL, err);
@@ -558,6 +585,21 @@ static int check_header(const cJSON *obj, struct sp_error *err)
 	return 0;
 }
 
+/* Notes every field of obj (at path) that is not in known (NULL-terminated). */
+static void check_known_fields(const cJSON *obj, const char *path, const char *const *known,
+			       struct pool_errors *errs)
+{
+	struct sp_error e = {0};
+	const cJSON *f;
+	cJSON_ArrayForEach(f, obj) {
+		size_t i = 0;
+		while (known[i] && strcmp(f->string, known[i]) != 0)
+			i++;
+		if (!known[i])
+			noted(errs, unknown_field(&e, path, f->string, known), &e);
+	}
+}
+
 /* Checks in the order a reader of the spec meets the fields, so the first error reported
  * by pool_spec_from_object stays the one it always was. */
 static void check_spec(const cJSON *spec, struct pool_spec *p, struct pool_errors *errs)
@@ -570,15 +612,7 @@ static void check_spec(const cJSON *spec, struct pool_spec *p, struct pool_error
 		parse_charge_type, parse_max_price, parse_bandwidth, parse_system_disk, parse_key_ids,
 		parse_user_data, parse_tags, parse_deletion_policy,
 	};
-	struct sp_error e = {0};
-	const cJSON *f;
-	cJSON_ArrayForEach(f, spec) {
-		bool known = false;
-		for (size_t i = 0; known_spec_fields[i] && !known; i++)
-			known = strcmp(f->string, known_spec_fields[i]) == 0;
-		if (!known)
-			noted(errs, sp_fail(&e, SP_EINVAL, "spec.%.64s: unknown field", f->string), &e);
-	}
+	check_known_fields(spec, "spec", known_spec_fields, errs);
 	run_checks(placement, sizeof(placement) / sizeof(placement[0]), spec, p, errs);
 	check_size(spec, p, errs);
 	run_checks(launch, sizeof(launch) / sizeof(launch[0]), spec, p, errs);
@@ -591,6 +625,8 @@ int pool_spec_check(const cJSON *obj, const char *default_namespace, struct pool
 	errs->n = errs->more = 0;
 	if (!noted(errs, check_header(obj, &e), &e) && !cJSON_IsObject(obj))
 		return SP_EINVAL;
+	static const char *const top[] = {"apiVersion", "kind", "metadata", "spec", "status", NULL};
+	check_known_fields(obj, "", top, errs);
 	struct pool_spec *p = xcalloc(1, sizeof(*p));
 	noted(errs, parse_metadata(obj, default_namespace, p, &e), &e);
 	const cJSON *spec = cJSON_GetObjectItemCaseSensitive(obj, "spec");

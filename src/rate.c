@@ -233,10 +233,19 @@ static void call_hooks(const struct rate_hooks *h, const char *action, double wa
 int rate_acquire(const char *secret_id, const char *region, const char *action,
 		 struct rate_grant *ret_grant, struct sp_error *err)
 {
+	return rate_acquire_until(secret_id, region, action, NULL, ret_grant, err);
+}
+
+int rate_acquire_until(const char *secret_id, const char *region, const char *action,
+		       const _Atomic int64_t *until, struct rate_grant *ret_grant, struct sp_error *err)
+{
 	struct key k;
 	make_key(&k, secret_id, region, action);
 	if (http_aborting())
 		return sp_fail(err, SP_ETRANSIENT, "%s: aborted (shutting down)", k.action);
+	if (sp_deadline_left_ms(until) <= 0)
+		return sp_fail(err, SP_ETRANSIENT, "%s: deadline passed before the rate limit was asked",
+			       k.action);
 	pthread_mutex_lock(&lock);
 	int64_t start = now_us(), now = start;
 	struct bucket *b = bucket_get(&k, now);
@@ -252,9 +261,15 @@ int rate_acquire(const char *secret_id, const char *region, const char *action,
 		b->head = &me;
 	b->tail = &me;
 	b->waiting++;
-	bool aborted = false;
+	bool aborted = false, expired = false;
 	for (;;) {
 		if ((aborted = http_aborting()))
+			break;
+		/* The deadline is on the real monotonic clock (the caller's, e.g. the end of
+		 * leadership), not the test clock: a token granted past it would start a call
+		 * the caller may no longer make. */
+		int64_t left_ms = sp_deadline_left_ms(until);
+		if ((expired = left_ms <= 0))
 			break;
 		now = now_us();
 		advance(b, now);
@@ -267,13 +282,15 @@ int rate_acquire(const char *secret_id, const char *region, const char *action,
 			b->need_at_us = now + need_us;
 			wait_us = need_us < wait_us ? need_us : wait_us;
 		}
+		if (left_ms < wait_us / 1000)
+			wait_us = left_ms * 1000;
 		timed_wait(b, wait_us);
 	}
 	if (b->head == &me)
 		b->need_at_us = -1;
 	dequeue(b, &me);
 	struct rate_grant g = {.ticket = me.ticket, .waited = (double)(now - start) / 1e6};
-	if (!aborted) {
+	if (!aborted && !expired) {
 		b->tokens -= 1;
 		g.served = b->served++;
 		b->used_us = now;
@@ -285,6 +302,9 @@ int rate_acquire(const char *secret_id, const char *region, const char *action,
 	if (aborted)
 		return sp_fail(err, SP_ETRANSIENT, "%s: aborted (shutting down) while waiting for the rate limit",
 			       k.action);
+	if (expired)
+		return sp_fail(err, SP_ETRANSIENT, "%s: deadline passed while waiting for the rate limit "
+			       "(%.1f s)", k.action, g.waited);
 	call_hooks(&h, k.action, g.waited, per_second, true);
 	if (ret_grant)
 		*ret_grant = g;

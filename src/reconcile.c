@@ -3,13 +3,15 @@
  *  - a tag listing is a hint: recorded instances it does not show are looked up by ID
  *    before the pool acts on their absence (plan.h);
  *  - a launch is recorded in .status.launch (ClientToken, count) BEFORE RunInstances is
- *    called, and every change of that record is a write guarded by resourceVersion
- *    (a conflict means someone changed the pool: re-read and re-plan); the other
- *    status writes never carry it;
+ *    called; every status write (the ledger's and the rest) is guarded by
+ *    resourceVersion: a conflict means someone (a spec edit, another leader) changed the
+ *    pool, so the pass writes nothing more, reads the pool again and plans anew;
  *  - a launch whose outcome is unknown is repeated with the same token, never forgotten;
  *  - nothing is launched or terminated for a pool whose spec does not validate, and a
  *    deleted pool is cleaned up with its own credentials only: never with others';
- *  - a failed cloud read leaves size and instances as last known, never empty. */
+ *  - a failed cloud read leaves size and instances as last known, never empty;
+ *  - every cloud call, rate-limit wait and apiserver write of a pass ends with the
+ *    leadership (the renew deadline, or a step-down): none starts or outlasts it. */
 #include "reconcile.h"
 #include "log.h"
 #include "metrics.h"
@@ -62,6 +64,7 @@ struct pass {
 	char capacity_message[SP_ERROR_MAX]; /* CapacityAvailable=False: what is sold out */
 	char progress_message[SP_ERROR_MAX];
 	bool insecure;
+	bool conflicted;             /* a guarded write found the pool changed: write no more */
 };
 
 void reconcile_client_token(const char *uid, const char *ns, const char *name, int64_t seq,
@@ -118,6 +121,10 @@ static void emit_event(struct pass *p, const char *type, const char *reason, con
 
 static void emit_event(struct pass *p, const char *type, const char *reason, const char *fmt, ...)
 {
+	/* A deposed leader's events would describe actions it no longer takes (or that the
+	 * new leader contradicts): record nothing; the log still has it. */
+	if (sp_mono_ms() >= atomic_load(p->r->active_until_ms))
+		return;
 	char raw[2048], msg[1024];
 	va_list ap;
 	va_start(ap, fmt);
@@ -174,8 +181,11 @@ static void fail(struct pass *p, int code, const char *action, const struct sp_e
 	va_start(ap, fmt);
 	vsnprintf(what, sizeof(what), fmt, ap);
 	va_end(ap);
-	if (http_aborting()) {  /* shutting down: not a failure of the pool, no episode */
-		pool_log(p, LOG_LVL_INFO, action, NULL, "%s: %s", what, err ? err->msg : "shutting down");
+	/* Shutting down, or leadership ended mid-call: not a failure of the pool, no
+	 * episode (the next leader finds the pool as it is). */
+	if (http_aborting() || sp_mono_ms() >= atomic_load(p->r->active_until_ms)) {
+		pool_log(p, LOG_LVL_INFO, action, NULL, "%s: %s", what,
+			 err ? err->msg : http_aborting() ? "shutting down" : "no longer the leader");
 		return;
 	}
 	snprintf(raw, sizeof(raw), "%s%s%s", what, err && *err->msg ? ": " : "", err ? err->msg : "");
@@ -213,12 +223,17 @@ static void add_resource_version(cJSON *patch, const cJSON *obj)
 }
 
 /* Sends a merge patch; the object the apiserver returns replaces ours, so later
- * steps of the pass see what was written. Takes ownership of patch. */
+ * steps of the pass see what was written. Takes ownership of patch. After a conflict
+ * nothing more is sent: the pass's view is stale, and a write built on it could undo
+ * what the other writer recorded. */
 static int apply_patch(struct pass *p, const char *path, cJSON *patch, struct sp_error *err)
 {
 	cJSON *updated = NULL;
-	int r = still_leading(p) < 0 ? sp_fail(err, SP_ETRANSIENT, "not the leader")
-				     : kube_merge_patch(p->r->kube, path, patch, &updated, err);
+	int r = p->conflicted ? sp_fail(err, SP_ECONFLICT, "not written: the pool changed since this pass read it")
+		: still_leading(p) < 0 ? sp_fail(err, SP_ETRANSIENT, "not the leader")
+				       : kube_merge_patch(p->r->kube, path, patch, &updated, err);
+	if (r == SP_ECONFLICT)
+		p->conflicted = true;
 	cJSON_Delete(patch);
 	if (r == 0) {
 		cJSON_Delete(p->obj);
@@ -278,22 +293,32 @@ static cJSON *build_status(struct pass *p, const struct plan *plan, bool final)
 	return st;
 }
 
-/* Writes everything but the ledger; an unchanged status is not written at all. */
+/* Writes everything but the ledger; an unchanged status is not written at all. The
+ * write carries the resourceVersion this pass read (or last wrote): a late write from a
+ * deposed leader, or one built on a pool that changed since, would otherwise erase what
+ * someone else resolved into .status.instances and make the next pass launch again.
+ * SP_ECONFLICT then means: re-read and plan again (the caller requeues at once). */
 static int write_status(struct pass *p, const struct plan *plan)
 {
 	cJSON *st = build_status(p, plan, true);
 	cJSON_DeleteItemFromObject(st, "launch");
 	cJSON_DeleteItemFromObject(st, "launchSeq");
-	if (status_patch_is_noop(st, p->old_status)) {
+	if (p->conflicted || status_patch_is_noop(st, p->old_status)) {
 		cJSON_Delete(st);
-		return 0;
+		return p->conflicted ? SP_ECONFLICT : 0;
 	}
 	cJSON *patch = cJSON_CreateObject();
 	cJSON_AddItemToObject(patch, "status", st);
+	add_resource_version(patch, p->obj);
 	char *path = xasprintf("%s/status", p->path);
 	struct sp_error err = {0};
 	int r = apply_patch(p, path, patch, &err);
 	free(path);
+	if (r == SP_ECONFLICT) {  /* not a failure: the next pass writes from a fresh read */
+		pool_log(p, LOG_LVL_INFO, "status", err.reason, "pool changed since it was read, "
+			 "status not written (planning again): %s", err.msg);
+		return r;
+	}
 	/* Made visible on the object too: a status that cannot be written (RBAC, a
 	 * webhook) would otherwise look like a pool that is simply not progressing. */
 	if (r < 0 && r != SP_ETRANSIENT)
@@ -367,6 +392,8 @@ static int resolve_credentials(struct pass *p)
 	}
 	if (s->secret_id) {
 		creds_set(&p->creds, s->secret_id, s->secret_key, NULL, "spec");
+		/* Owned by the pool: an edited key forgets the old one. */
+		log_replace_secret(p->ns, p->name, "spec.secretKey", s->secret_key);
 		p->insecure = true;
 		return 0;
 	}
@@ -410,7 +437,8 @@ static int observe(struct pass *p)
 	if (r == 0 && confirm.n) {
 		struct pool_instance *found = NULL;
 		size_t n_found = 0;
-		r = cvm_describe_ids(p->r->cvm, &view, p->spec->region, &confirm, &found, &n_found, &err);
+		r = cvm_describe_ids(p->r->cvm, &view, p->spec->region, &confirm, p->r->active_until_ms, &found,
+				     &n_found, &err);
 		if (r == 0) {
 			pool_log(p, LOG_LVL_DEBUG, "DescribeInstances", NULL, "%zu recorded instance(s) not "
 				 "listed by tag, %zu found by ID", confirm.n, n_found);
@@ -448,7 +476,7 @@ static int terminate(struct pass *p, const struct strv *ids, enum metrics_termin
 		return SP_ETRANSIENT;
 	struct cvm_credentials view = creds_view(&p->creds);
 	struct sp_error err = {0};
-	int r = cvm_terminate_instances(p->r->cvm, &view, p->spec->region, ids, &err);
+	int r = cvm_terminate_instances(p->r->cvm, &view, p->spec->region, ids, p->r->active_until_ms, &err);
 	if (r < 0) {
 		fail(p, r, "TerminateInstances", &err, "terminate failed (%s)", why);
 		return r;
@@ -476,7 +504,8 @@ static int launch(struct pass *p, const struct plan *plan, int count, bool fresh
 	struct cvm_launch l = {.spec = p->spec, .count = count, .client_token = p->ledger.client_token,
 			       .cluster = p->r->opt->cluster_name,
 			       .zone = *p->ledger.zone ? p->ledger.zone : NULL,
-			       .instance_type = *p->ledger.instance_type ? p->ledger.instance_type : NULL};
+			       .instance_type = *p->ledger.instance_type ? p->ledger.instance_type : NULL,
+			       .until = p->r->active_until_ms};
 	struct strv ids = {0};
 	struct sp_error err = {0};
 	int64_t started = sp_mono_ms();
@@ -550,7 +579,8 @@ static void dry_run_actions(struct pass *p, const struct plan *plan)
 	int want = plan->launch + plan->resume;
 	if (want) {
 		struct cvm_credentials view = creds_view(&p->creds);
-		struct cvm_launch l = {.spec = p->spec, .count = want, .dry_run = true};
+		struct cvm_launch l = {.spec = p->spec, .count = want, .dry_run = true,
+				       .until = p->r->active_until_ms};
 		struct strv ids = {0};
 		struct sp_error err = {0};
 		int r = cvm_run_instances(p->r->cvm, &view, &l, &ids, &err);
@@ -791,6 +821,23 @@ static bool nothing_recorded(const struct pass *p)
 	return p->seen.n == 0 && !p->has_ledger;
 }
 
+/* After a conflict: the pool as the apiserver has it now, handed back as the pass's
+ * object so the next pass (requeued at once) plans from it rather than from a cache the
+ * watch has not brought up to date yet, which would only conflict again. */
+static void refresh(struct pass *p)
+{
+	cJSON *fresh = NULL;
+	struct sp_error err = {0};
+	if (kube_get(p->r->kube, p->path, &fresh, &err) < 0) {
+		pool_log(p, LOG_LVL_DEBUG, "status", err.reason, "cannot read the pool again: %s", err.msg);
+		return;
+	}
+	cJSON_Delete(p->obj);
+	p->obj = fresh;
+	p->old_status = cJSON_GetObjectItemCaseSensitive(p->obj, "status");
+	p->patched = true;
+}
+
 static void free_pass(struct pass *p)
 {
 	if (p->has_ledger)
@@ -909,8 +956,9 @@ void reconcile_pool(struct reconciler *r, cJSON *obj, struct reconcile_result *r
 	note_reclaims(&p, &plan);
 	rc = act(&p, &plan, res);
 	if (rc == SP_ECONFLICT) {
-		/* The pool changed under this pass: plan again at once. What was observed
-		 * still goes into the status (the ledger never does outside a guarded write). */
+		/* The pool changed under this pass: plan again at once, from a fresh read.
+		 * Nothing more is written now (apply_patch): what was observed is observed
+		 * again by that pass. */
 		res->requeue_ms = REQUEUE_CONFLICT_MS;
 		rc = 0;
 	}
@@ -919,9 +967,18 @@ void reconcile_pool(struct reconciler *r, cJSON *obj, struct reconcile_result *r
 		if (strcmp(p.instances[i].state, "PENDING") == 0 || strcmp(p.instances[i].state, "TERMINATING") == 0)
 			res->requeue_ms = REQUEUE_PROGRESS_MS;
 status:
-	if (active && (rc = write_status(&p, planned ? &plan : NULL)) < 0 && res->error == 0)
-		res->error = rc;
+	if (active && (rc = write_status(&p, planned ? &plan : NULL)) < 0) {
+		if (rc == SP_ECONFLICT)  /* re-read and plan again, as for the ledger */
+			res->requeue_ms = REQUEUE_CONFLICT_MS;
+		else if (res->error == 0)
+			res->error = rc;
+	}
 out:
+	if (p.conflicted) {
+		refresh(&p);
+		if (res->error == 0)
+			res->requeue_ms = REQUEUE_CONFLICT_MS;
+	}
 	if (planned)
 		plan_free(&plan);
 	if (p.patched && !(p.deleting && !has_finalizer(p.obj))) {

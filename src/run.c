@@ -42,7 +42,8 @@ static const char run_usage[] =
 	"Runs the controller: watches Spotpool resources and keeps each pool's instances\n"
 	"between minimum and maximum (or at replicas), refilling reclaimed spot instances.\n"
 	"Settings come from flags, then SPOTPOOL_* environment variables, then the\n"
-	"configuration file, then defaults (see conf/spotpool.yaml).\n"
+	"configuration file, then defaults; spotpool(8) lists each setting's flag, variable\n"
+	"and key, spotpool.yaml(5) the file (see also conf/spotpool.yaml).\n"
 	"\n"
 	"Options:\n"
 	"      --config FILE          configuration file (default " CFG_DEFAULT_PATH " if present)\n"
@@ -57,8 +58,10 @@ static const char run_usage[] =
 	"      --workers N            pools reconciled in parallel (default 2)\n"
 	"      --launch-grace SECONDS how long a launched instance that no lookup shows yet still\n"
 	"                             counts as live before it is taken as never launched (default 60)\n"
-	"      --sold-out-ttl SECONDS how long an offering (zone, type) that answered \"sold out\" is\n"
-	"                             skipped before one probe launch tries it again (default 180)\n"
+	"      --sold-out-seconds SECONDS\n"
+	"                             how long an offering (zone, type) that answered \"sold out\" is\n"
+	"                             skipped before one probe launch tries it again (default 180;\n"
+	"                             --sold-out-ttl is a deprecated alias)\n"
 	"      --rate-describe N      DescribeInstances calls per second, per credentials and region\n"
 	"                             (default 36: 90% of Tencent's limit of 40)\n"
 	"      --rate-run N           RunInstances calls per second (default 9: 90% of 10)\n"
@@ -128,36 +131,46 @@ static void on_lease_renewed(void *ud, int64_t act_until_ms)
 struct flag_setting {
 	const char *key;
 	char *value;
-	char source[32];
+	char source[40];
 };
+
+enum { OPT_CONFIG = 1, OPT_CHECK_CONFIG, OPT_SOLD_OUT_TTL, OPT_SETTING = 1000 }; /* above every short option */
+
+/* getopt_long's options: one per setting of the cfg table that has a flag, and the
+ * command's own (--config, --check-config, --help, the deprecated --sold-out-ttl). */
+static struct option *run_options(void)
+{
+	size_t n = 0;
+	while (cfg_setting(n))
+		n++;
+	struct option *o = xcalloc(n + 5, sizeof(*o)), *p = o;
+	*p++ = (struct option){"config", required_argument, NULL, OPT_CONFIG};
+	*p++ = (struct option){"check-config", no_argument, NULL, OPT_CHECK_CONFIG};
+	*p++ = (struct option){"sold-out-ttl", required_argument, NULL, OPT_SOLD_OUT_TTL};
+	*p++ = (struct option){"help", no_argument, NULL, 'h'};
+	for (size_t i = 0; i < n; i++) {
+		const struct cfg_setting *s = cfg_setting(i);
+		if (s->flag)
+			*p++ = (struct option){s->flag, s->arg ? required_argument : no_argument, NULL,
+					       OPT_SETTING + (int)i};
+	}
+	return o;
+}
+
+static void add_flag(struct flag_setting **set, size_t *n, const char *key, const char *value,
+		     const char *source)
+{
+	*set = xrealloc(*set, (*n + 1) * sizeof(**set));
+	(*set)[*n] = (struct flag_setting){.key = key, .value = xstrdup(value)};
+	snprintf((*set)[(*n)++].source, sizeof((*set)->source), "%s", source);
+}
 
 /* Flags are collected first and applied last: they win over environment and file.
  * Returns -1 to go on, else the exit status (--help, or a usage error). */
 static int parse_flags(int argc, char **argv, struct flag_setting **ret, size_t *ret_n,
 		       const char **config, bool *check_only)
 {
-	static const struct option opts[] = {
-		{"config", required_argument, NULL, 'c'}, {"check-config", no_argument, NULL, 'C'},
-		{"kubeconfig", required_argument, NULL, 1}, {"endpoint", required_argument, NULL, 2},
-		{"credentials-file", required_argument, NULL, 3}, {"namespace", required_argument, NULL, 'n'},
-		{"resync", required_argument, NULL, 4}, {"workers", required_argument, NULL, 5},
-		{"dry-run", no_argument, NULL, 6}, {"listen", required_argument, NULL, 7},
-		{"leader-elect", no_argument, NULL, 8}, {"lease-name", required_argument, NULL, 9},
-		{"lease-namespace", required_argument, NULL, 10}, {"log-level", required_argument, NULL, 11},
-		{"log-format", required_argument, NULL, 12}, {"launch-grace", required_argument, NULL, 13},
-		{"cluster-name", required_argument, NULL, 14}, {"rate-describe", required_argument, NULL, 15},
-		{"rate-run", required_argument, NULL, 16}, {"rate-terminate", required_argument, NULL, 17},
-		{"sold-out-ttl", required_argument, NULL, 18},
-		{"help", no_argument, NULL, 'h'}, {0},
-	};
-	static const char *const key_of[] = {
-		[1] = "kubeconfig", [2] = "cvmEndpoint", [3] = "credentialsFile", [4] = "resyncSeconds",
-		[5] = "workers", [6] = "dryRun", [7] = "listenAddress", [8] = "leaderElection.enabled",
-		[9] = "leaderElection.leaseName", [10] = "leaderElection.leaseNamespace",
-		[11] = "logLevel", [12] = "logFormat", [13] = "launchGraceSeconds", [14] = "clusterName",
-		[15] = "rateLimits.describePerSecond", [16] = "rateLimits.runPerSecond",
-		[17] = "rateLimits.terminatePerSecond", [18] = "soldOutSeconds",
-	};
+	struct option *opts = run_options();
 	struct flag_setting *set = NULL;
 	size_t n = 0;
 	struct strv namespaces = {0};
@@ -165,17 +178,21 @@ static int parse_flags(int argc, char **argv, struct flag_setting **ret, size_t 
 	optind = 1;
 	opterr = 0;
 	while (rc == -1 && (c = getopt_long(argc, argv, ":n:h", opts, &idx)) != -1) {
-		if (c == 'c') {
+		if (c == OPT_CONFIG) {
 			*config = optarg;
-		} else if (c == 'C') {
+		} else if (c == OPT_CHECK_CONFIG) {
 			*check_only = true;
-		} else if (c == 'n') {
+		} else if (c == 'n' || (c >= OPT_SETTING && !strcmp(cfg_setting((size_t)(c - OPT_SETTING))->key,
+									  "namespaces"))) {
 			strv_push(&namespaces, optarg);
-		} else if (c >= 1 && c <= 18) {
-			set = xrealloc(set, (n + 1) * sizeof(*set));
-			set[n] = (struct flag_setting){.key = key_of[c],
-						       .value = xstrdup(c == 6 || c == 8 ? "true" : optarg)};
-			snprintf(set[n++].source, sizeof(set->source), "--%s", opts[idx].name);
+		} else if (c == OPT_SOLD_OUT_TTL) {
+			log_warn("--sold-out-ttl is deprecated: use --sold-out-seconds");
+			add_flag(&set, &n, "soldOutSeconds", optarg, "--sold-out-ttl");
+		} else if (c >= OPT_SETTING) {
+			const struct cfg_setting *s = cfg_setting((size_t)(c - OPT_SETTING));
+			char source[40];
+			snprintf(source, sizeof(source), "--%s", s->flag);
+			add_flag(&set, &n, s->key, s->arg ? optarg : "true", source);
 		} else if (c == 'h') {
 			fputs(run_usage, stdout);
 			rc = CLI_OK;
@@ -190,11 +207,11 @@ static int parse_flags(int argc, char **argv, struct flag_setting **ret, size_t 
 		buf_init(&joined, 64 * 1024);
 		for (size_t i = 0; i < namespaces.n; i++)
 			buf_printf(&joined, "%s%s", i ? "," : "", namespaces.v[i]);
-		set = xrealloc(set, (n + 1) * sizeof(*set));
-		set[n] = (struct flag_setting){.key = "namespaces", .value = buf_steal(&joined), .source = "--namespace"};
-		n++;
+		add_flag(&set, &n, "namespaces", joined.data ? joined.data : "", "--namespace");
+		buf_free(&joined);
 		strv_clear(&namespaces);
 	}
+	free(opts);
 	*ret = set;
 	*ret_n = n;
 	return rc;
@@ -240,22 +257,27 @@ static bool load_config(struct cfg *cfg, int argc, char **argv, bool *check_only
 	return go_on && r == 0 && *rc == CLI_OK;
 }
 
-/* Default credentials: the configured file, a systemd credential, or the environment. */
-static int load_default_creds(const struct cfg *cfg, struct creds *out, struct sp_error *err)
+/* Default credentials: the configured file, a systemd credential, /etc/spotpool/
+ * tencentcloud.yaml outside systemd, or the environment (cfg_default_credentials_path).
+ * The file's path goes to ret_path (NULL: none) for --check-config. */
+static int load_default_creds(const struct cfg *cfg, struct creds *out, char **ret_path, struct sp_error *err)
 {
-	const char *dir = getenv("CREDENTIALS_DIRECTORY");
-	char *systemd_cred = dir ? xasprintf("%s/tencentcloud", dir) : NULL;
-	int r = 0;
-	if (*cfg->credentials_file)
-		r = creds_from_file(out, cfg->credentials_file, err);
-	else if (systemd_cred && access(systemd_cred, R_OK) == 0)
-		r = creds_from_file(out, systemd_cred, err);
-	/* An empty systemd credential stands for "no file installed": use the environment. */
+	char *path = cfg_default_credentials_path(cfg, getenv("CREDENTIALS_DIRECTORY"),
+						  CFG_DEFAULT_CREDENTIALS_PATH);
+	int r = path ? creds_from_file(out, path, err) : 0;
+	/* A file without credentials (the unit's `{}` default) stands for "none installed":
+	 * use the environment. */
 	if (r == SP_ENOTFOUND && !*cfg->credentials_file)
 		r = 0;
+	if (r < 0 && path && !*cfg->credentials_file && !getenv("CREDENTIALS_DIRECTORY") && geteuid() != 0)
+		sp_error_prefix(err, "default credentials (%s is read when credentialsFile is unset and "
+				"systemd passes none; run as root, or set credentialsFile): ", path);
 	if (r == 0 && !out->secret_id && creds_from_env(out, NULL) < 0)
 		log_info("no default Tencent Cloud credentials: every pool must set spec.credentialsSecretRef");
-	free(systemd_cred);
+	if (r == 0 && out->secret_id && strcmp(out->source, "credentials file") == 0)
+		*ret_path = path;
+	else
+		free(path);
 	return r;
 }
 
@@ -518,16 +540,23 @@ static bool check_cluster(struct kube_config *kube, char *msg, size_t n)
 }
 
 /* --check-config: the effective configuration, the cluster connection, warnings. */
-static int check_config(const struct cfg *cfg, struct kube_config *kube, const struct creds *defaults)
+static int check_config(const struct cfg *cfg, struct kube_config *kube, const struct creds *defaults,
+			const char *creds_path)
 {
 	char cluster[SP_ERROR_MAX + 128];
 	bool ok = check_cluster(kube, cluster, sizeof(cluster));
 	struct strv warnings = {0};
 	exposed_files(cfg, kube, &warnings);
+	/* run exits 1 when it cannot listen; a daemon already running holds the port,
+	 * so here that is a warning, not a failure. */
+	struct sp_error listen_err = {0};
+	if (*cfg->listen_address && metrics_listen_try(cfg->listen_address, &listen_err) < 0)
+		strv_push(&warnings, listen_err.msg);
 	cfg_print(cfg, stdout);
-	printf("# cluster: %s (from %s)\n# cluster connection: %s\n# default credentials: %s%s%s\n",
+	printf("# cluster: %s (from %s)\n# cluster connection: %s\n# default credentials: %s%s%s%s%s\n",
 	       kube->server, kube->source, cluster,
 	       defaults->secret_id ? defaults->source : "none (pools must reference a Secret)",
+	       creds_path ? " " : "", creds_path ? creds_path : "",
 	       defaults->secret_id ? ", secretKey [redacted]" : "", defaults->token ? ", token [redacted]" : "");
 	for (size_t i = 0; i < warnings.n; i++)
 		printf("# warning: %s\n", warnings.v[i]);
@@ -561,11 +590,12 @@ int cli_run(int argc, char **argv)
 	struct sp_error err = {0};
 	struct kube_config *kube = NULL;
 	struct creds defaults = {0};
-	if (load_default_creds(&d.cfg, &defaults, &err) < 0 || load_kube(&d.cfg, &kube, &err) < 0) {
+	char *creds_path = NULL;
+	if (load_default_creds(&d.cfg, &defaults, &creds_path, &err) < 0 || load_kube(&d.cfg, &kube, &err) < 0) {
 		fprintf(stderr, "spotpool run: %s\n", log_redact(err.msg, sizeof(err.msg)));
 		rc = CLI_EINPUT;
 	} else if (check_only) {
-		rc = check_config(&d.cfg, kube, &defaults);
+		rc = check_config(&d.cfg, kube, &defaults, creds_path);
 	} else {
 		struct strv warnings = {0};
 		exposed_files(&d.cfg, kube, &warnings);
@@ -579,6 +609,7 @@ int cli_run(int argc, char **argv)
 		rc = get_identity(&d) ? serve(&d, kube, &defaults, identity) : CLI_ECLOUD;
 		free(identity);
 	}
+	free(creds_path);
 	kube_config_free(kube);
 	creds_clear(&defaults);
 	cfg_free(&d.cfg);

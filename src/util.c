@@ -165,6 +165,46 @@ void sp_cond_wait_until_ms(pthread_cond_t *cond, pthread_mutex_t *lock, int64_t 
 	pthread_cond_timedwait(cond, lock, &ts);
 }
 
+size_t sp_edit_distance(const char *a, const char *b)
+{
+	enum { MAX = 64 };
+	size_t n = strnlen(a, MAX), m = strnlen(b, MAX);
+	size_t d[MAX + 1][MAX + 1];
+	for (size_t i = 0; i <= n; i++)
+		d[i][0] = i;
+	for (size_t j = 0; j <= m; j++)
+		d[0][j] = j;
+	for (size_t i = 1; i <= n; i++) {
+		for (size_t j = 1; j <= m; j++) {
+			size_t best = d[i - 1][j - 1] + (a[i - 1] != b[j - 1]);
+			if (d[i - 1][j] + 1 < best)
+				best = d[i - 1][j] + 1;
+			if (d[i][j - 1] + 1 < best)
+				best = d[i][j - 1] + 1;
+			if (i > 1 && j > 1 && a[i - 1] == b[j - 2] && a[i - 2] == b[j - 1] && d[i - 2][j - 2] + 1 < best)
+				best = d[i - 2][j - 2] + 1;
+			d[i][j] = best;
+		}
+	}
+	return d[n][m];
+}
+
+const char *sp_nearest(const char *word, const char *const *candidates, size_t n)
+{
+	size_t limit = strlen(word) / 3 > 1 ? strlen(word) / 3 : 1, best = SIZE_MAX;
+	const char *found = NULL;
+	for (size_t i = 0; i < n; i++) {
+		size_t dist = sp_edit_distance(word, candidates[i]);
+		if (dist == 0)
+			return NULL;
+		if (dist <= limit && dist < best) {
+			best = dist;
+			found = candidates[i];
+		}
+	}
+	return found;
+}
+
 void sp_hex(const unsigned char *in, size_t n, char *out)
 {
 	static const char digits[] = "0123456789abcdef";

@@ -108,6 +108,18 @@ stop_cluster() {
 	E2E_CLUSTER=
 }
 
+# leader_setup LEASE DURATION RENEW RETRY: the emulator and a cluster, the emulator's
+# credentials in the environment, and $cfg: a config file for leader election on the
+# Lease default/LEASE with those timings (seconds).
+leader_setup() {
+	start_emulator
+	start_cluster
+	export TENCENTCLOUD_SECRET_ID=$EMU_SECRET_ID TENCENTCLOUD_SECRET_KEY=$EMU_SECRET_KEY
+	cfg=$E2E_TMP/leader.yaml
+	printf 'leaderElection:\n  enabled: true\n  leaseName: %s\n  leaseNamespace: default\n  leaseDurationSeconds: %s\n  renewDeadlineSeconds: %s\n  retryPeriodSeconds: %s\n' \
+		"$@" >"$cfg"
+}
+
 # start_controller NAME [ARGS...]: runs `spotpool run` in the background, logging to
 # $E2E_TMP/NAME.log; its pid is in CTL_PID. No metrics listener unless ARGS has
 # --listen (a later flag wins): tests never take the fixed default port.

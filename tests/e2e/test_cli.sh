@@ -5,7 +5,7 @@
 # the usage line and a pointer to --help on stderr.
 source "$(dirname "$0")/lib.sh"
 
-usage_rc=2  # CLI_EUSAGE in include/cli.h; the README's "Exit status"
+usage_rc=2  # CLI_EUSAGE in include/cli.h; docs/configuration.md#exit-status
 
 # --- A fake apiserver: a TCP listener that records every connection it accepts ------
 accept_log=$E2E_TMP/accepted
@@ -112,8 +112,20 @@ error_cases=(
 	"dry-run --bogus -f x.yaml|unrecognized option '--bogus'|Usage: spotpool dry-run|spotpool dry-run --help"
 	"dry-run|at least one -f FILE is required|Usage: spotpool dry-run|spotpool dry-run --help"
 	"dry-run -f|option requires an argument -- 'f'|Usage: spotpool dry-run|spotpool dry-run --help"
-	"dry-run -f x.yaml -o yaml|--output must be table or json|Usage: spotpool dry-run|spotpool dry-run --help"
-	"dry-run -f x.yaml --timeout 0|--timeout must be 1..300 seconds|Usage: spotpool dry-run|spotpool dry-run --help"
+	"dry-run -f x.yaml -o yaml|--output: must be table or json, got \"yaml\"|Usage: spotpool dry-run|spotpool dry-run --help"
+	"dry-run -f x.yaml --timeout 0|--timeout: must be an integer from 1 to 300 (seconds), got \"0\"|Usage: spotpool dry-run|spotpool dry-run --help"
+	"dry-run -f x.yaml --timeout 5x|--timeout: must be an integer from 1 to 300 (seconds), got \"5x\"|Usage: spotpool dry-run|spotpool dry-run --help"
+	"dry-run -f x.yaml --timeout 99999999999999999999|got \"99999999999999999999\"|Usage: spotpool dry-run|spotpool dry-run --help"
+	"run --cluster-name bad!name|--cluster-name: clusterName: must be 1 to 63 characters|Usage: spotpool run [OPTIONS]|spotpool run --help"
+	"run --listen nonsense|--listen: listenAddress: metrics listen address \"nonsense\"|Usage: spotpool run [OPTIONS]|spotpool run --help"
+	"run --workers 5x|--workers: workers: must be an integer from 1 to 64, got \"5x\"|Usage: spotpool run [OPTIONS]|spotpool run --help"
+	"run --resync 99999999999999999999|--resync: resyncSeconds: must be an integer from 1 to 86400, got \"99999999999999999999\"|Usage: spotpool run [OPTIONS]|spotpool run --help"
+	"run --sold-out-seconds 0|--sold-out-seconds: soldOutSeconds: must be an integer from 1 to 86400, got \"0\"|Usage: spotpool run [OPTIONS]|spotpool run --help"
+	"run --namespace Team_A|--namespace: namespaces: \"Team_A\" is not a namespace name (a DNS-1123 label|Usage: spotpool run [OPTIONS]|spotpool run --help"
+	"run -n ok -n -bad-|--namespace: namespaces: \"-bad-\" is not a namespace name|Usage: spotpool run [OPTIONS]|spotpool run --help"
+	"run --lease-namespace a.b|--lease-namespace: leaderElection.leaseNamespace: must be a namespace name|Usage: spotpool run [OPTIONS]|spotpool run --help"
+	"run --endpoint cvm.example.com|--endpoint: cvmEndpoint: must be an http:// or https:// URL|Usage: spotpool run [OPTIONS]|spotpool run --help"
+	"run --listen nonsense --check-config|--listen: listenAddress|Usage: spotpool run [OPTIONS]|spotpool run --help"
 	"version extra|unexpected argument \"extra\"|Usage: spotpool version|spotpool version --help"
 	"bogus|unknown command \"bogus\"|Usage: spotpool COMMAND [OPTIONS]|spotpool --help"
 	"help bogus|unknown command \"bogus\"|Usage: spotpool COMMAND [OPTIONS]|spotpool --help"
@@ -142,5 +154,74 @@ for args in '--namespace|' '-n|' '--namespace|team-a|--namespace|'; do
 		"spotpool run --help"
 done
 check "usage errors never contacted the (fake) apiserver" bash -c "! test -s '$accept_log'"
+
+# --- --check-config validates what run validates ----------------------------------------
+# The same bad input (here from the environment or the file: status 1) makes both exit
+# with the same status and message, before anything is contacted: check-config never
+# calls valid what run then refuses.
+printf 'listenAddress: "nonsense"\n' >"$E2E_TMP/listen.yaml"
+printf 'namespaces: [Team_A]\n' >"$E2E_TMP/ns.yaml"
+mkdir -p "$E2E_TMP/conf.d"
+: >"$E2E_TMP/empty.yaml"
+printf -- '- workers: 2\n' >"$E2E_TMP/list.yaml"
+printf 'worker: 3\n' >"$E2E_TMP/typo.yaml"
+same_cases=(
+	"SPOTPOOL_LISTEN_ADDRESS=nonsense||SPOTPOOL_LISTEN_ADDRESS: listenAddress: metrics listen address \"nonsense\""
+	"SPOTPOOL_CLUSTER_NAME=bad!name||SPOTPOOL_CLUSTER_NAME: clusterName: must be 1 to 63 characters"
+	"SPOTPOOL_NAMESPACES=ok,Not_OK||SPOTPOOL_NAMESPACES: namespaces: \"Not_OK\" is not a namespace name"
+	"SPOTPOOL_RESYNC_SECONDS=5x||SPOTPOOL_RESYNC_SECONDS: resyncSeconds: must be an integer from 1 to 86400, got \"5x\""
+	"X=1|--config $E2E_TMP/listen.yaml|listen.yaml:1: listenAddress: metrics listen address \"nonsense\""
+	"X=1|--config $E2E_TMP/ns.yaml|ns.yaml:1: namespaces: \"Team_A\" is not a namespace name"
+	"X=1|--config $E2E_TMP/conf.d|conf.d: is a directory, expected a YAML file"
+	"X=1|--config $E2E_TMP/list.yaml|list.yaml: expected a mapping of configuration keys (workers: 2, ...; see spotpool.yaml(5)), got a list"
+	"X=1|--config $E2E_TMP/typo.yaml|typo.yaml:1: unknown key \"worker\" (did you mean \"workers\"?)"
+)
+for case in "${same_cases[@]}"; do
+	IFS='|' read -r var flags want <<<"$case"
+	# shellcheck disable=SC2086 # flags are words
+	env "$var" KUBECONFIG="$E2E_TMP/kubeconfig" timeout 5 "$SPOTPOOL_BIN" run $flags --check-config \
+		>"$E2E_TMP/cc.out" 2>"$E2E_TMP/cc.err" </dev/null
+	echo $? >"$E2E_TMP/cc.rc"
+	# shellcheck disable=SC2086
+	env "$var" KUBECONFIG="$E2E_TMP/kubeconfig" timeout 5 "$SPOTPOOL_BIN" run $flags \
+		>"$E2E_TMP/rn.out" 2>"$E2E_TMP/rn.err" </dev/null
+	echo $? >"$E2E_TMP/rn.rc"
+	check "$var $flags: --check-config and run both exit 1 ($(rc_of cc), $(rc_of rn)) with \"$want\"" \
+		bash -c "[[ \$(cat '$E2E_TMP/cc.rc') == 1 && \$(cat '$E2E_TMP/rn.rc') == 1 ]] &&
+			grep -qF -- '$want' '$E2E_TMP/cc.err' && grep -qF -- '$want' '$E2E_TMP/rn.err' &&
+			! grep -q 'configuration is valid' '$E2E_TMP/cc.out'"
+done
+check "bad settings never contacted the (fake) apiserver" bash -c "! test -s '$accept_log'"
+sp_run cc run --config "$E2E_TMP/empty.yaml" --check-config
+check "an empty --config file sets nothing: check-config goes on to the cluster (exit 3, $(rc_of cc))" \
+	bash -c "[[ \$(cat '$E2E_TMP/cc.rc') == 3 ]] && grep -q 'configuration is valid, but the cluster connection FAILED' '$E2E_TMP/cc.out'"
+
+# --- soldOutSeconds: --sold-out-seconds, with --sold-out-ttl kept as a deprecated alias ----
+sp_run sold run --sold-out-seconds 42 --check-config
+check "--sold-out-seconds sets soldOutSeconds" grep -qx 'soldOutSeconds: 42  # --sold-out-seconds' "$E2E_TMP/sold.out"
+sp_run sold run --sold-out-ttl 43 --check-config
+check "--sold-out-ttl still sets soldOutSeconds, with a deprecation warning" bash -c \
+	"grep -qx 'soldOutSeconds: 43  # --sold-out-ttl' '$E2E_TMP/sold.out' && grep -q 'deprecated: use --sold-out-seconds' '$E2E_TMP/sold.err'"
+sp_run cc run --listen "127.0.0.1:$fake_port" --check-config
+check "--check-config warns when the listen address cannot be bound now (run would exit 1)" \
+	grep -q "^# warning: metrics listen address \"127.0.0.1:$fake_port\": Address already in use" "$E2E_TMP/cc.out"
+: >"$accept_log"
+
+# --- dry-run: its synopsis lists every option; file problems name the file ----------------
+sp_run help dry-run --help
+for opt in '-f|--filename FILE' '-o|--output table|json' '--endpoint URL' '--timeout SECONDS' '-v|--verbose'; do
+	check "dry-run synopsis lists $opt" bash -c "sed -n '1,2p' '$E2E_TMP/help.out' | grep -qF -- '$opt'"
+done
+for case in "$E2E_TMP/conf.d|conf.d: is a directory, expected a YAML file" \
+	"$E2E_TMP/empty.yaml|empty.yaml: empty (no YAML document): expected Spotpool manifests" \
+	"$E2E_TMP/list.yaml|list.yaml: document 1: expected a mapping (apiVersion, kind, metadata, spec), got a list"; do
+	IFS='|' read -r file want <<<"$case"
+	sp_run dr dry-run -f "$file"
+	check "dry-run -f ${file##*/}: exit 1 ($(rc_of dr)), \"$want\"" bash -c \
+		"[[ \$(cat '$E2E_TMP/dr.rc') == 1 ]] && grep -qF -- '$want' '$E2E_TMP/dr.err'"
+done
+printf 'apiVersion: devops.jokerbai.com/v1\nkind: Spotpool\nmetadata: {name: a}\nspce: {}\n' >"$E2E_TMP/spce.yaml"
+sp_run dr dry-run -f "$E2E_TMP/spce.yaml"
+check "dry-run: an unknown key suggests the nearest (spce -> spec)" grep -qF 'spce: unknown field (did you mean "spec"?) (line 4)' "$E2E_TMP/dr.err"
 
 finish

@@ -36,7 +36,7 @@ other=$(emu_post instances "{\"region\":\"ap-singapore\",\"zone\":\"ap-singapore
 sed "s/secretId: xxx/secretId: $EMU_SECRET_ID/; s/secretKey: xxx/secretKey: $EMU_SECRET_KEY/" \
 	"$E2E_ROOT/examples/earlier-operator-sample.yaml" >"$E2E_TMP/sample.yaml"
 check "earlier-operator sample applies unchanged" kubectl apply -f "$E2E_TMP/sample.yaml"
-start_controller "$CTL_LOG" --sold-out-ttl 5
+start_controller "$CTL_LOG" --sold-out-seconds 5
 converged() { # NAME SIZE [NS]: size, IDs and public IPs for every instance, Ready
 	local j
 	j=$(kubectl get sp "$1" -n "${3:-default}" -o json 2>/dev/null) || return 1
@@ -117,7 +117,7 @@ else
 	fail "no launch for pool crash observed"
 fi
 check "the launch was recorded in status before the call" test "$(sp_field crash '.status.launch.count')" = 3
-start_controller "$CTL_LOG" --sold-out-ttl 5
+start_controller "$CTL_LOG" --sold-out-seconds 5
 check "after restart the pool converges to 3" wait_for 40 converged crash 3
 check "never more than maximum 3 live (high-water mark $(emu_max_live default/crash))" test "$(emu_max_live default/crash)" -le 3
 # The first launch's outcome was unknown at restart: no launch under a new token may

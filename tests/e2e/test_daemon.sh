@@ -106,6 +106,13 @@ scrape() { curl -sf "http://127.0.0.1:$port/metrics" | python3 "$E2E_ROOT/tests/
 check "/metrics parses as Prometheus text format" scrape
 metric() { awk -v m="$1" '$1 == m {print $2}' "$E2E_TMP/metrics"; }
 check "build info exported" grep -q '^spotpool_build_info{version="' "$E2E_TMP/metrics"
+for family in process_cpu_seconds_total process_resident_memory_bytes process_virtual_memory_bytes \
+	process_open_fds process_max_fds process_start_time_seconds; do
+	check "$family exported" bash -c "v=\$(awk '\$1 == \"$family\" {print \$2}' '$E2E_TMP/metrics') && [[ -n \$v ]] &&
+		python3 -c 'import sys; sys.exit(not float(sys.argv[1]) >= (0 if sys.argv[2] == \"process_cpu_seconds_total\" else 1))' \$v $family"
+done
+check "process_start_time_seconds is this daemon's start (within 120 s of now)" bash -c \
+	"python3 -c 'import sys, time; sys.exit(not abs(time.time() - float(sys.argv[1])) < 120)' \$(awk '\$1 == \"process_start_time_seconds\" {print \$2}' '$E2E_TMP/metrics')"
 
 pool_manifest m1 default 2 3 | kubectl apply -f - >/dev/null
 converged() { [[ $(sp_field m1 '.status.size') == 2 && $(sp_field m1 '.status.conditions[] | select(.type=="Ready") | .status') == True ]]; }

@@ -27,6 +27,16 @@ check "the DryRun launch was sent with DryRun=true and spot options" \
 	test "$(emu_get journal | jq '[.[] | select(.action == "RunInstances" and .dryRun == true)] | length')" -ge 1
 check "secret key absent from output (inline credentials)" no_secret_in "$OUT"
 
+# 1a. -v logs every cloud call on stderr, successful ones included: action, region,
+# outcome and duration; the table or JSON on stdout is unchanged.
+"$SPOTPOOL_BIN" dry-run -v -f "$E2E_TMP/sample.yaml" -o json >"$OUT" 2>"$E2E_TMP/verbose.err"
+check "-v: exit 0, JSON on stdout as without -v" bash -c "[[ $? == 0 ]] && jq -e '.pools[0].launch == 2' '$OUT' >/dev/null"
+for action in DescribeInstances RunInstances; do
+	check "-v: the successful $action call logged (region, outcome, duration)" \
+		grep -Eq "cvm $action region ap-[a-z]+: Success in [0-9]+ ms \(1 attempt\)" "$E2E_TMP/verbose.err"
+done
+check "-v: no secret in the call log" no_secret_in "$E2E_TMP/verbose.err"
+
 # 1b. Every example in examples/ plans and passes the DryRun launch check (inline
 # placeholder keys swapped for the emulator's; a credentialsSecretRef whose Secret is
 # not among the files falls back on the environment).
@@ -290,7 +300,7 @@ check "no -f: usage error exit 2" test $? = 2
 "$SPOTPOOL_BIN" dry-run -f x -o yaml >"$OUT" 2>&1
 rc=$?
 check "bad -o: usage error exit 2 ($rc) naming --output" \
-	bash -c "[[ $rc == 2 ]] && grep -q -- '--output must be table or json' '$OUT'"
+	bash -c "[[ $rc == 2 ]] && grep -q -- '--output: must be table or json' '$OUT'"
 check "spotpool --help exits 0" "$SPOTPOOL_BIN" --help
 check "spotpool version" bash -c "'$SPOTPOOL_BIN' version | grep -q '^spotpool [0-9]'"
 

@@ -17,7 +17,7 @@
 #     `spotpool run` with the rendered flags, authenticated as that
 #     ServiceAccount, converges a pool in a watched namespace, ignores one
 #     elsewhere and gets no 403; `helm upgrade` to clusterWide and
-#     `helm uninstall` do what the README says.
+#     `helm uninstall` do what docs/install-kubernetes.md#helm says.
 # helm comes from scripts/helm-build (Go modules, cached like the control plane;
 # tests/run-tests builds it before the e2e suites, so this is then a no-op).
 source "$(dirname "$0")/lib.sh"
@@ -377,7 +377,7 @@ check "uninstalled: Deployment, ServiceAccount, Secret, ClusterRoles, leader-ele
 check "uninstalled: the CRD and the Spotpools remain (helm never deletes crds/)" bash -c \
 	"kubectl get crd spotpools.devops.jokerbai.com && kubectl get sp pa -n team-a"
 
-# --- README "Uninstall": the finalizer with and without a controller ----------------
+# --- docs/uninstall.md: the finalizer with and without a controller ---------------
 # Controller gone: a deleted pool hangs in Terminating and keeps its instances.
 kubectl delete sp pa -n team-a --wait=false >/dev/null
 sleep 3

@@ -40,7 +40,7 @@ check "no Pod Security warning for the Deployment (namespace warns on restricted
 	bash -c "! grep -qi 'would violate PodSecurity' '$E2E_TMP/dry-k.out' '$E2E_TMP/apply-k.out'"
 check "all 7 objects exist" test "$(kubectl get -k "$CONF" -o name 2>/dev/null | wc -l)" = 7
 
-# --- RBAC as the README describes it --------------------------------------------
+# --- RBAC as docs/install-kubernetes.md describes it ----------------------------
 can() { kubectl auth can-i "$@" --as="$SA_USER" 2>/dev/null; }
 rbac_ok=true
 {

@@ -5,19 +5,7 @@
 # SIGTERMed leader releases the lease at once.
 source "$(dirname "$0")/lib.sh"
 
-start_emulator
-start_cluster
-export TENCENTCLOUD_SECRET_ID=$EMU_SECRET_ID TENCENTCLOUD_SECRET_KEY=$EMU_SECRET_KEY
-cfg=$E2E_TMP/leader.yaml
-cat >"$cfg" <<YAML
-leaderElection:
-  enabled: true
-  leaseName: spotpool-e2e
-  leaseNamespace: default
-  leaseDurationSeconds: 6
-  renewDeadlineSeconds: 4
-  retryPeriodSeconds: 1
-YAML
+leader_setup spotpool-e2e 6 4 1
 LEASE_SECONDS=6 RETRY_SECONDS=1
 holder() { kubectl get lease spotpool-e2e -n default -o jsonpath='{.spec.holderIdentity}' 2>/dev/null; }
 pid_of_holder() { local h; h=$(holder); echo "${h##*_}"; }

@@ -10,7 +10,7 @@ start_cluster
 export TENCENTCLOUD_SECRET_ID=$EMU_SECRET_ID TENCENTCLOUD_SECRET_KEY=$EMU_SECRET_KEY
 TAG=spotpool.jokerbai.com/pool
 TTL=10
-start_controller ctl --sold-out-ttl "$TTL"
+start_controller ctl --sold-out-seconds "$TTL"
 
 TYPE=GN7.2XLARGE32
 condition() { sp_field "$1" ".status.conditions[] | select(.type==\"$2\") | .status + \"/\" + .reason"; }

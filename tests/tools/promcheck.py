@@ -10,7 +10,7 @@ _bucket, _sum and _count samples; buckets cumulative in increasing le and ending
 le="+Inf", which equals _count.
 
 Naming (https://prometheus.io/docs/practices/naming/): every name starts with
-spotpool_; counters, and only counters, end in _total; histograms (durations here)
+spotpool_ (or is one of the standard process_* families); counters, and only counters, end in _total; histograms (durations here)
 end in _seconds; no unit other than a base unit appears in a name.
 
 --self-test checks that pages breaking each rule are rejected."""
@@ -25,6 +25,12 @@ SAMPLE = re.compile(rf"^({NAME})(\{{(.*)\}})?\s+(\S+)(\s+-?\d+)?$")
 LABEL = re.compile(rf'\s*([a-zA-Z_][a-zA-Z0-9_]*)="((?:[^"\\\n]|\\[\\"n])*)"\s*(,|$)')
 TYPES = {"counter", "gauge", "histogram", "summary", "untyped"}
 PREFIX = "spotpool_"
+# The process_* families every Prometheus client library exports, under their own names.
+PROCESS_FAMILIES = {
+    "process_cpu_seconds_total", "process_open_fds", "process_max_fds",
+    "process_virtual_memory_bytes", "process_resident_memory_bytes",
+    "process_start_time_seconds",
+}
 NON_BASE_UNITS = re.compile(
     r"_(milli|micro|nano)?(seconds?|secs?|ms|us|ns|minutes?|hours?|days?|"
     r"bits|kilobytes|megabytes|gigabytes|kb|mb|gb|percent|celsius)(_|$)")
@@ -48,7 +54,7 @@ def parse_labels(text):
 
 
 def check_name(family, kind):
-    if not family.startswith(PREFIX):
+    if not family.startswith(PREFIX) and family not in PROCESS_FAMILIES:
         raise Bad(f"{family}: no {PREFIX} prefix")
     if (kind == "counter") != family.endswith("_total"):
         raise Bad(f"{family}: a {kind}" + (" must end in _total" if kind == "counter"

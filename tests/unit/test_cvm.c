@@ -42,22 +42,10 @@ static const struct cvm_credentials test_cred = {.secret_id = "AKIDtest", .secre
 
 static char *read_request(int fd)
 {
-	size_t cap = 1 << 20, len = 0, want = 0;
+	size_t cap = 1 << 20;
 	char *buf = malloc(cap + 1);
-	for (;;) {
-		ssize_t r = read(fd, buf + len, cap - len);
-		if (r <= 0)
-			break;
-		len += (size_t)r;
-		buf[len] = '\0';
-		char *end = strstr(buf, "\r\n\r\n");
-		if (end && !want) {
-			char *cl = strcasestr(buf, "\r\nContent-Length:");
-			want = (size_t)(end + 4 - buf) + (cl && cl < end ? strtoul(cl + 17, NULL, 10) : 0);
-		}
-		if (want && len >= want)
-			return buf;
-	}
+	if (test_read_request(fd, buf, cap + 1))
+		return buf;
 	free(buf);
 	return NULL;
 }
@@ -121,14 +109,7 @@ static void *fake_main(void *arg)
 
 static void fake_start(struct fake *f)
 {
-	struct sockaddr_in sa = {.sin_family = AF_INET, .sin_addr.s_addr = htonl(INADDR_LOOPBACK)};
-	socklen_t len = sizeof(sa);
-	f->fd = socket(AF_INET, SOCK_STREAM, 0);
-	assert_true(f->fd >= 0);
-	assert_int_equal(bind(f->fd, (struct sockaddr *)&sa, sizeof(sa)), 0);
-	assert_int_equal(listen(f->fd, 16), 0);
-	getsockname(f->fd, (struct sockaddr *)&sa, &len);
-	f->port = ntohs(sa.sin_port);
+	f->fd = test_listen_loopback(16, &f->port);
 	assert_int_equal(pthread_create(&f->thread, NULL, fake_main, f), 0);
 }
 
@@ -698,7 +679,7 @@ static int lookup(struct fake *f, int known, const struct strv *ids, struct pool
 	f->userdata = &known;
 	fake_start(f);
 	struct cvm_client *c = fake_client(f, 1);
-	int r = cvm_describe_ids(c, &test_cred, "ap-singapore", ids, list, n, err);
+	int r = cvm_describe_ids(c, &test_cred, "ap-singapore", ids, NULL, list, n, err);
 	cvm_client_free(c);
 	fake_stop(f);
 	return r;
@@ -919,6 +900,160 @@ static void test_abort(void **state)
 	}
 }
 
+/* A leader's deadline already past (0: it stepped down): no request at all, not even a
+ * rate-limit token, for a launch, a termination or a lookup. */
+static void test_deadline_past(void **state)
+{
+	(void)state;
+	rate_reset();
+	const struct canned script[] = {{.body = "{\"Response\": {\"InstanceIdSet\": [\"ins-1\"]}}"}};
+	struct fake f = {.script = script, .n_script = 1};
+	fake_start(&f);
+	struct cvm_client *c = fake_client(&f, 3);
+	struct pool_spec s = sample_spec();
+	_Atomic int64_t until = 0;
+	struct cvm_launch l = {.spec = &s, .count = 1, .client_token = "tok-1", .until = &until};
+	struct strv ids = {0};
+	struct sp_error err = {0};
+	assert_int_equal(cvm_run_instances(c, &test_cred, &l, &ids, &err), SP_ETRANSIENT);
+	assert_non_null(strstr(err.msg, "leadership ends before the call could be made"));
+	atomic_store(&until, sp_mono_ms() - 1);
+	struct strv victims = {0};
+	strv_push(&victims, "ins-00000001");
+	err = (struct sp_error){0};
+	assert_int_equal(cvm_terminate_instances(c, &test_cred, "ap-singapore", &victims, &until, &err),
+			 SP_ETRANSIENT);
+	assert_non_null(strstr(err.msg, "leadership ends before the call could be made"));
+	struct pool_instance *found = NULL;
+	size_t n_found = 0;
+	err = (struct sp_error){0};
+	assert_int_equal(cvm_describe_ids(c, &test_cred, "ap-singapore", &victims, &until, &found, &n_found,
+					  &err), SP_ETRANSIENT);
+	assert_null(found);
+	strv_clear(&victims);
+	assert_int_equal(ids.n, 0);
+	cvm_client_free(c);
+	fake_stop(&f);
+	assert_int_equal(atomic_load(&f.n), 0);
+	struct rate_state st;
+	assert_int_equal(rate_peek(test_cred.secret_id, "ap-singapore", "RunInstances", &st), SP_ENOTFOUND);
+	assert_int_equal(rate_peek(test_cred.secret_id, "ap-singapore", "TerminateInstances", &st), SP_ENOTFOUND);
+	fake_free(&f);
+	rate_reset();
+}
+
+/* The deadline passes during a slow first attempt (the fake holds its reply 5 s, the
+ * client's timeout is 30 s): that attempt's timeout is cut to the time left and no
+ * second one is made, so the call returns within the deadline and a little slack. */
+static void test_deadline_during_attempt(void **state)
+{
+	(void)state;
+	rate_reset();
+	const struct canned script[] = {
+		{.body = "{\"Response\": {\"InstanceIdSet\": [\"ins-1\"]}}", .delay_ms = 5000},
+		{.body = "{\"Response\": {\"InstanceIdSet\": [\"ins-1\"]}}"},
+	};
+	struct fake f = {.script = script, .n_script = 2};
+	fake_start(&f);
+	struct cvm_client *c = fake_client(&f, 3);
+	struct pool_spec s = sample_spec();
+	int64_t start = sp_mono_ms();
+	_Atomic int64_t until = start + 400;
+	struct cvm_launch l = {.spec = &s, .count = 1, .client_token = "tok-1", .until = &until};
+	struct strv ids = {0};
+	struct sp_error err = {0};
+	int r = cvm_run_instances(c, &test_cred, &l, &ids, &err);
+	int64_t took = sp_mono_ms() - start;
+	assert_int_equal(r, SP_ETRANSIENT);
+	assert_int_equal(ids.n, 0);
+	assert_true(took >= 350);
+	assert_true(took < 400 + 250);
+	/* The timed-out attempt may have launched: the message says so and why it stopped. */
+	assert_non_null(strstr(err.msg, "leadership ends before the call could be made"));
+	cvm_client_free(c);
+	fake_stop(&f);
+	assert_int_equal(atomic_load(&f.n), 1);
+	fake_free(&f);
+	rate_reset();
+}
+
+/* Steps down (sets the deadline to 0) after `after_ms`, as the lease thread does. */
+struct step_down {
+	_Atomic int64_t *until;
+	int after_ms;
+};
+
+static void *step_down_later(void *arg)
+{
+	struct step_down *sd = arg;
+	usleep((useconds_t)sd->after_ms * 1000);
+	atomic_store(sd->until, 0);
+	return NULL;
+}
+
+/* A step-down is seen while the call waits: in the backoff before a retry (the first
+ * attempt failed with a 503), and between the batches of a termination of more than 100
+ * IDs (the first batch is slow). Neither the retry nor the second batch is sent, though
+ * the deadline first given was far away. */
+static void test_step_down_mid_call(void **state)
+{
+	(void)state;
+	rate_reset();
+	const struct canned retry_script[] = {
+		{.body = "{\"Response\": {\"Error\": {\"Code\": \"InternalError\", \"Message\": \"x\"}}}",
+		 .status = 503},
+		{.body = "{\"Response\": {\"InstanceIdSet\": [\"ins-1\"]}}"},
+	};
+	struct fake f = {.script = retry_script, .n_script = 2};
+	fake_start(&f);
+	struct cvm_client *c = fake_client(&f, 3);
+	struct pool_spec s = sample_spec();
+	_Atomic int64_t until = sp_mono_ms() + 60000;
+	struct step_down sd = {.until = &until, .after_ms = 80};
+	pthread_t t;
+	assert_int_equal(pthread_create(&t, NULL, step_down_later, &sd), 0);
+	struct cvm_launch l = {.spec = &s, .count = 1, .client_token = "tok-1", .until = &until};
+	struct strv ids = {0};
+	struct sp_error err = {0};
+	int64_t start = sp_mono_ms();
+	assert_int_equal(cvm_run_instances(c, &test_cred, &l, &ids, &err), SP_ETRANSIENT);
+	pthread_join(t, NULL);
+	assert_true(sp_mono_ms() - start < 400);
+	assert_non_null(strstr(err.msg, "leadership ends before the call could be made"));
+	cvm_client_free(c);
+	fake_stop(&f);
+	assert_int_equal(atomic_load(&f.n), 1);
+	fake_free(&f);
+
+	const struct canned batch_script[] = {
+		{.body = "{\"Response\": {}}", .delay_ms = 300},
+		{.body = "{\"Response\": {}}"},
+	};
+	f = (struct fake){.script = batch_script, .n_script = 2};
+	fake_start(&f);
+	c = fake_client(&f, 3);
+	atomic_store(&until, sp_mono_ms() + 60000);
+	sd = (struct step_down){.until = &until, .after_ms = 100};
+	assert_int_equal(pthread_create(&t, NULL, step_down_later, &sd), 0);
+	struct strv victims = {0};
+	for (int i = 0; i < 150; i++) {
+		char id[32];
+		snprintf(id, sizeof(id), "ins-%08d", i);
+		strv_push(&victims, id);
+	}
+	err = (struct sp_error){0};
+	assert_int_equal(cvm_terminate_instances(c, &test_cred, "ap-singapore", &victims, &until, &err),
+			 SP_ETRANSIENT);
+	pthread_join(t, NULL);
+	assert_non_null(strstr(err.msg, "leadership ends before the call could be made"));
+	strv_clear(&victims);
+	cvm_client_free(c);
+	fake_stop(&f);
+	assert_int_equal(atomic_load(&f.n), 1);
+	fake_free(&f);
+	rate_reset();
+}
+
 static void test_parse_time(void **state)
 {
 	(void)state;
@@ -964,6 +1099,9 @@ int main(void)
 		cmocka_unit_test(test_refusal_after_uncertain_attempt),
 		cmocka_unit_test(test_rate_limit),
 		cmocka_unit_test(test_abort),
+		cmocka_unit_test(test_deadline_past),
+		cmocka_unit_test(test_deadline_during_attempt),
+		cmocka_unit_test(test_step_down_mid_call),
 		cmocka_unit_test(test_parse_time),
 		cmocka_unit_test(test_redaction),
 	};

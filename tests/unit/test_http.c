@@ -101,16 +101,7 @@ static void *fake_serve(void *ud)
 		if (c < 0)
 			break;
 		char req[8192];
-		size_t got = 0;
-		while (got < sizeof(req) - 1) {
-			ssize_t r = read(c, req + got, sizeof(req) - 1 - got);
-			if (r <= 0)
-				break;
-			got += (size_t)r;
-			req[got] = '\0';
-			if (strstr(req, "\r\n\r\n"))
-				break;
-		}
+		test_read_request(c, req, sizeof(req));
 		atomic_fetch_add(&f->served, 1);
 		const char *a = f->answers[i];
 		assert_int_equal(write(c, a, strlen(a)), (ssize_t)strlen(a));
@@ -122,13 +113,7 @@ static void *fake_serve(void *ud)
 static void fake_start(struct fake *f, const char *const *answers, int n)
 {
 	*f = (struct fake){.answers = answers, .n_answers = n};
-	f->fd = socket(AF_INET, SOCK_STREAM, 0);
-	struct sockaddr_in a = {.sin_family = AF_INET, .sin_addr.s_addr = htonl(INADDR_LOOPBACK)};
-	assert_int_equal(bind(f->fd, (struct sockaddr *)&a, sizeof(a)), 0);
-	assert_int_equal(listen(f->fd, 8), 0);
-	socklen_t len = sizeof(a);
-	getsockname(f->fd, (struct sockaddr *)&a, &len);
-	f->port = ntohs(a.sin_port);
+	f->fd = test_listen_loopback(16, &f->port);
 	pthread_create(&f->thread, NULL, fake_serve, f);
 }
 
@@ -158,16 +143,17 @@ static struct kube_client *fake_client(const struct fake *f, struct kube_config 
 	return c;
 }
 
+static const char *const throttled_then_ok[] = {
+	ANSWER("429 Too Many Requests", "Retry-After: 1\r\n", 2) "{}",
+	ANSWER("200 OK", "", 11) "{\"ok\":true}",
+};
+
 /* The apiserver's 429 with Retry-After: 1 is waited out and the request repeated. */
 static void kube_honours_retry_after(void **state)
 {
 	(void)state;
-	static const char *const answers[] = {
-		ANSWER("429 Too Many Requests", "Retry-After: 1\r\n", 2) "{}",
-		ANSWER("200 OK", "", 11) "{\"ok\":true}",
-	};
 	struct fake f;
-	fake_start(&f, answers, 2);
+	fake_start(&f, throttled_then_ok, 2);
 	struct kube_config *cfg;
 	struct kube_client *c = fake_client(&f, &cfg);
 	cJSON *obj = NULL;
@@ -198,6 +184,44 @@ static void kube_429_without_retry_after(void **state)
 	struct sp_error err = {0};
 	assert_int_equal(kube_get(c, "/api/v1/namespaces/default/configmaps/x", NULL, &err), SP_ETHROTTLED);
 	assert_int_equal(atomic_load(&f.served), 1);
+	kube_client_free(c);
+	kube_config_free(cfg);
+	fake_stop(&f);
+}
+
+/* A client with a deadline (a leader's worker): nothing is sent once it passed, a
+ * request that hangs is cut at it, and a Retry-After that reaches past it is not waited. */
+static void kube_until(void **state)
+{
+	(void)state;
+	struct fake f;
+	fake_start(&f, throttled_then_ok, 2);
+	struct kube_config *cfg;
+	struct kube_client *c = fake_client(&f, &cfg);
+	_Atomic int64_t until = 0;
+	kube_client_set_until(c, &until);
+	struct sp_error err = {0};
+	assert_int_equal(kube_get(c, "/api/v1/namespaces/default/configmaps/x", NULL, &err), SP_ETRANSIENT);
+	assert_contains(err.msg, "leadership ends before the request could be made");
+	assert_int_equal(atomic_load(&f.served), 0);
+	atomic_store(&until, sp_mono_ms() + 500);
+	err = (struct sp_error){0};
+	assert_int_equal(kube_get(c, "/api/v1/namespaces/default/configmaps/x", NULL, &err), SP_ETHROTTLED);
+	assert_int_equal(atomic_load(&f.served), 1);
+	kube_client_free(c);
+	kube_config_free(cfg);
+	fake_stop(&f);
+
+	fake_start(&f, NULL, 0);  /* connects, never answers */
+	c = fake_client(&f, &cfg);
+	kube_client_set_until(c, &until);
+	int64_t t0 = sp_mono_ms();
+	atomic_store(&until, t0 + 300);
+	err = (struct sp_error){0};
+	assert_int_equal(kube_get(c, "/api/v1/namespaces/default/configmaps/x", NULL, &err), SP_ETRANSIENT);
+	int64_t took = sp_mono_ms() - t0;
+	if (took < 250 || took > 1500)
+		fail_msg("a hanging request with 300 ms left took %lld ms", (long long)took);
 	kube_client_free(c);
 	kube_config_free(cfg);
 	fake_stop(&f);
@@ -252,6 +276,7 @@ int main(void)
 		cmocka_unit_test(kube_honours_retry_after),
 		cmocka_unit_test(kube_429_without_retry_after),
 		cmocka_unit_test(kube_retry_after_beyond_timeout),
+		cmocka_unit_test(kube_until),
 		cmocka_unit_test(secret_wiped),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);

@@ -1,6 +1,15 @@
-/* inv: sweep cadence under the call budget. */
+/* inv: sweep cadence under the call budget; pollers retired when unread and when their
+ * credentials are refused, against a fake CVM endpoint. */
 #include "testutil.h"
 #include "inv.h"
+
+#include <arpa/inet.h>
+#include <dirent.h>
+#include <poll.h>
+#include <pthread.h>
+#include <stdatomic.h>
+#include <sys/socket.h>
+#include <unistd.h>
 
 static void test_interval_fast_while_unsettled_and_spaced_when_idle(void **state)
 {
@@ -20,10 +29,365 @@ static void test_interval_fast_while_unsettled_and_spaced_when_idle(void **state
 	}
 }
 
+/* A fake CVM endpoint on loopback: every listing is empty, except that a SecretId
+ * starting "AKIDbad" is refused (AuthFailure), region ap-nowhere is unknown
+ * (UnsupportedRegion), and "AKIDslow" is answered after 400 ms. One connection per
+ * request. */
+struct fake {
+	int fd, port;
+	pthread_t thread;
+	atomic_int stop;
+	atomic_size_t n, refused;
+};
+
+static void *fake_main(void *arg)
+{
+	struct fake *f = arg;
+	while (!atomic_load(&f->stop)) {
+		struct pollfd pl = {.fd = f->fd, .events = POLLIN};
+		if (poll(&pl, 1, 20) <= 0)
+			continue;
+		int conn = accept(f->fd, NULL, NULL);
+		if (conn < 0)
+			continue;
+		/* Small requests: read until the body is in (headers, then Content-Length). */
+		char req[16384];
+		size_t len = 0, want = 0;
+		for (ssize_t r; len < sizeof(req) - 1 && (r = read(conn, req + len, sizeof(req) - 1 - len)) > 0;) {
+			len += (size_t)r;
+			req[len] = '\0';
+			char *end = strstr(req, "\r\n\r\n");
+			if (end && !want) {
+				char *cl = strcasestr(req, "\r\nContent-Length:");
+				want = (size_t)(end + 4 - req) + (cl && cl < end ? strtoul(cl + 17, NULL, 10) : 0);
+			}
+			if (want && len >= want)
+				break;
+		}
+		req[len] = '\0';
+		atomic_fetch_add(&f->n, 1);
+		if (strstr(req, "Credential=AKIDslow"))
+			usleep(400000);
+		const char *reply = "{\"Response\": {\"TotalCount\": 0, \"InstanceSet\": [], \"RequestId\": \"r\"}}";
+		if (strstr(req, "Credential=AKIDbad")) {
+			atomic_fetch_add(&f->refused, 1);
+			reply = "{\"Response\": {\"Error\": {\"Code\": \"AuthFailure.SecretIdNotFound\", "
+				"\"Message\": \"no such id\"}, \"RequestId\": \"r\"}}";
+		} else if (strcasestr(req, "\r\nX-TC-Region: ap-nowhere")) {
+			atomic_fetch_add(&f->refused, 1);
+			reply = "{\"Response\": {\"Error\": {\"Code\": \"UnsupportedRegion\", "
+				"\"Message\": \"no such region\"}, \"RequestId\": \"r\"}}";
+		}
+		char head[160];
+		int hn = snprintf(head, sizeof(head), "HTTP/1.1 200 OK\r\nContent-Type: application/json\r\n"
+				  "Content-Length: %zu\r\nConnection: close\r\n\r\n", strlen(reply));
+		if (send(conn, head, (size_t)hn, MSG_NOSIGNAL) < 0 || send(conn, reply, strlen(reply), MSG_NOSIGNAL) < 0)
+			fprintf(stderr, "fake: write failed\n");
+		close(conn);
+	}
+	return NULL;
+}
+
+static void fake_start(struct fake *f)
+{
+	f->fd = test_listen_loopback(128, &f->port);
+	assert_int_equal(pthread_create(&f->thread, NULL, fake_main, f), 0);
+}
+
+static void fake_stop(struct fake *f)
+{
+	atomic_store(&f->stop, 1);
+	pthread_join(f->thread, NULL);
+	close(f->fd);
+}
+
+static size_t threads(void)
+{
+	size_t n = 0;
+	DIR *d = opendir("/proc/self/task");
+	assert_non_null(d);
+	for (struct dirent *e; (e = readdir(d));)
+		n += e->d_name[0] != '.';
+	closedir(d);
+	return n;
+}
+
+/* A test's world: the fake, an inventory on it (fast interval 50 ms), and the thread
+ * count before the inventory (the fake's thread included). */
+struct env {
+	struct fake f;
+	size_t before;
+	char url[64];
+	struct inv *inv;
+};
+
+static void env_start(struct env *e, int64_t retire_after_ms)
+{
+	*e = (struct env){0};
+	fake_start(&e->f);
+	e->before = threads();
+	snprintf(e->url, sizeof(e->url), "http://127.0.0.1:%d/", e->f.port);
+	struct inv_config cfg = {.cvm = {.endpoint = e->url, .max_attempts = 1, .timeout_ms = 5000},
+				 .fast_interval_ms = 50, .retire_after_ms = retire_after_ms};
+	e->inv = inv_new(&cfg);
+}
+
+/* inv_free joins every thread it started. */
+static void env_stop(struct env *e)
+{
+	inv_free(e->inv);
+	assert_int_equal(threads(), e->before);
+	fake_stop(&e->f);
+}
+
+static int read_in(struct inv *inv, const char *secret_id, const char *region, const char *owner,
+		   struct sp_error *err)
+{
+	struct cvm_credentials cred = {.secret_id = secret_id, .secret_key = "key"};
+	struct pool_instance *list = NULL;
+	size_t n = 0;
+	int r = inv_read(inv, NULL, &cred, region, owner, false, 0, 5000, &list, &n, err);
+	(void)n;
+	free(list);
+	return r;
+}
+
+static int read_as(struct inv *inv, const char *secret_id, const char *owner)
+{
+	struct sp_error err = {0};
+	return read_in(inv, secret_id, "ap-test", owner, &err);
+}
+
+/* Waits (up to 5 s) for the count to fall to want; returns the last count seen. */
+static size_t wait_pollers(struct inv *inv, size_t want)
+{
+	size_t n = inv_poller_count(inv, NULL);
+	for (int64_t until = sp_mono_ms() + 5000; n != want && sp_mono_ms() < until; n = inv_poller_count(inv, NULL))
+		usleep(10000);
+	return n;
+}
+
+/* 50 pools on 50 SecretIds, read once each and never again (their passes stopped with
+ * no inv_forget): after the idle time every poller is stopped and its thread joined; a
+ * pair still read keeps its poller. */
+static void test_unread_pollers_are_retired_and_joined(void **state)
+{
+	(void)state;
+	struct env e;
+	env_start(&e, 200);
+	struct inv *inv = e.inv;
+	char id[32], owner[32];
+	for (int i = 0; i < 50; i++) {
+		snprintf(id, sizeof(id), "AKIDidle%d", i);
+		snprintf(owner, sizeof(owner), "ns/pool%d", i);
+		assert_int_equal(read_as(inv, id, owner), 0);
+	}
+	/* Each has a thread, until joined (sampled before the count: retiring only lowers). */
+	size_t n_threads = threads();
+	assert_true(n_threads <= e.before + 1 + inv_poller_count(inv, NULL));
+	assert_true(n_threads > e.before + 1);
+	/* One pair stays in use: read well within the idle time, for three of them. */
+	for (int64_t until = sp_mono_ms() + 600; sp_mono_ms() < until;) {
+		assert_int_equal(read_as(inv, "AKIDkept", "ns/kept"), 0);
+		usleep(50000);
+	}
+	assert_int_equal(wait_pollers(inv, 1), 1);
+	assert_int_equal(threads(), e.before + 2);
+	/* Unread, it goes too. */
+	assert_int_equal(wait_pollers(inv, 0), 0);
+	assert_int_equal(threads(), e.before + 1);
+	env_stop(&e);
+}
+
+/* 1,000 rotations of two pools' shared temporary credentials (each brings a new
+ * SecretId): the old pair's poller goes as soon as both pools have moved on, though
+ * the idle time is ten minutes; one poller at the end, threads back to start + 2. */
+static void test_rotations_leave_one_poller_per_id_in_use(void **state)
+{
+	(void)state;
+	struct env e;
+	env_start(&e, 600000);
+	struct inv *inv = e.inv;
+	char id[32];
+	size_t most = 0, live = 0;
+	for (int i = 0; i < 1000; i++) {
+		snprintf(id, sizeof(id), "AKIDtemp%d", i);
+		assert_int_equal(read_as(inv, id, "ns/a"), 0);
+		size_t n = inv_poller_count(inv, &live);
+		most = n > most ? n : most;
+		/* a on the new pair, b still on the old one */
+		assert_true(live <= 2);
+		assert_int_equal(read_as(inv, id, "ns/b"), 0);
+		n = inv_poller_count(inv, &live);
+		most = n > most ? n : most;
+		assert_int_equal(live, 1);
+	}
+	print_message("1,000 rotations: one live poller after each, at most %zu threads of pollers "
+		      "(live or ending) at once\n", most);
+	/* Ending ones are joined as they finish their sweep: a few at once on a quiet
+	 * machine, a few dozen on a loaded one (the fake answers one call at a time), never
+	 * one per rotation. */
+	assert_true(most <= 100);
+	assert_int_equal(wait_pollers(inv, 1), 1);
+	assert_int_equal(threads(), e.before + 2);
+	env_stop(&e);
+}
+
+/* A deleted pool (inv_forget) takes its poller with it at once unless another pool
+ * still uses the pair. */
+static void test_forgotten_pools_release_their_poller(void **state)
+{
+	(void)state;
+	struct env e;
+	env_start(&e, 600000);
+	struct inv *inv = e.inv;
+	char id[32], owner[32];
+	for (int i = 0; i < 40; i++) {
+		snprintf(id, sizeof(id), "AKIDns%d", i);
+		snprintf(owner, sizeof(owner), "ns%d/pool", i);
+		assert_int_equal(read_as(inv, id, owner), 0);
+	}
+	assert_int_equal(read_as(inv, "AKIDns0", "ns0/second"), 0);
+	assert_int_equal(inv_poller_count(inv, NULL), 40);
+	assert_int_equal(threads(), e.before + 41);
+	for (int i = 0; i < 40; i++) {
+		snprintf(owner, sizeof(owner), "ns%d/pool", i);
+		inv_forget(inv, owner);
+	}
+	inv_forget(inv, "ns/never-read");
+	assert_int_equal(wait_pollers(inv, 1), 1);
+	assert_int_equal(threads(), e.before + 2);
+	inv_forget(inv, "ns0/second");
+	assert_int_equal(wait_pollers(inv, 0), 0);
+	assert_int_equal(threads(), e.before + 1);
+	/* A pool read again after it was forgotten starts a new poller. */
+	assert_int_equal(read_as(inv, "AKIDns0", "ns0/second"), 0);
+	assert_int_equal(inv_poller_count(inv, NULL), 1);
+	env_stop(&e);
+}
+
+/* A mistyped SecretId or region: the read fails with the listing's error and no poller
+ * (nor its key) stays behind, though the idle time is long. */
+static void test_refused_credentials_leave_no_poller(void **state)
+{
+	(void)state;
+	struct env e;
+	env_start(&e, 600000);
+	struct inv *inv = e.inv;
+	struct sp_error err = {0};
+	for (int i = 0; i < 20; i++) {
+		assert_int_equal(read_in(inv, "AKIDbadTypo", "ap-test", "ns/pool", &err), SP_EAUTH);
+		assert_non_null(strstr(err.msg, "AuthFailure.SecretIdNotFound"));
+		assert_int_equal(read_in(inv, "AKIDgoodId", "ap-nowhere", "ns/pool", &err), SP_ECONFIG);
+		assert_non_null(strstr(err.msg, "UnsupportedRegion"));
+	}
+	assert_int_equal(wait_pollers(inv, 0), 0);
+	assert_int_equal(threads(), e.before + 1);
+	size_t refused = atomic_load(&e.f.refused);
+	usleep(300000);  /* six fast intervals: nothing lists with it any more */
+	assert_int_equal(atomic_load(&e.f.refused), refused);
+	/* A good pair next to it keeps its poller. */
+	assert_int_equal(read_as(inv, "AKIDgood", "ns/other"), 0);
+	assert_int_equal(inv_poller_count(inv, NULL), 1);
+	env_stop(&e);
+}
+
+/* A read that waits longer than the idle time (a slow first listing) neither loses its
+ * poller when it ends (the idle time counts from the end of a read) nor keeps the
+ * janitor spinning meanwhile (little CPU while it waits). */
+static void test_slow_read_keeps_its_poller(void **state)
+{
+	(void)state;
+	struct env e;
+	env_start(&e, 100);
+	struct timespec t0, t1;
+	clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &t0);
+	assert_int_equal(read_as(e.inv, "AKIDslowFirst", "ns/slow"), 0);
+	clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &t1);
+	size_t live = 0;
+	inv_poller_count(e.inv, &live);
+	assert_int_equal(live, 1);
+	int64_t cpu_ms = (t1.tv_sec - t0.tv_sec) * 1000 + (t1.tv_nsec - t0.tv_nsec) / 1000000;
+	print_message("a 400 ms read: %lld ms of CPU\n", (long long)cpu_ms);
+	assert_true(cpu_ms < 150);
+	assert_int_equal(wait_pollers(e.inv, 0), 0);
+	env_stop(&e);
+}
+
+/* Readers on four threads switch pools between pairs (some refused), with rotated
+ * keys, while pools are forgotten and the idle time is 20 ms: no reader sees a freed
+ * poller (run under ASan/TSan), every read ends, and all threads are joined at the end. */
+struct stress {
+	struct inv *inv;
+	const char *url;
+	unsigned seed;
+	atomic_size_t reads, failed;
+};
+
+static void *stress_main(void *arg)
+{
+	struct stress *st = arg;
+	struct cvm_config cfg = {.endpoint = st->url, .max_attempts = 1, .timeout_ms = 5000};
+	struct cvm_client *cvm = cvm_client_new(&cfg);
+	unsigned seed = st->seed;
+	for (int64_t until = sp_mono_ms() + 1500; sp_mono_ms() < until;) {
+		int r = rand_r(&seed);
+		char id[32], owner[32];
+		snprintf(id, sizeof(id), r % 7 == 0 ? "AKIDbad%d" : "AKIDshared%d", r % 5);
+		snprintf(owner, sizeof(owner), "ns/p%d", (r >> 4) % 6);
+		if ((r >> 8) % 9 == 0) {
+			inv_forget(st->inv, owner);
+			continue;
+		}
+		struct cvm_credentials cred = {.secret_id = id, .secret_key = (r >> 12) % 3 ? "key" : "key2"};
+		struct pool_instance *list = NULL;
+		size_t n = 0;
+		struct sp_error err = {0};
+		if (inv_read(st->inv, cvm, &cred, "ap-test", owner, (r >> 14) & 1, 0, 5000, &list, &n, &err) < 0)
+			atomic_fetch_add(&st->failed, 1);
+		atomic_fetch_add(&st->reads, 1);
+		free(list);
+	}
+	cvm_client_free(cvm);
+	return NULL;
+}
+
+static void test_concurrent_reads_rotations_and_forgets(void **state)
+{
+	(void)state;
+	struct env e;
+	env_start(&e, 20);
+	struct inv *inv = e.inv;
+	struct stress st[4] = {0};
+	pthread_t t[4];
+	for (int i = 0; i < 4; i++) {
+		st[i] = (struct stress){.inv = inv, .url = e.url, .seed = 1234u + (unsigned)i};
+		assert_int_equal(pthread_create(&t[i], NULL, stress_main, &st[i]), 0);
+	}
+	size_t reads = 0, failed = 0;
+	for (int i = 0; i < 4; i++) {
+		pthread_join(t[i], NULL);
+		reads += atomic_load(&st[i].reads);
+		failed += atomic_load(&st[i].failed);
+	}
+	print_message("%zu reads, %zu failed (refused ids)\n", reads, failed);
+	assert_true(reads > 100);
+	assert_true(failed < reads);
+	assert_int_equal(wait_pollers(inv, 0), 0);
+	assert_int_equal(threads(), e.before + 1);
+	env_stop(&e);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_interval_fast_while_unsettled_and_spaced_when_idle),
+		cmocka_unit_test(test_unread_pollers_are_retired_and_joined),
+		cmocka_unit_test(test_rotations_leave_one_poller_per_id_in_use),
+		cmocka_unit_test(test_forgotten_pools_release_their_poller),
+		cmocka_unit_test(test_slow_read_keeps_its_poller),
+		cmocka_unit_test(test_concurrent_reads_rotations_and_forgets),
+		cmocka_unit_test(test_refused_credentials_leave_no_poller),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -333,9 +333,9 @@ static void test_short_value_not_redacted(void **state)
 	assert_int_equal(log_secret_count(), base);
 }
 
-/* A rotated key is forgotten when its Secret registers the next one, and 1,000
- * rotations (or 1,000 distinct anonymous values) leave the list bounded. */
-static void test_rotation_forgets_and_list_bounded(void **state)
+/* A rotated key is forgotten when its Secret registers the next one: 1,000 rotations
+ * leave one value. */
+static void test_rotation_forgets(void **state)
 {
 	(void)state;
 	size_t base = log_secret_count();
@@ -351,14 +351,55 @@ static void test_rotation_forgets_and_list_bounded(void **state)
 	assert_string_equal(log_redact(line, sizeof(line)), "rotated-secret-key-000998 [redacted]");
 	log_replace_secret("tenant", "creds", "secretKey", NULL);
 	assert_int_equal(log_secret_count(), base);
-	for (int i = 0; i < 1000; i++) {
-		snprintf(key, sizeof(key), "anonymous-token-%06d", i);
-		log_add_secret(key);
+}
+
+/* Regression (review of af42319): one key copied into two Secrets was forgotten when
+ * the first of them rotated, though the second still held it. */
+static void test_shared_value_stays_while_owned(void **state)
+{
+	(void)state;
+	const char *shared = "shared-secret-key-0123456789";
+	char line[128];
+	size_t base = log_secret_count();
+	log_replace_secret("team-a", "creds", "secretKey", shared);
+	log_replace_secret("team-b", "creds", "secretKey", shared);
+	assert_int_equal(log_secret_count(), base + 1);
+	log_replace_secret("team-a", "creds", "secretKey", "team-a-rotated-key-000001");
+	snprintf(line, sizeof(line), "%s", shared);
+	assert_string_equal(log_redact(line, sizeof(line)), "[redacted]");
+	log_replace_secret("team-b", "creds", "secretKey", NULL);
+	snprintf(line, sizeof(line), "%s", shared);
+	assert_string_equal(log_redact(line, sizeof(line)), shared);
+	/* A process secret that a tenant also used stays when the tenant lets go. */
+	log_add_secret("process-own-secret-key-42");
+	log_replace_secret("team-b", "creds", "secretKey", "process-own-secret-key-42");
+	log_replace_secret("team-b", "creds", "secretKey", NULL);
+	snprintf(line, sizeof(line), "process-own-secret-key-42");
+	assert_string_equal(log_redact(line, sizeof(line)), "[redacted]");
+	log_shutdown();
+}
+
+/* Regression (review of af42319): tenants' values evicted the process's own (its
+ * environment key, kubeconfig key, service-account token) once 256 were registered.
+ * The list stays bounded; the least recently registered tenant value goes first. */
+static void test_list_bounded_process_secrets_stay(void **state)
+{
+	(void)state;
+	char key[48], line[160];
+	log_add_secret("process-environment-secret-key");
+	for (int i = 0; i < 2 * LOG_SECRETS_MAX; i++) {
+		snprintf(key, sizeof(key), "tenant-%06d", i);
+		char value[48];
+		snprintf(value, sizeof(value), "tenant-secret-value-%06d", i);
+		log_replace_secret("ns", key, "secretKey", value);
+		if (i % 100 == 0)  /* one in use all along, registered by every pass */
+			log_replace_secret("ns", "busy", "secretKey", "busy-tenant-secret-value");
 	}
 	assert_int_equal(log_secret_count(), LOG_SECRETS_MAX);
-	/* The newest stay, the least recently registered went first. */
-	snprintf(line, sizeof(line), "anonymous-token-000999 anonymous-token-000000");
-	assert_string_equal(log_redact(line, sizeof(line)), "[redacted] anonymous-token-000000");
+	snprintf(line, sizeof(line), "process-environment-secret-key tenant-secret-value-%06d "
+		 "tenant-secret-value-000000 busy-tenant-secret-value", 2 * LOG_SECRETS_MAX - 1);
+	assert_string_equal(log_redact(line, sizeof(line)),
+			    "[redacted] [redacted] tenant-secret-value-000000 [redacted]");
 	log_shutdown();
 	assert_int_equal(log_secret_count(), 0);
 }
@@ -377,7 +418,9 @@ int main(void)
 		cmocka_unit_test_setup_teardown(test_redact_before_truncating_fields, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_redact_copy, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_short_value_not_redacted, setup, teardown),
-		cmocka_unit_test_setup_teardown(test_rotation_forgets_and_list_bounded, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_rotation_forgets, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_shared_value_stays_while_owned, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_list_bounded_process_secrets_stay, setup, teardown),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -194,7 +194,16 @@ static void test_bad_values_name_the_field(void **state)
 	expect_error("  securityGroupIds: [abc]\n", "spec.securityGroupIds[0]: must start with \"sg-\"");
 	expect_error("  maxPrice: cheap\n", "spec.maxPrice");
 	expect_error("  maxPrice: 1.5\n", "spec.maxPrice: must be a string, got number");
-	expect_error("  minimumm: 2\n", "spec.minimumm: unknown field");
+	expect_error("  minimumm: 2\n", "spec.minimumm: unknown field (did you mean \"minimum\"?)");
+	expect_error("  zzzzzz: 2\n", "spec.zzzzzz: unknown field (line 11)");
+	expect_error("  systemDisk: {diskSise: 50}\n", "spec.systemDisk.diskSise: unknown field (did you mean \"diskSize\"?)");
+	expect_error("  credentialsSecretRef: {nmae: tc}\n",
+		     "spec.credentialsSecretRef.nmae: unknown field (did you mean \"name\"?)");
+	expect_error("spce: {}\n", "spce: unknown field (did you mean \"spec\"?)");
+	expect_error("metdata: {}\n", "metdata: unknown field (did you mean \"metadata\"?)");
+	/* An out-of-range number is echoed as written, not as a double prints. */
+	expect_error("  replicas: 100000000000000000000000\n", "got 100000000000000000000000");
+	expect_error("  replicas: 1.50\n", "must be an integer, got 1.50");
 	expect_error("  deletionPolicy: Keep\n", "spec.deletionPolicy: must be Delete or Retain");
 	expect_error("  vpcId: vpc-1\n", "spec.subnetId: required together with spec.vpcId");
 	expect_error("  secretKey: abcdef\n", "spec.secretId: required together with spec.secretKey");

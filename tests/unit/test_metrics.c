@@ -7,6 +7,9 @@
 #include "wq.h"
 
 #include <curl/curl.h>
+#include <fcntl.h>
+#include <sys/resource.h>
+#include <time.h>
 #include <pthread.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -89,6 +92,12 @@ static const char *const families[][2] = {
 	{"spotpool_workqueue_queue_duration_seconds", "histogram"},
 	{"spotpool_workqueue_work_duration_seconds", "histogram"},
 	{"spotpool_workqueue_retries_total", "counter"},
+	{"process_cpu_seconds_total", "counter"},
+	{"process_open_fds", "gauge"},
+	{"process_max_fds", "gauge"},
+	{"process_virtual_memory_bytes", "gauge"},
+	{"process_resident_memory_bytes", "gauge"},
+	{"process_start_time_seconds", "gauge"},
 };
 #define N_FAMILIES (sizeof(families) / sizeof(families[0]))
 
@@ -114,6 +123,54 @@ static void test_families_appear_once(void **state)
 	assert_int_equal(count(page, "# TYPE "), N_FAMILIES);
 	assert_contains(page, "spotpool_build_info{version=\"" SPOTPOOL_VERSION "\"} 1\n");
 	free(page);
+}
+
+/* The value of the unlabelled sample name on page (fails when absent). */
+static double sample_value(const char *page, const char *name)
+{
+	char *needle = xasprintf("\n%s ", name);
+	const char *p = strstr(page, needle);
+	if (!p)
+		fail_msg("no sample %s", name);
+	double v = strtod(p + strlen(needle), NULL);
+	free(needle);
+	return v;
+}
+
+/* process_*: as the Prometheus client libraries export them, with values that follow the
+ * process: more open files, more CPU time, a start time in the past. */
+static void test_process_metrics(void **state)
+{
+	(void)state;
+	char *page = metrics_render();
+	double fds = sample_value(page, "process_open_fds");
+	double cpu = sample_value(page, "process_cpu_seconds_total");
+	double start = sample_value(page, "process_start_time_seconds");
+	double rss = sample_value(page, "process_resident_memory_bytes");
+	double vsize = sample_value(page, "process_virtual_memory_bytes");
+	struct rlimit rl;
+	assert_int_equal(getrlimit(RLIMIT_NOFILE, &rl), 0);
+	assert_true(sample_value(page, "process_max_fds") == (double)rl.rlim_cur);
+	assert_true(rss > 1024 * 1024 && vsize >= rss);
+	double now = (double)time(NULL);
+	assert_true(start > now - 600 && start <= now + 1);
+	assert_contains(page, "# HELP process_cpu_seconds_total Total user and system CPU time spent in seconds.\n"
+			      "# TYPE process_cpu_seconds_total counter\n");
+	free(page);
+
+	int extra[3];
+	for (size_t i = 0; i < 3; i++)
+		assert_true((extra[i] = open("/dev/null", O_RDONLY)) >= 0);
+	volatile unsigned long spin = 0;
+	for (clock_t t0 = clock(); clock() - t0 < CLOCKS_PER_SEC / 20;)
+		spin++;
+	page = metrics_render();
+	assert_true(sample_value(page, "process_open_fds") == fds + 3);
+	assert_true(sample_value(page, "process_cpu_seconds_total") > cpu);
+	assert_true(sample_value(page, "process_start_time_seconds") - start < 0.05);
+	free(page);
+	for (size_t i = 0; i < 3; i++)
+		close(extra[i]);
 }
 
 static void test_pool_values(void **state)
@@ -407,6 +464,9 @@ static void test_forget_drops_every_pool_series(void **state)
 	metrics_pool_forget("ns", "never-existed");
 	char *got = metrics_render();
 	assert_not_contains(got, "pool=\"gone\"");
+	/* The process_* families come last and change between scrapes (CPU time). */
+	*strstr(want, "# HELP process_") = '\0';
+	*strstr(got, "# HELP process_") = '\0';
 	assert_string_equal(got, want);
 	free(want);
 	free(got);
@@ -816,6 +876,7 @@ int main(void)
 		cmocka_unit_test_setup_teardown(test_serve_endpoints, reset, reset),
 		cmocka_unit_test_setup_teardown(test_serve_ipv6_without_probes, reset, reset),
 		cmocka_unit_test_setup_teardown(test_bad_listen_addresses, reset, reset),
+		cmocka_unit_test_setup_teardown(test_process_metrics, reset, reset),
 	};
 	int failed = cmocka_run_group_tests_name("metrics", tests, NULL, NULL);
 	curl_global_cleanup();

@@ -338,6 +338,83 @@ static void test_abort(void **state)
 	assert_int_equal(WEXITSTATUS(status), 0);
 }
 
+/* rate_acquire_until on the test clock (no token comes unless the test advances it) and
+ * a real-clock deadline: a deadline already past asks nothing (no bucket is made); a
+ * waiter gives up when its deadline passes, and when the deadline is moved to 0 (a
+ * step-down) while it waits, each time leaving the queue and the token to the next. */
+struct until_waiter {
+	_Atomic int64_t *until;
+	struct sp_error err;
+	int r;
+	int64_t took_ms;
+};
+
+static void *until_waiter_main(void *arg)
+{
+	struct until_waiter *w = arg;
+	int64_t start = sp_mono_ms();
+	w->r = rate_acquire_until("AKID1", "ap-a", "RunInstances", w->until, NULL, &w->err);
+	w->took_ms = sp_mono_ms() - start;
+	return NULL;
+}
+
+static void test_acquire_until(void **state)
+{
+	(void)state;
+	configure(0, 1, 0, 0);
+	_Atomic int64_t until = 0;
+	struct sp_error err = {0};
+	assert_int_equal(rate_acquire_until("AKID1", "ap-a", "RunInstances", &until, NULL, &err), SP_ETRANSIENT);
+	assert_non_null(strstr(err.msg, "deadline passed before the rate limit was asked"));
+	struct rate_state st;
+	assert_int_equal(rate_peek("AKID1", "ap-a", "RunInstances", &st), SP_ENOTFOUND);
+	/* NULL: no deadline; the burst of one is granted at once. */
+	assert_int_equal(rate_acquire_until("AKID1", "ap-a", "RunInstances", NULL, NULL, NULL), 0);
+	assert_near(peek("AKID1", "ap-a", "RunInstances").tokens, 0);
+
+	/* The deadline passes while waiting. */
+	atomic_store(&until, sp_mono_ms() + 150);
+	struct until_waiter w = {.until = &until};
+	until_waiter_main(&w);
+	assert_int_equal(w.r, SP_ETRANSIENT);
+	assert_non_null(strstr(w.err.msg, "deadline passed while waiting for the rate limit"));
+	if (w.took_ms < 140 || w.took_ms > 140 + 200)
+		fail_msg("gave up after %lld ms, deadline 150 ms", (long long)w.took_ms);
+	st = peek("AKID1", "ap-a", "RunInstances");
+	assert_int_equal(st.waiting, 0);
+
+	/* A step-down while waiting (far deadline, set to 0 after 60 ms): seen within about
+	 * RATE_ABORT_POLL_MS, while a second waiter with no deadline stays queued. */
+	atomic_store(&until, sp_mono_ms() + 60000);
+	w = (struct until_waiter){.until = &until};
+	pthread_t t;
+	assert_int_equal(pthread_create(&t, NULL, until_waiter_main, &w), 0);
+	usleep(20 * 1000);
+	struct until_waiter patient = {.until = NULL};
+	pthread_t t2;
+	assert_int_equal(pthread_create(&t2, NULL, until_waiter_main, &patient), 0);
+	usleep(40 * 1000);
+	int64_t stepped_down = sp_mono_ms();
+	atomic_store(&until, 0);
+	pthread_join(t, NULL);
+	int64_t left_after = sp_mono_ms() - stepped_down;
+	assert_int_equal(w.r, SP_ETRANSIENT);
+	assert_non_null(strstr(w.err.msg, "deadline passed while waiting for the rate limit"));
+	if (left_after > 10 * RATE_ABORT_POLL_MS)
+		fail_msg("left %lld ms after the step-down", (long long)left_after);
+	/* The patient waiter now heads the queue and takes the next token, not a lost one. */
+	assert_int_equal(peek("AKID1", "ap-a", "RunInstances").waiting, 1);
+	fake_advance(SEC);
+	rate_wake();
+	pthread_join(t2, NULL);
+	assert_int_equal(patient.r, 0);
+	st = peek("AKID1", "ap-a", "RunInstances");
+	assert_int_equal(st.waiting, 0);
+	assert_near(st.tokens, 0);
+	/* Only the granted calls reached the hooks. */
+	assert_int_equal(seen.grants, 2);
+}
+
 /* SecretId, region and action each make their own bucket; so do long SecretIds that
  * differ only past the part kept in the key. */
 static void test_keys_are_separate(void **state)
@@ -418,6 +495,7 @@ int main(void)
 		cmocka_unit_test_setup_teardown(test_keys_are_separate, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_registry_bounded, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_abort, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_acquire_until, setup, teardown),
 	};
 	return cmocka_run_group_tests_name("rate", tests, NULL, NULL);
 }

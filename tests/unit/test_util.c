@@ -1,4 +1,6 @@
-/* util: sp_base64_decode (found by tests/fuzz/fuzz_kubeconfig: "====" wrote before its buffer). */
+/* util: sp_base64_decode (found by tests/fuzz/fuzz_kubeconfig: "====" wrote before its
+ * buffer); monotonic condition waits (issue 19 item 6); edit distance and the nearest
+ * known name (did-you-mean suggestions). */
 #include "testutil.h"
 #include "spotpool.h"
 
@@ -39,11 +41,68 @@ static void test_base64_malformed_padding(void **state)
 	assert_int_equal(n, 99);  /* untouched on failure */
 }
 
+/* The waits of inv, wq and rate end at a sp_mono_ms() time: the condition variable
+ * must wait on that clock. On CLOCK_REALTIME (the default) a monotonic deadline lies
+ * decades in the past and the wait returns at once; a wall-clock deadline would
+ * stretch or cut with every clock step. */
+static void test_cond_waits_on_the_monotonic_clock(void **state)
+{
+	(void)state;
+	pthread_mutex_t lock = PTHREAD_MUTEX_INITIALIZER;
+	pthread_cond_t cond;
+	sp_cond_init_monotonic(&cond);
+	pthread_mutex_lock(&lock);
+	int64_t start = sp_mono_ms();
+	sp_cond_wait_until_ms(&cond, &lock, start + 200);
+	int64_t waited = sp_mono_ms() - start;
+	assert_true(waited >= 190);
+	assert_true(waited < 2000);
+	start = sp_mono_ms();
+	sp_cond_wait_until_ms(&cond, &lock, start - 1000);  /* past: returns at once */
+	assert_true(sp_mono_ms() - start < 100);
+	pthread_mutex_unlock(&lock);
+	pthread_cond_destroy(&cond);
+}
+
+static void test_edit_distance(void **state)
+{
+	(void)state;
+	assert_int_equal(sp_edit_distance("", ""), 0);
+	assert_int_equal(sp_edit_distance("spec", ""), 4);
+	assert_int_equal(sp_edit_distance("spce", "spec"), 1);      /* a swap is one edit */
+	assert_int_equal(sp_edit_distance("kitten", "sitting"), 3);
+	assert_int_equal(sp_edit_distance("worker", "workers"), 1);
+	assert_int_equal(sp_edit_distance("Spec", "spec"), 1);      /* case counts */
+	char a[200], b[200];
+	memset(a, 'a', sizeof(a) - 1);
+	a[sizeof(a) - 1] = '\0';
+	memcpy(b, a, sizeof(b));
+	b[150] = 'b';                                               /* past the first 64 */
+	assert_int_equal(sp_edit_distance(a, b), 0);
+}
+
+static void test_nearest(void **state)
+{
+	(void)state;
+	static const char *const top[] = {"apiVersion", "kind", "metadata", "spec", "status"};
+	assert_string_equal(sp_nearest("spce", top, 5), "spec");
+	assert_string_equal(sp_nearest("metdata", top, 5), "metadata");
+	assert_string_equal(sp_nearest("apiversion", top, 5), "apiVersion");
+	assert_null(sp_nearest("spec", top, 5));        /* known: nothing to suggest */
+	assert_null(sp_nearest("zzzz", top, 5));        /* nothing near */
+	assert_null(sp_nearest("x", top, 0));
+	static const char *const tie[] = {"ab", "ac"};
+	assert_string_equal(sp_nearest("aa", tie, 2), "ab");  /* ties: the first */
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
+		cmocka_unit_test(test_edit_distance),
+		cmocka_unit_test(test_nearest),
 		cmocka_unit_test(test_base64_valid),
 		cmocka_unit_test(test_base64_malformed_padding),
+		cmocka_unit_test(test_cond_waits_on_the_monotonic_clock),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -6,10 +6,16 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <stdarg.h>
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 #include <string.h>
 #include <time.h>
+
+#include <arpa/inet.h>
+#include <netinet/in.h>
+#include <sys/socket.h>
+#include <unistd.h>
 
 #include <cmocka.h>
 
@@ -18,5 +24,43 @@
 		if (!strstr((haystack), (needle)))                                           \
 			fail_msg("\"%s\" does not contain \"%s\"", (haystack), (needle));    \
 	} while (0)
+
+/* A listening TCP socket on 127.0.0.1 at a free port (stored in ret_port), for fake
+ * servers. */
+static inline int test_listen_loopback(int backlog, int *ret_port)
+{
+	struct sockaddr_in sa = {.sin_family = AF_INET, .sin_addr.s_addr = htonl(INADDR_LOOPBACK)};
+	socklen_t len = sizeof(sa);
+	int fd = socket(AF_INET, SOCK_STREAM, 0);
+	assert_true(fd >= 0);
+	assert_int_equal(bind(fd, (struct sockaddr *)&sa, sizeof(sa)), 0);
+	assert_int_equal(listen(fd, backlog), 0);
+	assert_int_equal(getsockname(fd, (struct sockaddr *)&sa, &len), 0);
+	*ret_port = ntohs(sa.sin_port);
+	return fd;
+}
+
+/* Reads one HTTP request (headers and a Content-Length body) into buf, NUL-terminated;
+ * what does not fit in cap - 1 bytes is left unread. Whether the whole request came. */
+static inline bool test_read_request(int fd, char *buf, size_t cap)
+{
+	size_t got = 0, want = 0;
+	buf[0] = '\0';
+	while (got < cap - 1) {
+		ssize_t r = read(fd, buf + got, cap - 1 - got);
+		if (r <= 0)
+			break;
+		got += (size_t)r;
+		buf[got] = '\0';
+		char *end = strstr(buf, "\r\n\r\n");
+		if (end && !want) {
+			char *cl = strcasestr(buf, "\r\nContent-Length:");
+			want = (size_t)(end + 4 - buf) + (cl && cl < end ? strtoul(cl + 17, NULL, 10) : 0);
+		}
+		if (want && got >= want)
+			return true;
+	}
+	return false;
+}
 
 #endif
