@@ -446,6 +446,9 @@ class Plan:
 NEW_KINDS = ("restart_mid_launch", "cred_rotation", "lagging_watch", "long_names", "leader_cutoff",
              "lease_delete")
 NEEDS_LEADER = ("leader_cutoff", "lease_delete")
+KINDS = ("kill9", "killhook", "lost_reply", "invisible", "tag_index", "throttle", "error_code", "http5xx", "latency",
+         "launch_fail", "spec_edit", "scale", "reclaim", "delete_mid_launch", "leader_pause", "apiserver_restart",
+         *NEW_KINDS)
 
 
 def make_plan(seed: int, duration_range: tuple[float, float]) -> Plan:
@@ -1634,6 +1637,11 @@ def main(argv: list[str]) -> int:
         seeds = [int(s) for s in args.seeds.split(",") if s.strip()]
     else:
         seeds = list(range(args.first_seed, args.first_seed + args.schedules))
+    unknown = sorted(set(args.without.split(",")) - set(KINDS)) if args.without else []
+    if unknown:
+        print(f"faults: unknown fault kind(s) for --without: {', '.join(unknown)} (known: {' '.join(KINDS)})",
+              file=sys.stderr)
+        return 2
     if not os.access(args.bin, os.X_OK):
         print(f"faults: no spotpool binary at {args.bin} (make, or set SPOTPOOL_BIN)", file=sys.stderr)
         return 2

@@ -262,6 +262,7 @@ class Plans(unittest.TestCase):
             if any(e.kind in campaign.NEEDS_LEADER for e in a.events):
                 self.assertTrue(a.leader)
         self.assertTrue(set(campaign.NEW_KINDS) <= kinds, set(campaign.NEW_KINDS) - kinds)
+        self.assertTrue(kinds <= set(campaign.KINDS), kinds - set(campaign.KINDS))
 
     def test_long_owner_tag(self):
         ns, name = campaign.long_name("faults-1-", 63), campaign.long_name("p0-", 253)
