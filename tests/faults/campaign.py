@@ -1321,7 +1321,14 @@ class Schedule:
                 before = [entry for entry in log if entry[0] <= t - 10]
                 allowed = max([before[-1][2] if before and not before[-1][4] else 0]
                               + [entry[2] for entry in log if not entry[4] and t - 10 < entry[0] <= t])
-                after = [p[1] for p in history if t - 0.01 <= p[0] <= t + 0.5]
+                # The live count this launch made: up to 0.5 s after it, but not past the
+                # pool's next launch that created instances (judged on its own; seed 35
+                # once charged a launch with the next one, made after a rise of maximum).
+                later = [e2["time"] for e2 in runs if (e2.get("clientToken") or "").startswith(prefix)
+                         and e2.get("instanceIds") and not e2.get("replay") and not e2.get("error")
+                         and e2["time"] > t]
+                end = min([t + 0.5] + [x - 0.001 for x in later])
+                after = [p[1] for p in history if t - 0.01 <= p[0] <= end]
                 live_after = max(after) if after else None
                 if live_after is not None and live_after > allowed:
                     self.violate("peak-now", f"{pool.name}: fresh launch {token} of {len(e['instanceIds'])} at "
