@@ -114,7 +114,10 @@ Bad input answers HTTP 400 {"ok": false, "error": "..."}; unknown paths 404.
                                           quota, throttle settings (back to defaults),
                                           journal and stats; keeps credentials and config
   POST /_emulator/credentials             {"secretId","secretKey","token"?} adds/replaces;
-                                          {"secretId","remove": true} removes
+                                          {"secretId","remove": true} removes (revokes: a
+                                          later call signed with it is answered
+                                          AuthFailure.SecretIdNotFound, and the access log
+                                          line says "revoked-sid=<id>")
   POST /_emulator/config                  {"pendingSeconds"?, "terminatingSeconds"?,
                                           "tagIndexLagSeconds"?=0, "tagIndexDropProbability"?
                                           =0 (0..1), "tagIndexDropSeconds"?=5, "seed"?}; the
@@ -721,6 +724,7 @@ class Emulator:
                  seed: int | None = None):
         self.lock = threading.Lock()
         self.credentials: dict[str, Credential] = {}
+        self.revoked: set[str] = set()  # secret ids removed through the control API
         self.pending_seconds = pending_seconds
         self.terminating_seconds = terminating_seconds
         self.tag_index_lag = 0.0
@@ -871,6 +875,12 @@ class Emulator:
                 if err.code == "AuthFailure.InvalidAuthorization":
                     # What was received (no secret in it: an id, a date, names, an HMAC).
                     seen = f" received {headers.get('authorization', '<none>')[:200]!r}"
+                elif err.code == "AuthFailure.SecretIdNotFound":
+                    # A secret id removed through the control API (a rotated, revoked key)
+                    # is named, so a test can tell a late use of it from a malformed request.
+                    match = AUTHORIZATION_RE.match(headers.get("authorization", ""))
+                    if match and match["secret_id"] in self.revoked:
+                        seen = f" revoked-sid={match['secret_id']}"
                 return Reply.api_error(err, request_id, f"{action} {err.code}{seen}")
             entry = {"action": headers.get("x-tc-action"), "secretId": secret_id,
                      "userAgent": headers.get("user-agent"), "region": headers.get("x-tc-region"),
@@ -1183,12 +1193,15 @@ class Emulator:
         secret_id = control_string(payload, "secretId")
         if payload.get("remove") is True:
             removed = self.credentials.pop(secret_id, None) is not None
+            if removed:
+                self.revoked.add(secret_id)
             self._record({"action": "_credentials", "secretId": secret_id, "removed": removed}, now)
             return {"ok": True, "removed": removed}
         token = payload.get("token") or ""
         if not isinstance(token, str):
             raise ControlError("token must be a string")
         self.credentials[secret_id] = Credential(control_string(payload, "secretKey"), token)
+        self.revoked.discard(secret_id)
         self._record({"action": "_credentials", "secretId": secret_id, "hasToken": bool(token)}, now)
         return {"ok": True}
 

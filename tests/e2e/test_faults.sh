@@ -8,8 +8,11 @@ source "$(dirname "$0")/lib.sh"
 # Fixed seeds, between them: deletion of a pool mid-launch (7), leader election with
 # SIGSTOP of the leader (10, 32), kill hooks before/after RunInstances and after
 # TerminateInstances (7, 10, 32, 48), tag-index lag and drops during the faults and
-# during deletion, lost replies, invisible launches, 5xx, spec edits, reclaims.
-SEEDS=${FAULT_SEEDS:-7,10,32,48}
+# during deletion, lost replies, invisible launches, 5xx, spec edits, reclaims; and the
+# kinds of issue 19: credential rotation (7, 19, 32), Lease deletion (10, 19), a restart
+# mid-launch with part of the launch hidden past the grace (10, 19), the leader cut off
+# from the apiserver during a slow cloud call (10), a lagging watch and long names (19).
+SEEDS=${FAULT_SEEDS:-7,10,19,32,48}
 DURATION=${FAULT_DURATION:-12:18}
 
 if python3 "$E2E_ROOT/tests/faults/test_emulator_faults.py" >"$E2E_TMP/emu-faults.log" 2>&1; then

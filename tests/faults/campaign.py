@@ -18,7 +18,32 @@ cvm_emulator.py --seed SEED) and its own controller process(es) (`spotpool run
            InternalError); HTTP 5xx; latency; LAUNCH_FAILED; spec edits (kubectl patch
            of minimum/maximum/replicas); kubectl scale; spot reclaims; deletion of a
            pool while its launch is in flight; SIGSTOP of the leader then SIGCONT; a
-           (rare, shared) apiserver restart;
+           (rare, shared) apiserver restart; and the kinds of issue 19 (drawn after all
+           the others, so an older seed keeps its other draws):
+             restart_mid_launch  a kill hook SIGKILLs the leader as RunInstances answers,
+                      while that launch's first instance stays out of tag listings for
+                      the launch grace + 4..20 s (emulator fault tagIndexLagOneSeconds;
+                      visible by ID); the pool is made to launch two when it can (a scale
+                      up or a reclaim of two);
+             cred_rotation  every 2-5 s for 10-25 s, a new SecretId/SecretKey is added to
+                      the emulator and written to the Secret and to inline specs; the old
+                      one is revoked 1-3 s later (the environment's SECRET_ID stays);
+             lagging_watch  each controller reaches the apiserver through its own
+                      KubeProxy (tests/faults/kubeproxy.py, an HTTPS proxy): for 8-20 s
+                      watch events are delayed 0.5-4 s, open watch streams are cut 1-3
+                      times, and 0-2 reconnects are sent on from an older resourceVersion
+                      (the apiserver replays events the controller already saw);
+             long_names  a 63-character namespace and some pools with 253-character
+                      names (an owner string of 317 characters, tagged as its first 222,
+                      '#' and a digest);
+             leader_cutoff  two controllers with leader election, each behind a proxy;
+                      the emulator answers slowly (1.5-6 s) and sometimes throttles Run/
+                      Terminate to 0.5/s; once a call is being answered slowly (a Run or
+                      Terminate preferred), the leader's proxy blackholes all its
+                      apiserver traffic for 8-14 s (up to 10 s more until the standby
+                      holds the Lease); 7.5 s after the cut one instance is shut down, for
+                      the new leader to clean up and the deposed one to leave alone;
+             lease_delete  kubectl delete lease spotpool, once or twice;
   settle   faults off (faults, kill hooks, throttles, tag-index lag/drops cleared),
            exactly one controller running;
   checks   see INVARIANTS below; then every pool is deleted and deletion is checked.
@@ -57,6 +82,13 @@ INVARIANTS (each violation names one, with evidence and the replay command):
               event, no Spotpool status (sampled every 5 s during the faults and
               after), no emulator log or journal;
   crash       no controller exited unless the campaign (or a kill hook) killed it;
+  fenced      a leader cut off from the apiserver (leader_cutoff) makes no RunInstances
+              or TerminateInstances reaching the emulator more than leaseDurationSeconds
+              (6) + 1 s after the cut, while it is cut off: its last renewal was before
+              the cut, so its Lease has expired by then (docs/how-it-works.md, "Leader
+              election": it stops acting before its lease expires). Calls are attributed
+              by the User-Agent, which names the holder identity (ending in the pid);
+              calls refused by throttling did nothing and do not count;
   protocol    the emulator never received a malformed request (unparseable HTTP, a
               missing or malformed Authorization, a parameter error no fault caused).
 
@@ -68,10 +100,21 @@ Usage:
 
 Fault kinds (for --without): kill9 killhook lost_reply invisible tag_index throttle
 error_code http5xx latency launch_fail spec_edit scale reclaim delete_mid_launch
-leader_pause apiserver_restart.
+leader_pause apiserver_restart restart_mid_launch cred_rotation lagging_watch long_names
+leader_cutoff lease_delete.
+
+The invariants hold across both controllers: the emulator counts every instance and call
+whoever made it, every controller's log is searched for secrets, any controller exiting by
+itself is a crash. Calls signed with a revoked key (AuthFailure.SecretIdNotFound, the
+access log says "revoked-sid=") are not malformed requests.
 
 Prints one line per schedule and, for each failing seed, the violated invariants with
-evidence and the replay command; ends with "faults: N schedules, V violations, T s".
+evidence and the replay command; then, per issue-19 kind, in how many schedules it was
+drawn and counters showing it happened (restarts mid-launch, rotations and revocations,
+calls refused with a revoked key, watch events delayed, streams cut, replays, long-named
+pools and their launches, leader cut-offs and during which slow call, standby takeovers,
+Lease deletions); ends with "faults: N schedules, V violations, T s". Each proxy writes
+kubeproxy-N.log (every request, stream end and fault) in the schedule's directory.
 Exit status 1 if any violation, 2 on a setup error. Everything listens on 127.0.0.1;
 every process started is killed at the end, also on Ctrl-C (children are started
 through `setpriv --pdeathsig KILL`, so they also die if the campaign is killed). Python 3.11 standard library only.
@@ -98,6 +141,9 @@ import traceback
 import urllib.parse
 from dataclasses import dataclass, field
 
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from kubeproxy import KubeProxy  # noqa: E402
+
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 EMULATOR = os.path.join(ROOT, "tests", "cvm_emulator.py")
 TAG_KEY = "spotpool.jokerbai.com/pool"
@@ -108,7 +154,9 @@ DELETE_S = 90
 SETTLE_S = 15
 LAUNCH_GRACE_S = 20
 SOLD_OUT_S = 15
-LEASE_CONFIG = "leaderElection:\n  leaseDurationSeconds: 6\n  renewDeadlineSeconds: 4\n  retryPeriodSeconds: 1\n"
+LEASE_DURATION_S = 6
+LEASE_CONFIG = (f"leaderElection:\n  leaseDurationSeconds: {LEASE_DURATION_S}\n  renewDeadlineSeconds: 4\n"
+                "  retryPeriodSeconds: 1\n")
 CAPACITY_CODES = ["ResourceInsufficient.SpecifiedInstanceType", "ResourcesSoldOut.SpecifiedInstanceType",
                   "LimitExceeded.SpotQuota", "InvalidParameterValue.InsufficientOffering"]
 AUTH_CODES = ["AuthFailure.SignatureFailure", "AuthFailure.SecretIdNotFound"]
@@ -304,7 +352,7 @@ class Emu:
         return self.call("GET", path)
 
     def stats(self, ns: str, name: str, history: bool = False) -> dict:
-        value = urllib.parse.quote(f"{ns}/{name}", safe="")
+        value = urllib.parse.quote(owner_tag(ns, name), safe="")
         return self.get(f"stats?tagKey={urllib.parse.quote(TAG_KEY, safe='')}&tagValue={value}"
                         + ("&history=1" if history else ""))
 
@@ -336,9 +384,24 @@ class Event:
             return f"{self.kind}:{a['action'][:-9] or a['action']}"
         if self.kind == "killhook":
             return f"killhook:{a['action'][:-9]}/{a['when']}"
-        if self.kind in ("spec_edit", "scale", "reclaim", "delete_mid_launch"):
-            return f"{self.kind}:{a['pool']}"
+        if self.kind in ("spec_edit", "scale", "reclaim", "delete_mid_launch", "restart_mid_launch"):
+            return f"{self.kind}:{short(a['pool'])}"
         return self.kind
+
+
+def short(name: str) -> str:
+    """A pool name for one-line output (a 253-character name is shown by its start and length)."""
+    return name if len(name) <= 16 else f"{name[:4]}..({len(name)})"
+
+
+def owner_tag(ns: str, name: str) -> str:
+    """The value of the pool tag spotpool gives a pool's instances (docs/how-it-works.md,
+    "Long pool names"): namespace/name, or past 255 characters its first 222, '#' and 32
+    hex digits of its SHA-256."""
+    owner = f"{ns}/{name}"
+    if len(owner) <= 255:
+        return owner
+    return owner[:222] + "#" + hashlib.sha256(owner.encode()).hexdigest()[:32]
 
 
 @dataclass
@@ -352,6 +415,40 @@ class Plan:
     background_index: dict | None
     events: list[Event]
     delete_index: dict | None = None
+    long_names: bool = False       # a 63-character namespace, some pools with 253-character names
+    leader_drawn: bool = False     # leader election as first drawn (faults below may require it)
+
+    def finalize(self, without: set[str]) -> None:
+        """Leaves out the kinds in `without`, then sets what the remaining faults need."""
+        if without:
+            # Drawn first, filtered after: the remaining events keep their seed's times.
+            self.events = [e for e in self.events if e.kind not in without]
+            if "tag_index" in without:
+                self.background_index = self.delete_index = None
+            if "long_names" in without and self.long_names:
+                self.long_names = False
+                renamed = {}
+                for i, pool in enumerate(self.pools):
+                    renamed[pool.name] = pool.name = f"p{i}"
+                for e in self.events:
+                    if "pool" in e.args:
+                        e.args["pool"] = renamed.get(e.args["pool"], e.args["pool"])
+        self.leader = self.leader_drawn or any(e.kind in NEEDS_LEADER for e in self.events)
+
+    @property
+    def proxied(self) -> bool:
+        """Controllers talk to the apiserver through a KubeProxy each."""
+        return any(e.kind in ("lagging_watch", "leader_cutoff") for e in self.events)
+
+
+# The fault kinds of issue 19, drawn after every other draw of a seed (so the older kinds of
+# a seed keep their draws), each in some of the schedules.
+NEW_KINDS = ("restart_mid_launch", "cred_rotation", "lagging_watch", "long_names", "leader_cutoff",
+             "lease_delete")
+NEEDS_LEADER = ("leader_cutoff", "lease_delete")
+KINDS = ("kill9", "killhook", "lost_reply", "invisible", "tag_index", "throttle", "error_code", "http5xx", "latency",
+         "launch_fail", "spec_edit", "scale", "reclaim", "delete_mid_launch", "leader_pause", "apiserver_restart",
+         *NEW_KINDS)
 
 
 def make_plan(seed: int, duration_range: tuple[float, float]) -> Plan:
@@ -440,7 +537,67 @@ def make_plan(seed: int, duration_range: tuple[float, float]) -> Plan:
         delete_index = {"tagIndexLagSeconds": round(rng.uniform(0, 3), 1),
                         "tagIndexDropProbability": round(rng.uniform(0.2, 0.5), 2),
                         "tagIndexDropSeconds": round(rng.uniform(2, 6), 1)}
-    return Plan(seed, pools, leader, foreign_untagged, foreign_tagged, duration, background, events, delete_index)
+    plan = Plan(seed, pools, leader, foreign_untagged, foreign_tagged, duration, background, events, delete_index,
+                leader_drawn=leader)
+    draw_new_kinds(rng, plan)
+    plan.events.sort(key=lambda e: e.t)
+    return plan
+
+
+def long_name(prefix: str, length: int) -> str:
+    return (prefix + "l" * length)[:length - 1] + "z"
+
+
+def draw_new_kinds(rng: random.Random, plan: Plan) -> None:
+    """The faults of issue 19, from the same seeded stream, after the other draws."""
+    duration, pools, events = plan.duration, plan.pools, plan.events
+    if rng.random() < 0.3:
+        # Long names: a 63-character namespace, and some pools with 253-character names
+        # (owner strings of 317 characters: more than a Tencent tag value takes).
+        plan.long_names = True
+        longs = [rng.random() < 0.6 for _ in pools]
+        if not any(longs):
+            longs[0] = True
+        renamed = {}
+        for i, (pool, is_long) in enumerate(zip(pools, longs)):
+            if is_long:
+                renamed[pool.name] = pool.name = long_name(f"p{i}-", 253)
+        for e in events:  # the older kinds drawn above name the pools
+            if "pool" in e.args:
+                e.args["pool"] = renamed.get(e.args["pool"], e.args["pool"])
+    if rng.random() < 0.35:
+        # Restarts between a launch and its confirmation: the leader is killed as
+        # RunInstances answers, and the launch's first instance stays out of tag listings
+        # for longer than the launch grace (visible by ID).
+        for _ in range(rng.randint(1, 2)):
+            events.append(Event(round(rng.uniform(0, duration * 0.8), 1), "restart_mid_launch", {
+                "pool": rng.choice(pools).name, "lag": round(rng.uniform(LAUNCH_GRACE_S + 4, LAUNCH_GRACE_S + 20), 1),
+                "restart_after": round(rng.uniform(0.5, 2), 1)}))
+    if rng.random() < 0.3:
+        # Credentials rotated every few seconds: a new SecretId/SecretKey in the Secret and
+        # in inline specs, the old one revoked after a short overlap.
+        if not any(p.creds in ("secret", "inline") for p in pools):
+            pools[0].creds = "secret"
+        events.append(Event(round(rng.uniform(0, duration * 0.3), 1), "cred_rotation", {
+            "window": round(rng.uniform(10, 25), 1), "period": round(rng.uniform(2, 5), 1),
+            "overlap": round(rng.uniform(1, 3), 1)}))
+    if rng.random() < 0.3:
+        # A lagging watch: event delivery delayed, streams cut, reconnects sent on from an
+        # older resourceVersion.
+        window = round(rng.uniform(8, 20), 1)
+        events.append(Event(round(rng.uniform(0, duration * 0.6), 1), "lagging_watch", {
+            "window": window, "delay": round(rng.uniform(0.5, 4), 1),
+            "cuts": sorted(round(rng.uniform(0, window), 1) for _ in range(rng.randint(1, 3))),
+            "replays": rng.randint(0, 2)}))
+    if rng.random() < 0.25:
+        # The leader cut off from the apiserver while a cloud call of its is answered slowly
+        # (and, sometimes, throttled); the standby takes over.
+        events.append(Event(round(rng.uniform(0, duration * 0.6), 1), "leader_cutoff", {
+            "latency": rng.randint(1500, 6000), "hold": round(rng.uniform(8, 14), 1),
+            "throttle": rng.random() < 0.5, "pool": rng.choice(pools).name}))
+    if rng.random() < 0.25:
+        for _ in range(rng.randint(1, 2)):
+            events.append(Event(round(rng.uniform(0, duration), 1), "lease_delete"))
 
 
 # ----------------------------------------------------------------------------------
@@ -463,6 +620,8 @@ class Controller:
     restart_at: float | None = None
     stopped: bool = False
     enabled: bool = True
+    proxy: KubeProxy | None = None   # its apiserver traffic goes through this (plan.proxied)
+    kubeconfig: str | None = None
 
 
 class Schedule:
@@ -471,12 +630,10 @@ class Schedule:
         self.c = campaign
         self.kube: Kube = campaign.kube
         self.plan = make_plan(seed, campaign.duration_range)
-        if campaign.without:
-            # Drawn first, filtered after: the remaining events keep their seed's times.
-            self.plan.events = [e for e in self.plan.events if e.kind not in campaign.without]
-            if "tag_index" in campaign.without:
-                self.plan.background_index = self.plan.delete_index = None
+        self.plan.finalize(campaign.without)
         self.ns = f"faults-{seed}"
+        if self.plan.long_names:  # the longest namespace Kubernetes takes: 63 characters
+            self.ns = long_name(f"faults-{seed}-", 63)
         self.dir = os.path.join(campaign.workdir, f"seed-{seed}")
         os.makedirs(self.dir, exist_ok=True)
         self.secret_nonce = os.urandom(6).hex()  # also found when only part of the key leaks
@@ -497,6 +654,15 @@ class Schedule:
         self.killed_pids: set[int] = set()
         self.crashes: list[str] = []
         self.log_lines: list[str] = []
+        # Credentials of the Secret and inline specs (rotated by cred_rotation); the
+        # controller's environment keeps SECRET_ID, which is never revoked.
+        self.cred = (SECRET_ID, self.secret_key)
+        self.rotations = 0
+        # Evidence that the faults of issue 19 happened (summed in the campaign summary).
+        self.counts: dict[str, int] = {}
+        self.timers: list = []
+        self.started_pids: set[str] = set()
+        self.cutoffs: list[list] = []  # [pid, cut at, reconnected at] of each leader_cutoff
 
     # -- small helpers ------------------------------------------------------------
     def log(self, msg: str) -> None:
@@ -532,7 +698,7 @@ class Schedule:
         # faults hide one for at most 10 s, so 20 s (not the default 60) keeps convergence
         # after faults off well inside CONVERGE_S. (An environment variable: a binary that
         # does not know the setting ignores it.)
-        env = dict(os.environ, KUBECONFIG=self.kube.kubeconfig, SPOTPOOL_CVM_ENDPOINT=self.emu.url,
+        env = dict(os.environ, KUBECONFIG=ctl.kubeconfig or self.kube.kubeconfig, SPOTPOOL_CVM_ENDPOINT=self.emu.url,
                    TENCENTCLOUD_SECRET_ID=SECRET_ID, TENCENTCLOUD_SECRET_KEY=self.secret_key,
                    SPOTPOOL_LAUNCH_GRACE_SECONDS=str(LAUNCH_GRACE_S),
                    SPOTPOOL_SOLD_OUT_SECONDS=str(SOLD_OUT_S))
@@ -542,6 +708,7 @@ class Schedule:
         with open(log_path, "a") as handle:
             handle.write(f"### campaign: start at {time.strftime('%H:%M:%S')}\n")
         ctl.proc = spawn(argv, log_path, env)
+        self.started_pids.add(str(ctl.proc.pid))
         ctl.expected_exit = False
         ctl.restart_at = None
         ctl.stopped = False
@@ -602,7 +769,7 @@ class Schedule:
         self.kube.kubectl("create", "namespace", self.ns)
         if any(p.creds == "secret" for p in self.plan.pools):
             self.kube.kubectl("-n", self.ns, "create", "secret", "generic", "cvm-creds",
-                              f"--from-literal=secretId={SECRET_ID}", f"--from-literal=secretKey={self.secret_key}")
+                              f"--from-literal=secretId={self.cred[0]}", f"--from-literal=secretKey={self.cred[1]}")
         # Foreign instances first: they exist before any pool and must never be touched.
         common = {"region": REGION, "zone": ZONE, "instanceType": ITYPE}
         if self.plan.foreign_untagged:
@@ -622,7 +789,7 @@ class Schedule:
             if pool.creds == "secret":
                 spec["credentialsSecretRef"] = {"name": "cvm-creds"}
             elif pool.creds == "inline":
-                spec.update(secretId=SECRET_ID, secretKey=self.secret_key)
+                spec.update(secretId=self.cred[0], secretKey=self.cred[1])
             manifest = {"apiVersion": "devops.jokerbai.com/v1", "kind": "Spotpool",
                         "metadata": {"name": pool.name, "namespace": self.ns}, "spec": spec}
             at = time.time()
@@ -633,6 +800,13 @@ class Schedule:
         n = 2 if self.plan.leader else 1
         self.controllers = [Controller(i) for i in range(n)]
         for ctl in self.controllers:
+            if self.plan.proxied:
+                ctl.proxy = KubeProxy(self.c.k8s_dir, self.kube.host, self.kube.port, log=self.log,
+                                      trace_path=os.path.join(self.dir, f"kubeproxy-{ctl.index}.log"))
+                ctl.kubeconfig = os.path.join(self.dir, f"kubeconfig-{ctl.index}")
+                with open(ctl.kubeconfig, "w") as handle:
+                    handle.write(ctl.proxy.kubeconfig(self.c.k8s_dir))
+                self.log(f"controller {ctl.index} reaches the apiserver through a proxy on port {ctl.proxy.port}")
             self.start_controller(ctl)
 
     def wait_settled(self, bound: float) -> bool:
@@ -701,7 +875,7 @@ class Schedule:
         elif ev.kind == "reclaim":
             if a["pool"] in self.deleted_at:
                 return
-            got = emu.post("reclaim", {"tag": {"Key": TAG_KEY, "Value": f"{self.ns}/{a['pool']}"},
+            got = emu.post("reclaim", {"tag": {"Key": TAG_KEY, "Value": owner_tag(self.ns, a['pool'])},
                                        "count": a["count"], "shutdown": a["shutdown"]})["reclaimed"]
             label += f"x{len(got)}" + ("(shutdown)" if a["shutdown"] else "")
         elif ev.kind == "delete_mid_launch":
@@ -710,7 +884,7 @@ class Schedule:
                 return
             emu.post("fault", {"action": "RunInstances", "invisibleSeconds": a["invisible"], "times": 1})
             before = {i["InstanceId"] for i in emu.get("instances")}
-            if emu.post("reclaim", {"tag": {"Key": TAG_KEY, "Value": f"{self.ns}/{pool}"}, "count": 1})["reclaimed"] == []:
+            if emu.post("reclaim", {"tag": {"Key": TAG_KEY, "Value": owner_tag(self.ns, pool)}, "count": 1})["reclaimed"] == []:
                 obj = self.pool_obj(pool)
                 hi = obj["spec"].get("maximum", 0)
                 at = time.time()
@@ -720,7 +894,7 @@ class Schedule:
             seen = False
             while time.time() < deadline and not seen:
                 self.supervise()
-                seen = any(i["InstanceId"] not in before and {"Key": TAG_KEY, "Value": f"{self.ns}/{pool}"} in i["Tags"]
+                seen = any(i["InstanceId"] not in before and {"Key": TAG_KEY, "Value": owner_tag(self.ns, pool)} in i["Tags"]
                            for i in emu.get("instances"))
                 time.sleep(0.3)
             at = time.time()
@@ -738,11 +912,197 @@ class Schedule:
         elif ev.kind == "apiserver_restart":
             if not self.kube.restart_apiserver(self.log):
                 return self.log(f"fault {label} skipped: another schedule restarted the apiserver lately")
+        elif ev.kind == "restart_mid_launch":
+            label += self.restart_mid_launch(a)
+        elif ev.kind == "cred_rotation":
+            old = self.rotate()
+            self.schedule_revoke(old, a["overlap"], timers)
+            for k in range(1, int(a["window"] // a["period"]) + 1):
+                timers.append((time.time() + k * a["period"], ("rotate", a["overlap"])))
+            label += f"(every {a['period']}s for {a['window']}s)"
+        elif ev.kind == "lagging_watch":
+            for ctl in self.controllers:
+                if ctl.proxy:
+                    ctl.proxy.delay(a["delay"])
+                    ctl.proxy.replay(a["replays"])
+            now = time.time()
+            timers += [(now + c, ("watch_cut",)) for c in a["cuts"]]
+            timers.append((now + a["window"], ("watch_end",)))
+            label += f"(delay {a['delay']}s, {len(a['cuts'])} cut(s), {a['replays']} replay(s), {a['window']}s)"
+        elif ev.kind == "leader_cutoff":
+            label += self.leader_cutoff(a, timers)
+        elif ev.kind == "lease_delete":
+            result = self.kube.kubectl("-n", self.ns, "delete", "lease", "spotpool", "--wait=false", check=False)
+            if result.returncode != 0:
+                return self.log(f"fault {label} skipped: {result.stderr.strip()[:200]}")
+            self.count("lease deletions")
         self.applied.append(label)
         self.log(f"fault: {label} {a}")
 
-    def fire_timer(self, what) -> None:
-        if what == "tag_index_end":
+    # -- the faults of issue 19 ------------------------------------------------------------
+    def count(self, key: str, n: int = 1) -> None:
+        self.counts[key] = self.counts.get(key, 0) + n
+
+    def wait_leader(self, bound: float = 10) -> Controller | None:
+        """The leader, waiting up to `bound` s for one (after a kill or a pause)."""
+        deadline = time.time() + bound
+        while not _stopping.is_set():
+            ctl = self.leader_controller()
+            if ctl or time.time() > deadline:
+                return ctl
+            self.supervise()
+            time.sleep(0.3)
+        return None
+
+    def restart_mid_launch(self, a: dict) -> str:
+        """Kills the leader as RunInstances answers, while the launch's first instance stays
+        out of tag listings for longer than the launch grace; makes the pool launch."""
+        pool = a["pool"]
+        ctl = self.wait_leader()
+        if pool in self.deleted_at or not ctl:
+            return "(skipped)"
+        ctl.__dict__["next_delay"] = a["restart_after"]
+        self.emu.post("fault", {"action": "RunInstances", "tagIndexLagOneSeconds": a["lag"], "times": 1})
+        self.emu.post("killhook", {"action": "RunInstances", "when": "after", "pid": ctl.proc.pid,
+                                   "comm": os.path.basename(self.c.bin)[:15], "times": 1})
+        # A launch of two instances when the pool can have two (a partial view is possible then).
+        obj = self.pool_obj(pool)
+        lo, hi, replicas = obj["spec"].get("minimum", 0), obj["spec"].get("maximum", 0), obj["spec"].get("replicas")
+        target = max(lo, min(hi, replicas)) if replicas is not None else lo
+        if target < min(2, hi):
+            at = time.time()
+            self.kube.kubectl("-n", self.ns, "scale", "sp", pool, f"--replicas={hi}")
+            self.record_spec(pool, self.pool_obj(pool), at)
+            return f"(scaled to {hi})"
+        got = self.emu.post("reclaim", {"tag": {"Key": TAG_KEY, "Value": owner_tag(self.ns, pool)},
+                                        "count": min(2, max(1, target))})["reclaimed"]
+        return f"(reclaimed {len(got)})"
+
+    def rotate(self) -> tuple[str, str]:
+        """New credentials for the Secret and the inline specs; answers the old ones."""
+        self.rotations += 1
+        n = self.rotations
+        old = self.cred
+        self.cred = (f"AKIDspotpoolRotated{self.seed:05d}n{n:04d}", f"FaultKey{self.seed}z{self.secret_nonce}r{n}NeverLog")
+        self.emu.post("credentials", {"secretId": self.cred[0], "secretKey": self.cred[1]})
+        if any(p.creds == "secret" for p in self.plan.pools):
+            self.kube.kubectl("-n", self.ns, "patch", "secret", "cvm-creds", "--type", "merge", "-p",
+                              json.dumps({"stringData": {"secretId": self.cred[0], "secretKey": self.cred[1]}}))
+        for pool in self.plan.pools:
+            if pool.creds == "inline":
+                self.kube.kubectl("-n", self.ns, "patch", "sp", pool.name, "--type", "merge", "-p",
+                                  json.dumps({"spec": {"secretId": self.cred[0], "secretKey": self.cred[1]}}),
+                                  check=False)
+        self.count("credential rotations")
+        self.log(f"credentials rotated: {old[0]} -> {self.cred[0]}")
+        return old
+
+    def schedule_revoke(self, old: tuple[str, str], overlap: float, timers: list) -> None:
+        if old[0] != SECRET_ID:  # the controller's environment keeps SECRET_ID
+            timers.append((time.time() + overlap, ("revoke", old[0])))
+
+    def journal_since(self, offset: int) -> tuple[list[dict], int]:
+        with open(self.emu.journal_path, "rb") as handle:
+            handle.seek(offset)
+            data = handle.read()
+        cut = data.rfind(b"\n") + 1
+        entries = []
+        for line in data[:cut].splitlines():
+            try:
+                entries.append(json.loads(line))
+            except ValueError:
+                pass
+        return entries, offset + cut
+
+    def leader_cutoff(self, a: dict, timers: list) -> str:
+        """Slow (and maybe throttled) cloud answers; once a call of the leader is being
+        answered slowly, its apiserver traffic is blackholed for `hold` seconds."""
+        ctl = self.wait_leader()
+        if not ctl or not ctl.proxy:
+            return "(skipped: no leader)"
+        offset = os.path.getsize(self.emu.journal_path)
+        self.emu.post("fault", {"action": "RunInstances", "latencyMs": a["latency"], "times": 1})
+        self.emu.post("fault", {"action": "TerminateInstances", "latencyMs": a["latency"], "times": 1})
+        self.emu.post("fault", {"action": "DescribeInstances", "latencyMs": a["latency"], "times": 2})
+        if a["throttle"]:
+            for action in ("RunInstances", "TerminateInstances"):
+                self.emu.post("throttle", {"action": action, "perSecond": 0.5})
+            timers.append((time.time() + a["hold"], ("unthrottle",)))
+        if a["pool"] not in self.deleted_at:  # something to launch
+            self.emu.post("reclaim", {"tag": {"Key": TAG_KEY, "Value": owner_tag(self.ns, a["pool"])}, "count": 1})
+        deadline, during = time.time() + 8, None
+        while time.time() < deadline and not _stopping.is_set():
+            entries, offset = self.journal_since(offset)
+            slow = [e for e in entries if "latencyMs" in (e.get("faults") or [])]
+            mutation = [e for e in slow if e["action"] != "DescribeInstances"]
+            if mutation or (slow and time.time() > deadline - 4):
+                during = (mutation or slow)[0]["action"]
+                break
+            self.supervise()
+            time.sleep(0.1)
+        if not (ctl.proc and ctl.proc.poll() is None):
+            return "(skipped: the leader exited)"
+        ctl.proxy.blackhole(True)
+        cut = [ctl.proc.pid, time.time(), None]
+        self.cutoffs.append(cut)
+        self.count("leader cut-offs")
+        if during:
+            self.count(f"leader cut-offs during a slow {during[:-9]}")
+        timers.append((time.time() + a["hold"], ("cutoff_end", ctl, cut, None)))
+        # Once its Lease has expired, something the old leader would act on: a SHUTDOWN
+        # instance to clean up (terminations are not fenced by the launch ledger).
+        timers.append((time.time() + LEASE_DURATION_S + 1.5, ("shutdown_one",)))
+        self.log(f"controller {ctl.index} (leader, pid {ctl.proc.pid}) cut off from the apiserver"
+                 + (f" while its {during} is answered slowly" if during else " (no slow call seen)"))
+        return f"({'during ' + during[:-9] if during else 'no call seen'}, {a['hold']}s)"
+
+    def fire_timer(self, what, final: bool = False) -> None:
+        if what[0] == "rotate":
+            self.schedule_revoke(self.rotate(), what[1], self.timers)
+        elif what[0] == "revoke":
+            self.emu.post("credentials", {"secretId": what[1], "remove": True})
+            self.count("credentials revoked")
+            self.log(f"credentials revoked: {what[1]}")
+        elif what[0] == "watch_cut":
+            for ctl in self.controllers:
+                if ctl.proxy:
+                    ctl.proxy.cut()
+        elif what[0] == "watch_end":
+            for ctl in self.controllers:
+                if ctl.proxy:
+                    ctl.proxy.delay(0)
+                    ctl.proxy.replays_left = 0
+        elif what[0] == "shutdown_one":
+            for pool in self.plan.pools:
+                if pool.name not in self.deleted_at and self.emu.post("reclaim", {
+                        "tag": {"Key": TAG_KEY, "Value": owner_tag(self.ns, pool.name)}, "count": 1,
+                        "shutdown": True})["reclaimed"]:
+                    self.count("instances shut down while the leader was cut off")
+                    self.log(f"one instance of {short(pool.name)} shut down while the leader is cut off")
+                    break
+        elif what[0] == "unthrottle":
+            for action in ("RunInstances", "TerminateInstances"):
+                self.emu.post("throttle", {"action": action, "perSecond": None})
+        elif what[0] == "cutoff_end":
+            ctl = what[1]
+            lease = self.kube.get(f"/apis/coordination.k8s.io/v1/namespaces/{self.ns}/leases/spotpool")
+            holder = ((lease or {}).get("spec") or {}).get("holderIdentity") or ""
+            holder_pid = holder.rsplit("_", 1)[-1]
+            cut, until = what[2], what[3] or time.time() + 10
+            standby_up = any(c is not ctl and c.proc and c.proc.poll() is None and not c.stopped
+                             for c in self.controllers)
+            if holder_pid != str(cut[0]) and holder_pid in self.started_pids:
+                self.count("standby took over")
+            elif standby_up and time.time() < until and not final:
+                # The standby (paused or restarted meanwhile) times the Lease from when it
+                # first saw it: up to 10 s more before the old leader is reconnected.
+                self.timers.append((time.time() + 1, ("cutoff_end", ctl, cut, until)))
+                return
+            self.log(f"controller {ctl.index} reconnected to the apiserver; Lease holder {holder or '(none)'}")
+            cut[2] = time.time()
+            if ctl.proxy:
+                ctl.proxy.blackhole(False)
+        elif what == "tag_index_end":
             self.emu.post("config", self.plan.background_index or
                           {"tagIndexLagSeconds": 0, "tagIndexDropProbability": 0})
         elif what[0] == "throttle_end":
@@ -757,6 +1117,7 @@ class Schedule:
         start = time.time()
         events = list(self.plan.events)
         timers: list = []
+        self.timers = timers
         end = start + self.plan.duration
         next_snapshot = start + 5
         while time.time() < end and not _stopping.is_set():
@@ -769,14 +1130,24 @@ class Schedule:
                     self.log(f"fault {ev.kind} not applied: {err}")
             for timer in [t for t in timers if t[0] <= now]:
                 timers.remove(timer)
-                self.fire_timer(timer[1])
+                try:
+                    self.fire_timer(timer[1])
+                except Exception as err:
+                    self.log(f"timer {timer[1]} failed: {err}")
             self.supervise()
             if now >= next_snapshot:  # statuses written under faults carry error messages
                 self.snapshot_statuses()
                 next_snapshot = now + 5
             time.sleep(0.2)
-        for timer in timers:
-            self.fire_timer(timer[1])
+        # Faults off: what ends a fault fires now; no further rotation or cut; a revocation
+        # waits for the end of its overlap.
+        for due, what in sorted(timers, key=lambda t: t[0]):
+            if what[0] in ("rotate", "watch_cut", "shutdown_one"):
+                continue
+            if what[0] == "revoke" and due > time.time():
+                time.sleep(due - time.time())
+            self.fire_timer(what, final=True)
+        timers.clear()
 
     def faults_off(self) -> None:
         emu = self.emu
@@ -784,7 +1155,13 @@ class Schedule:
         emu.post("killhook", {"clear": True})
         emu.post("throttle", {"action": "*", "perSecond": None})
         emu.post("config", {"tagIndexLagSeconds": 0, "tagIndexDropProbability": 0})
+        for cut in self.cutoffs:
+            cut[2] = cut[2] or time.time()
         for ctl in self.controllers:
+            if ctl.proxy:
+                ctl.proxy.delay(0)
+                ctl.proxy.replays_left = 0
+                ctl.proxy.blackhole(False)
             if ctl.proc and ctl.proc.poll() is None:
                 os.kill(ctl.proc.pid, signal.SIGCONT)
                 ctl.stopped = False
@@ -869,7 +1246,7 @@ class Schedule:
         # Leaks: anything still tagged with a Delete-policy pool's identity.
         # (A pool still there, reported as stuck above, still owns its instances.)
         remaining = {o["metadata"]["name"] for o in (self.kube.get(self.sp_path()) or {}).get("items", [])}
-        owned = {f"{self.ns}/{p.name}" for p in self.plan.pools if not p.retain and p.name not in remaining}
+        owned = {owner_tag(self.ns, p.name) for p in self.plan.pools if not p.retain and p.name not in remaining}
         deadline = time.time() + 10
         leaked = []
         while time.time() < deadline:
@@ -906,9 +1283,14 @@ class Schedule:
     def check_invariants(self) -> None:
         journal = self.journal()
         runs = [e for e in journal if e.get("action") == "RunInstances" and e.get("requestId") and not e.get("dryRun")]
+        self.count_evidence(journal)
+        self.check_fenced(journal)
         for pool in self.plan.pools:
             log = self.spec_log[pool.name]
             stats = self.emu.stats(self.ns, pool.name, history=True)
+            if len(pool.name) > 63:
+                self.count("pools with 253-character names")
+                self.count("instances launched by them", stats["launched"])
             highest = max(entry[2] for entry in log if not entry[4])
             maxes = [f"{time.strftime('%H:%M:%S', time.localtime(e[0]))} {'deleted' if e[4] else f'{e[1]}..{e[2]} r={e[3]}'}"
                      for e in log]
@@ -939,7 +1321,14 @@ class Schedule:
                 before = [entry for entry in log if entry[0] <= t - 10]
                 allowed = max([before[-1][2] if before and not before[-1][4] else 0]
                               + [entry[2] for entry in log if not entry[4] and t - 10 < entry[0] <= t])
-                after = [p[1] for p in history if t - 0.01 <= p[0] <= t + 0.5]
+                # The live count this launch made: up to 0.5 s after it, but not past the
+                # pool's next launch that created instances (judged on its own; seed 35
+                # once charged a launch with the next one, made after a rise of maximum).
+                later = [e2["time"] for e2 in runs if (e2.get("clientToken") or "").startswith(prefix)
+                         and e2.get("instanceIds") and not e2.get("replay") and not e2.get("error")
+                         and e2["time"] > t]
+                end = min([t + 0.5] + [x - 0.001 for x in later])
+                after = [p[1] for p in history if t - 0.01 <= p[0] <= end]
                 live_after = max(after) if after else None
                 if live_after is not None and live_after > allowed:
                     self.violate("peak-now", f"{pool.name}: fresh launch {token} of {len(e['instanceIds'])} at "
@@ -978,6 +1367,42 @@ class Schedule:
             self.violate("foreign", f"foreign instance(s) no longer RUNNING: {', '.join(gone)}")
         self.check_protocol(journal)
 
+    def check_fenced(self, journal: list[dict]) -> None:
+        """fenced: a leader cut off from the apiserver cannot renew its Lease, so it must
+        stop acting before the Lease expires (docs/how-it-works.md, "Leader election").
+        Its last renewal was before the cut, so a RunInstances or TerminateInstances of
+        its (the User-Agent names the holder identity, which ends in the pid) reaching
+        the emulator more than leaseDurationSeconds + 1 s after the cut, while still cut
+        off, is a deposed leader acting. Calls refused by throttling did nothing and do
+        not count."""
+        for pid, cut_at, back_at in self.cutoffs:
+            bound = cut_at + LEASE_DURATION_S + 1
+            late = [e for e in journal if e.get("action") in ("RunInstances", "TerminateInstances")
+                    and e.get("requestId") and (e.get("userAgent") or "").endswith(f"_{pid})")
+                    and bound < e["time"] <= (back_at or time.time())
+                    and not (e.get("error") or "").startswith("RequestLimitExceeded")]
+            if late:
+                self.violate("fenced", f"controller pid {pid}, cut off from the apiserver at "
+                             f"{time.strftime('%H:%M:%S', time.localtime(cut_at))}, made {len(late)} cloud "
+                             f"mutation(s) more than {LEASE_DURATION_S + 1} s later (its Lease had expired)",
+                             [f"{time.strftime('%H:%M:%S', time.localtime(e['time']))} (+{e['time'] - cut_at:.1f}s) "
+                              f"{e['action']} ids={e.get('instanceIds')} error={e.get('error')} "
+                              f"faults={e.get('faults')}" for e in late[:8]])
+
+    def count_evidence(self, journal: list[dict]) -> None:
+        """What the journal and the emulator's log show of the faults of issue 19."""
+        for e in journal:
+            killed = e.get("killed") or {}
+            if (e.get("action") == "RunInstances" and killed.get("when") == "after" and killed.get("result") == "sent"
+                    and "tagIndexLagOneSeconds" in (e.get("faults") or [])):
+                self.count("restarts mid-launch")
+                if len(e.get("instanceIds") or []) >= 2:
+                    self.count("restarts mid-launch, tag index showing part of the launch")
+        with open(self.emu.log_path, errors="replace") as handle:
+            refused = sum(" revoked-sid=" in line for line in handle)
+        if refused:
+            self.count("calls refused with a revoked key", refused)
+
     def check_protocol(self, journal: list[dict]) -> None:
         """The campaign never makes the controller's requests malformed, so the emulator
         must never see one: no request it cannot parse as HTTP, no authentication failure
@@ -988,7 +1413,8 @@ class Schedule:
             for line in handle:
                 line = line.rstrip("\n")
                 if line.startswith("cvm-emulator: code ") or (
-                        line.startswith("cvm-emulator: POST / ") and " AuthFailure." in line and " sid=" not in line):
+                        line.startswith("cvm-emulator: POST / ") and " AuthFailure." in line and " sid=" not in line
+                        and " revoked-sid=" not in line):
                     bad.append(line[:300])
         malformed = ("InvalidParameter", "UnknownParameter", "MissingParameter", "InvalidAction", "NoSuchVersion",
                      "UnsupportedRegion", "InvalidFilter", "InvalidParameterCombination")
@@ -1065,6 +1491,10 @@ class Schedule:
             self.faults_off()
             self.check_convergence()
             self.snapshot_statuses()
+            if self.counts.get("lease deletions"):
+                lease = self.kube.get(f"/apis/coordination.k8s.io/v1/namespaces/{self.ns}/leases/spotpool")
+                if ((lease or {}).get("spec") or {}).get("holderIdentity"):
+                    self.count("Lease held again after its deletion")
             self.check_mid_deletions()
             if self.plan.delete_index:
                 self.emu.post("config", self.plan.delete_index)
@@ -1082,6 +1512,10 @@ class Schedule:
             for ctl in self.controllers:
                 ctl.enabled = False
                 self.kill_controller(ctl, signal.SIGTERM)
+                if ctl.proxy:
+                    for key, n in ctl.proxy.counts.items():
+                        self.count(f"proxy {key}", n)
+                    ctl.proxy.close()
             if self.emu:
                 reap(self.emu.proc, signal.SIGTERM)
             self.seconds = time.time() - t0
@@ -1105,6 +1539,7 @@ class Campaign:
         self.k8s_dir = os.path.join(self.workdir, "k8s")
         self.kube: Kube | None = None
         self.print_lock = threading.Lock()
+        self.totals: dict[str, int] = {}   # evidence counters of every schedule, summed
 
     def up(self) -> None:
         result = subprocess.run([os.path.join(ROOT, "scripts", "k8s-up"), self.k8s_dir], capture_output=True,
@@ -1130,7 +1565,7 @@ class Campaign:
             return schedule
         schedule.run()
         plan = schedule.plan
-        pools = ",".join(f"{p.name}[{p.minimum}..{p.maximum}{'' if p.replicas is None else f' r{p.replicas}'}"
+        pools = ",".join(f"{short(p.name)}[{p.minimum}..{p.maximum}{'' if p.replicas is None else f' r{p.replicas}'}"
                          f"{' ' + p.creds if p.creds != 'env' else ''}{' retain' if p.retain else ''}]"
                          for p in plan.pools)
         index = ("" if not plan.background_index else
@@ -1140,13 +1575,17 @@ class Campaign:
         if _stopping.is_set():
             self.say(f"seed {seed}: interrupted after {schedule.seconds:.0f}s")
             return schedule
+        with self.print_lock:
+            for key, n in schedule.counts.items():
+                self.totals[key] = self.totals.get(key, 0) + n
         names = sorted({v.invariant for v in schedule.violations})
         result = "ok" if not names else "FAIL(" + ",".join(names) + ")"
         timing = "".join(f" {name} {value:.0f}s" for name, value in (("converged", schedule.converged_after),
                                                                   ("deleted", schedule.deleted_after))
                          if value is not None)
         lines = [f"seed {seed}: {result} {schedule.seconds:.0f}s{timing} pools={pools}"
-                 f"{' leader-elect' if plan.leader else ''}"
+                 f"{' leader-elect' if plan.leader else ''}{' proxied' if plan.proxied else ''}"
+                 f"{f' ns({len(schedule.ns)})' if plan.long_names else ''}"
                  f"{index} foreign={len(schedule.foreign)} faults=[{' '.join(schedule.applied)}]"]
         for v in schedule.violations:
             lines.append(f"  seed {seed} violates {v.invariant}: {v.message}")
@@ -1155,6 +1594,29 @@ class Campaign:
             lines.append(f"  replay: make faults SEED={seed}{self.replay_extra}   (logs: {schedule.dir})")
         self.say("\n".join(lines))
         return schedule
+
+
+EVIDENCE = [  # (fault kind, counter keys shown for it)
+    ("restart_mid_launch", ["restarts mid-launch", "restarts mid-launch, tag index showing part of the launch"]),
+    ("cred_rotation", ["credential rotations", "credentials revoked", "calls refused with a revoked key"]),
+    ("lagging_watch", ["proxy eventsDelayed", "proxy streamsCut", "proxy replays"]),
+    ("long_names", ["pools with 253-character names", "instances launched by them"]),
+    ("leader_cutoff", ["leader cut-offs", "leader cut-offs during a slow Run", "leader cut-offs during a slow Terminate",
+                       "leader cut-offs during a slow Describe", "standby took over",
+                       "instances shut down while the leader was cut off"]),
+    ("lease_delete", ["lease deletions", "Lease held again after its deletion"]),
+]
+
+
+def evidence_summary(totals: dict[str, int], schedules: list) -> str:
+    """One line per fault kind of issue 19: in how many schedules it was drawn, and the
+    counters that show it happened."""
+    lines = ["faults: evidence of the issue-19 kinds (schedules drawing it; counters):"]
+    for kind, keys in EVIDENCE:
+        drawn = sum(1 for s in schedules if (s.plan.long_names if kind == "long_names"
+                                              else any(e.kind == kind for e in s.plan.events)))
+        lines.append(f"  {kind}: {drawn} schedule(s); " + ", ".join(f"{k}: {totals.get(k, 0)}" for k in keys))
+    return "\n".join(lines)
 
 
 def main(argv: list[str]) -> int:
@@ -1182,6 +1644,11 @@ def main(argv: list[str]) -> int:
         seeds = [int(s) for s in args.seeds.split(",") if s.strip()]
     else:
         seeds = list(range(args.first_seed, args.first_seed + args.schedules))
+    unknown = sorted(set(args.without.split(",")) - set(KINDS)) if args.without else []
+    if unknown:
+        print(f"faults: unknown fault kind(s) for --without: {', '.join(unknown)} (known: {' '.join(KINDS)})",
+              file=sys.stderr)
+        return 2
     if not os.access(args.bin, os.X_OK):
         print(f"faults: no spotpool binary at {args.bin} (make, or set SPOTPOOL_BIN)", file=sys.stderr)
         return 2
@@ -1234,6 +1701,7 @@ def main(argv: list[str]) -> int:
         # The logs stay; etcd's data (some 60 MB of preallocated WAL) does not.
         shutil.rmtree(os.path.join(campaign.k8s_dir, "etcd-data"), ignore_errors=True)
     violations = sum(len(s.violations) for s in schedules)
+    print(evidence_summary(campaign.totals, schedules), flush=True)
     failing = [s.seed for s in schedules if s.violations]
     print(f"faults: {len(schedules)} schedules, {violations} violations, {time.time() - t0:.0f} s"
           + (f" (failing seeds: {' '.join(map(str, failing))})" if failing else ""), flush=True)

@@ -39,20 +39,21 @@ class Client:
     def __init__(self, port: int):
         self.port = port
 
-    def call(self, action: str, params: dict, timeout: float = 10.0) -> dict:
+    def call(self, action: str, params: dict, timeout: float = 10.0, secret_id: str = SECRET_ID,
+             secret_key: str = SECRET_KEY) -> dict:
         body = json.dumps(params).encode()
         ts = int(time.time())
         date = emu.utc_date(ts)
         host = f"127.0.0.1:{self.port}"
         headers = {"content-type": "application/json", "host": host}
         hashed = emu.sha256_hex(emu.canonical_request(headers, ["content-type", "host"], body).encode())
-        sig = emu.signature(SECRET_KEY, date, emu.string_to_sign(ts, date, hashed))
+        sig = emu.signature(secret_key, date, emu.string_to_sign(ts, date, hashed))
         conn = http.client.HTTPConnection("127.0.0.1", self.port, timeout=timeout)
         try:
             conn.request("POST", "/", body, {
                 "Content-Type": "application/json", "Host": host, "X-TC-Action": action,
                 "X-TC-Version": emu.API_VERSION, "X-TC-Timestamp": str(ts), "X-TC-Region": REGION,
-                "Authorization": f"TC3-HMAC-SHA256 Credential={SECRET_ID}/{date}/cvm/tc3_request, "
+                "Authorization": f"TC3-HMAC-SHA256 Credential={secret_id}/{date}/cvm/tc3_request, "
                                  f"SignedHeaders=content-type;host, Signature={sig}"})
             return json.loads(conn.getresponse().read())["Response"]
         finally:
@@ -219,6 +220,22 @@ class EmulatorFaults(unittest.TestCase):
         self.assertEqual([point[1] for point in stats["history"]], [1, 0])
         self.assertEqual(stats["maxLive"], 1)
 
+    def test_revoked_credentials_named_in_the_log(self):
+        rotated, key = "AKIDfaultsUnitTestRotated0000000001", "rotatedKeyNeverLogged"
+        self.c.control("POST", "credentials", {"secretId": rotated, "secretKey": key})
+        self.assertNotIn("Error", self.c.call("DescribeInstances", {"Limit": 1}, secret_id=rotated, secret_key=key))
+        self.c.control("POST", "credentials", {"secretId": rotated, "remove": True})
+        answer = self.c.call("DescribeInstances", {"Limit": 1}, secret_id=rotated, secret_key=key)
+        self.assertEqual(answer["Error"]["Code"], "AuthFailure.SecretIdNotFound")
+        unknown = self.c.call("DescribeInstances", {"Limit": 1}, secret_id="AKIDneverKnown", secret_key=key)
+        self.assertEqual(unknown["Error"]["Code"], "AuthFailure.SecretIdNotFound")
+        self.log.flush()
+        time.sleep(0.2)
+        with open(os.path.join(self.tmp.name, "emulator.log")) as handle:
+            text = handle.read()
+        self.assertIn(f"revoked-sid={rotated}", text)
+        self.assertNotIn("revoked-sid=AKIDneverKnown", text, "only a removed id is called revoked")
+
     def test_bad_control_input(self):
         for payload in ({"action": "X", "when": "before", "pid": 5}, {"action": "*", "when": "never", "pid": 5},
                         {"action": "*", "when": "after", "pid": 0}):
@@ -226,6 +243,33 @@ class EmulatorFaults(unittest.TestCase):
                 self.c.control("POST", "killhook", payload)
         with self.assertRaises(AssertionError):
             self.c.control("POST", "config", {"tagIndexDropProbability": 2})
+
+
+class Plans(unittest.TestCase):
+    """The schedule generator: seeded, and the issue-19 kinds can be left out."""
+
+    def test_seeded_and_without(self):
+        kinds = set()
+        for seed in range(1, 40):
+            a, b = campaign.make_plan(seed, (20, 40)), campaign.make_plan(seed, (20, 40))
+            self.assertEqual(a, b)
+            kinds |= {e.kind for e in a.events} | ({"long_names"} if a.long_names else set())
+            b.finalize(set(campaign.NEW_KINDS))
+            self.assertFalse(b.long_names or {e.kind for e in b.events} & set(campaign.NEW_KINDS))
+            self.assertTrue(all(len(p.name) <= 3 for p in b.pools))
+            self.assertTrue(all(e.args["pool"] in {p.name for p in b.pools} for e in b.events if "pool" in e.args))
+            a.finalize(set())
+            if any(e.kind in campaign.NEEDS_LEADER for e in a.events):
+                self.assertTrue(a.leader)
+        self.assertTrue(set(campaign.NEW_KINDS) <= kinds, set(campaign.NEW_KINDS) - kinds)
+        self.assertTrue(kinds <= set(campaign.KINDS), kinds - set(campaign.KINDS))
+
+    def test_long_owner_tag(self):
+        ns, name = campaign.long_name("faults-1-", 63), campaign.long_name("p0-", 253)
+        self.assertEqual((len(ns), len(name)), (63, 253))
+        tag = campaign.owner_tag(ns, name)
+        self.assertEqual((len(tag), tag[222]), (255, "#"))
+        self.assertEqual(campaign.owner_tag("ns", "p"), "ns/p")
 
 
 class SeededIds(unittest.TestCase):
