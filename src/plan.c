@@ -201,9 +201,12 @@ static void plan_deletion(const struct plan_input *in, int64_t grace, int tagged
 		/* Outcome unknown and not all of its instances seen. Some carry its token: it
 		 * did launch (only a launch that succeeded records a token), so repeating the
 		 * token answers its IDs and launches nothing. None: the token may never have
-		 * reached the cloud, and repeating it would launch instances only to terminate
-		 * them, maybe above maximum: the listing is watched for the grace instead. */
-		if (in->can_repeat_launch && tagged > 0)
+		 * reached the cloud, so the listing is watched for the grace first; past it the
+		 * token is repeated all the same. If the first call did launch (a tag index
+		 * that hid its instances that long), the repeat answers their IDs; if it did
+		 * not, it launches instances only to terminate them: a few minutes of cost
+		 * against a GPU left running for good. */
+		if (in->can_repeat_launch && (tagged > 0 || !young))
 			p->resume = l->count;
 		p->waiting = young || p->resume;
 	} else if (unconfirmed->n && young) {

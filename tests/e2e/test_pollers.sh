@@ -133,7 +133,13 @@ else
 fi
 PSS_END=$(pss_anon)
 echo "# Pss_Anon after 10 rotations $pss_warm kB, after $ROTATIONS $PSS_END kB; threads $(threads) (baseline $BASE); $((SECONDS - started)) s"
-check "Pss_Anon within 1 MiB of its value after 10 rotations ($pss_warm -> $PSS_END kB)" \
-	test $((PSS_END - pss_warm)) -le 1024
+# Under AddressSanitizer (make check-asan sets SANITIZER_LOG_DIR) freed memory stays in
+# its quarantine (up to 256 MiB), so memory says nothing there; leaks are its own report.
+if [[ -z ${SANITIZER_LOG_DIR:-} ]]; then
+	check "Pss_Anon within 1 MiB of its value after 10 rotations ($pss_warm -> $PSS_END kB)" \
+		test $((PSS_END - pss_warm)) -le 1024
+else
+	echo "# Pss_Anon not checked under AddressSanitizer (its quarantine holds freed memory)"
+fi
 check "the controller is still running" kill -0 "$CTL_PID"
 finish
