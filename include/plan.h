@@ -60,6 +60,10 @@ struct plan {
 	struct strv cleanup;    /* owned instances to terminate: dead ones, or all when deleting */
 	bool ledger_done;       /* the ledger's launch is resolved: drop the record */
 	bool waiting;           /* a launch is still unresolved (nothing new is launched meanwhile) */
+	/* Deleting, past the grace: a refusal of the resumed launch (sold out, auth, config)
+	 * lets the launch go (it never launched, or cannot be learnt), so the pool is not
+	 * held for as long as the refusal lasts. */
+	bool let_go_if_refused;
 	bool release;           /* deleting, and every recorded instance is confirmed gone */
 	/* Recorded as live by an earlier pass, now gone, and not terminated by spotpool: a spot
 	 * reclaim (or someone outside spotpool). */

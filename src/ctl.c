@@ -221,9 +221,6 @@ void ctl_stop(struct ctl *c)
 		cvm_client_free(c->workers[i].rc.cvm);
 		c->workers[i].rc = (struct reconciler){0};
 	}
-	/* After the workers: a pass may still be reading it. */
-	inv_free(c->inv);
-	c->inv = NULL;
 	c->workers_running = 0;
 }
 
@@ -232,6 +229,9 @@ void ctl_free(struct ctl *c)
 	if (!c)
 		return;
 	ctl_stop(c);
+	/* Here, not in ctl_stop: the lease thread (ctl_set_active_until) may use it until
+	 * the lease is stopped, which comes between the two. */
+	inv_free(c->inv);
 	informer_free(c->informer);
 	free(c->workers);
 	wq_free(c->queue);
@@ -267,10 +267,13 @@ void ctl_counts(struct ctl *c, size_t *ret_pools, size_t *ret_instances)
 
 void ctl_set_active_until(struct ctl *c, int64_t until_ms)
 {
-	int64_t was = atomic_exchange(&c->active_until_ms, until_ms);
 	/* Starting to act (again): another leader may have launched or terminated since
 	 * the last listings, which would count its reclaimed instances as live and
-	 * scale down the replacements. */
+	 * scale down the replacements. Noted before a worker can see itself active. The
+	 * lease thread is the only caller once the controller runs, and the inventory
+	 * lives until ctl_free, after the lease has stopped. */
+	int64_t was = atomic_load(&c->active_until_ms);
 	if (c->inv && until_ms > sp_mono_ms() && was <= sp_mono_ms())
 		inv_note_all_mutated(c->inv);
+	atomic_store(&c->active_until_ms, until_ms);
 }

@@ -480,6 +480,8 @@ int inv_read(struct inv *inv, struct cvm_client *cvm, const struct cvm_credentia
 	/* Strictly after: a listing that started in the same millisecond as the change
 	 * may have started before it. */
 	for (;;) {
+		if (inv->fresh_after_ms > need)  /* leadership began while this read waited */
+			need = inv->fresh_after_ms;
 		if (p->last_error && p->error_ms > need && (!p->snap || p->error_ms > p->taken_ms)) {
 			r = p->last_error;
 			if (err)

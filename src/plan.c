@@ -206,9 +206,13 @@ static void plan_deletion(const struct plan_input *in, int64_t grace, int tagged
 		 * that hid its instances that long), the repeat answers their IDs; if it did
 		 * not, it launches instances only to terminate them: a few minutes of cost
 		 * against a GPU left running for good. */
-		if (in->can_repeat_launch && (tagged > 0 || !young))
+		bool repeat = in->can_repeat_launch && (tagged > 0 || !young);
+		if (repeat && tagged > 0)
 			p->resume = l->count;
-		p->waiting = young || p->resume;
+		else if (repeat && p->cleanup.n == 0)  /* once nothing else is live: within maximum */
+			p->resume = min_int(l->count, in->spec->maximum > 1 ? in->spec->maximum : 1);
+		p->waiting = young || repeat;
+		p->let_go_if_refused = !young;
 	} else if (unconfirmed->n && young) {
 		p->waiting = true;
 	}

@@ -625,8 +625,18 @@ static void finalize(struct pass *p, const struct plan *plan, struct reconcile_r
 			 "before releasing", p->ledger.client_token);
 		/* Whatever it answers, what is known goes now: a refused repeat must not keep a
 		 * deleted pool's instances running. */
-		res->error = launch(p, plan, plan->resume, false);
+		int r = launch(p, plan, plan->resume, false);
+		res->error = r;
 		res->requeue_ms = REQUEUE_PROGRESS_MS;
+		if ((r == SP_ECAPACITY || r == SP_EAUTH || r == SP_ECONFIG) && plan->let_go_if_refused) {
+			emit_event(p, "Warning", "LaunchAbandoned", "launch %s of unknown outcome: repeating it "
+				   "was refused past the launch grace; releasing without it",
+				   p->ledger.client_token);
+			plan_launch_clear(&p->ledger);
+			p->has_ledger = false;
+			if (write_ledger(p, plan, "cannot clear the refused launch") == SP_ECONFLICT)
+				res->requeue_ms = REQUEUE_CONFLICT_MS;
+		}
 	}
 	if (plan->cleanup.n) {
 		int r = terminate(p, &plan->cleanup, METRICS_TERMINATED_DELETION, "pool deleted");

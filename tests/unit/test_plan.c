@@ -459,6 +459,20 @@ static void test_deleting_with_unresolved_launches(void **state)
 	assert_false(p.release);
 	assert_int_equal(p.resume, 2);
 	assert_int_equal(p.launch, 0);
+	assert_true(p.let_go_if_refused);  /* a refusal (sold out, auth) does not hold it */
+	plan_free(&p);
+	/* review of 3d2bea7: only once nothing else is live (terminated first), and never
+	 * more than maximum, which may have been lowered since */
+	struct pool_instance live[] = {tagged("x", "RUNNING", "older")};
+	p = run_w(&s, live, 1, &unknown, &w);
+	assert_int_equal(p.resume, 0);
+	assert_int_equal(p.cleanup.n, 1);
+	assert_true(p.waiting);
+	assert_false(p.ledger_done);
+	plan_free(&p);
+	struct pool_spec lowered = spec(0, 1);
+	p = run_w(&lowered, NULL, 0, &unknown, &w);
+	assert_int_equal(p.resume, 1);
 	plan_free(&p);
 	/* Issue 19 defect 2: one of two seen: it launched; its answer is asked for at once,
 	 * within the grace and past it, and the seen one is terminated meanwhile */
