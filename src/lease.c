@@ -248,7 +248,9 @@ static void *lease_main(void *arg)
 			nanosleep(&ts, NULL);
 		}
 	}
-	if (atomic_load(&l->leading)) {
+	/* Released while waiting to act too (it holds the Lease): the next process
+	 * should not wait out a whole expiry. release() checks the holder is this one. */
+	if (atomic_load(&l->leading) || sp_mono_ms() < l->act_after_ms) {
 		set_leading(l, false);
 		release(l);
 	}
