@@ -15,7 +15,12 @@ cleanup() {
 	for pid in "${E2E_PIDS[@]}"; do kill "$pid" 2>/dev/null; done
 	for pid in "${E2E_PIDS[@]}"; do wait "$pid" 2>/dev/null; done
 	stop_cluster
-	[[ -n ${E2E_KEEP:-} ]] || rm -rf "$E2E_TMP"
+	# A failed suite keeps its files (logs of the clusters and processes it started).
+	if [[ -n ${E2E_KEEP:-} ]] || ((E2E_FAILED > 0)); then
+		echo "# files kept in $E2E_TMP"
+	else
+		rm -rf "$E2E_TMP"
+	fi
 }
 trap cleanup EXIT
 

@@ -24,6 +24,11 @@ run_demo() {
 demo_kubeconfig() { sed -n 's/^ *export KUBECONFIG=//p' "$E2E_TMP/$1.out" | head -1; }
 demo_size() { kubectl --kubeconfig "$(demo_kubeconfig "$1")" get sp demo -o jsonpath='{.status.size}' 2>/dev/null; }
 at_size() { [[ -n $(demo_kubeconfig "$1") && $(demo_size "$1") == 2 ]]; }
+# reaches_size NAME LABEL [SUFFIX]: the check, and the demo's own output when it fails.
+reaches_size() {
+	check "$2: the demo pool reaches size 2${3:-}" wait_for 120 at_size "$1"
+	at_size "$1" || sed 's/^/# demo: /' "$E2E_TMP/$1.out" | tail -n 25
+}
 demo_uid() { kubectl --kubeconfig "$(demo_kubeconfig "$1")" get sp demo -o jsonpath='{.metadata.uid}'; }
 # Every pid the demo started (from its pids file), plus the script itself.
 demo_pids() { awk '{print $2}' "$demo_dir/pids"; echo "$DEMO_PID"; }
@@ -66,8 +71,7 @@ stop_demo() {
 
 # --- run 1: a fresh demo; Ctrl-C --------------------------------------------------------
 run_demo first
-check "first run: the demo pool reaches size 2" wait_for 120 at_size first
-at_size first || sed 's/^/# demo: /' "$E2E_TMP/first.out" | tail -n 25  # why, before it is gone
+reaches_size first "first run"
 uid1=$(demo_uid first)
 port1=$(cat "$demo_dir/emulator.port")
 check "first run: the pids file lists etcd, apiserver, emulator and controller" \
@@ -77,7 +81,7 @@ stop_demo first INT
 # --- run 2: starts clean; SIGTERM -------------------------------------------------------
 echo "stale" >"$demo_dir/emulator.port.stale"
 run_demo second
-check "second run: the demo pool reaches size 2" wait_for 120 at_size second
+reaches_size second "second run"
 uid2=$(demo_uid second)
 check "second run: a fresh cluster state (new pool uid: $uid1 -> $uid2)" test -n "$uid2" -a "$uid1" != "$uid2"
 check "second run: a fresh state directory" test ! -e "$demo_dir/emulator.port.stale"
@@ -92,7 +96,7 @@ stop_demo second TERM
 
 # --- run 3: KEEP=1 keeps the cluster state ------------------------------------------------
 KEEP=1 run_demo third
-check "KEEP=1: the demo pool reaches size 2 again" wait_for 120 at_size third
+reaches_size third "KEEP=1" " again"
 check "KEEP=1: the same cluster state (pool uid kept: $uid2)" test "$(demo_uid third)" = "$uid2"
 stop_demo third INT
 
