@@ -201,17 +201,12 @@ static void plan_deletion(const struct plan_input *in, int64_t grace, int tagged
 		/* Outcome unknown and not all of its instances seen. Some carry its token: it
 		 * did launch (only a launch that succeeded records a token), so repeating the
 		 * token answers its IDs and launches nothing. None: the token may never have
-		 * reached the cloud, so the listing is watched for the grace first; past it the
-		 * token is repeated all the same. If the first call did launch (a tag index
-		 * that hid its instances that long), the repeat answers their IDs; if it did
-		 * not, it launches instances only to terminate them: a few minutes of cost
-		 * against a GPU left running for good. */
-		bool repeat = in->can_repeat_launch && (tagged > 0 || !young);
-		if (repeat && tagged > 0)
+		 * reached the cloud (a crash between the ledger write and the call), and a
+		 * repeat would launch for a deleted pool (fault campaign seed 170): the listing
+		 * is watched for the grace instead. */
+		if (in->can_repeat_launch && tagged > 0)
 			p->resume = l->count;
-		else if (repeat && p->cleanup.n == 0)  /* once nothing else is live: within maximum */
-			p->resume = min_int(l->count, in->spec->maximum > 1 ? in->spec->maximum : 1);
-		p->waiting = young || repeat;
+		p->waiting = young || p->resume;
 		p->let_go_if_refused = !young;
 	} else if (unconfirmed->n && young) {
 		p->waiting = true;
