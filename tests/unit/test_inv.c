@@ -50,21 +50,8 @@ static void *fake_main(void *arg)
 		int conn = accept(f->fd, NULL, NULL);
 		if (conn < 0)
 			continue;
-		/* Small requests: read until the body is in (headers, then Content-Length). */
 		char req[16384];
-		size_t len = 0, want = 0;
-		for (ssize_t r; len < sizeof(req) - 1 && (r = read(conn, req + len, sizeof(req) - 1 - len)) > 0;) {
-			len += (size_t)r;
-			req[len] = '\0';
-			char *end = strstr(req, "\r\n\r\n");
-			if (end && !want) {
-				char *cl = strcasestr(req, "\r\nContent-Length:");
-				want = (size_t)(end + 4 - req) + (cl && cl < end ? strtoul(cl + 17, NULL, 10) : 0);
-			}
-			if (want && len >= want)
-				break;
-		}
-		req[len] = '\0';
+		test_read_request(conn, req, sizeof(req));
 		atomic_fetch_add(&f->n, 1);
 		if (strstr(req, "Credential=AKIDslow"))
 			usleep(400000);
