@@ -91,6 +91,21 @@ void kube_watch_decoder_free(struct kube_watch_decoder *d);
 int kube_watch(struct kube_client *c, const char *path, long timeout_ms, kube_event_fn fn,
 	       void *userdata, const volatile sig_atomic_t *cancel, struct sp_error *err);
 
+/* The apiserver as a port: what informer, lease, reconcile and ctl call. kube_client_api
+ * binds a kube_client (borrowed: it must outlive the port); unit tests bind canned
+ * replies. request and watch behave as kube_request and kube_watch. */
+struct kube_api {
+	int (*request)(void *ctx, const char *method, const char *path, const char *content_type,
+		       const cJSON *body, cJSON **ret, struct sp_error *err);
+	int (*watch)(void *ctx, const char *path, long timeout_ms, kube_event_fn fn, void *userdata,
+		     const volatile sig_atomic_t *cancel, struct sp_error *err);
+	void *ctx;
+};
+struct kube_api kube_client_api(struct kube_client *c);
+int kube_api_get(const struct kube_api *api, const char *path, cJSON **ret, struct sp_error *err);
+int kube_api_merge_patch(const struct kube_api *api, const char *path, const cJSON *patch, cJSON **ret,
+			 struct sp_error *err);
+
 /* Decoded value of key in a Secret object (data is base64), caller frees with
  * sp_secure_free; NULL when absent or malformed. Not registered for redaction: the
  * caller knows which values are secret and who owns them (log_replace_secret). */

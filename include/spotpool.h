@@ -104,6 +104,15 @@ void sp_secure_free(char *s);
 /* Wall clock (epoch seconds) and a monotonic clock in milliseconds. */
 int64_t sp_now(void);
 int64_t sp_mono_ms(void);
+/* The clock as a port: code that decides by time reads it from here, so that unit tests
+ * drive time with a fake (tests/unit/testutil.h). */
+struct sp_clock {
+	int64_t (*now)(void *ctx);      /* wall clock, epoch seconds */
+	int64_t (*mono_ms)(void *ctx);  /* monotonic, milliseconds */
+	void *ctx;
+};
+/* sp_now and sp_mono_ms. */
+extern const struct sp_clock sp_clock_system;
 /* Condition variables whose timed waits use the monotonic clock (a wall-clock step
  * neither stretches nor cuts a wait short): init, then wait until at_mono_ms
  * (sp_mono_ms() time) at the latest. */

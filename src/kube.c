@@ -426,6 +426,34 @@ int kube_merge_patch(struct kube_client *c, const char *path, const cJSON *patch
 	return kube_request(c, "PATCH", path, "application/merge-patch+json", patch, ret, err);
 }
 
+static int client_request(void *ctx, const char *method, const char *path, const char *content_type,
+			  const cJSON *body, cJSON **ret, struct sp_error *err)
+{
+	return kube_request(ctx, method, path, content_type, body, ret, err);
+}
+
+static int client_watch(void *ctx, const char *path, long timeout_ms, kube_event_fn fn, void *userdata,
+			const volatile sig_atomic_t *cancel, struct sp_error *err)
+{
+	return kube_watch(ctx, path, timeout_ms, fn, userdata, cancel, err);
+}
+
+struct kube_api kube_client_api(struct kube_client *c)
+{
+	return (struct kube_api){.request = client_request, .watch = client_watch, .ctx = c};
+}
+
+int kube_api_get(const struct kube_api *api, const char *path, cJSON **ret, struct sp_error *err)
+{
+	return api->request(api->ctx, "GET", path, NULL, NULL, ret, err);
+}
+
+int kube_api_merge_patch(const struct kube_api *api, const char *path, const cJSON *patch, cJSON **ret,
+			 struct sp_error *err)
+{
+	return api->request(api->ctx, "PATCH", path, "application/merge-patch+json", patch, ret, err);
+}
+
 void kube_watch_decoder_init(struct kube_watch_decoder *d, size_t max, kube_event_fn fn,
 			     void *userdata)
 {

@@ -150,6 +150,20 @@ int64_t sp_mono_ms(void)
 	return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
 }
 
+static int64_t system_now(void *ctx)
+{
+	(void)ctx;
+	return sp_now();
+}
+
+static int64_t system_mono_ms(void *ctx)
+{
+	(void)ctx;
+	return sp_mono_ms();
+}
+
+const struct sp_clock sp_clock_system = {.now = system_now, .mono_ms = system_mono_ms};
+
 void sp_cond_init_monotonic(pthread_cond_t *cond)
 {
 	pthread_condattr_t attr;

@@ -19,6 +19,8 @@
 
 #include <cmocka.h>
 
+#include "spotpool.h"
+
 #define assert_contains(haystack, needle)                                                    \
 	do {                                                                                 \
 		if (!strstr((haystack), (needle)))                                           \
@@ -61,6 +63,37 @@ static inline bool test_read_request(int fd, char *buf, size_t cap)
 			return true;
 	}
 	return false;
+}
+
+/* A clock the test moves by hand (struct sp_clock's fake): wall seconds and monotonic
+ * milliseconds advance together through test_clock_advance_ms. */
+struct test_clock {
+	int64_t now;      /* epoch seconds */
+	int64_t mono_ms;
+	int64_t spare_ms; /* milliseconds not yet a whole wall second */
+};
+
+static inline int64_t test_clock_now(void *ctx)
+{
+	return ((struct test_clock *)ctx)->now;
+}
+
+static inline int64_t test_clock_mono_ms(void *ctx)
+{
+	return ((struct test_clock *)ctx)->mono_ms;
+}
+
+static inline struct sp_clock test_clock_port(struct test_clock *c)
+{
+	return (struct sp_clock){.now = test_clock_now, .mono_ms = test_clock_mono_ms, .ctx = c};
+}
+
+static inline void test_clock_advance_ms(struct test_clock *c, int64_t ms)
+{
+	c->mono_ms += ms;
+	c->spare_ms += ms;
+	c->now += c->spare_ms / 1000;
+	c->spare_ms %= 1000;
 }
 
 #endif
