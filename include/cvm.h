@@ -98,6 +98,13 @@ int cvm_list_tagged(struct cvm_client *c, const struct cvm_credentials *cred, co
 int cvm_describe_ids(struct cvm_client *c, const struct cvm_credentials *cred, const char *region,
 		     const struct strv *ids, const _Atomic int64_t *until,
 		     struct pool_instance **ret_instances, size_t *ret_n, struct sp_error *err);
+/* The instances of region (in zone, when not NULL or empty) that carry the launch tag
+ * client_token, found by listing them all without a tag filter: slower than a tag
+ * listing (every instance of the zone, 100 per call) but answered from the instances
+ * themselves, which a lagging tag index cannot hide. until as for cvm_call_until. */
+int cvm_find_launched(struct cvm_client *c, const struct cvm_credentials *cred, const char *region,
+		      const char *zone, const char *client_token, const _Atomic int64_t *until,
+		      struct pool_instance **ret_instances, size_t *ret_n, struct sp_error *err);
 /* Launches (or dry-runs) instances; ret_ids receives the new IDs (none for a dry run). */
 int cvm_run_instances(struct cvm_client *c, const struct cvm_credentials *cred,
 		      const struct cvm_launch *launch, struct strv *ret_ids, struct sp_error *err);

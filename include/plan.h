@@ -64,6 +64,12 @@ struct plan {
 	 * lets the launch go (it never launched, or cannot be learnt), so the pool is not
 	 * held for as long as the refusal lasts. */
 	bool let_go_if_refused;
+	/* Deleting, past the grace, a launch of unknown outcome not all of whose instances
+	 * show and that cannot be repeated (none shows, or the spec no longer validates):
+	 * before it is let go, list every instance of its zone without a tag filter (which a
+	 * lagging tag index cannot hide) for those carrying its token, then plan again
+	 * (plan_input.swept). */
+	bool sweep;
 	bool release;           /* deleting, and every recorded instance is confirmed gone */
 	/* Recorded as live by an earlier pass, now gone, and not terminated by spotpool: a spot
 	 * reclaim (or someone outside spotpool). */
@@ -84,6 +90,9 @@ struct plan_input {
 	/* Deleting, with a spec that still validates: the ledger's launch, known to have
 	 * happened, can be repeated (the same request) to learn its IDs. */
 	bool can_repeat_launch;
+	/* Deleting: every instance of the ledger's zone was listed without a tag filter this
+	 * pass (plan.sweep), and those carrying its token are among instances. */
+	bool swept;
 };
 
 enum plan_state_class plan_classify_state(const char *state);

@@ -694,6 +694,47 @@ int cvm_list_tagged(struct cvm_client *c, const struct cvm_credentials *cred, co
 	return r;
 }
 
+/* What cvm_find_launched keeps of a listing: only the instances of one launch. */
+struct launch_hits {
+	const char *client_token;
+	struct pool_instance *v;
+	size_t n;
+};
+
+static void keep_launched(void *userdata, const struct pool_instance *inst)
+{
+	struct launch_hits *h = userdata;
+	if (strcmp(inst->launch_tag, h->client_token) != 0)
+		return;
+	h->v = xrealloc(h->v, (h->n + 1) * sizeof(*h->v));
+	h->v[h->n++] = *inst;
+}
+
+int cvm_find_launched(struct cvm_client *c, const struct cvm_credentials *cred, const char *region,
+		      const char *zone, const char *client_token, const _Atomic int64_t *until,
+		      struct pool_instance **ret_instances, size_t *ret_n, struct sp_error *err)
+{
+	cJSON *query = cJSON_CreateObject();
+	if (zone && *zone) {
+		cJSON *f = cJSON_CreateObject();
+		cJSON_AddItemToArray(cJSON_AddArrayToObject(query, "Filters"), f);
+		cJSON_AddStringToObject(f, "Name", "zone");
+		cJSON_AddItemToArray(cJSON_AddArrayToObject(f, "Values"), cJSON_CreateString(zone));
+	}
+	struct launch_hits hits = {.client_token = client_token};
+	struct sweep sw = {.take = keep_launched, .take_userdata = &hits};
+	int r = describe_pages(c, cred, region, query, until, &sw, err);
+	cJSON_Delete(query);
+	idset_free(&sw.listed);
+	if (r < 0) {
+		free(hits.v);
+		return r;
+	}
+	*ret_instances = hits.v;
+	*ret_n = hits.n;
+	return 0;
+}
+
 /* {"InstanceIds": [ids[0], ..., ids[n - 1]]} */
 static cJSON *ids_request(char *const *ids, size_t n)
 {

@@ -203,10 +203,13 @@ static void plan_deletion(const struct plan_input *in, int64_t grace, int tagged
 		 * token answers its IDs and launches nothing. None: the token may never have
 		 * reached the cloud (a crash between the ledger write and the call), and a
 		 * repeat would launch for a deleted pool (fault campaign seed 170): the listing
-		 * is watched for the grace instead. */
+		 * is watched for the grace instead, then every instance of the zone is listed
+		 * without a tag filter once (seed 73: an index hid one past the grace). */
 		if (in->can_repeat_launch && tagged > 0)
 			p->resume = l->count;
-		p->waiting = young || p->resume;
+		else if (!young && !in->swept)
+			p->sweep = true;
+		p->waiting = young || p->resume || p->sweep;
 		p->let_go_if_refused = !young;
 	} else if (unconfirmed->n && young) {
 		p->waiting = true;

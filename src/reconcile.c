@@ -459,6 +459,30 @@ static int observe(struct pass *p)
 	return r;
 }
 
+/* plan.sweep: the ledger's instances among every instance of its zone, listed without a
+ * tag filter, join the owned ones. */
+static int sweep_launch(struct pass *p)
+{
+	struct cvm_credentials view = creds_view(&p->creds);
+	const char *zone = *p->ledger.zone ? p->ledger.zone : p->spec->zone;
+	struct pool_instance *found = NULL;
+	size_t n_found = 0;
+	struct sp_error err = {0};
+	int r = cvm_find_launched(p->r->cvm, &view, p->spec->region, zone, p->ledger.client_token,
+				  p->r->active_until_ms, &found, &n_found, &err);
+	if (r < 0) {
+		fail(p, r, "DescribeInstances", &err, "cannot look for the instances of launch %s before "
+		     "releasing the deleted pool", p->ledger.client_token);
+		return r;
+	}
+	pool_log(p, LOG_LVL_INFO, "finalize", NULL, "launch %s of unknown outcome: %zu instance(s) carry "
+		 "its token in a listing without a tag filter", p->ledger.client_token, n_found);
+	plan_merge_owned(&p->instances, &p->n_instances, found, n_found, p->owner, p->r->opt->cluster_name,
+			 &p->foreign);
+	free(found);
+	return 0;
+}
+
 static void note_terminated(struct pass *p, const struct strv *ids)
 {
 	for (size_t i = 0; i < ids->n; i++)
@@ -950,6 +974,17 @@ void reconcile_pool(struct reconciler *r, cJSON *obj, struct reconcile_result *r
 	};
 	plan_compute(&in, &plan);
 	planned = true;
+	if (plan.sweep) {
+		if ((rc = sweep_launch(&p)) < 0) {
+			res->error = rc;
+			goto status;
+		}
+		plan_free(&plan);
+		in.instances = p.instances;
+		in.n_instances = p.n_instances;
+		in.swept = true;
+		plan_compute(&in, &plan);
+	}
 	res->live = plan.observed;
 	if (!p.deleting)
 		note_capacity(&p);

@@ -225,6 +225,27 @@ else
 	fail "pool unseen never launched"
 fi
 
+# --- Fault campaign seed 73: deleted while the answer of its launch died with the
+#     process, and the tag index hides every instance of that launch past the grace.
+#     Before letting the launch go, the zone is listed without a tag filter; its
+#     instances carry the token and are terminated (both were left running) ---------
+emu_post fault "{\"action\":\"RunInstances\",\"tagIndexLagSeconds\":$((GRACE + 40)),\"times\":1}" >/dev/null
+kill_hook RunInstances after
+pool_manifest hidden default 2 2 | kubectl apply -f - >/dev/null
+if wait_killed; then
+	pass "controller killed as RunInstances of pool hidden completed"
+	kubectl delete sp hidden --wait=false >/dev/null
+	run_ctl
+	check "hidden launch, deleted: released" wait_for $((GRACE + 30)) gone hidden
+	check "hidden launch, deleted: both instances terminated ($(stat hidden launched) launched, $(stat hidden live) live)" \
+		test "$(stat hidden launched)/$(stat hidden live)" = 2/0
+	check "hidden launch, deleted: found by a listing without a tag filter" journal_has \
+		'[.[] | select(.action=="DescribeInstances" and ((.filters // []) | map(.Name) == ["zone"]))] | length >= 1'
+else
+	fail "the kill hook did not fire for pool hidden"
+	run_ctl
+fi
+
 # --- Issue 10: backoff grows past the resync period while launches are refused ----
 emu_post stock '{"zone":"ap-singapore-4","instanceType":"GN7.2XLARGE32","count":0,"errorCode":"ResourcesSoldOut.SpecifiedInstanceType"}' >/dev/null
 pool_manifest dry default 1 1 | sed 's/ap-singapore-2/ap-singapore-4/' | kubectl apply -f - >/dev/null

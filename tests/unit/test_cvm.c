@@ -635,6 +635,59 @@ static void test_describe_10k(void **state)
 		fail_msg("10,000 instances took %lld ms", (long long)took);
 }
 
+/* 250 instances of a zone, paged from the request's Offset; every 50th carries the
+ * launch tag "tok-x", the others another launch's. */
+static char *answer_zone(struct fake *f, const cJSON *request, int *status, int *delay_ms)
+{
+	(void)f, (void)status, (void)delay_ms;
+	int offset = (int)num(request, "Offset");
+	cJSON *root = cJSON_CreateObject();
+	cJSON *resp = cJSON_AddObjectToObject(root, "Response");
+	cJSON_AddNumberToObject(resp, "TotalCount", 250);
+	cJSON *set = cJSON_AddArrayToObject(resp, "InstanceSet");
+	for (int i = offset; i < 250 && i < offset + 100; i++) {
+		add_owned_instance(set, i, "ml/gpu");
+		cJSON *tag = cJSON_CreateObject();
+		cJSON_AddStringToObject(tag, "Key", POOL_LAUNCH_TAG_KEY);
+		cJSON_AddStringToObject(tag, "Value", i % 50 ? "tok-y" : "tok-x");
+		cJSON_AddItemToArray(cJSON_GetObjectItem(cJSON_GetArrayItem(set, i - offset), "Tags"), tag);
+	}
+	char *text = cJSON_PrintUnformatted(root);
+	cJSON_Delete(root);
+	return text;
+}
+
+/* A launch's instances, looked for without a tag filter (which a lagging tag index
+ * answers): the zone's every page, only the token's instances kept. */
+static void test_find_launched(void **state)
+{
+	(void)state;
+	struct fake f = {.answer = answer_zone};
+	fake_start(&f);
+	struct cvm_client *c = fake_client(&f, 1);
+	struct pool_instance *list = NULL;
+	size_t n = 0;
+	assert_int_equal(cvm_find_launched(c, &test_cred, "ap-singapore", "ap-singapore-1", "tok-x", NULL,
+					   &list, &n, NULL), 0);
+	cvm_client_free(c);
+	fake_stop(&f);
+	assert_int_equal(atomic_load(&f.n), 3);
+	for (size_t i = 0; i < 3; i++) {
+		assert_string_equal(jstr(f.requests[i], "Filters.0.Name"), "zone");
+		assert_string_equal(jstr(f.requests[i], "Filters.0.Values.0"), "ap-singapore-1");
+		assert_null(cJSON_GetArrayItem(cJSON_GetObjectItem(f.requests[i], "Filters"), 1));
+	}
+	assert_int_equal(n, 5);
+	for (size_t i = 0; i < n; i++) {
+		char id[32];
+		snprintf(id, sizeof(id), "ins-%08zu", i * 50);
+		assert_string_equal(list[i].id, id);
+		assert_string_equal(list[i].launch_tag, "tok-x");
+	}
+	free(list);
+	fake_free(&f);
+}
+
 /* Answers by-ID lookups: ins-0000000N for N < known exists, "ins-bad" is malformed, a
  * batch with an unknown ID is InvalidInstanceId.NotFound; adds one instance nobody asked for. */
 static char *answer_ids(struct fake *f, const cJSON *request, int *status, int *delay_ms)
@@ -1095,6 +1148,7 @@ int main(void)
 		cmocka_unit_test(test_describe_pages),
 		cmocka_unit_test(test_describe_inconsistent_paging),
 		cmocka_unit_test(test_describe_10k),
+		cmocka_unit_test(test_find_launched),
 		cmocka_unit_test(test_describe_ids),
 		cmocka_unit_test(test_refusal_after_uncertain_attempt),
 		cmocka_unit_test(test_rate_limit),

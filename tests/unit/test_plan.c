@@ -34,6 +34,7 @@ struct world {
 	const struct strv *seen, *seen_live, *foreign;
 	bool deleting;
 	bool spec_invalid;  /* deleting a pool whose spec no longer validates */
+	bool swept;         /* the zone was listed without a tag filter this pass */
 };
 
 static struct plan run_w(const struct pool_spec *s, const struct pool_instance *in, size_t n,
@@ -47,6 +48,7 @@ static struct plan run_w(const struct pool_spec *s, const struct pool_instance *
 		input.foreign = w->foreign;
 		input.deleting = w->deleting;
 		input.can_repeat_launch = w->deleting && !w->spec_invalid;
+		input.swept = w->swept;
 	}
 	struct plan p;
 	plan_compute(&input, &p);
@@ -450,13 +452,33 @@ static void test_deleting_with_unresolved_launches(void **state)
 	assert_false(p.release);
 	assert_int_equal(p.launch + p.resume, 0);
 	plan_free(&p);
+	assert_false(p.sweep);  /* within the grace the tag listing is still watched */
+	plan_free(&p);
 	/* past the grace, nothing ever seen: not repeated (the token may never have reached
-	 * the cloud, and a repeat would launch for a deleted pool: fault campaign seed 170) */
+	 * the cloud, and a repeat would launch for a deleted pool: fault campaign seed 170);
+	 * first the zone is listed without a tag filter (seed 73: a tag index hid one of its
+	 * instances past the grace, and the pool was released with it running) */
 	unknown.started = NOW - GRACE - 1;
 	p = run_w(&s, NULL, 0, &unknown, &w);
+	assert_true(p.sweep);
+	assert_true(p.waiting);
+	assert_false(p.release);
+	assert_int_equal(p.resume + p.launch, 0);
+	plan_free(&p);
+	struct world swept = {.deleting = true, .swept = true};
+	p = run_w(&s, NULL, 0, &unknown, &swept);
+	assert_false(p.sweep);
 	assert_false(p.waiting);
 	assert_true(p.release);
 	assert_int_equal(p.resume + p.launch, 0);
+	plan_free(&p);
+	/* the sweep found one: it launched, so the token is repeated for the other's ID */
+	struct pool_instance hidden[] = {tagged("h", "RUNNING", "t")};
+	p = run_w(&s, hidden, 1, &unknown, &swept);
+	assert_false(p.sweep);
+	assert_int_equal(p.resume, 2);
+	assert_int_equal(p.cleanup.n, 1);
+	assert_false(p.release);
 	plan_free(&p);
 	/* Issue 19 defect 2: one of two seen: it launched; its answer is asked for at once,
 	 * within the grace and past it, and the seen one is terminated meanwhile */
@@ -475,11 +497,20 @@ static void test_deleting_with_unresolved_launches(void **state)
 	assert_false(p.release);
 	assert_false(p.let_go_if_refused);
 	plan_free(&p);
-	/* a spec that no longer validates cannot repeat the request: released past the grace */
+	/* a spec that no longer validates cannot repeat the request: past the grace the
+	 * zone is listed without a tag filter for the rest, then it is released */
 	struct world broken = {.deleting = true, .spec_invalid = true};
 	unknown.started = NOW - GRACE - 1;
 	p = run_w(&s, one, 1, &unknown, &broken);
 	assert_int_equal(p.resume, 0);
+	assert_true(p.sweep);
+	assert_true(p.waiting);
+	assert_int_equal(p.cleanup.n, 1);
+	plan_free(&p);
+	broken.swept = true;
+	p = run_w(&s, one, 1, &unknown, &broken);
+	assert_int_equal(p.resume, 0);
+	assert_false(p.sweep);
 	assert_false(p.waiting);
 	assert_int_equal(p.cleanup.n, 1);
 	plan_free(&p);
