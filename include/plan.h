@@ -68,7 +68,7 @@ struct plan {
 	 * show and that cannot be repeated (none shows, or the spec no longer validates):
 	 * before it is let go, list every instance of its zone without a tag filter (which a
 	 * lagging tag index cannot hide) for those carrying its token, then plan again
-	 * (plan_input.swept). */
+	 * (plan_input.swept). Not with Retain, nor in a dry run. */
 	bool sweep;
 	bool release;           /* deleting, and every recorded instance is confirmed gone */
 	/* Recorded as live by an earlier pass, now gone, and not terminated by spotpool: a spot
@@ -86,12 +86,14 @@ struct plan_input {
 	const struct plan_launch *ledger;        /* the recorded launch, or NULL */
 	int64_t now;
 	int64_t launch_grace;                    /* seconds; <= 0 means the default */
-	bool deleting;                           /* terminate everything owned (deletionPolicy Delete) */
+	bool deleting;                           /* the pool is being deleted */
+	bool retain;                             /* deleting, deletionPolicy Retain: only release */
+	bool dry_run;                            /* nothing is mutated: no sweep either */
 	/* Deleting, with a spec that still validates: the ledger's launch, known to have
 	 * happened, can be repeated (the same request) to learn its IDs. */
 	bool can_repeat_launch;
-	/* Deleting: every instance of the ledger's zone was listed without a tag filter this
-	 * pass (plan.sweep), and those carrying its token are among instances. */
+	/* Deleting: the launch's zone was listed without a tag filter this pass
+	 * (plan.sweep), and the instances carrying the ledger's token are among instances. */
 	bool swept;
 };
 

@@ -203,11 +203,11 @@ static void plan_deletion(const struct plan_input *in, int64_t grace, int tagged
 		 * token answers its IDs and launches nothing. None: the token may never have
 		 * reached the cloud (a crash between the ledger write and the call), and a
 		 * repeat would launch for a deleted pool (fault campaign seed 170): the listing
-		 * is watched for the grace instead, then every instance of the zone is listed
-		 * without a tag filter once (seed 73: an index hid one past the grace). */
+		 * is watched for the grace instead, then the zone is listed without a
+		 * tag filter once (seed 73: an index hid one past the grace). */
 		if (in->can_repeat_launch && tagged > 0)
 			p->resume = l->count;
-		else if (!young && !in->swept)
+		else if (!young && !in->swept && !in->dry_run)
 			p->sweep = true;
 		p->waiting = young || p->resume || p->sweep;
 		p->let_go_if_refused = !young;
@@ -239,6 +239,13 @@ void plan_compute(const struct plan_input *in, struct plan *ret)
 	if (!in->deleting)
 		find_reclaimed(in, &known, &p.reclaimed);
 	free(known.v);
+	if (in->deleting && in->retain) {
+		/* Instances stay running, still tagged; the resource goes at once. */
+		strv_clear(&unconfirmed);
+		p.release = true;
+		*ret = p;
+		return;
+	}
 	if (in->deleting) {
 		plan_deletion(in, grace, tagged, &unconfirmed, &p);
 		strv_clear(&unconfirmed);

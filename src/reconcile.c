@@ -464,6 +464,8 @@ static int observe(struct pass *p)
 static int sweep_launch(struct pass *p)
 {
 	struct cvm_credentials view = creds_view(&p->creds);
+	/* Ledgers record their offering's zone; older ones launched in the spec's (a spec
+	 * that no longer validates has none: the whole region is listed). */
 	const char *zone = *p->ledger.zone ? p->ledger.zone : p->spec->zone;
 	struct pool_instance *found = NULL;
 	size_t n_found = 0;
@@ -970,6 +972,7 @@ void reconcile_pool(struct reconciler *r, cJSON *obj, struct reconcile_result *r
 		.spec = p.spec, .instances = p.instances, .n_instances = p.n_instances, .seen = &p.seen,
 		.seen_live = &p.seen_live, .foreign = &p.foreign, .ledger = p.has_ledger ? &p.ledger : NULL,
 		.now = sp_now(), .launch_grace = r->opt->launch_grace_seconds, .deleting = p.deleting,
+		.retain = p.deleting && p.spec->deletion_policy == POOL_RETAIN, .dry_run = r->opt->dry_run,
 		.can_repeat_launch = spec_complete && !r->opt->dry_run,
 	};
 	plan_compute(&in, &plan);

@@ -35,6 +35,8 @@ struct world {
 	bool deleting;
 	bool spec_invalid;  /* deleting a pool whose spec no longer validates */
 	bool swept;         /* the zone was listed without a tag filter this pass */
+	bool retain;        /* deletionPolicy Retain */
+	bool dry_run;
 };
 
 static struct plan run_w(const struct pool_spec *s, const struct pool_instance *in, size_t n,
@@ -49,6 +51,8 @@ static struct plan run_w(const struct pool_spec *s, const struct pool_instance *
 		input.deleting = w->deleting;
 		input.can_repeat_launch = w->deleting && !w->spec_invalid;
 		input.swept = w->swept;
+		input.retain = w->retain;
+		input.dry_run = w->dry_run;
 	}
 	struct plan p;
 	plan_compute(&input, &p);
@@ -464,6 +468,17 @@ static void test_deleting_with_unresolved_launches(void **state)
 	assert_true(p.waiting);
 	assert_false(p.release);
 	assert_int_equal(p.resume + p.launch, 0);
+	plan_free(&p);
+	/* Retain only releases (a sweep there could hold it); a dry run mutates nothing and
+	 * would sweep every pass */
+	struct world retain = {.deleting = true, .retain = true}, dry = {.deleting = true, .dry_run = true};
+	p = run_w(&s, NULL, 0, &unknown, &retain);
+	assert_false(p.sweep);
+	assert_true(p.release);
+	assert_int_equal(p.cleanup.n + p.resume + p.launch, 0);
+	plan_free(&p);
+	p = run_w(&s, NULL, 0, &unknown, &dry);
+	assert_false(p.sweep);
 	plan_free(&p);
 	struct world swept = {.deleting = true, .swept = true};
 	p = run_w(&s, NULL, 0, &unknown, &swept);
