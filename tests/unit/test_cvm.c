@@ -637,7 +637,7 @@ static void test_describe_10k(void **state)
 
 /* 250 instances of a zone, paged from the request's Offset; every 50th carries the
  * launch tag "tok-x", the others another launch's. */
-static char *answer_named(struct fake *f, const cJSON *request, int *status, int *delay_ms)
+static char *answer_zone(struct fake *f, const cJSON *request, int *status, int *delay_ms)
 {
 	(void)f, (void)status, (void)delay_ms;
 	int offset = (int)num(request, "Offset");
@@ -662,7 +662,7 @@ static char *answer_named(struct fake *f, const cJSON *request, int *status, int
 static void test_find_launched(void **state)
 {
 	(void)state;
-	struct fake f = {.answer = answer_named};
+	struct fake f = {.answer = answer_zone};
 	fake_start(&f);
 	struct cvm_client *c = fake_client(&f, 1);
 	struct pool_instance *list = NULL;
