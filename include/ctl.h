@@ -5,6 +5,7 @@
 
 #include "creds.h"
 #include "kube.h"
+#include "rate.h"
 #include "spotpool.h"
 
 #include <signal.h>
@@ -16,6 +17,9 @@ struct ctl_options {
 	int resync_seconds;
 	int workers;
 	const char *cvm_endpoint;     /* NULL: the real cloud */
+	/* The CVM API pacing: the controller owns one limiter (rate.h) that every cloud
+	 * client it makes (workers, inventory pollers) shares. */
+	struct rate_config rate;
 	bool dry_run;                 /* never mutate the cloud */
 	const struct creds *default_creds; /* used when a pool names none; may be empty */
 	const char *identity;         /* this process, for events and leases */

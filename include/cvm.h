@@ -6,6 +6,7 @@
 
 #include "http.h"
 #include "pool.h"
+#include "rate.h"
 #include "spotpool.h"
 
 #include <cjson/cJSON.h>
@@ -35,6 +36,10 @@ struct cvm_config {
 	const struct http_tls *tls;
 	cvm_observe_fn observe;
 	void *observe_userdata;
+	/* Required, borrowed: the limiter every call paces itself by (rate.h); it outlives
+	 * the client. Tencent's limits are per account, so every client of a process is
+	 * given the same one; there is no unpaced client. */
+	struct rate *rate;
 };
 
 struct cvm_launch {
@@ -64,7 +69,8 @@ void cvm_client_free(struct cvm_client *c);
  * malformed reply, unknown code) is never reported as refused: a later refusal is
  * SP_ETRANSIENT ("outcome unknown"), since the first attempt may have been done.
  * Every attempt first waits for a token of the (SecretId, region, action) rate limit
- * (rate.h); a RequestLimitExceeded* answer slows that limit down (rate_throttled).
+ * of the client's limiter (cvm_config.rate); a RequestLimitExceeded* answer slows that
+ * limit down (rate_throttled).
  * After http_abort_all() calls fail promptly with SP_ETRANSIENT "aborted (shutting down)".
  * cvm_call_until also takes until (sp_deadline_left_ms(); NULL = none): a leader passes
  * its renew deadline, past which (or once it stepped down, which sets it to 0) another

@@ -86,7 +86,8 @@ void metrics_cvm_observe(void *userdata, const char *action, const char *code, d
  * adds the seconds a call waited for its token (the series appears at the first call, at
  * 0), spotpool_cvm_rate_limit{action} is the rate the action's most recently
  * used bucket (credentials, region) paces at, lowered after RequestLimitExceeded.  They
- * have the hooks' signatures; run.c passes metrics_rate_hooks to rate_configure(). */
+ * have the hooks' signatures; run.c gives metrics_rate_hooks to the controller's
+ * limiter (ctl_options.rate). */
 struct rate_hooks;
 extern const struct rate_hooks metrics_rate_hooks;
 void metrics_cvm_rate_wait(void *userdata, const char *action, double seconds);

@@ -1,12 +1,14 @@
-/* rate: process-wide pacing of cloud API calls, one token bucket per (credentials
- * identity, region, action).
+/* rate: pacing of cloud API calls, one token bucket per (credentials identity, region,
+ * action), in a limiter object (struct rate). The limits are per account, so every
+ * cloud client of a process shares one: the controller makes it and lends it to each
+ * (cvm.h: struct cvm_config); a limiter knows nothing of any other.
  *
  * The identity is the SecretId, never the key. Each bucket refills at its rate and holds
  * a small burst; callers that find it empty wait their turn in arrival order (FIFO), so
  * no worker starves however many wait. A RequestLimitExceeded answer halves that
  * bucket's rate (not below 1/s, at most once a second), holds it for
  * RATE_THROTTLE_HOLD_MS, then recovers by RATE_RECOVER_FRACTION of the configured rate
- * per second. The registry keeps at most RATE_BUCKETS_MAX buckets, evicting the least
+ * per second. A limiter keeps at most RATE_BUCKETS_MAX buckets, evicting the least
  * recently used idle one. Every function may be called from any thread.
  *
  * Defaults are 90% of Tencent's documented limits (DescribeInstances and
@@ -32,7 +34,7 @@
 #define RATE_BUCKETS_MAX 4096
 #define RATE_ABORT_POLL_MS 20     /* how often a waiter looks at http_aborting() */
 
-/* Called outside the registry's lock; userdata is the hooks' own. */
+/* Called outside the limiter's lock; userdata is the hooks' own. */
 struct rate_hooks {
 	/* A caller of action was granted a token after waiting seconds (0 when it did not). */
 	void (*waited)(void *userdata, const char *action, double seconds);
@@ -41,19 +43,28 @@ struct rate_hooks {
 	void *userdata;
 };
 
+/* Tests: a clock in monotonic microseconds. */
+typedef int64_t (*rate_clock_fn)(void *userdata);
+
 struct rate_config {
 	/* Calls per second; 0 keeps the default. */
 	double describe_per_second;   /* DescribeInstances, DescribeInstancesStatus */
 	double run_per_second;        /* RunInstances */
 	double terminate_per_second;  /* TerminateInstances */
 	double other_per_second;      /* every other action */
-	const struct rate_hooks *hooks;  /* NULL: none; borrowed until rate_reset() */
+	const struct rate_hooks *hooks;  /* NULL: none; copied (userdata must outlive the limiter) */
+	/* Tests: NULL is CLOCK_MONOTONIC. Waits still sleep in real time (at most
+	 * RATE_ABORT_POLL_MS at once), so a test that moves its clock calls rate_wake(). */
+	rate_clock_fn now_us;
+	void *clock_userdata;
 };
 
-/* Sets the rates (existing buckets take them at once) and the hooks. */
-void rate_configure(const struct rate_config *cfg);
+/* A limiter with no buckets yet. */
+struct rate *rate_new(const struct rate_config *cfg);
+/* No caller may be waiting at it, and no client that borrowed it may be used again. */
+void rate_free(struct rate *r);
 /* The configured rate of action (before any throttling). */
-double rate_configured(const char *action);
+double rate_configured(const struct rate *r, const char *action);
 
 struct rate_grant {
 	uint64_t ticket;  /* arrival order at the bucket, from 0 */
@@ -65,7 +76,7 @@ struct rate_grant {
  * until there is one. After http_abort_all() fails promptly (within about
  * RATE_ABORT_POLL_MS) with SP_ETRANSIENT "aborted (shutting down)", also when a token
  * is available: no new cloud call starts during a shutdown. ret_grant may be NULL. */
-int rate_acquire(const char *secret_id, const char *region, const char *action,
+int rate_acquire(struct rate *r, const char *secret_id, const char *region, const char *action,
 		 struct rate_grant *ret_grant, struct sp_error *err);
 /* rate_acquire that gives up once until passes (sp_deadline_left_ms(): read again at
  * every wake-up, at least every RATE_ABORT_POLL_MS; NULL = none) with SP_ETRANSIENT
@@ -73,10 +84,10 @@ int rate_acquire(const char *secret_id, const char *region, const char *action,
  * whose right to act ends then (a leader's renew deadline, or its step-down) must not be
  * granted a token after it. The deadline is on the real monotonic clock, also when a
  * test clock is set. */
-int rate_acquire_until(const char *secret_id, const char *region, const char *action,
+int rate_acquire_until(struct rate *r, const char *secret_id, const char *region, const char *action,
 		       const _Atomic int64_t *until, struct rate_grant *ret_grant, struct sp_error *err);
 /* The cloud answered RequestLimitExceeded for this key: halve, hold, recover. */
-void rate_throttled(const char *secret_id, const char *region, const char *action);
+void rate_throttled(struct rate *r, const char *secret_id, const char *region, const char *action);
 
 struct rate_state {
 	double per_second;   /* current rate */
@@ -86,21 +97,16 @@ struct rate_state {
 	bool throttled;      /* below its configured rate */
 	size_t waiting;      /* callers queued */
 };
-/* A bucket's state now; SP_ENOTFOUND when the registry has none for the key. */
-int rate_peek(const char *secret_id, const char *region, const char *action, struct rate_state *ret);
-/* Buckets in the registry. */
-size_t rate_buckets(void);
+/* A bucket's state now; SP_ENOTFOUND when the limiter has none for the key. */
+int rate_peek(struct rate *r, const char *secret_id, const char *region, const char *action,
+	      struct rate_state *ret);
+/* Buckets the limiter holds. */
+size_t rate_buckets(struct rate *r);
 
-/* Tests. The clock returns monotonic microseconds; NULL restores CLOCK_MONOTONIC.
- * Waits then still sleep in real time (at most RATE_ABORT_POLL_MS at once), so a test
- * that moves its clock calls rate_wake(). rate_next_wakeup() is the earliest clock time
- * at which a waiting caller gets a token (-1 when none waits for a token), so a test
- * can jump its clock there. rate_reset() forgets every bucket, the rates, the hooks
- * and the clock; no caller may be waiting. */
-typedef int64_t (*rate_clock_fn)(void *userdata);
-void rate_set_clock(rate_clock_fn now_us, void *userdata);
-void rate_wake(void);
-int64_t rate_next_wakeup(void);
-void rate_reset(void);
+/* Tests. rate_wake() wakes every waiter to look at the clock again. rate_next_wakeup()
+ * is the earliest clock time at which a waiting caller gets a token (-1 when none waits
+ * for a token), so a test can jump its clock there. */
+void rate_wake(struct rate *r);
+int64_t rate_next_wakeup(struct rate *r);
 
 #endif

@@ -46,6 +46,7 @@ struct ctl {
 	struct informer *informer;
 	struct inv *inv;
 	struct answers *answers;
+	struct rate *rate;  /* shared by every cvm client: the limits are per account */
 	struct worker *workers;
 	atomic_int running_workers;
 	_Atomic int64_t active_until_ms;
@@ -131,6 +132,7 @@ struct ctl *ctl_new(const struct ctl_options *opt)
 	};
 	c->queue = wq_new_with_hooks(&metrics_wq_hooks);
 	c->answers = answers_new(ANSWERS_MAX);
+	c->rate = rate_new(&opt->rate);
 	atomic_store(&c->active_until_ms, INT64_MAX);
 	struct informer_config icfg = {.kube = opt->kube, .namespaces = &c->opt.namespaces,
 				       .enqueue = on_enqueue, .deleted = on_deleted, .userdata = c};
@@ -183,7 +185,7 @@ int ctl_start(struct ctl *c, struct sp_error *err)
 	c->workers = xcalloc((size_t)workers, sizeof(*c->workers));
 	char *ua = xasprintf("spotpool/%s (%s)", SPOTPOOL_VERSION, c->opt.identity ? c->opt.identity : "controller");
 	struct cvm_config cvm_cfg = {.endpoint = c->opt.cvm_endpoint, .observe = metrics_cvm_observe,
-				     .user_agent = ua};
+				     .user_agent = ua, .rate = c->rate};
 	struct inv_config inv_cfg = {.cvm = cvm_cfg, .changed = on_instances_changed, .userdata = c,
 				     .retire_after_ms = ctl_poller_retire_ms(c->opt.resync_seconds)};
 	c->inv = inv_new(&inv_cfg);
@@ -236,6 +238,7 @@ void ctl_free(struct ctl *c)
 	free(c->workers);
 	wq_free(c->queue);
 	answers_free(c->answers);
+	rate_free(c->rate);  /* after the workers and pollers that borrowed it */
 	free(c);
 }
 

@@ -1,7 +1,6 @@
 /* cvm: signed CVM API calls with error classes, paging, batching and retries. */
 #include "cvm.h"
 #include "log.h"
-#include "rate.h"
 #include "tc3.h"
 
 #include <stdio.h>
@@ -17,6 +16,7 @@ struct cvm_client {
 	const struct http_tls *tls;
 	cvm_observe_fn observe;
 	void *observe_userdata;
+	struct rate *rate;
 	struct http_client *http;
 };
 
@@ -29,6 +29,7 @@ struct cvm_client *cvm_client_new(const struct cvm_config *cfg)
 	c->tls = cfg->tls;
 	c->observe = cfg->observe;
 	c->observe_userdata = cfg->observe_userdata;
+	c->rate = cfg->rate;
 	c->http = http_client_new(cfg->user_agent);
 	return c;
 }
@@ -361,7 +362,7 @@ int cvm_call_until(struct cvm_client *c, const struct cvm_credentials *cred, con
 		struct rate_grant grant = {0};
 		int64_t left = sp_deadline_left_ms(until);
 		if (left > 0) {
-			r = rate_acquire_until(cred->secret_id, region, action, until, &grant, &local);
+			r = rate_acquire_until(c->rate, cred->secret_id, region, action, until, &grant, &local);
 			if (r < 0 && (http_aborting() || sp_deadline_left_ms(until) > 0))
 				break;  /* a shutdown (or no bucket to be had) */
 			left = sp_deadline_left_ms(until);  /* a token granted too late stays unused */
@@ -378,7 +379,7 @@ int cvm_call_until(struct cvm_client *c, const struct cvm_credentials *cred, con
 			timeout_ms = (long)left;
 		r = call_once(c, cred, url, host, region, action, body, timeout_ms, ret_response, &local);
 		if (r == SP_ETHROTTLED && strncmp(local.reason, "RequestLimitExceeded", 20) == 0)
-			rate_throttled(cred->secret_id, region, action);
+			rate_throttled(c->rate, cred->secret_id, region, action);
 		if (r == 0 || !(r == SP_ETHROTTLED || r == SP_ETRANSIENT || r == SP_EPROTO))
 			break;
 		/* Throttling means "not done"; anything else may have been done. */

@@ -305,8 +305,9 @@ const char *cli_cvm_endpoint(const char *flag)
 static int dry_run_pools(const char *endpoint, long timeout, struct pool_spec *const *pools,
 			 const struct creds *creds, size_t n_pools, const char *output)
 {
+	struct rate *rate = rate_new(&(struct rate_config){0});  /* Tencent's limits, less 10% */
 	struct cvm_config cfg = {.endpoint = endpoint, .timeout_ms = timeout * 1000,
-				 .user_agent = "spotpool/" SPOTPOOL_VERSION " (dry-run)"};
+				 .user_agent = "spotpool/" SPOTPOOL_VERSION " (dry-run)", .rate = rate};
 	struct cvm_client *cvm = cvm_client_new(&cfg);
 	cJSON *root = cJSON_CreateObject();
 	cJSON *arr = cJSON_AddArrayToObject(root, "pools");
@@ -318,6 +319,7 @@ static int dry_run_pools(const char *endpoint, long timeout, struct pool_spec *c
 		cJSON_AddItemToArray(arr, pool);
 	}
 	cvm_client_free(cvm);
+	rate_free(rate);
 	if (strcmp(output, "json") == 0) {
 		char *text = cJSON_Print(root);
 		puts(text);

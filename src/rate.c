@@ -1,5 +1,5 @@
-/* rate: token buckets per (SecretId, region, action) behind one mutex, FIFO waiters,
- * multiplicative decrease on RequestLimitExceeded and additive recovery. */
+/* rate: a limiter's token buckets per (SecretId, region, action) behind its mutex, FIFO
+ * waiters, multiplicative decrease on RequestLimitExceeded and additive recovery. */
 #include "rate.h"
 #include "http.h"
 
@@ -43,16 +43,19 @@ struct bucket {
 	pthread_cond_t cond;
 };
 
-static pthread_mutex_t lock = PTHREAD_MUTEX_INITIALIZER;
-static struct bucket *chains[RATE_CHAINS];
-static size_t n_buckets;
 /* By limit_of(): describe, run, terminate, other. */
 static const double default_limits[4] = {RATE_DEFAULT_DESCRIBE, RATE_DEFAULT_RUN, RATE_DEFAULT_TERMINATE,
 					 RATE_DEFAULT_OTHER};
-static double limits[4] = {RATE_DEFAULT_DESCRIBE, RATE_DEFAULT_RUN, RATE_DEFAULT_TERMINATE, RATE_DEFAULT_OTHER};
-static struct rate_hooks hooks;
-static rate_clock_fn clock_fn;
-static void *clock_userdata;
+
+struct rate {
+	pthread_mutex_t lock;
+	struct bucket *chains[RATE_CHAINS];
+	size_t n_buckets;
+	double limits[4];  /* by limit_of(); set once by rate_new */
+	struct rate_hooks hooks;
+	rate_clock_fn clock_fn;
+	void *clock_userdata;
+};
 
 static int64_t real_now_us(void)
 {
@@ -61,12 +64,12 @@ static int64_t real_now_us(void)
 	return (int64_t)ts.tv_sec * 1000000 + ts.tv_nsec / 1000;
 }
 
-static int64_t now_us(void)
+static int64_t now_us(const struct rate *r)
 {
-	return clock_fn ? clock_fn(clock_userdata) : real_now_us();
+	return r->clock_fn ? r->clock_fn(r->clock_userdata) : real_now_us();
 }
 
-/* Index into limits[] of an action. */
+/* Index into struct rate's limits[] of an action. */
 static int limit_of(const char *action)
 {
 	if (strcmp(action, "DescribeInstances") == 0 || strcmp(action, "DescribeInstancesStatus") == 0)
@@ -107,14 +110,14 @@ static bool key_equal(const struct key *a, const struct key *b)
 	       strcmp(a->region, b->region) == 0 && strcmp(a->action, b->action) == 0;
 }
 
-static struct bucket **chain_of(const struct key *k)
+static struct bucket **chain_of(struct rate *r, const struct key *k)
 {
-	return &chains[k->hash & (RATE_CHAINS - 1)];
+	return &r->chains[k->hash & (RATE_CHAINS - 1)];
 }
 
-static struct bucket *bucket_find(const struct key *k)
+static struct bucket *bucket_find(struct rate *r, const struct key *k)
 {
-	for (struct bucket *b = *chain_of(k); b; b = b->next)
+	for (struct bucket *b = *chain_of(r, k); b; b = b->next)
 		if (key_equal(&b->key, k))
 			return b;
 	return NULL;
@@ -127,11 +130,11 @@ static void bucket_free(struct bucket *b)
 }
 
 /* Drops the least recently used bucket nobody waits at; false when every one is busy. */
-static bool evict_one(void)
+static bool evict_one(struct rate *r)
 {
 	struct bucket **victim = NULL;
 	for (size_t i = 0; i < RATE_CHAINS; i++)
-		for (struct bucket **p = &chains[i]; *p; p = &(*p)->next)
+		for (struct bucket **p = &r->chains[i]; *p; p = &(*p)->next)
 			if (!(*p)->waiting && (!victim || (*p)->used_us < (*victim)->used_us))
 				victim = p;
 	if (!victim)
@@ -139,29 +142,29 @@ static bool evict_one(void)
 	struct bucket *b = *victim;
 	*victim = b->next;
 	bucket_free(b);
-	n_buckets--;
+	r->n_buckets--;
 	return true;
 }
 
-/* The key's bucket, created full if new; NULL when the registry is full of busy ones. */
-static struct bucket *bucket_get(const struct key *k, int64_t now)
+/* The key's bucket, created full if new; NULL when the limiter is full of busy ones. */
+static struct bucket *bucket_get(struct rate *r, const struct key *k, int64_t now)
 {
-	struct bucket *b = bucket_find(k);
+	struct bucket *b = bucket_find(r, k);
 	if (b)
 		return b;
-	if (n_buckets >= RATE_BUCKETS_MAX && !evict_one())
+	if (r->n_buckets >= RATE_BUCKETS_MAX && !evict_one(r))
 		return NULL;
-	double r = limits[limit_of(k->action)];
+	double limit = r->limits[limit_of(k->action)];
 	b = xcalloc(1, sizeof(*b));
 	*b = (struct bucket){
-		.key = *k, .configured = r, .per_second = r, .tokens = burst_of(r), .last_us = now,
+		.key = *k, .configured = limit, .per_second = limit, .tokens = burst_of(limit), .last_us = now,
 		.hold_until_us = now, .halved_us = INT64_MIN, .used_us = now, .need_at_us = -1,
 	};
 	sp_cond_init_monotonic(&b->cond);
-	struct bucket **chain = chain_of(k);
+	struct bucket **chain = chain_of(r, k);
 	b->next = *chain;
 	*chain = b;
-	n_buckets++;
+	r->n_buckets++;
 	return b;
 }
 
@@ -210,15 +213,15 @@ static void dequeue(struct bucket *b, struct waiter *w)
 	}
 }
 
-/* Sleeps on b's condition for at most wait_us of real time. */
-static void timed_wait(struct bucket *b, int64_t wait_us)
+/* Sleeps on b's condition (under r's lock) for at most wait_us of real time. */
+static void timed_wait(struct rate *r, struct bucket *b, int64_t wait_us)
 {
 	struct timespec ts;
 	clock_gettime(CLOCK_MONOTONIC, &ts);
 	int64_t ns = ts.tv_nsec + wait_us * 1000;
 	ts.tv_sec += ns / 1000000000;
 	ts.tv_nsec = ns % 1000000000;
-	pthread_cond_timedwait(&b->cond, &lock, &ts);
+	pthread_cond_timedwait(&b->cond, &r->lock, &ts);
 }
 
 static void call_hooks(const struct rate_hooks *h, const char *action, double waited, double per_second,
@@ -230,13 +233,13 @@ static void call_hooks(const struct rate_hooks *h, const char *action, double wa
 		h->rate(h->userdata, action, per_second);
 }
 
-int rate_acquire(const char *secret_id, const char *region, const char *action,
+int rate_acquire(struct rate *r, const char *secret_id, const char *region, const char *action,
 		 struct rate_grant *ret_grant, struct sp_error *err)
 {
-	return rate_acquire_until(secret_id, region, action, NULL, ret_grant, err);
+	return rate_acquire_until(r, secret_id, region, action, NULL, ret_grant, err);
 }
 
-int rate_acquire_until(const char *secret_id, const char *region, const char *action,
+int rate_acquire_until(struct rate *r, const char *secret_id, const char *region, const char *action,
 		       const _Atomic int64_t *until, struct rate_grant *ret_grant, struct sp_error *err)
 {
 	struct key k;
@@ -246,11 +249,11 @@ int rate_acquire_until(const char *secret_id, const char *region, const char *ac
 	if (sp_deadline_left_ms(until) <= 0)
 		return sp_fail(err, SP_ETRANSIENT, "%s: deadline passed before the rate limit was asked",
 			       k.action);
-	pthread_mutex_lock(&lock);
-	int64_t start = now_us(), now = start;
-	struct bucket *b = bucket_get(&k, now);
+	pthread_mutex_lock(&r->lock);
+	int64_t start = now_us(r), now = start;
+	struct bucket *b = bucket_get(r, &k, now);
 	if (!b) {
-		pthread_mutex_unlock(&lock);
+		pthread_mutex_unlock(&r->lock);
 		return sp_fail(err, SP_ETOOBIG, "%s: more than %d rate limit buckets are in use", k.action,
 			       RATE_BUCKETS_MAX);
 	}
@@ -271,7 +274,7 @@ int rate_acquire_until(const char *secret_id, const char *region, const char *ac
 		int64_t left_ms = sp_deadline_left_ms(until);
 		if ((expired = left_ms <= 0))
 			break;
-		now = now_us();
+		now = now_us(r);
 		advance(b, now);
 		if (b->head == &me && b->tokens >= 1)
 			break;
@@ -284,7 +287,7 @@ int rate_acquire_until(const char *secret_id, const char *region, const char *ac
 		}
 		if (left_ms < wait_us / 1000)
 			wait_us = left_ms * 1000;
-		timed_wait(b, wait_us);
+		timed_wait(r, b, wait_us);
 	}
 	if (b->head == &me)
 		b->need_at_us = -1;
@@ -297,29 +300,28 @@ int rate_acquire_until(const char *secret_id, const char *region, const char *ac
 	}
 	pthread_cond_broadcast(&b->cond);
 	double per_second = b->per_second;
-	struct rate_hooks h = hooks;
-	pthread_mutex_unlock(&lock);
+	pthread_mutex_unlock(&r->lock);
 	if (aborted)
 		return sp_fail(err, SP_ETRANSIENT, "%s: aborted (shutting down) while waiting for the rate limit",
 			       k.action);
 	if (expired)
 		return sp_fail(err, SP_ETRANSIENT, "%s: deadline passed while waiting for the rate limit "
 			       "(%.1f s)", k.action, g.waited);
-	call_hooks(&h, k.action, g.waited, per_second, true);
+	call_hooks(&r->hooks, k.action, g.waited, per_second, true);
 	if (ret_grant)
 		*ret_grant = g;
 	return 0;
 }
 
-void rate_throttled(const char *secret_id, const char *region, const char *action)
+void rate_throttled(struct rate *r, const char *secret_id, const char *region, const char *action)
 {
 	struct key k;
 	make_key(&k, secret_id, region, action);
-	pthread_mutex_lock(&lock);
-	int64_t now = now_us();
-	struct bucket *b = bucket_get(&k, now);
+	pthread_mutex_lock(&r->lock);
+	int64_t now = now_us(r);
+	struct bucket *b = bucket_get(r, &k, now);
 	if (!b) {
-		pthread_mutex_unlock(&lock);
+		pthread_mutex_unlock(&r->lock);
 		return;
 	}
 	advance(b, now);
@@ -331,109 +333,88 @@ void rate_throttled(const char *secret_id, const char *region, const char *actio
 	}
 	b->hold_until_us = now + RATE_THROTTLE_HOLD_MS * 1000LL;
 	double per_second = b->per_second;
-	struct rate_hooks h = hooks;
-	pthread_mutex_unlock(&lock);
-	call_hooks(&h, k.action, 0, per_second, false);
+	pthread_mutex_unlock(&r->lock);
+	call_hooks(&r->hooks, k.action, 0, per_second, false);
 }
 
-void rate_configure(const struct rate_config *cfg)
+struct rate *rate_new(const struct rate_config *cfg)
 {
+	struct rate *r = xcalloc(1, sizeof(*r));
+	pthread_mutex_init(&r->lock, NULL);
 	const double want[4] = {cfg->describe_per_second, cfg->run_per_second, cfg->terminate_per_second,
 				cfg->other_per_second};
-	pthread_mutex_lock(&lock);
 	for (int i = 0; i < 4; i++)
-		limits[i] = want[i] > 0 ? want[i] : default_limits[i];
-	hooks = cfg->hooks ? *cfg->hooks : (struct rate_hooks){0};
-	int64_t now = now_us();
-	for (size_t i = 0; i < RATE_CHAINS; i++) {
-		for (struct bucket *b = chains[i]; b; b = b->next) {
-			advance(b, now);
-			bool throttled = b->per_second < b->configured;
-			b->configured = limits[limit_of(b->key.action)];
-			b->per_second = throttled ? fmin(b->per_second, b->configured) : b->configured;
-			b->tokens = fmin(b->tokens, burst_of(b->per_second));
-			pthread_cond_broadcast(&b->cond);
-		}
-	}
-	pthread_mutex_unlock(&lock);
-}
-
-double rate_configured(const char *action)
-{
-	pthread_mutex_lock(&lock);
-	double r = limits[limit_of(action ? action : "")];
-	pthread_mutex_unlock(&lock);
+		r->limits[i] = want[i] > 0 ? want[i] : default_limits[i];
+	if (cfg->hooks)
+		r->hooks = *cfg->hooks;
+	r->clock_fn = cfg->now_us;
+	r->clock_userdata = cfg->clock_userdata;
 	return r;
 }
 
-int rate_peek(const char *secret_id, const char *region, const char *action, struct rate_state *ret)
+void rate_free(struct rate *r)
+{
+	if (!r)
+		return;
+	for (size_t i = 0; i < RATE_CHAINS; i++) {
+		while (r->chains[i]) {
+			struct bucket *b = r->chains[i];
+			r->chains[i] = b->next;
+			bucket_free(b);
+		}
+	}
+	pthread_mutex_destroy(&r->lock);
+	free(r);
+}
+
+double rate_configured(const struct rate *r, const char *action)
+{
+	return r->limits[limit_of(action ? action : "")];
+}
+
+int rate_peek(struct rate *r, const char *secret_id, const char *region, const char *action,
+	      struct rate_state *ret)
 {
 	struct key k;
 	make_key(&k, secret_id, region, action);
-	pthread_mutex_lock(&lock);
-	struct bucket *b = bucket_find(&k);
+	pthread_mutex_lock(&r->lock);
+	struct bucket *b = bucket_find(r, &k);
 	if (b) {
-		advance(b, now_us());
+		advance(b, now_us(r));
 		*ret = (struct rate_state){
 			.per_second = b->per_second, .configured = b->configured, .burst = burst_of(b->per_second),
 			.tokens = b->tokens, .throttled = b->per_second < b->configured, .waiting = b->waiting,
 		};
 	}
-	pthread_mutex_unlock(&lock);
+	pthread_mutex_unlock(&r->lock);
 	return b ? 0 : SP_ENOTFOUND;
 }
 
-size_t rate_buckets(void)
+size_t rate_buckets(struct rate *r)
 {
-	pthread_mutex_lock(&lock);
-	size_t n = n_buckets;
-	pthread_mutex_unlock(&lock);
+	pthread_mutex_lock(&r->lock);
+	size_t n = r->n_buckets;
+	pthread_mutex_unlock(&r->lock);
 	return n;
 }
 
-void rate_set_clock(rate_clock_fn fn, void *userdata)
+void rate_wake(struct rate *r)
 {
-	pthread_mutex_lock(&lock);
-	clock_fn = fn;
-	clock_userdata = userdata;
-	pthread_mutex_unlock(&lock);
-}
-
-void rate_wake(void)
-{
-	pthread_mutex_lock(&lock);
+	pthread_mutex_lock(&r->lock);
 	for (size_t i = 0; i < RATE_CHAINS; i++)
-		for (struct bucket *b = chains[i]; b; b = b->next)
+		for (struct bucket *b = r->chains[i]; b; b = b->next)
 			pthread_cond_broadcast(&b->cond);
-	pthread_mutex_unlock(&lock);
+	pthread_mutex_unlock(&r->lock);
 }
 
-int64_t rate_next_wakeup(void)
+int64_t rate_next_wakeup(struct rate *r)
 {
 	int64_t next = -1;
-	pthread_mutex_lock(&lock);
+	pthread_mutex_lock(&r->lock);
 	for (size_t i = 0; i < RATE_CHAINS; i++)
-		for (struct bucket *b = chains[i]; b; b = b->next)
+		for (struct bucket *b = r->chains[i]; b; b = b->next)
 			if (b->need_at_us >= 0 && (next < 0 || b->need_at_us < next))
 				next = b->need_at_us;
-	pthread_mutex_unlock(&lock);
+	pthread_mutex_unlock(&r->lock);
 	return next;
-}
-
-void rate_reset(void)
-{
-	pthread_mutex_lock(&lock);
-	for (size_t i = 0; i < RATE_CHAINS; i++) {
-		while (chains[i]) {
-			struct bucket *b = chains[i];
-			chains[i] = b->next;
-			bucket_free(b);
-		}
-	}
-	n_buckets = 0;
-	memcpy(limits, default_limits, sizeof(limits));
-	hooks = (struct rate_hooks){0};
-	clock_fn = NULL;
-	clock_userdata = NULL;
-	pthread_mutex_unlock(&lock);
 }

@@ -36,6 +36,7 @@ struct fake {
 	atomic_size_t n;  /* requests received (may exceed FAKE_MAX_REQUESTS) */
 	char actions[FAKE_MAX_REQUESTS][32];
 	cJSON *requests[FAKE_MAX_REQUESTS];
+	struct rate *rate;  /* the clients' limiter, new with each fake_start */
 };
 
 static const struct cvm_credentials test_cred = {.secret_id = "AKIDtest", .secret_key = "testkey"};
@@ -110,6 +111,7 @@ static void *fake_main(void *arg)
 static void fake_start(struct fake *f)
 {
 	f->fd = test_listen_loopback(16, &f->port);
+	f->rate = rate_new(&(struct rate_config){0});
 	assert_int_equal(pthread_create(&f->thread, NULL, fake_main, f), 0);
 }
 
@@ -120,11 +122,12 @@ static void fake_stop(struct fake *f)
 	close(f->fd);
 }
 
-/* Forgets the recorded requests, once the test has looked at them. */
+/* Forgets the recorded requests and the limiter, once the test has looked at them. */
 static void fake_free(struct fake *f)
 {
 	for (size_t i = 0; i < FAKE_MAX_REQUESTS && i < atomic_load(&f->n); i++)
 		cJSON_Delete(f->requests[i]);
+	rate_free(f->rate);
 	*f = (struct fake){0};
 }
 
@@ -132,7 +135,8 @@ static struct cvm_client *fake_client(const struct fake *f, int max_attempts)
 {
 	char url[64];
 	snprintf(url, sizeof(url), "http://127.0.0.1:%d/", f->port);
-	struct cvm_config cfg = {.endpoint = url, .max_attempts = max_attempts, .timeout_ms = 30000};
+	struct cvm_config cfg = {.endpoint = url, .max_attempts = max_attempts, .timeout_ms = 30000,
+				 .rate = f->rate};
 	return cvm_client_new(&cfg);
 }
 
@@ -905,7 +909,6 @@ static int abort_child(struct fake *f)
 static void test_rate_limit(void **state)
 {
 	(void)state;
-	rate_reset();
 	const struct canned script[] = {
 		{.body = "{\"Response\": {\"Error\": {\"Code\": \"RequestLimitExceeded.UinLimitExceeded\"}}}"},
 		{.body = "{\"Response\": {\"InstanceIdSet\": [\"ins-1\"]}}"},
@@ -914,19 +917,17 @@ static void test_rate_limit(void **state)
 	assert_int_equal(launch(&f, script, 2, NULL), 0);
 	assert_int_equal(atomic_load(&f.n), 2);
 	struct rate_state st;
-	assert_int_equal(rate_peek(test_cred.secret_id, "ap-singapore", "RunInstances", &st), 0);
+	assert_int_equal(rate_peek(f.rate, test_cred.secret_id, "ap-singapore", "RunInstances", &st), 0);
 	assert_true(st.throttled);
 	assert_true(st.per_second == RATE_DEFAULT_RUN / 2.0);
-	assert_int_equal(rate_peek(test_cred.secret_id, "ap-singapore", "DescribeInstances", &st), SP_ENOTFOUND);
-	assert_int_equal(rate_peek("AKIDother", "ap-singapore", "RunInstances", &st), SP_ENOTFOUND);
+	assert_int_equal(rate_peek(f.rate, test_cred.secret_id, "ap-singapore", "DescribeInstances", &st), SP_ENOTFOUND);
+	assert_int_equal(rate_peek(f.rate, "AKIDother", "ap-singapore", "RunInstances", &st), SP_ENOTFOUND);
 	fake_free(&f);
-	rate_reset();
 }
 
 static void test_abort(void **state)
 {
 	(void)state;
-	rate_reset();  /* no pacing left by earlier tests: the first call goes out at once */
 	const struct canned in_flight[] = {{.body = "{\"Response\": {}}", .delay_ms = 10000}, {.body = "{}"}};
 	const struct canned in_backoff[] = {{.body = "{\"Response\": {\"Error\": {\"Code\": \"InternalError\"}}}"},
 					    {.body = "{}"}};
@@ -958,7 +959,6 @@ static void test_abort(void **state)
 static void test_deadline_past(void **state)
 {
 	(void)state;
-	rate_reset();
 	const struct canned script[] = {{.body = "{\"Response\": {\"InstanceIdSet\": [\"ins-1\"]}}"}};
 	struct fake f = {.script = script, .n_script = 1};
 	fake_start(&f);
@@ -989,10 +989,9 @@ static void test_deadline_past(void **state)
 	fake_stop(&f);
 	assert_int_equal(atomic_load(&f.n), 0);
 	struct rate_state st;
-	assert_int_equal(rate_peek(test_cred.secret_id, "ap-singapore", "RunInstances", &st), SP_ENOTFOUND);
-	assert_int_equal(rate_peek(test_cred.secret_id, "ap-singapore", "TerminateInstances", &st), SP_ENOTFOUND);
+	assert_int_equal(rate_peek(f.rate, test_cred.secret_id, "ap-singapore", "RunInstances", &st), SP_ENOTFOUND);
+	assert_int_equal(rate_peek(f.rate, test_cred.secret_id, "ap-singapore", "TerminateInstances", &st), SP_ENOTFOUND);
 	fake_free(&f);
-	rate_reset();
 }
 
 /* The deadline passes during a slow first attempt (the fake holds its reply 5 s, the
@@ -1001,7 +1000,6 @@ static void test_deadline_past(void **state)
 static void test_deadline_during_attempt(void **state)
 {
 	(void)state;
-	rate_reset();
 	const struct canned script[] = {
 		{.body = "{\"Response\": {\"InstanceIdSet\": [\"ins-1\"]}}", .delay_ms = 5000},
 		{.body = "{\"Response\": {\"InstanceIdSet\": [\"ins-1\"]}}"},
@@ -1027,7 +1025,6 @@ static void test_deadline_during_attempt(void **state)
 	fake_stop(&f);
 	assert_int_equal(atomic_load(&f.n), 1);
 	fake_free(&f);
-	rate_reset();
 }
 
 /* Steps down (sets the deadline to 0) after `after_ms`, as the lease thread does. */
@@ -1051,7 +1048,6 @@ static void *step_down_later(void *arg)
 static void test_step_down_mid_call(void **state)
 {
 	(void)state;
-	rate_reset();
 	const struct canned retry_script[] = {
 		{.body = "{\"Response\": {\"Error\": {\"Code\": \"InternalError\", \"Message\": \"x\"}}}",
 		 .status = 503},
@@ -1104,7 +1100,6 @@ static void test_step_down_mid_call(void **state)
 	fake_stop(&f);
 	assert_int_equal(atomic_load(&f.n), 1);
 	fake_free(&f);
-	rate_reset();
 }
 
 static void test_parse_time(void **state)

@@ -99,12 +99,14 @@ static size_t threads(void)
 	return n;
 }
 
-/* A test's world: the fake, an inventory on it (fast interval 50 ms), and the thread
- * count before the inventory (the fake's thread included). */
+/* A test's world: the fake, an inventory on it (fast interval 50 ms) with the limiter
+ * its clients share, and the thread count before the inventory (the fake's thread
+ * included). */
 struct env {
 	struct fake f;
 	size_t before;
 	char url[64];
+	struct rate *rate;
 	struct inv *inv;
 };
 
@@ -114,7 +116,8 @@ static void env_start(struct env *e, int64_t retire_after_ms)
 	fake_start(&e->f);
 	e->before = threads();
 	snprintf(e->url, sizeof(e->url), "http://127.0.0.1:%d/", e->f.port);
-	struct inv_config cfg = {.cvm = {.endpoint = e->url, .max_attempts = 1, .timeout_ms = 5000},
+	e->rate = rate_new(&(struct rate_config){0});
+	struct inv_config cfg = {.cvm = {.endpoint = e->url, .max_attempts = 1, .timeout_ms = 5000, .rate = e->rate},
 				 .fast_interval_ms = 50, .retire_after_ms = retire_after_ms};
 	e->inv = inv_new(&cfg);
 }
@@ -123,6 +126,7 @@ static void env_start(struct env *e, int64_t retire_after_ms)
 static void env_stop(struct env *e)
 {
 	inv_free(e->inv);
+	rate_free(e->rate);
 	assert_int_equal(threads(), e->before);
 	fake_stop(&e->f);
 }
@@ -306,6 +310,7 @@ static void test_slow_read_keeps_its_poller(void **state)
  * poller (run under ASan/TSan), every read ends, and all threads are joined at the end. */
 struct stress {
 	struct inv *inv;
+	struct rate *rate;
 	const char *url;
 	unsigned seed;
 	atomic_size_t reads, failed;
@@ -314,7 +319,7 @@ struct stress {
 static void *stress_main(void *arg)
 {
 	struct stress *st = arg;
-	struct cvm_config cfg = {.endpoint = st->url, .max_attempts = 1, .timeout_ms = 5000};
+	struct cvm_config cfg = {.endpoint = st->url, .max_attempts = 1, .timeout_ms = 5000, .rate = st->rate};
 	struct cvm_client *cvm = cvm_client_new(&cfg);
 	unsigned seed = st->seed;
 	for (int64_t until = sp_mono_ms() + 1500; sp_mono_ms() < until;) {
@@ -348,7 +353,7 @@ static void test_concurrent_reads_rotations_and_forgets(void **state)
 	struct stress st[4] = {0};
 	pthread_t t[4];
 	for (int i = 0; i < 4; i++) {
-		st[i] = (struct stress){.inv = inv, .url = e.url, .seed = 1234u + (unsigned)i};
+		st[i] = (struct stress){.inv = inv, .rate = e.rate, .url = e.url, .seed = 1234u + (unsigned)i};
 		assert_int_equal(pthread_create(&t[i], NULL, stress_main, &st[i]), 0);
 	}
 	size_t reads = 0, failed = 0;

@@ -1,5 +1,5 @@
 /* rate: bucket arithmetic on an injected clock, throttling and recovery, FIFO service
- * under contention, abort, key separation and the registry's bound. */
+ * under contention, abort, key separation, the limiter's bound and two limiters apart. */
 #include "testutil.h"
 #include "http.h"
 #include "rate.h"
@@ -56,12 +56,13 @@ static void on_rate(void *ud, const char *action, double per_second)
 
 static const struct rate_hooks test_hooks = {.waited = on_waited, .rate = on_rate};
 
+/* The limiter under test: new (on the fake clock, with the test hooks) in each test. */
+static struct rate *lim;
+
 static int setup(void **state)
 {
 	(void)state;
-	rate_reset();
 	atomic_store(&fake_now, 1000 * SEC);
-	rate_set_clock(fake_clock, NULL);
 	pthread_mutex_lock(&seen.lock);
 	seen.grants = 0, seen.waited = 0, seen.rate = 0, seen.action[0] = '\0';
 	pthread_mutex_unlock(&seen.lock);
@@ -71,22 +72,33 @@ static int setup(void **state)
 static int teardown(void **state)
 {
 	(void)state;
-	rate_reset();
+	rate_free(lim);
+	lim = NULL;
 	return 0;
+}
+
+static struct rate *fake_limiter(double describe, double run, double terminate, double other)
+{
+	return rate_new(&(struct rate_config){.describe_per_second = describe, .run_per_second = run,
+					      .terminate_per_second = terminate, .other_per_second = other,
+					      .hooks = &test_hooks, .now_us = fake_clock});
 }
 
 static void configure(double describe, double run, double terminate, double other)
 {
-	rate_configure(&(struct rate_config){.describe_per_second = describe, .run_per_second = run,
-					     .terminate_per_second = terminate, .other_per_second = other,
-					     .hooks = &test_hooks});
+	lim = fake_limiter(describe, run, terminate, other);
+}
+
+static struct rate_state peek_at(struct rate *r, const char *id, const char *region, const char *action)
+{
+	struct rate_state st;
+	assert_int_equal(rate_peek(r, id, region, action, &st), 0);
+	return st;
 }
 
 static struct rate_state peek(const char *id, const char *region, const char *action)
 {
-	struct rate_state st;
-	assert_int_equal(rate_peek(id, region, action, &st), 0);
-	return st;
+	return peek_at(lim, id, region, action);
 }
 
 #define assert_near(a, b) \
@@ -98,16 +110,18 @@ static struct rate_state peek(const char *id, const char *region, const char *ac
 static void test_defaults(void **state)
 {
 	(void)state;
-	rate_reset();
-	assert_near(rate_configured("DescribeInstances"), 36);
-	assert_near(rate_configured("DescribeInstancesStatus"), 36);
-	assert_near(rate_configured("RunInstances"), 9);
-	assert_near(rate_configured("TerminateInstances"), 9);
-	assert_near(rate_configured("DescribeZoneInstanceConfigInfos"), 9);
+	lim = rate_new(&(struct rate_config){0});
+	assert_near(rate_configured(lim, "DescribeInstances"), 36);
+	assert_near(rate_configured(lim, "DescribeInstancesStatus"), 36);
+	assert_near(rate_configured(lim, "RunInstances"), 9);
+	assert_near(rate_configured(lim, "TerminateInstances"), 9);
+	assert_near(rate_configured(lim, "DescribeZoneInstanceConfigInfos"), 9);
+	assert_int_equal(rate_buckets(lim), 0);
+	rate_free(lim);
 	/* 0 keeps the default */
-	rate_configure(&(struct rate_config){.run_per_second = 5});
-	assert_near(rate_configured("RunInstances"), 5);
-	assert_near(rate_configured("DescribeInstances"), 36);
+	lim = rate_new(&(struct rate_config){.run_per_second = 5});
+	assert_near(rate_configured(lim, "RunInstances"), 5);
+	assert_near(rate_configured(lim, "DescribeInstances"), 36);
 	/* Any one-second window stays within Tencent's documented limits. */
 	assert_true(RATE_DEFAULT_DESCRIBE + fmax(1, RATE_DEFAULT_DESCRIBE * RATE_BURST_SECONDS) <= 40);
 	assert_true(RATE_DEFAULT_RUN + fmax(1, RATE_DEFAULT_RUN * RATE_BURST_SECONDS) <= 10);
@@ -120,7 +134,7 @@ static void test_bucket_arithmetic(void **state)
 	configure(100, 0, 0, 0);
 	struct rate_grant g;
 	for (int i = 0; i < 10; i++) {
-		assert_int_equal(rate_acquire("AKID1", "ap-a", "DescribeInstances", &g, NULL), 0);
+		assert_int_equal(rate_acquire(lim, "AKID1", "ap-a", "DescribeInstances", &g, NULL), 0);
 		assert_int_equal(g.ticket, i);
 		assert_int_equal(g.served, i);
 		assert_near(g.waited, 0);
@@ -136,7 +150,7 @@ static void test_bucket_arithmetic(void **state)
 	fake_advance(10 * SEC);  /* capped at the burst */
 	assert_near(peek("AKID1", "ap-a", "DescribeInstances").tokens, 10);
 	/* A slow action's burst is one call. */
-	assert_int_equal(rate_acquire("AKID1", "ap-a", "RunInstances", NULL, NULL), 0);
+	assert_int_equal(rate_acquire(lim, "AKID1", "ap-a", "RunInstances", NULL, NULL), 0);
 	st = peek("AKID1", "ap-a", "RunInstances");
 	assert_near(st.burst, 1);
 	assert_near(st.tokens, 0);
@@ -146,11 +160,6 @@ static void test_bucket_arithmetic(void **state)
 	assert_int_equal(seen.grants, 11);
 	assert_string_equal(seen.action, "RunInstances");
 	assert_near(seen.rate, 9);
-	/* A new configuration applies to existing buckets at once. */
-	configure(50, 0, 0, 0);
-	st = peek("AKID1", "ap-a", "DescribeInstances");
-	assert_near(st.per_second, 50);
-	assert_near(st.tokens, 5);
 }
 
 /* RequestLimitExceeded halves (once per second at most), holds 10 s, then climbs by 10%
@@ -159,8 +168,8 @@ static void test_throttle_schedule(void **state)
 {
 	(void)state;
 	configure(0, 10, 0, 0);
-	assert_int_equal(rate_acquire("AKID1", "ap-a", "RunInstances", NULL, NULL), 0);
-	rate_throttled("AKID1", "ap-a", "RunInstances");
+	assert_int_equal(rate_acquire(lim, "AKID1", "ap-a", "RunInstances", NULL, NULL), 0);
+	rate_throttled(lim, "AKID1", "ap-a", "RunInstances");
 	struct rate_state st = peek("AKID1", "ap-a", "RunInstances");
 	assert_true(st.throttled);
 	assert_near(st.per_second, 5);
@@ -168,10 +177,10 @@ static void test_throttle_schedule(void **state)
 	assert_near(seen.rate, 5);
 	/* Calls that were in flight are refused too: no second halving within a second. */
 	fake_advance(SEC / 2);
-	rate_throttled("AKID1", "ap-a", "RunInstances");
+	rate_throttled(lim, "AKID1", "ap-a", "RunInstances");
 	assert_near(peek("AKID1", "ap-a", "RunInstances").per_second, 5);
 	fake_advance(SEC / 2);
-	rate_throttled("AKID1", "ap-a", "RunInstances");  /* a second later: halves again */
+	rate_throttled(lim, "AKID1", "ap-a", "RunInstances");  /* a second later: halves again */
 	assert_near(peek("AKID1", "ap-a", "RunInstances").per_second, 2.5);
 	/* Held for 10 s from the last report ... */
 	fake_advance(10 * SEC - 1);
@@ -191,13 +200,13 @@ static void test_throttle_schedule(void **state)
 	assert_near(peek("AKID1", "ap-a", "RunInstances").per_second, 10);
 	/* The floor. */
 	for (int i = 0; i < 10; i++) {
-		rate_throttled("AKID1", "ap-a", "RunInstances");
+		rate_throttled(lim, "AKID1", "ap-a", "RunInstances");
 		fake_advance(SEC);
 	}
 	assert_near(peek("AKID1", "ap-a", "RunInstances").per_second, RATE_MIN_PER_SECOND);
 	/* A second at the floor gave one token. */
 	struct rate_grant g;
-	assert_int_equal(rate_acquire("AKID1", "ap-a", "RunInstances", &g, NULL), 0);
+	assert_int_equal(rate_acquire(lim, "AKID1", "ap-a", "RunInstances", &g, NULL), 0);
 	assert_near(g.waited, 0);
 	assert_near(peek("AKID1", "ap-a", "RunInstances").tokens, 0);
 }
@@ -215,7 +224,7 @@ static void *worker(void *arg)
 	(void)arg;
 	for (int i = 0; i < CALLS; i++) {
 		struct rate_grant g;
-		if (rate_acquire("AKID1", "ap-a", "DescribeInstances", &g, NULL) < 0 || g.ticket != g.served)
+		if (rate_acquire(lim, "AKID1", "ap-a", "DescribeInstances", &g, NULL) < 0 || g.ticket != g.served)
 			atomic_fetch_add(&out_of_order, 1);
 	}
 	atomic_fetch_add(&workers_done, 1);
@@ -234,11 +243,11 @@ static void test_fifo_under_contention(void **state)
 		assert_int_equal(pthread_create(&t[i], NULL, worker, NULL), 0);
 	/* The simulated clock jumps to whenever the next waiter is due, and only then. */
 	while (atomic_load(&workers_done) < WORKERS && sp_mono_ms() - real_start < 20000) {
-		int64_t next = rate_next_wakeup();
+		int64_t next = rate_next_wakeup(lim);
 		if (next > atomic_load(&fake_now))
 			atomic_store(&fake_now, next);
 		if (next >= 0)
-			rate_wake();
+			rate_wake(lim);
 		else
 			sched_yield();
 	}
@@ -261,13 +270,12 @@ static void test_fifo_under_contention(void **state)
 static void test_real_clock(void **state)
 {
 	(void)state;
-	rate_set_clock(NULL, NULL);
-	configure(20, 0, 0, 0);
+	lim = rate_new(&(struct rate_config){.describe_per_second = 20, .hooks = &test_hooks});
 	int64_t start = sp_mono_ms();
 	double waited = 0;
 	for (int i = 0; i < 6; i++) {
 		struct rate_grant g;
-		assert_int_equal(rate_acquire("AKID1", "ap-a", "DescribeInstances", &g, NULL), 0);
+		assert_int_equal(rate_acquire(lim, "AKID1", "ap-a", "DescribeInstances", &g, NULL), 0);
 		waited += g.waited;
 	}
 	int64_t took = sp_mono_ms() - start;
@@ -281,14 +289,13 @@ static void test_real_clock(void **state)
 static void *waiter(void *arg)
 {
 	struct sp_error *err = arg;
-	return (void *)(intptr_t)rate_acquire("AKID1", "ap-a", "RunInstances", NULL, err);
+	return (void *)(intptr_t)rate_acquire(lim, "AKID1", "ap-a", "RunInstances", NULL, err);
 }
 
 static int abort_child(void)
 {
-	rate_reset();
-	rate_configure(&(struct rate_config){.run_per_second = 1});
-	if (rate_acquire("AKID1", "ap-a", "RunInstances", NULL, NULL) < 0)
+	lim = rate_new(&(struct rate_config){.run_per_second = 1});
+	if (rate_acquire(lim, "AKID1", "ap-a", "RunInstances", NULL, NULL) < 0)
 		return 1;
 	pthread_t t[2];
 	struct sp_error err[2] = {0};
@@ -296,7 +303,7 @@ static int abort_child(void)
 		pthread_create(&t[i], NULL, waiter, &err[i]);
 	usleep(100 * 1000);
 	struct rate_state st;
-	if (rate_peek("AKID1", "ap-a", "RunInstances", &st) < 0 || st.waiting != 2) {
+	if (rate_peek(lim, "AKID1", "ap-a", "RunInstances", &st) < 0 || st.waiting != 2) {
 		fprintf(stderr, "expected 2 waiters\n");
 		return 1;
 	}
@@ -316,12 +323,12 @@ static int abort_child(void)
 		return 1;
 	}
 	struct sp_error e = {0};
-	if (rate_acquire("AKID2", "ap-a", "DescribeInstances", NULL, &e) != SP_ETRANSIENT ||
+	if (rate_acquire(lim, "AKID2", "ap-a", "DescribeInstances", NULL, &e) != SP_ETRANSIENT ||
 	    !strstr(e.msg, "aborted (shutting down)")) {
 		fprintf(stderr, "new call after abort: %s\n", e.msg);
 		return 1;
 	}
-	if (rate_peek("AKID1", "ap-a", "RunInstances", &st) < 0 || st.waiting != 0)
+	if (rate_peek(lim, "AKID1", "ap-a", "RunInstances", &st) < 0 || st.waiting != 0)
 		return 1;
 	return 0;
 }
@@ -353,7 +360,7 @@ static void *until_waiter_main(void *arg)
 {
 	struct until_waiter *w = arg;
 	int64_t start = sp_mono_ms();
-	w->r = rate_acquire_until("AKID1", "ap-a", "RunInstances", w->until, NULL, &w->err);
+	w->r = rate_acquire_until(lim, "AKID1", "ap-a", "RunInstances", w->until, NULL, &w->err);
 	w->took_ms = sp_mono_ms() - start;
 	return NULL;
 }
@@ -364,12 +371,12 @@ static void test_acquire_until(void **state)
 	configure(0, 1, 0, 0);
 	_Atomic int64_t until = 0;
 	struct sp_error err = {0};
-	assert_int_equal(rate_acquire_until("AKID1", "ap-a", "RunInstances", &until, NULL, &err), SP_ETRANSIENT);
+	assert_int_equal(rate_acquire_until(lim, "AKID1", "ap-a", "RunInstances", &until, NULL, &err), SP_ETRANSIENT);
 	assert_non_null(strstr(err.msg, "deadline passed before the rate limit was asked"));
 	struct rate_state st;
-	assert_int_equal(rate_peek("AKID1", "ap-a", "RunInstances", &st), SP_ENOTFOUND);
+	assert_int_equal(rate_peek(lim, "AKID1", "ap-a", "RunInstances", &st), SP_ENOTFOUND);
 	/* NULL: no deadline; the burst of one is granted at once. */
-	assert_int_equal(rate_acquire_until("AKID1", "ap-a", "RunInstances", NULL, NULL, NULL), 0);
+	assert_int_equal(rate_acquire_until(lim, "AKID1", "ap-a", "RunInstances", NULL, NULL, NULL), 0);
 	assert_near(peek("AKID1", "ap-a", "RunInstances").tokens, 0);
 
 	/* The deadline passes while waiting. */
@@ -405,7 +412,7 @@ static void test_acquire_until(void **state)
 	/* The patient waiter now heads the queue and takes the next token, not a lost one. */
 	assert_int_equal(peek("AKID1", "ap-a", "RunInstances").waiting, 1);
 	fake_advance(SEC);
-	rate_wake();
+	rate_wake(lim);
 	pthread_join(t2, NULL);
 	assert_int_equal(patient.r, 0);
 	st = peek("AKID1", "ap-a", "RunInstances");
@@ -421,8 +428,8 @@ static void test_keys_are_separate(void **state)
 {
 	(void)state;
 	configure(0, 10, 10, 0);
-	assert_int_equal(rate_acquire("AKID1", "ap-a", "RunInstances", NULL, NULL), 0);
-	rate_throttled("AKID1", "ap-a", "RunInstances");
+	assert_int_equal(rate_acquire(lim, "AKID1", "ap-a", "RunInstances", NULL, NULL), 0);
+	rate_throttled(lim, "AKID1", "ap-a", "RunInstances");
 	assert_near(peek("AKID1", "ap-a", "RunInstances").tokens, 0);
 	char long1[201], long2[201];
 	memset(long1, 'x', 200), long1[200] = '\0';
@@ -438,50 +445,95 @@ static void test_keys_are_separate(void **state)
 	};
 	struct rate_state st;
 	for (size_t i = 0; i < sizeof(others) / sizeof(others[0]); i++) {
-		assert_int_equal(rate_peek(others[i][0], others[i][1], others[i][2], &st), SP_ENOTFOUND);
+		assert_int_equal(rate_peek(lim, others[i][0], others[i][1], others[i][2], &st), SP_ENOTFOUND);
 		struct rate_grant g;
-		assert_int_equal(rate_acquire(others[i][0], others[i][1], others[i][2], &g, NULL), 0);
+		assert_int_equal(rate_acquire(lim, others[i][0], others[i][1], others[i][2], &g, NULL), 0);
 		assert_int_equal(g.ticket, 0);
 		assert_near(g.waited, 0);
 		st = peek(others[i][0], others[i][1], others[i][2]);
 		assert_false(st.throttled);
 		assert_near(st.per_second, 10);
 	}
-	assert_int_equal(rate_buckets(), 7);
+	assert_int_equal(rate_buckets(lim), 7);
 	assert_true(peek("AKID1", "ap-a", "RunInstances").throttled);
+}
+
+/* Two limiters share nothing: the same key drained, throttled and waited at in one is a
+ * full, unthrottled bucket in the other, granted at once. */
+static void *drained_waiter_main(void *arg)
+{
+	return (void *)(intptr_t)rate_acquire(arg, "AKID1", "ap-a", "RunInstances", NULL, NULL);
+}
+
+static void test_limiters_are_independent(void **state)
+{
+	(void)state;
+	configure(0, 4, 0, 0);
+	struct rate *other = fake_limiter(0, 4, 0, 0);
+	assert_int_equal(rate_acquire(lim, "AKID1", "ap-a", "RunInstances", NULL, NULL), 0);
+	rate_throttled(lim, "AKID1", "ap-a", "RunInstances");
+	pthread_t t;
+	assert_int_equal(pthread_create(&t, NULL, drained_waiter_main, lim), 0);
+	while (peek("AKID1", "ap-a", "RunInstances").waiting != 1)
+		sched_yield();
+	/* The other limiter has no bucket for the key until asked, then grants at once. */
+	struct rate_state st;
+	assert_int_equal(rate_peek(other, "AKID1", "ap-a", "RunInstances", &st), SP_ENOTFOUND);
+	struct rate_grant g;
+	assert_int_equal(rate_acquire(other, "AKID1", "ap-a", "RunInstances", &g, NULL), 0);
+	assert_int_equal(g.ticket, 0);
+	assert_near(g.waited, 0);
+	st = peek_at(other, "AKID1", "ap-a", "RunInstances");
+	assert_false(st.throttled);
+	assert_near(st.per_second, 4);
+	assert_int_equal(st.waiting, 0);
+	/* ... while the first still paces its waiter at the halved rate: 0.5 s for a token. */
+	st = peek("AKID1", "ap-a", "RunInstances");
+	assert_true(st.throttled);
+	assert_near(st.per_second, 2);
+	assert_int_equal(st.waiting, 1);
+	fake_advance(SEC / 2);
+	rate_wake(lim);
+	void *r;
+	pthread_join(t, &r);
+	assert_int_equal((intptr_t)r, 0);
+	assert_int_equal(rate_buckets(lim), 1);
+	assert_int_equal(rate_buckets(other), 1);
+	rate_free(other);
 }
 
 /* More keys than RATE_BUCKETS_MAX: the least recently used idle buckets go. */
 static void test_registry_bounded(void **state)
 {
 	(void)state;
+	configure(0, 0, 0, 0);
 	char id[32];
 	for (int i = 0; i < RATE_BUCKETS_MAX + 500; i++) {
 		snprintf(id, sizeof(id), "AKID%d", i);
 		fake_advance(1);
-		assert_int_equal(rate_acquire(id, "ap-a", "DescribeInstances", NULL, NULL), 0);
+		assert_int_equal(rate_acquire(lim, id, "ap-a", "DescribeInstances", NULL, NULL), 0);
 		if (i == 10) {  /* used again: AKID0 is now more recent than AKID1..AKID10 */
 			fake_advance(1);
-			assert_int_equal(rate_acquire("AKID0", "ap-a", "DescribeInstances", NULL, NULL), 0);
+			assert_int_equal(rate_acquire(lim, "AKID0", "ap-a", "DescribeInstances", NULL, NULL), 0);
 		}
 		if (i == RATE_BUCKETS_MAX + 5) {  /* six evictions so far: AKID1..AKID6 */
 			struct rate_state st;
-			assert_int_equal(rate_buckets(), RATE_BUCKETS_MAX);
-			assert_int_equal(rate_peek("AKID0", "ap-a", "DescribeInstances", &st), 0);
-			assert_int_equal(rate_peek("AKID6", "ap-a", "DescribeInstances", &st), SP_ENOTFOUND);
-			assert_int_equal(rate_peek("AKID7", "ap-a", "DescribeInstances", &st), 0);
+			assert_int_equal(rate_buckets(lim), RATE_BUCKETS_MAX);
+			assert_int_equal(rate_peek(lim, "AKID0", "ap-a", "DescribeInstances", &st), 0);
+			assert_int_equal(rate_peek(lim, "AKID6", "ap-a", "DescribeInstances", &st), SP_ENOTFOUND);
+			assert_int_equal(rate_peek(lim, "AKID7", "ap-a", "DescribeInstances", &st), 0);
 		}
 	}
-	assert_int_equal(rate_buckets(), RATE_BUCKETS_MAX);
+	assert_int_equal(rate_buckets(lim), RATE_BUCKETS_MAX);
 	struct rate_state st;
-	assert_int_equal(rate_peek("AKID1", "ap-a", "DescribeInstances", &st), SP_ENOTFOUND);
-	assert_int_equal(rate_peek("AKID0", "ap-a", "DescribeInstances", &st), SP_ENOTFOUND);
+	assert_int_equal(rate_peek(lim, "AKID1", "ap-a", "DescribeInstances", &st), SP_ENOTFOUND);
+	assert_int_equal(rate_peek(lim, "AKID0", "ap-a", "DescribeInstances", &st), SP_ENOTFOUND);
 	snprintf(id, sizeof(id), "AKID%d", RATE_BUCKETS_MAX + 499);
-	assert_int_equal(rate_peek(id, "ap-a", "DescribeInstances", &st), 0);
+	assert_int_equal(rate_peek(lim, id, "ap-a", "DescribeInstances", &st), 0);
 	snprintf(id, sizeof(id), "AKID%d", 500);
-	assert_int_equal(rate_peek(id, "ap-a", "DescribeInstances", &st), 0);
+	assert_int_equal(rate_peek(lim, id, "ap-a", "DescribeInstances", &st), 0);
 	snprintf(id, sizeof(id), "AKID%d", 498);
-	assert_int_equal(rate_peek(id, "ap-a", "DescribeInstances", &st), SP_ENOTFOUND);
+	assert_int_equal(rate_peek(lim, id, "ap-a", "DescribeInstances", &st), SP_ENOTFOUND);
 }
 
 int main(void)
@@ -494,6 +546,7 @@ int main(void)
 		cmocka_unit_test_setup_teardown(test_real_clock, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_keys_are_separate, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_registry_bounded, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_limiters_are_independent, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_abort, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_acquire_until, setup, teardown),
 	};
