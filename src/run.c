@@ -83,6 +83,7 @@ struct daemon {
 	struct cfg cfg;
 	struct ctl *ctl;
 	struct lease *lease;
+	struct kube_client *lease_kube; /* the election thread's */
 	atomic_llong heartbeat_ms;
 	/* This cluster's identity (ctl_options.cluster_name points here). Until it is known
 	 * the controller acts on nothing: it stays inactive, as a standby does. */
@@ -467,8 +468,11 @@ static int serve(struct daemon *d, struct kube_config *kube, struct creds *defau
 		goto out;
 	}
 	if (cfg->leader_elect) {
+		d->lease_kube = kube_client_new(kube, "spotpool/" SPOTPOOL_VERSION " (leader-election)");
+		kube_client_set_timeout(d->lease_kube, lease_request_timeout_ms(cfg->renew_deadline_seconds));
 		struct lease_options lo = {
-			.kube = kube, .namespace = *cfg->lease_namespace ? cfg->lease_namespace : kube->namespace,
+			.api = kube_client_api(d->lease_kube),
+			.namespace = *cfg->lease_namespace ? cfg->lease_namespace : kube->namespace,
 			.name = cfg->lease_name, .identity = identity,
 			.duration_seconds = cfg->lease_duration_seconds,
 			.renew_deadline_seconds = cfg->renew_deadline_seconds,
@@ -497,6 +501,7 @@ out:
 	 * a standby takes over at once; the health endpoints go before what they read. */
 	ctl_stop(d->ctl);
 	lease_stop(d->lease);
+	kube_client_free(d->lease_kube);
 	metrics_server_stop(metrics);
 	ctl_free(d->ctl);
 	metrics_reset();
