@@ -121,6 +121,19 @@ static void on_instances_changed(void *ud, const char *owner)
 	free(key);
 }
 
+/* The informer's apiserver: a client per watcher thread. */
+static struct kube_api informer_api_new(void *ud)
+{
+	struct ctl *c = ud;
+	return kube_client_api(kube_client_new(c->opt.kube, "spotpool/" SPOTPOOL_VERSION " (informer)"));
+}
+
+static void informer_api_free(void *ud, struct kube_api *api)
+{
+	(void)ud;
+	kube_client_free(api->ctx);
+}
+
 struct ctl *ctl_new(const struct ctl_options *opt)
 {
 	struct ctl *c = xcalloc(1, sizeof(*c));
@@ -132,8 +145,9 @@ struct ctl *ctl_new(const struct ctl_options *opt)
 	c->queue = wq_new_with_hooks(&metrics_wq_hooks);
 	c->answers = answers_new(ANSWERS_MAX);
 	atomic_store(&c->active_until_ms, INT64_MAX);
-	struct informer_config icfg = {.kube = opt->kube, .namespaces = &c->opt.namespaces,
-				       .enqueue = on_enqueue, .deleted = on_deleted, .userdata = c};
+	struct informer_config icfg = {.api_new = informer_api_new, .api_free = informer_api_free,
+				       .namespaces = &c->opt.namespaces, .enqueue = on_enqueue,
+				       .deleted = on_deleted, .userdata = c};
 	c->informer = informer_new(&icfg);
 	return c;
 }
