@@ -90,7 +90,6 @@ struct daemon {
 	struct kube_config *kube;
 	char cluster_name[POOL_CLUSTER_NAME_MAX + 1];
 	atomic_bool identified;
-	atomic_bool resync_when_active; /* identified while leading but not acting yet */
 	bool identity_failed;         /* a definitive refusal: stop, exit status 3 */
 	int64_t next_identity_ms;     /* next attempt while not identified */
 	int64_t identity_backoff_ms;
@@ -115,8 +114,6 @@ static void on_leadership(void *ud, bool leading)
 	if (!leading)
 		ctl_set_active_until(d->ctl, 0);
 	metrics_set_leader(leading);
-	if (leading)
-		ctl_resync(d->ctl, 0);
 }
 
 static void on_lease_renewed(void *ud, int64_t act_until_ms)
@@ -125,8 +122,6 @@ static void on_lease_renewed(void *ud, int64_t act_until_ms)
 	if (!atomic_load(&d->identified))
 		return;
 	ctl_set_active_until(d->ctl, act_until_ms);
-	if (atomic_exchange(&d->resync_when_active, false))
-		ctl_resync(d->ctl, 0);
 }
 
 struct flag_setting {
@@ -365,11 +360,8 @@ static void retry_identity(struct daemon *d, int64_t now)
 	if (!get_identity(d)) {
 		d->identity_failed = true;
 		stop_requested = 1;
-	} else if (atomic_load(&d->identified) && d->cfg.leader_elect) {
-		atomic_store(&d->resync_when_active, true);  /* at the next lease renewal */
-	} else if (atomic_load(&d->identified)) {
+	} else if (atomic_load(&d->identified) && !d->cfg.leader_elect) {
 		ctl_set_active_until(d->ctl, INT64_MAX);
-		ctl_resync(d->ctl, 0);
 	}
 }
 
