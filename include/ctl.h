@@ -4,8 +4,10 @@
 #define SPOTPOOL_CTL_H
 
 #include "creds.h"
+#include "inv.h"
 #include "kube.h"
 #include "rate.h"
+#include "reconcile.h"
 #include "spotpool.h"
 
 #include <signal.h>
@@ -28,6 +30,11 @@ struct ctl_options {
 	 * else the kube-system namespace's UID. spotpool run may fill the string only after
 	 * ctl_new, but always before the first ctl_set_active_until that lets passes act. */
 	const char *cluster_name;
+	/* Ports; NULL binds the real thing. Unit tests bind fakes and start no thread. */
+	const struct sp_clock *clock;      /* NULL: sp_clock_system */
+	const struct inv_api *inv;         /* NULL: the inventory ctl_start makes (inv_new) */
+	/* One pass over a pool; NULL: reconcile_pool. */
+	void (*pass)(struct reconciler *rc, cJSON *obj, struct reconcile_result *ret);
 };
 
 struct ctl;
@@ -48,10 +55,23 @@ bool ctl_healthy(struct ctl *c);
 /* Pools known and owned instances last observed, for STATUS= lines. */
 void ctl_counts(struct ctl *c, size_t *ret_pools, size_t *ret_instances);
 /* Gates mutations: only a leader acts. Mutations are allowed until until_ms on the
- * monotonic clock (INT64_MAX: always, the default; 0: never, a standby). */
+ * monotonic clock (INT64_MAX: always, the default; 0: never, a standby). Starting to
+ * act (until_ms ahead while the last one has passed) first notes every inventory
+ * listing as stale (another leader may have acted meanwhile), then queues every pool
+ * at once; a standby, or a leader renewing in time, queues nothing. */
 void ctl_set_active_until(struct ctl *c, int64_t until_ms);
 /* How long an inventory poller no pool reads lives on: four resync periods, and at
  * least the longest backoff plus two read timeouts (5.5 minutes). */
 int64_t ctl_poller_retire_ms(int resync_seconds);
+
+/* One worker step, what each worker thread loops over: takes the next ready key
+ * (waiting for one), runs a pass (opt.pass) through rc on the cached pool, and queues
+ * the key again as the outcome says: after an error, with the queue's backoff (wq.h);
+ * else after requeue_ms when the pass asked. SP_EIO once the queue is shut down. */
+int ctl_work(struct ctl *c, struct reconciler *rc);
+/* For unit tests: the controller's informer (feed it with informer_apply_event or
+ * informer_round) and its work queue (wq_when tells what is queued). */
+struct informer *ctl_informer(struct ctl *c);
+struct wq *ctl_queue(struct ctl *c);
 
 #endif

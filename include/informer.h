@@ -10,7 +10,13 @@
 #include <cjson/cJSON.h>
 
 struct informer_config {
-	struct kube_config *kube;
+	/* The apiserver (a port). A kube_client serves one thread, so each watcher thread
+	 * makes its own port when it starts (api_new) and ends it when it stops (api_free);
+	 * both get userdata. Unit tests start no thread: they call informer_round with a
+	 * port of canned replies. */
+	struct kube_api (*api_new)(void *userdata);
+	void (*api_free)(void *userdata, struct kube_api *api);
+	const struct sp_clock *clock;    /* heartbeats and decisions; NULL: sp_clock_system */
 	const struct strv *namespaces;   /* empty: all namespaces */
 	/* A pool needs a look: now (new, spec changed, deletion started) or, for a pool a
 	 * relist merely found again, when its backoff allows (at_once false). */
@@ -22,8 +28,16 @@ struct informer_config {
 struct informer;
 
 struct informer *informer_new(const struct informer_config *cfg);
-/* Starts one list+watch thread per namespace (or one for all). */
+/* One watcher per namespace (or one for all), numbered in the order of namespaces.
+ * Starts one thread per watcher, each calling informer_round until stopped, waiting
+ * between rounds as it says. */
 int informer_start(struct informer *inf, struct sp_error *err);
+/* One round of watcher i through api: a list first when needed (at the start, after a
+ * 410 Gone), then one watch from the last resourceVersion seen (a list's, an event's
+ * or a bookmark's) until it ends. Returns the milliseconds to wait before the next
+ * round: 0 after a relist request or a watch that ran its course (over 1 s), else a
+ * backoff of 0.5 s doubling up to 30 s after each failed list or watch that dropped. */
+int64_t informer_round(struct informer *inf, size_t i, const struct kube_api *api);
 /* Stops and joins the threads; the cache stays readable. */
 void informer_stop(struct informer *inf);
 void informer_free(struct informer *inf);

@@ -89,6 +89,15 @@ void inv_note_mutation(struct inv *inv, const char *secret_id, const char *regio
  * every read waits for a snapshot taken after now, and every account is listed at once. */
 void inv_note_all_mutated(struct inv *inv);
 
+/* The inventory as the controller drives it (a port: inv_api_bind binds an inv, which
+ * must outlive the port; unit tests bind a fake): inv_note_all_mutated and inv_forget. */
+struct inv_api {
+	void (*note_all_mutated)(void *ctx);
+	void (*forget)(void *ctx, const char *owner);
+	void *ctx;
+};
+struct inv_api inv_api_bind(struct inv *inv);
+
 /* Pure parts, for tests. */
 /* The pause before the next sweep: fast while unsettled, else spaced to the budget. */
 int64_t inv_next_interval_ms(size_t n_instances, bool unsettled, int64_t fast_interval_ms,

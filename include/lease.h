@@ -11,7 +11,11 @@
 #include "spotpool.h"
 
 struct lease_options {
-	struct kube_config *kube;
+	/* The apiserver (a port), used by the election thread alone; borrowed until
+	 * lease_stop. Its requests must end within lease_request_timeout_ms, or a hung call
+	 * would keep a leader believing it leads. */
+	struct kube_api api;
+	const struct sp_clock *clock;   /* every decision's time; NULL: sp_clock_system */
 	const char *namespace;
 	const char *name;
 	const char *identity;
@@ -39,9 +43,23 @@ void lease_identity(char *out, size_t n, const char *hostname, long pid, const u
 /* This process's identity from gethostname(), getrandom(2) and getpid(); caller frees. */
 char *lease_new_identity(void);
 
+/* Half the renew deadline. */
+long lease_request_timeout_ms(int renew_deadline_seconds);
+
+/* Starts the election thread: it runs lease_round, then waits as long as it says. */
 int lease_start(const struct lease_options *opt, struct lease **ret, struct sp_error *err);
 /* Stops campaigning; a leader releases the lease so a standby takes over at once. */
 void lease_stop(struct lease *l);
+/* The election without a thread, for unit tests: lease_new, lease_round as often as
+ * wanted, lease_free (no release). */
+struct lease *lease_new(const struct lease_options *opt);
+/* One round at the clock's time: read the Lease, then create, renew or take over an
+ * expired one, or step down (another holder, no Lease, or the renew deadline passed
+ * since the last renewal), calling on_renew and on_change. Returns the milliseconds
+ * until the next round: the retry period, after a success and a failure alike (a leader
+ * keeps trying until its renew deadline, a candidate every period). */
+int64_t lease_round(struct lease *l);
+void lease_free(struct lease *l);
 bool lease_leading(struct lease *l);
 /* The election loop reached the apiserver recently (a healthy standby or leader). */
 bool lease_healthy(struct lease *l);

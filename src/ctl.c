@@ -41,6 +41,8 @@ struct worker {
 
 struct ctl {
 	struct ctl_options opt;
+	const struct sp_clock *clock;
+	struct inv_api inv_port;  /* opt.inv, or the inventory's own from ctl_start */
 	struct reconcile_options ropt;
 	struct wq *queue;
 	struct informer *informer;
@@ -77,8 +79,8 @@ static void on_deleted(void *ud, const char *key)
 		metrics_pool_forget(copy, slash + 1);
 		char *owner = pool_owner_tag(copy, slash + 1);
 		answers_forget(c->answers, owner);
-		if (c->inv)
-			inv_forget(c->inv, owner);
+		if (c->inv_port.forget)
+			c->inv_port.forget(c->inv_port.ctx, owner);
 		free(owner);
 	}
 	free(copy);
@@ -122,10 +124,33 @@ static void on_instances_changed(void *ud, const char *owner)
 	free(key);
 }
 
+/* The informer's apiserver: a client per watcher thread. */
+static struct kube_api informer_api_new(void *ud)
+{
+	struct ctl *c = ud;
+	return kube_client_api(kube_client_new(c->opt.kube, "spotpool/" SPOTPOOL_VERSION " (informer)"));
+}
+
+static void informer_api_free(void *ud, struct kube_api *api)
+{
+	(void)ud;
+	kube_client_free(api->ctx);
+}
+
+static int64_t mono_ms(const struct ctl *c)
+{
+	return c->clock->mono_ms(c->clock->ctx);
+}
+
 struct ctl *ctl_new(const struct ctl_options *opt)
 {
 	struct ctl *c = xcalloc(1, sizeof(*c));
 	c->opt = *opt;
+	c->clock = opt->clock ? opt->clock : &sp_clock_system;
+	if (opt->inv)
+		c->inv_port = *opt->inv;
+	if (!c->opt.pass)
+		c->opt.pass = reconcile_pool;
 	c->ropt = (struct reconcile_options){
 		.dry_run = opt->dry_run, .default_creds = opt->default_creds, .identity = opt->identity,
 		.launch_grace_seconds = opt->launch_grace_seconds, .cluster_name = opt->cluster_name,
@@ -134,46 +159,54 @@ struct ctl *ctl_new(const struct ctl_options *opt)
 	c->answers = answers_new(ANSWERS_MAX);
 	c->rate = rate_new(&opt->rate);
 	atomic_store(&c->active_until_ms, INT64_MAX);
-	struct informer_config icfg = {.kube = opt->kube, .namespaces = &c->opt.namespaces,
+	struct informer_config icfg = {.api_new = informer_api_new, .api_free = informer_api_free,
+				       .clock = c->clock, .namespaces = &c->opt.namespaces,
 				       .enqueue = on_enqueue, .deleted = on_deleted, .userdata = c};
 	c->informer = informer_new(&icfg);
 	return c;
+}
+
+int ctl_work(struct ctl *c, struct reconciler *rc)
+{
+	char *key;
+	if (wq_get(c->queue, &key) < 0)
+		return SP_EIO;
+	struct reconcile_result res = {0};
+	int64_t started = mono_ms(c);
+	cJSON *obj = informer_get(c->informer, key);
+	if (obj) {
+		char *from_rv = xstrdup(informer_resource_version(obj));
+		c->opt.pass(rc, obj, &res);
+		if (res.obj)
+			informer_update(c->informer, key, from_rv, res.obj);
+		if (res.live >= 0)
+			informer_note_live(c->informer, key, res.live);
+		cJSON_Delete(res.obj);
+		free(from_rv);
+	}
+	metrics_reconcile_observe((double)(mono_ms(c) - started) / 1000.0, res.error < 0);
+	if (res.error < 0) {
+		int64_t delay = wq_backoff(c->queue, key);
+		log_debug("%s: retrying in %lld ms", key, (long long)delay);
+		wq_done(c->queue, key);
+		wq_add(c->queue, key, delay);
+	} else {
+		wq_forget(c->queue, key);
+		wq_done(c->queue, key);
+		if (res.requeue_ms > 0)
+			wq_add(c->queue, key, res.requeue_ms);
+	}
+	free(key);
+	return 0;
 }
 
 static void *worker_main(void *arg)
 {
 	struct worker *w = arg;
 	struct ctl *c = w->ctl;
-	char *key;
 	atomic_fetch_add(&c->running_workers, 1);
-	while (wq_get(c->queue, &key) == 0) {
-		struct reconcile_result res = {0};
-		int64_t started = sp_mono_ms();
-		cJSON *obj = informer_get(c->informer, key);
-		if (obj) {
-			char *from_rv = xstrdup(informer_resource_version(obj));
-			reconcile_pool(&w->rc, obj, &res);
-			if (res.obj)
-				informer_update(c->informer, key, from_rv, res.obj);
-			if (res.live >= 0)
-				informer_note_live(c->informer, key, res.live);
-			cJSON_Delete(res.obj);
-			free(from_rv);
-		}
-		metrics_reconcile_observe((double)(sp_mono_ms() - started) / 1000.0, res.error < 0);
-		if (res.error < 0) {
-			int64_t delay = wq_backoff(c->queue, key);
-			log_debug("%s: retrying in %lld ms", key, (long long)delay);
-			wq_done(c->queue, key);
-			wq_add(c->queue, key, delay);
-		} else {
-			wq_forget(c->queue, key);
-			wq_done(c->queue, key);
-			if (res.requeue_ms > 0)
-				wq_add(c->queue, key, res.requeue_ms);
-		}
-		free(key);
-	}
+	while (ctl_work(c, &w->rc) == 0)
+		continue;
 	atomic_fetch_sub(&c->running_workers, 1);
 	return NULL;
 }
@@ -189,6 +222,8 @@ int ctl_start(struct ctl *c, struct sp_error *err)
 	struct inv_config inv_cfg = {.cvm = cvm_cfg, .changed = on_instances_changed, .userdata = c,
 				     .retire_after_ms = ctl_poller_retire_ms(c->opt.resync_seconds)};
 	c->inv = inv_new(&inv_cfg);
+	if (!c->opt.inv)
+		c->inv_port = inv_api_bind(c->inv);
 	int r = informer_start(c->informer, err);
 	for (int i = 0; i < workers && r == 0; i++) {
 		struct worker *w = &c->workers[i];
@@ -275,8 +310,23 @@ void ctl_set_active_until(struct ctl *c, int64_t until_ms)
 	 * scale down the replacements. Noted before a worker can see itself active. The
 	 * lease thread is the only caller once the controller runs, and the inventory
 	 * lives until ctl_free, after the lease has stopped. */
-	int64_t was = atomic_load(&c->active_until_ms);
-	if (c->inv && until_ms > sp_mono_ms() && was <= sp_mono_ms())
-		inv_note_all_mutated(c->inv);
+	int64_t now = mono_ms(c);
+	bool starts = until_ms > now && atomic_load(&c->active_until_ms) <= now;
+	if (starts && c->inv_port.note_all_mutated)
+		c->inv_port.note_all_mutated(c->inv_port.ctx);
 	atomic_store(&c->active_until_ms, until_ms);
+	/* Every pool, now, and after the store: a pass that saw itself inactive would
+	 * leave its pool alone. */
+	if (starts)
+		ctl_resync(c, 0);
+}
+
+struct informer *ctl_informer(struct ctl *c)
+{
+	return c->informer;
+}
+
+struct wq *ctl_queue(struct ctl *c)
+{
+	return c->queue;
 }

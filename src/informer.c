@@ -35,6 +35,8 @@ struct watcher {
 	char *namespace;      /* NULL: all namespaces */
 	pthread_t thread;
 	char resource_version[64];
+	bool need_list;       /* at the start and after a 410 Gone */
+	int64_t delay_ms;     /* the backoff of the last failed round */
 	atomic_bool synced;
 	atomic_llong heartbeat_ms;
 };
@@ -46,6 +48,7 @@ struct watcher {
 
 struct informer {
 	struct informer_config cfg;
+	const struct sp_clock *clock;
 	pthread_mutex_t lock;
 	struct cached_pool *pools;
 	size_t n_pools;
@@ -106,11 +109,28 @@ bool informer_rv_newer(const char *cached, const char *incoming)
 	return i > c;
 }
 
+static int64_t mono_ms(const struct informer *inf)
+{
+	return inf->clock->mono_ms(inf->clock->ctx);
+}
+
 struct informer *informer_new(const struct informer_config *cfg)
 {
 	struct informer *inf = xcalloc(1, sizeof(*inf));
 	inf->cfg = *cfg;
+	inf->clock = cfg->clock ? cfg->clock : &sp_clock_system;
 	pthread_mutex_init(&inf->lock, NULL);
+	const struct strv *ns = cfg->namespaces;
+	size_t n = ns && ns->n ? ns->n : 1;
+	inf->watchers = xcalloc(n, sizeof(*inf->watchers));
+	inf->n_watchers = n;
+	for (size_t i = 0; i < n; i++) {
+		struct watcher *w = &inf->watchers[i];
+		w->inf = inf;
+		w->namespace = ns && ns->n ? xstrdup(ns->v[i]) : NULL;
+		w->need_list = true;
+		atomic_store(&w->heartbeat_ms, mono_ms(inf));
+	}
 	return inf;
 }
 
@@ -291,7 +311,7 @@ static void set_resource_version(struct watcher *w, const cJSON *obj)
 		snprintf(w->resource_version, sizeof(w->resource_version), "%s", rv);
 }
 
-static int list_pools(struct watcher *w, struct kube_client *kc, struct sp_error *err)
+static int list_pools(struct watcher *w, const struct kube_api *api, struct sp_error *err)
 {
 	struct informer *inf = w->inf;
 	char *base = collection_path(w);
@@ -303,7 +323,7 @@ static int list_pools(struct watcher *w, struct kube_client *kc, struct sp_error
 		char *path = xasprintf("%s?limit=500%s%s", base, esc ? "&continue=" : "", esc ? esc : "");
 		free(esc);
 		cJSON *list = NULL;
-		r = kube_get(kc, path, &list, err);
+		r = kube_api_get(api, path, &list, err);
 		free(path);
 		free(cont);
 		cont = NULL;
@@ -344,7 +364,7 @@ static int on_event(void *ud, const char *type, cJSON *obj)
 	struct watch_ctx *ctx = ud;
 	struct watcher *w = ctx->w;
 	struct informer *inf = w->inf;
-	atomic_store(&w->heartbeat_ms, sp_mono_ms());
+	atomic_store(&w->heartbeat_ms, mono_ms(inf));
 	if (strcmp(type, "ERROR") == 0) {
 		const cJSON *code = cJSON_GetObjectItemCaseSensitive(obj, "code");
 		ctx->gone = cJSON_IsNumber(code) && code->valueint == 410;
@@ -386,70 +406,65 @@ static int64_t next_delay(int64_t delay)
 	return delay ? (delay * 2 < INFORMER_RECONNECT_MAX_MS ? delay * 2 : INFORMER_RECONNECT_MAX_MS) : 500;
 }
 
+int64_t informer_round(struct informer *inf, size_t i, const struct kube_api *api)
+{
+	struct watcher *w = &inf->watchers[i];
+	const char *scope = w->namespace ? w->namespace : "all namespaces";
+	atomic_store(&w->heartbeat_ms, mono_ms(inf));
+	struct sp_error err = {0};
+	if (w->need_list) {
+		if (list_pools(w, api, &err) < 0) {
+			w->delay_ms = next_delay(w->delay_ms);
+			log_warn("list spotpools (%s) failed, retrying in %lld ms: %s", scope,
+				 (long long)w->delay_ms, err.msg);
+			return w->delay_ms;
+		}
+		w->need_list = false;
+		if (!atomic_exchange(&w->synced, true))
+			log_info("listed spotpools in %s (resourceVersion %s)", scope, w->resource_version);
+	}
+	char *base = collection_path(w);
+	char *path = xasprintf("%s?watch=1&allowWatchBookmarks=true&timeoutSeconds=%d&resourceVersion=%s",
+			       base, INFORMER_WATCH_TIMEOUT_SECONDS, w->resource_version);
+	free(base);
+	struct watch_ctx ctx = {.w = w};
+	int64_t started = mono_ms(inf);
+	int r = api->watch(api->ctx, path, (INFORMER_WATCH_TIMEOUT_SECONDS + 30) * 1000L, on_event, &ctx,
+			   &inf->stopping, &err);
+	free(path);
+	if (inf->stopping)
+		return 0;
+	if (ctx.gone || r == SP_EGONE) {
+		log_info("watch (%s): resourceVersion %s expired, relisting", scope, w->resource_version);
+		w->need_list = true;
+		return 0;
+	}
+	if (r == 0 && mono_ms(inf) - started > 1000) {
+		w->delay_ms = 0;  /* a normal server-side timeout: watch again at once */
+		return 0;
+	}
+	w->delay_ms = next_delay(w->delay_ms);
+	log_warn("watch (%s) ended: %s; reconnecting in %lld ms", scope,
+		 r < 0 ? err.msg : "closed early", (long long)w->delay_ms);
+	return w->delay_ms;
+}
+
 static void *watcher_main(void *arg)
 {
 	struct watcher *w = arg;
 	struct informer *inf = w->inf;
-	struct kube_client *kc = kube_client_new(inf->cfg.kube, "spotpool/" SPOTPOOL_VERSION " (informer)");
-	char *base = collection_path(w);
-	const char *scope = w->namespace ? w->namespace : "all namespaces";
-	bool need_list = true;
-	int64_t delay = 0;
-	while (!inf->stopping) {
-		atomic_store(&w->heartbeat_ms, sp_mono_ms());
-		struct sp_error err = {0};
-		if (need_list) {
-			if (list_pools(w, kc, &err) < 0) {
-				delay = next_delay(delay);
-				log_warn("list spotpools (%s) failed, retrying in %lld ms: %s", scope,
-					 (long long)delay, err.msg);
-				sleep_ms(inf, delay);
-				continue;
-			}
-			need_list = false;
-			if (!atomic_exchange(&w->synced, true))
-				log_info("listed spotpools in %s (resourceVersion %s)", scope, w->resource_version);
-		}
-		char *path = xasprintf("%s?watch=1&allowWatchBookmarks=true&timeoutSeconds=%d&resourceVersion=%s",
-				       base, INFORMER_WATCH_TIMEOUT_SECONDS, w->resource_version);
-		struct watch_ctx ctx = {.w = w};
-		int64_t started = sp_mono_ms();
-		int r = kube_watch(kc, path, (INFORMER_WATCH_TIMEOUT_SECONDS + 30) * 1000L, on_event, &ctx,
-				   &inf->stopping, &err);
-		free(path);
-		if (inf->stopping)
-			break;
-		if (ctx.gone || r == SP_EGONE) {
-			log_info("watch (%s): resourceVersion %s expired, relisting", scope, w->resource_version);
-			need_list = true;
-			continue;
-		}
-		if (r == 0 && sp_mono_ms() - started > 1000) {
-			delay = 0;  /* a normal server-side timeout: watch again at once */
-			continue;
-		}
-		delay = next_delay(delay);
-		log_warn("watch (%s) ended: %s; reconnecting in %lld ms", scope,
-			 r < 0 ? err.msg : "closed early", (long long)delay);
-		sleep_ms(inf, delay);
-	}
-	free(base);
-	kube_client_free(kc);
+	struct kube_api api = inf->cfg.api_new(inf->cfg.userdata);
+	size_t i = (size_t)(w - inf->watchers);
+	while (!inf->stopping)
+		sleep_ms(inf, informer_round(inf, i, &api));
+	inf->cfg.api_free(inf->cfg.userdata, &api);
 	return NULL;
 }
 
 int informer_start(struct informer *inf, struct sp_error *err)
 {
-	const struct strv *ns = inf->cfg.namespaces;
-	size_t n = ns && ns->n ? ns->n : 1;
-	inf->watchers = xcalloc(n, sizeof(*inf->watchers));
-	inf->n_watchers = n;
-	for (size_t i = 0; i < n; i++) {
-		struct watcher *w = &inf->watchers[i];
-		w->inf = inf;
-		w->namespace = ns && ns->n ? xstrdup(ns->v[i]) : NULL;
-		atomic_store(&w->heartbeat_ms, sp_mono_ms());
-		if (pthread_create(&w->thread, NULL, watcher_main, w) != 0)
+	for (size_t i = 0; i < inf->n_watchers; i++) {
+		if (pthread_create(&inf->watchers[i].thread, NULL, watcher_main, &inf->watchers[i]) != 0)
 			return sp_fail(err, SP_EIO, "cannot start informer thread");
 		inf->running++;
 	}
@@ -489,7 +504,7 @@ bool informer_synced(const struct informer *inf)
 
 bool informer_healthy(const struct informer *inf, int64_t max_quiet_ms)
 {
-	int64_t now = sp_mono_ms();
+	int64_t now = mono_ms(inf);
 	for (size_t i = 0; i < inf->n_watchers; i++)
 		if (now - atomic_load(&inf->watchers[i].heartbeat_ms) > max_quiet_ms)
 			return false;

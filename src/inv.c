@@ -570,3 +570,18 @@ void inv_note_mutation(struct inv *inv, const char *secret_id, const char *regio
 	}
 	pthread_mutex_unlock(&inv->lock);
 }
+
+static void api_note_all_mutated(void *ctx)
+{
+	inv_note_all_mutated(ctx);
+}
+
+static void api_forget(void *ctx, const char *owner)
+{
+	inv_forget(ctx, owner);
+}
+
+struct inv_api inv_api_bind(struct inv *inv)
+{
+	return (struct inv_api){.note_all_mutated = api_note_all_mutated, .forget = api_forget, .ctx = inv};
+}

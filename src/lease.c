@@ -13,8 +13,8 @@
 
 struct lease {
 	struct lease_options opt;
+	const struct sp_clock *clock;
 	char *path;
-	struct kube_client *kube;
 	pthread_t thread;
 	atomic_bool stop;
 	atomic_bool leading;
@@ -56,6 +56,11 @@ char *lease_new_identity(void)
 	char out[LEASE_IDENTITY_MAX];
 	lease_identity(out, sizeof(out), host, (long)getpid(), rnd);
 	return xstrdup(out);
+}
+
+static int64_t mono_ms(const struct lease *l)
+{
+	return l->clock->mono_ms(l->clock->ctx);
 }
 
 /* MicroTime: RFC 3339 with microseconds, as the Lease API expects. */
@@ -106,7 +111,7 @@ static bool create_lease(struct lease *l)
 	fill_spec(l, cJSON_AddObjectToObject(obj, "spec"), true);
 	char *coll = xasprintf("/apis/coordination.k8s.io/v1/namespaces/%s/leases", l->opt.namespace);
 	struct sp_error err = {0};
-	int r = kube_request(l->kube, "POST", coll, NULL, obj, NULL, &err);
+	int r = l->opt.api.request(l->opt.api.ctx, "POST", coll, NULL, obj, NULL, &err);
 	free(coll);
 	cJSON_Delete(obj);
 	if (r < 0 && r != SP_ECONFLICT)
@@ -130,9 +135,9 @@ static enum round try_acquire_or_renew(struct lease *l)
 	bool leading = atomic_load(&l->leading);
 	cJSON *obj = NULL;
 	struct sp_error err = {0};
-	int r = kube_get(l->kube, l->path, &obj, &err);
+	int r = kube_api_get(&l->opt.api, l->path, &obj, &err);
 	if (r == SP_ENOTFOUND) {
-		atomic_store(&l->last_contact_ms, sp_mono_ms());
+		atomic_store(&l->last_contact_ms, mono_ms(l));
 		if (leading) {
 			log_warn("leader election: lease %s/%s is gone: stepping down", l->opt.namespace,
 				 l->opt.name);
@@ -145,7 +150,7 @@ static enum round try_acquire_or_renew(struct lease *l)
 		 * Hold the Lease (so no third process takes it) but act only after that. A
 		 * Lease never seen held by another (a first start) is led at once. */
 		if (l->other_held) {
-			l->act_after_ms = sp_mono_ms() + 1000LL * l->opt.duration_seconds;
+			l->act_after_ms = mono_ms(l) + 1000LL * l->opt.duration_seconds;
 			log_warn("leader election: lease %s/%s was deleted while another process held it: "
 				 "created it, acting in %d s (when that process has stopped for sure)",
 				 l->opt.namespace, l->opt.name, l->opt.duration_seconds);
@@ -157,7 +162,7 @@ static enum round try_acquire_or_renew(struct lease *l)
 		log_warn("leader election: %s", err.msg);
 		return ROUND_NOT_NOW;
 	}
-	atomic_store(&l->last_contact_ms, sp_mono_ms());
+	atomic_store(&l->last_contact_ms, mono_ms(l));
 	cJSON *spec = cJSON_GetObjectItemCaseSensitive(obj, "spec");
 	if (!spec)
 		spec = cJSON_AddObjectToObject(obj, "spec");
@@ -166,7 +171,7 @@ static enum round try_acquire_or_renew(struct lease *l)
 	int64_t duration_ms = 1000LL * (cJSON_IsNumber(dur) ? dur->valueint : l->opt.duration_seconds);
 	char record[256];
 	snprintf(record, sizeof(record), "%s|%s", holder, spec_str(spec, "renewTime"));
-	int64_t now = sp_mono_ms();
+	int64_t now = mono_ms(l);
 	if (strcmp(record, l->observed) != 0) {
 		snprintf(l->observed, sizeof(l->observed), "%s", record);
 		l->observed_ms = now;
@@ -184,7 +189,7 @@ static enum round try_acquire_or_renew(struct lease *l)
 		return ROUND_NOT_NOW;  /* held by someone who renewed recently */
 	}
 	fill_spec(l, spec, !mine);
-	r = kube_request(l->kube, "PUT", l->path, NULL, obj, NULL, &err);
+	r = l->opt.api.request(l->opt.api.ctx, "PUT", l->path, NULL, obj, NULL, &err);
 	cJSON_Delete(obj);
 	if (r < 0 && r != SP_ECONFLICT)
 		log_warn("leader election: cannot update lease: %s", err.msg);
@@ -206,7 +211,7 @@ static void set_leading(struct lease *l, bool leading)
 static void release(struct lease *l)
 {
 	cJSON *obj = NULL;
-	if (kube_get(l->kube, l->path, &obj, NULL) < 0)
+	if (kube_api_get(&l->opt.api, l->path, &obj, NULL) < 0)
 		return;
 	cJSON *spec = cJSON_GetObjectItemCaseSensitive(obj, "spec");
 	if (spec && strcmp(spec_str(spec, "holderIdentity"), l->opt.identity) == 0) {
@@ -215,34 +220,39 @@ static void release(struct lease *l)
 		cJSON_ReplaceItemInObject(spec, "holderIdentity", cJSON_CreateString(""));
 		cJSON_ReplaceItemInObject(spec, "leaseDurationSeconds", cJSON_CreateNumber(1));
 		struct sp_error err = {0};
-		if (kube_request(l->kube, "PUT", l->path, NULL, obj, NULL, &err) == 0)
+		if (l->opt.api.request(l->opt.api.ctx, "PUT", l->path, NULL, obj, NULL, &err) == 0)
 			log_info("leader election: released lease %s/%s", l->opt.namespace, l->opt.name);
 	}
 	cJSON_Delete(obj);
+}
+
+int64_t lease_round(struct lease *l)
+{
+	int64_t now = mono_ms(l);
+	enum round round = try_acquire_or_renew(l);
+	if (round == ROUND_HELD && now < l->act_after_ms) {
+		l->last_renew_ms = now;  /* held, not acting yet */
+	} else if (round == ROUND_HELD) {
+		/* The grant starts when the request was sent, not when it answered. */
+		l->last_renew_ms = now;
+		if (l->opt.on_renew)
+			l->opt.on_renew(l->opt.userdata, now + 1000LL * l->opt.renew_deadline_seconds);
+		set_leading(l, true);
+	} else if (round == ROUND_LOST) {
+		set_leading(l, false);  /* at once: another process may be acting already */
+	} else if (atomic_load(&l->leading) && now - l->last_renew_ms > 1000LL * l->opt.renew_deadline_seconds) {
+		/* Stop acting while the lease is still ours in everyone else's eyes. */
+		set_leading(l, false);
+	}
+	return 1000LL * l->opt.retry_period_seconds;
 }
 
 static void *lease_main(void *arg)
 {
 	struct lease *l = arg;
 	while (!atomic_load(&l->stop)) {
-		int64_t now = sp_mono_ms();
-		enum round round = try_acquire_or_renew(l);
-		if (round == ROUND_HELD && now < l->act_after_ms) {
-			l->last_renew_ms = now;  /* held, not acting yet */
-		} else if (round == ROUND_HELD) {
-			/* The grant starts when the request was sent, not when it answered. */
-			l->last_renew_ms = now;
-			if (l->opt.on_renew)
-				l->opt.on_renew(l->opt.userdata, now + 1000LL * l->opt.renew_deadline_seconds);
-			set_leading(l, true);
-		} else if (round == ROUND_LOST) {
-			set_leading(l, false);  /* at once: another process may be acting already */
-		} else if (atomic_load(&l->leading) &&
-			   now - l->last_renew_ms > 1000LL * l->opt.renew_deadline_seconds) {
-			/* Stop acting while the lease is still ours in everyone else's eyes. */
-			set_leading(l, false);
-		}
-		int64_t until = now + 1000LL * l->opt.retry_period_seconds;
+		int64_t started = sp_mono_ms();
+		int64_t until = started + lease_round(l);
 		while (!atomic_load(&l->stop) && sp_mono_ms() < until) {
 			struct timespec ts = {0, 20 * 1000000};
 			nanosleep(&ts, NULL);
@@ -250,26 +260,40 @@ static void *lease_main(void *arg)
 	}
 	/* Released while waiting to act too (it holds the Lease): the next process
 	 * should not wait out a whole expiry. release() checks the holder is this one. */
-	if (atomic_load(&l->leading) || sp_mono_ms() < l->act_after_ms) {
+	if (atomic_load(&l->leading) || mono_ms(l) < l->act_after_ms) {
 		set_leading(l, false);
 		release(l);
 	}
 	return NULL;
 }
 
-int lease_start(const struct lease_options *opt, struct lease **ret, struct sp_error *err)
+long lease_request_timeout_ms(int renew_deadline_seconds)
+{
+	return 500L * renew_deadline_seconds;
+}
+
+struct lease *lease_new(const struct lease_options *opt)
 {
 	struct lease *l = xcalloc(1, sizeof(*l));
 	l->opt = *opt;
+	l->clock = opt->clock ? opt->clock : &sp_clock_system;
 	l->path = xasprintf("/apis/coordination.k8s.io/v1/namespaces/%s/leases/%s", opt->namespace, opt->name);
-	l->kube = kube_client_new(opt->kube, "spotpool/" SPOTPOOL_VERSION " (leader-election)");
-	/* A request must not outlive the renew deadline, or a hung call would keep a
-	 * leader believing it leads. */
-	kube_client_set_timeout(l->kube, 500L * opt->renew_deadline_seconds);
+	return l;
+}
+
+void lease_free(struct lease *l)
+{
+	if (!l)
+		return;
+	free(l->path);
+	free(l);
+}
+
+int lease_start(const struct lease_options *opt, struct lease **ret, struct sp_error *err)
+{
+	struct lease *l = lease_new(opt);
 	if (pthread_create(&l->thread, NULL, lease_main, l) != 0) {
-		kube_client_free(l->kube);
-		free(l->path);
-		free(l);
+		lease_free(l);
 		return sp_fail(err, SP_EIO, "cannot start the leader election thread");
 	}
 	*ret = l;
@@ -282,9 +306,7 @@ void lease_stop(struct lease *l)
 		return;
 	atomic_store(&l->stop, true);
 	pthread_join(l->thread, NULL);
-	kube_client_free(l->kube);
-	free(l->path);
-	free(l);
+	lease_free(l);
 }
 
 bool lease_leading(struct lease *l)
@@ -295,5 +317,5 @@ bool lease_leading(struct lease *l)
 bool lease_healthy(struct lease *l)
 {
 	int64_t limit = 1000LL * (l->opt.retry_period_seconds + l->opt.renew_deadline_seconds);
-	return sp_mono_ms() - atomic_load(&l->last_contact_ms) < limit;
+	return mono_ms(l) - atomic_load(&l->last_contact_ms) < limit;
 }

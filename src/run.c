@@ -83,13 +83,13 @@ struct daemon {
 	struct cfg cfg;
 	struct ctl *ctl;
 	struct lease *lease;
+	struct kube_client *lease_kube; /* the election thread's */
 	atomic_llong heartbeat_ms;
 	/* This cluster's identity (ctl_options.cluster_name points here). Until it is known
 	 * the controller acts on nothing: it stays inactive, as a standby does. */
 	struct kube_config *kube;
 	char cluster_name[POOL_CLUSTER_NAME_MAX + 1];
 	atomic_bool identified;
-	atomic_bool resync_when_active; /* identified while leading but not acting yet */
 	bool identity_failed;         /* a definitive refusal: stop, exit status 3 */
 	int64_t next_identity_ms;     /* next attempt while not identified */
 	int64_t identity_backoff_ms;
@@ -114,8 +114,6 @@ static void on_leadership(void *ud, bool leading)
 	if (!leading)
 		ctl_set_active_until(d->ctl, 0);
 	metrics_set_leader(leading);
-	if (leading)
-		ctl_resync(d->ctl, 0);
 }
 
 static void on_lease_renewed(void *ud, int64_t act_until_ms)
@@ -124,8 +122,6 @@ static void on_lease_renewed(void *ud, int64_t act_until_ms)
 	if (!atomic_load(&d->identified))
 		return;
 	ctl_set_active_until(d->ctl, act_until_ms);
-	if (atomic_exchange(&d->resync_when_active, false))
-		ctl_resync(d->ctl, 0);
 }
 
 struct flag_setting {
@@ -364,11 +360,8 @@ static void retry_identity(struct daemon *d, int64_t now)
 	if (!get_identity(d)) {
 		d->identity_failed = true;
 		stop_requested = 1;
-	} else if (atomic_load(&d->identified) && d->cfg.leader_elect) {
-		atomic_store(&d->resync_when_active, true);  /* at the next lease renewal */
-	} else if (atomic_load(&d->identified)) {
+	} else if (atomic_load(&d->identified) && !d->cfg.leader_elect) {
 		ctl_set_active_until(d->ctl, INT64_MAX);
-		ctl_resync(d->ctl, 0);
 	}
 }
 
@@ -465,8 +458,11 @@ static int serve(struct daemon *d, struct kube_config *kube, struct creds *defau
 		goto out;
 	}
 	if (cfg->leader_elect) {
+		d->lease_kube = kube_client_new(kube, "spotpool/" SPOTPOOL_VERSION " (leader-election)");
+		kube_client_set_timeout(d->lease_kube, lease_request_timeout_ms(cfg->renew_deadline_seconds));
 		struct lease_options lo = {
-			.kube = kube, .namespace = *cfg->lease_namespace ? cfg->lease_namespace : kube->namespace,
+			.api = kube_client_api(d->lease_kube),
+			.namespace = *cfg->lease_namespace ? cfg->lease_namespace : kube->namespace,
 			.name = cfg->lease_name, .identity = identity,
 			.duration_seconds = cfg->lease_duration_seconds,
 			.renew_deadline_seconds = cfg->renew_deadline_seconds,
@@ -495,6 +491,7 @@ out:
 	 * a standby takes over at once; the health endpoints go before what they read. */
 	ctl_stop(d->ctl);
 	lease_stop(d->lease);
+	kube_client_free(d->lease_kube);
 	metrics_server_stop(metrics);
 	ctl_free(d->ctl);
 	metrics_reset();

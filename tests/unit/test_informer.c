@@ -1,21 +1,36 @@
 /* informer: the cache only moves forward. A lagging or replayed watch event must not
  * overwrite a newer cached object, a deleted uid must not come back, and a recreated
- * object (new uid) replaces the old one whatever its resourceVersion. */
+ * object (new uid) replaces the old one whatever its resourceVersion. And the
+ * list+watch rounds, driven through a fake apiserver port and a fake clock: the list
+ * fills the cache, events apply, a watch that drops resumes from the last
+ * resourceVersion with a backoff, a 410 relists and forgets what disappeared,
+ * bookmarks move the resourceVersion. */
 #include "testutil.h"
 #include "informer.h"
 
 static int enqueued, deleted;
+/* What the owner was told, in order: "+key" (look now), "~key" (when its backoff
+ * allows), "-key" (deleted), space-separated. */
+static char told[1024];
+
+static void tell(char sign, const char *key)
+{
+	size_t n = strlen(told);
+	snprintf(told + n, sizeof(told) - n, "%s%c%s", n ? " " : "", sign, key);
+}
 
 static void on_enqueue(void *ud, const char *key, bool at_once)
 {
-	(void)ud, (void)key, (void)at_once;
+	(void)ud;
 	enqueued++;
+	tell(at_once ? '+' : '~', key);
 }
 
 static void on_deleted(void *ud, const char *key)
 {
-	(void)ud, (void)key;
+	(void)ud;
 	deleted++;
+	tell('-', key);
 }
 
 static struct informer *new_informer(void)
@@ -166,6 +181,347 @@ static void test_delete_is_final(void **state)
 	informer_free(inf);
 }
 
+/* The apiserver as a port of canned replies, answered in order. Each says what the
+ * informer must ask (a list GET or a WATCH, its path ending in want), what comes back
+ * (a list, or the events a watch streams before it ends with rc) and how long the call
+ * takes on the fake clock. */
+struct reply {
+	const char *kind;    /* "GET" or "WATCH" */
+	const char *want;    /* the end of the path */
+	const char *body;    /* GET: the list; WATCH: a JSON array of events */
+	int rc;
+	int64_t takes_ms;
+};
+
+struct fake_api {
+	const struct reply *replies;
+	size_t n, next;
+	struct test_clock *clock;
+};
+
+static const struct reply *fake_next(struct fake_api *f, const char *kind, const char *path)
+{
+	if (f->next >= f->n)
+		fail_msg("unexpected %s %s", kind, path);
+	const struct reply *r = &f->replies[f->next++];
+	size_t n = strlen(path), w = strlen(r->want);
+	if (strcmp(r->kind, kind) != 0 || n < w || strcmp(path + n - w, r->want) != 0)
+		fail_msg("reply %zu: asked %s %s, expected %s with %s", f->next - 1, kind, path, r->kind, r->want);
+	test_clock_advance_ms(f->clock, r->takes_ms);
+	return r;
+}
+
+static int fake_request(void *ctx, const char *method, const char *path, const char *content_type,
+			const cJSON *body, cJSON **ret, struct sp_error *err)
+{
+	(void)content_type, (void)body;
+	const struct reply *r = fake_next(ctx, method, path);
+	if (r->rc < 0)
+		return sp_fail(err, r->rc, "injected %s", sp_strerror(r->rc));
+	*ret = cJSON_Parse(r->body);
+	assert_non_null(*ret);
+	return 0;
+}
+
+/* As kube_watch: events until one the callback stops at (then 0), else rc. */
+static int fake_watch(void *ctx, const char *path, long timeout_ms, kube_event_fn fn, void *userdata,
+		      const volatile sig_atomic_t *cancel, struct sp_error *err)
+{
+	(void)timeout_ms, (void)cancel;
+	const struct reply *r = fake_next(ctx, "WATCH", path);
+	cJSON *events = cJSON_Parse(r->body ? r->body : "[]");
+	assert_non_null(events);
+	const cJSON *ev;
+	int stopped = 0;
+	cJSON_ArrayForEach(ev, events) {
+		if (stopped)
+			break;
+		stopped = fn(userdata, cJSON_GetObjectItemCaseSensitive(ev, "type")->valuestring,
+			     cJSON_GetObjectItemCaseSensitive(ev, "object"));
+	}
+	cJSON_Delete(events);
+	if (stopped || r->rc == 0)
+		return 0;
+	return sp_fail(err, r->rc, "injected %s", sp_strerror(r->rc));
+}
+
+#define POOL(name, rv, gen)                                                                  \
+	"{\"metadata\":{\"namespace\":\"ns\",\"name\":\"" name "\",\"uid\":\"u-" name         \
+	"\",\"resourceVersion\":\"" rv "\",\"generation\":" #gen "}}"
+#define LIST(rv, items) "{\"metadata\":{\"resourceVersion\":\"" rv "\"},\"items\":[" items "]}"
+#define EVENT(type, obj) "{\"type\":\"" type "\",\"object\":" obj "}"
+#define LIST_PATH "/apis/devops.jokerbai.com/v1/namespaces/ns/spotpools?limit=500"
+#define WATCH_FROM(rv) "?watch=1&allowWatchBookmarks=true&timeoutSeconds=300&resourceVersion=" rv
+
+/* An informer of namespaces "ns" and "other" on a fake clock; round() runs watcher 0
+ * ("ns") against the replies. */
+struct rig {
+	struct test_clock clock;
+	struct sp_clock port;
+	struct strv namespaces;
+	struct fake_api api;
+	struct kube_api kube;
+	struct informer *inf;
+};
+
+static void rig_start(struct rig *g, const struct reply *replies, size_t n)
+{
+	*g = (struct rig){.clock = {.now = 1795000000, .mono_ms = 5000000}};
+	g->port = test_clock_port(&g->clock);
+	strv_push(&g->namespaces, "ns");
+	strv_push(&g->namespaces, "other");
+	g->api = (struct fake_api){.replies = replies, .n = n, .clock = &g->clock};
+	g->kube = (struct kube_api){.request = fake_request, .watch = fake_watch, .ctx = &g->api};
+	struct informer_config cfg = {.clock = &g->port, .namespaces = &g->namespaces, .enqueue = on_enqueue,
+				      .deleted = on_deleted};
+	enqueued = deleted = 0;
+	*told = '\0';
+	g->inf = informer_new(&cfg);
+}
+
+static int64_t round_of(struct rig *g)
+{
+	*told = '\0';
+	return informer_round(g->inf, 0, &g->kube);
+}
+
+/* Watcher 1 ("other") lists nothing at resourceVersion 7 and watches for watch_ms. */
+static void round_of_other(struct rig *g, int64_t watch_ms)
+{
+	const struct reply replies[] = {
+		{"GET", "/namespaces/other/spotpools?limit=500", LIST("7", ""), 0, 0},
+		{"WATCH", WATCH_FROM("7"), NULL, 0, watch_ms},
+	};
+	struct fake_api api = {.replies = replies, .n = 2, .clock = &g->clock};
+	informer_round(g->inf, 1, &(struct kube_api){.request = fake_request, .watch = fake_watch, .ctx = &api});
+	assert_int_equal(api.next, 2);
+}
+
+static void rig_end(struct rig *g)
+{
+	assert_int_equal(g->api.next, g->api.n);  /* every reply was asked for */
+	informer_free(g->inf);
+	strv_clear(&g->namespaces);
+}
+
+/* Cached keys, space-separated, in the informer's order. */
+static void keys_of(struct informer *inf, char *out, size_t n)
+{
+	struct strv keys = {0};
+	informer_keys(inf, &keys);
+	*out = '\0';
+	for (size_t i = 0; i < keys.n; i++)
+		snprintf(out + strlen(out), n - strlen(out), "%s%s", i ? " " : "", keys.v[i]);
+	strv_clear(&keys);
+}
+
+#define assert_keys(inf, expected)                                                          \
+	do {                                                                                \
+		char keys_[256];                                                            \
+		keys_of((inf), keys_, sizeof(keys_));                                       \
+		assert_string_equal(keys_, (expected));                                     \
+	} while (0)
+
+/* The first round lists every page (limit 500, then the continue token) into the
+ * cache, tells the owner to look at each pool now, and watches from the list's
+ * resourceVersion; only then is the watcher synced. */
+static void test_list_fills_the_cache(void **state)
+{
+	(void)state;
+	static const struct reply replies[] = {
+		{"GET", LIST_PATH, "{\"metadata\":{\"resourceVersion\":\"90\",\"continue\":\"t 1\"},"
+				   "\"items\":[" POOL("a", "50", 1) "]}", 0, 10},
+		{"GET", LIST_PATH "&continue=t%201", LIST("100", POOL("b", "60", 1)), 0, 10},
+		{"WATCH", WATCH_FROM("100"), NULL, 0, 300000},
+	};
+	struct rig g;
+	rig_start(&g, replies, 3);
+	assert_false(informer_synced(g.inf));
+	assert_int_equal(round_of(&g), 0);  /* the watch ran its course: again at once */
+	assert_string_equal(told, "+ns/a +ns/b");
+	assert_keys(g.inf, "ns/a ns/b");
+	assert_false(informer_synced(g.inf));  /* the "other" watcher has not listed */
+	round_of_other(&g, 2000);
+	assert_true(informer_synced(g.inf));
+	rig_end(&g);
+}
+
+/* Events apply in order; a watch that drops resumes, without a list, from the
+ * resourceVersion of the last event it delivered. */
+static void test_watch_events_apply_and_resume(void **state)
+{
+	(void)state;
+	static const struct reply replies[] = {
+		{"GET", LIST_PATH, LIST("100", ""), 0, 0},
+		{"WATCH", WATCH_FROM("100"),
+		 "[" EVENT("ADDED", POOL("a", "101", 1)) "," EVENT("MODIFIED", POOL("a", "102", 2)) ","
+		 EVENT("MODIFIED", POOL("a", "103", 2)) "," EVENT("ADDED", POOL("b", "104", 1)) ","
+		 EVENT("DELETED", POOL("a", "105", 2)) "]", SP_ETRANSIENT, 20000},
+		{"WATCH", WATCH_FROM("105"), "[" EVENT("MODIFIED", POOL("b", "106", 3)) "]", 0, 300000},
+	};
+	struct rig g;
+	rig_start(&g, replies, 3);
+	assert_int_equal(round_of(&g), 500);
+	/* 103 changed only the status: cached, no look. */
+	assert_string_equal(told, "+ns/a +ns/a +ns/b -ns/a");
+	assert_keys(g.inf, "ns/b");
+	assert_int_equal(round_of(&g), 0);
+	assert_string_equal(told, "+ns/b");
+	char rv[16];
+	cJSON *b = informer_get(g.inf, "ns/b");
+	snprintf(rv, sizeof(rv), "%s", informer_resource_version(b));
+	cJSON_Delete(b);
+	assert_string_equal(rv, "106");
+	rig_end(&g);
+}
+
+/* How a watch ends decides the wait and what the next round asks: one MODIFIED event
+ * (resourceVersion 105), then the ending. */
+static const struct {
+	const char *name;
+	const char *ending;     /* an event after the MODIFIED, or "" */
+	int rc;
+	int64_t takes_ms;
+	int64_t delay_ms;
+	const struct reply next;
+} endings[] = {
+	{"server-side timeout", "", 0, 300000, 0, {"WATCH", WATCH_FROM("105"), NULL, 0, 0}},
+	{"closed at once", "", 0, 100, 500, {"WATCH", WATCH_FROM("105"), NULL, 0, 0}},
+	{"dropped", "", SP_ETRANSIENT, 40000, 500, {"WATCH", WATCH_FROM("105"), NULL, 0, 0}},
+	{"410 Gone", "", SP_EGONE, 0, 0, {"GET", LIST_PATH, LIST("200", ""), 0, 0}},
+	{"ERROR event 410", "," EVENT("ERROR", "{\"kind\":\"Status\",\"code\":410}"), 0, 5000, 0,
+	 {"GET", LIST_PATH, LIST("200", ""), 0, 0}},
+	{"ERROR event 500", "," EVENT("ERROR", "{\"kind\":\"Status\",\"code\":500}"), 0, 100, 500,
+	 {"WATCH", WATCH_FROM("105"), NULL, 0, 0}},
+};
+
+static void test_watch_endings(void **state)
+{
+	(void)state;
+	for (size_t i = 0; i < sizeof(endings) / sizeof(endings[0]); i++) {
+		char *events = xasprintf("[" EVENT("MODIFIED", POOL("a", "105", 1)) "%s]", endings[i].ending);
+		struct reply replies[] = {
+			{"GET", LIST_PATH, LIST("100", POOL("a", "100", 1)), 0, 0},
+			{"WATCH", WATCH_FROM("100"), events, endings[i].rc, endings[i].takes_ms},
+			endings[i].next,
+			{"WATCH", WATCH_FROM("200"), NULL, 0, 0},  /* after a relist */
+		};
+		size_t asked = strcmp(endings[i].next.kind, "GET") == 0 ? 4 : 3;
+		struct rig g;
+		rig_start(&g, replies, 2);
+		int64_t delay = round_of(&g);
+		if (delay != endings[i].delay_ms)
+			fail_msg("%s: waits %lld ms", endings[i].name, (long long)delay);
+		g.api.n = asked;
+		round_of(&g);
+		if (g.api.next != asked)
+			fail_msg("%s: the next round did not ask %s", endings[i].name, endings[i].next.kind);
+		rig_end(&g);
+		free(events);
+	}
+}
+
+/* Failed lists and dropped watches back off 0.5 s, doubling up to 30 s; a watch that
+ * runs its course resets the backoff. */
+static void test_backoff(void **state)
+{
+	(void)state;
+	static const struct reply replies[] = {
+		{"GET", LIST_PATH, NULL, SP_ETRANSIENT, 0},
+		{"GET", LIST_PATH, NULL, SP_EFORBIDDEN, 0},
+		{"GET", LIST_PATH, LIST("100", ""), 0, 0},
+		{"WATCH", WATCH_FROM("100"), NULL, SP_ETRANSIENT, 0},
+		{"WATCH", WATCH_FROM("100"), NULL, SP_ETRANSIENT, 0},
+		{"WATCH", WATCH_FROM("100"), NULL, SP_ETRANSIENT, 0},
+		{"WATCH", WATCH_FROM("100"), NULL, SP_ETRANSIENT, 0},
+		{"WATCH", WATCH_FROM("100"), NULL, SP_ETRANSIENT, 0},
+		{"WATCH", WATCH_FROM("100"), NULL, SP_ETRANSIENT, 0},
+		{"WATCH", WATCH_FROM("100"), NULL, SP_ETRANSIENT, 0},
+		{"WATCH", WATCH_FROM("100"), NULL, 0, 300000},
+		{"WATCH", WATCH_FROM("100"), NULL, SP_ETRANSIENT, 0},
+	};
+	static const int64_t delays[] = {500, 1000, 2000, 4000, 8000, 16000, 30000, 30000, 30000, 0, 500};
+	struct rig g;
+	rig_start(&g, replies, sizeof(replies) / sizeof(replies[0]));
+	for (size_t i = 0; i < sizeof(delays) / sizeof(delays[0]); i++) {
+		int64_t delay = round_of(&g);
+		if (delay != delays[i])
+			fail_msg("round %zu: waits %lld ms, expected %lld", i, (long long)delay, (long long)delays[i]);
+		test_clock_advance_ms(&g.clock, delay);
+	}
+	rig_end(&g);
+}
+
+/* After a 410 the relist brings the cache to what the list says: a pool it no longer
+ * shows is forgotten (and the owner told), one it shows unchanged is looked at only when
+ * its backoff allows, a changed one at once. Another watcher's pools stay. */
+static void test_relist_forgets_what_disappeared(void **state)
+{
+	(void)state;
+	static const struct reply replies[] = {
+		{"GET", LIST_PATH, LIST("100", POOL("a", "10", 1) "," POOL("b", "20", 1) "," POOL("c", "30", 1)), 0, 0},
+		{"WATCH", WATCH_FROM("100"), NULL, SP_EGONE, 0},
+		{"GET", LIST_PATH, LIST("300", POOL("a", "10", 1) "," POOL("c", "250", 2)), 0, 0},
+		{"WATCH", WATCH_FROM("300"), NULL, 0, 300000},
+	};
+	struct rig g;
+	rig_start(&g, replies, 4);
+	cJSON *other = cJSON_Parse("{\"metadata\":{\"namespace\":\"other\",\"name\":\"x\",\"uid\":\"u-x\","
+				   "\"resourceVersion\":\"5\"}}");
+	informer_apply_event(g.inf, "ADDED", other);
+	cJSON_Delete(other);
+	assert_int_equal(round_of(&g), 0);
+	assert_keys(g.inf, "other/x ns/a ns/b ns/c");
+	assert_int_equal(round_of(&g), 0);
+	assert_string_equal(told, "~ns/a +ns/c -ns/b");
+	assert_keys(g.inf, "other/x ns/a ns/c");
+	rig_end(&g);
+}
+
+/* A bookmark carries only a resourceVersion: nothing is cached or told, but the next
+ * watch starts from it. */
+static void test_bookmark_moves_the_resource_version(void **state)
+{
+	(void)state;
+	static const struct reply replies[] = {
+		{"GET", LIST_PATH, LIST("100", ""), 0, 0},
+		{"WATCH", WATCH_FROM("100"),
+		 "[" EVENT("BOOKMARK", "{\"kind\":\"Spotpool\",\"metadata\":{\"resourceVersion\":\"250\"}}") "]",
+		 SP_ETRANSIENT, 60000},
+		{"WATCH", WATCH_FROM("250"), NULL, 0, 300000},
+	};
+	struct rig g;
+	rig_start(&g, replies, 3);
+	assert_int_equal(round_of(&g), 500);
+	assert_string_equal(told, "");
+	assert_keys(g.inf, "");
+	round_of(&g);
+	rig_end(&g);
+}
+
+/* Healthy while every watcher showed life (a round started, an event came) within the
+ * given quiet time, on the informer's clock. */
+static void test_healthy_on_the_clock(void **state)
+{
+	(void)state;
+	static const struct reply replies[] = {
+		{"GET", LIST_PATH, LIST("100", ""), 0, 0},
+		{"WATCH", WATCH_FROM("100"), "[" EVENT("ADDED", POOL("a", "101", 1)) "]", 0, 300000},
+	};
+	struct rig g;
+	rig_start(&g, replies, 2);
+	assert_true(informer_healthy(g.inf, 60000));
+	test_clock_advance_ms(&g.clock, 60001);
+	assert_false(informer_healthy(g.inf, 60000));
+	round_of(&g);  /* the event came at the end of the 300 s watch */
+	assert_false(informer_healthy(g.inf, 60000));  /* watcher 1 ("other") never ran */
+	round_of_other(&g, 0);
+	assert_true(informer_healthy(g.inf, 60000));
+	test_clock_advance_ms(&g.clock, 60001);
+	assert_false(informer_healthy(g.inf, 60000));
+	rig_end(&g);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -175,6 +531,13 @@ int main(void)
 		cmocka_unit_test(test_update_carrying_a_change_enqueues),
 		cmocka_unit_test(test_recreated_replaces),
 		cmocka_unit_test(test_delete_is_final),
+		cmocka_unit_test(test_list_fills_the_cache),
+		cmocka_unit_test(test_watch_events_apply_and_resume),
+		cmocka_unit_test(test_watch_endings),
+		cmocka_unit_test(test_backoff),
+		cmocka_unit_test(test_relist_forgets_what_disappeared),
+		cmocka_unit_test(test_bookmark_moves_the_resource_version),
+		cmocka_unit_test(test_healthy_on_the_clock),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -156,6 +156,7 @@ static char *apiserver_holder(struct apiserver *a)
 
 /* What the election told the process, as run.c's callbacks see it. */
 struct seen {
+	const struct sp_clock *clock;  /* for lost_at */
 	atomic_bool leading;
 	_Atomic int64_t active_until;
 	_Atomic int64_t lost_at;
@@ -169,7 +170,7 @@ static void on_change(void *ud, bool leading)
 	atomic_fetch_add(&s->changes, 1);
 	if (!leading) {
 		atomic_store(&s->active_until, 0);
-		atomic_store(&s->lost_at, sp_mono_ms());
+		atomic_store(&s->lost_at, s->clock->mono_ms(s->clock->ctx));
 	}
 }
 
@@ -211,8 +212,10 @@ static void lost_lease(void **state, bool deleted)
 	struct apiserver a;
 	apiserver_start(&a);
 	struct kube_config *cfg = config_for(&a);
-	struct seen s = {0};
-	struct lease_options opt = {.kube = cfg, .namespace = "default", .name = "spotpool-test",
+	struct kube_client *kc = kube_client_new(cfg, "test");
+	kube_client_set_timeout(kc, lease_request_timeout_ms(20));
+	struct seen s = {.clock = &sp_clock_system};
+	struct lease_options opt = {.api = kube_client_api(kc), .namespace = "default", .name = "spotpool-test",
 				    .identity = "me_1", .duration_seconds = 30, .renew_deadline_seconds = 20,
 				    .retry_period_seconds = 1, .on_change = on_change, .on_renew = on_renew,
 				    .userdata = &s};
@@ -253,6 +256,7 @@ static void lost_lease(void **state, bool deleted)
 		free(h);
 	}
 	lease_stop(l);
+	kube_client_free(kc);
 	kube_config_free(cfg);
 	apiserver_stop(&a);
 }
@@ -284,8 +288,10 @@ static void standby_waits_after_a_deleted_lease(void **state)
 	pthread_mutex_unlock(&a.lock);
 	apiserver_set_holder(&a, "other_1");
 	struct kube_config *cfg = config_for(&a);
-	struct seen s = {0};
-	struct lease_options opt = {.kube = cfg, .namespace = "default", .name = "spotpool-test",
+	struct kube_client *kc = kube_client_new(cfg, "test");
+	kube_client_set_timeout(kc, lease_request_timeout_ms(2));
+	struct seen s = {.clock = &sp_clock_system};
+	struct lease_options opt = {.api = kube_client_api(kc), .namespace = "default", .name = "spotpool-test",
 				    .identity = "me_2", .duration_seconds = 3, .renew_deadline_seconds = 2,
 				    .retry_period_seconds = 1, .on_change = on_change, .on_renew = on_renew,
 				    .userdata = &s};
@@ -313,8 +319,301 @@ static void standby_waits_after_a_deleted_lease(void **state)
 	if (waited < 2500)
 		fail_msg("acted %lld ms after creating the deleted Lease (duration 3 s)", (long long)waited);
 	lease_stop(l);
+	kube_client_free(kc);
 	kube_config_free(cfg);
 	apiserver_stop(&a);
+}
+
+/* The apiserver as a port (no thread, no socket) holding one Lease or none: GET, POST
+ * (create; 409 when it exists), PUT (replace; 404 when it does not). The next requests
+ * may be answered by the errors queued in fail (0: answer normally). calls lists the
+ * methods asked, in order. */
+struct fake_api {
+	cJSON *lease;
+	int fail[32];
+	size_t n_fail, next_fail;
+	char calls[256];
+};
+
+static int fake_request(void *ctx, const char *method, const char *path, const char *content_type,
+			const cJSON *body, cJSON **ret, struct sp_error *err)
+{
+	struct fake_api *f = ctx;
+	(void)path, (void)content_type;
+	snprintf(f->calls + strlen(f->calls), sizeof(f->calls) - strlen(f->calls), "%s%s", *f->calls ? " " : "",
+		 method);
+	int code = f->next_fail < f->n_fail ? f->fail[f->next_fail++] : 0;
+	if (code)
+		return sp_fail(err, code, "injected %s", sp_strerror(code));
+	bool get = strcmp(method, "GET") == 0, post = strcmp(method, "POST") == 0;
+	if (!f->lease && !post)
+		return sp_fail(err, SP_ENOTFOUND, "leases \"spotpool-test\" not found");
+	if (f->lease && post)
+		return sp_fail(err, SP_ECONFLICT, "leases \"spotpool-test\" already exists");
+	if (!get) {
+		cJSON_Delete(f->lease);
+		f->lease = cJSON_Duplicate(body, 1);
+	}
+	if (ret)
+		*ret = cJSON_Duplicate(f->lease, 1);
+	return 0;
+}
+
+static void fake_fail(struct fake_api *f, const int *codes, size_t n)
+{
+	f->n_fail = f->next_fail = 0;
+	for (size_t i = 0; i < n; i++)
+		f->fail[f->n_fail++] = codes[i];
+}
+
+/* Another process's record: holder, renewed at renew_time. */
+static void fake_set_holder(struct fake_api *f, const char *holder, const char *renew_time)
+{
+	cJSON_Delete(f->lease);
+	char *json = xasprintf("{\"apiVersion\":\"coordination.k8s.io/v1\",\"kind\":\"Lease\",\"metadata\":"
+			       "{\"name\":\"spotpool-test\",\"namespace\":\"default\"},\"spec\":{\"holderIdentity\":"
+			       "\"%s\",\"leaseDurationSeconds\":15,\"renewTime\":\"%s\",\"leaseTransitions\":4}}",
+			       holder, renew_time);
+	f->lease = cJSON_Parse(json);
+	free(json);
+}
+
+static const char *fake_spec_str(const struct fake_api *f, const char *key)
+{
+	const char *v = cJSON_GetStringValue(
+		cJSON_GetObjectItemCaseSensitive(cJSON_GetObjectItemCaseSensitive(f->lease, "spec"), key));
+	return v ? v : "(none)";
+}
+
+static int fake_transitions(const struct fake_api *f)
+{
+	return cJSON_GetObjectItemCaseSensitive(cJSON_GetObjectItemCaseSensitive(f->lease, "spec"),
+						"leaseTransitions")->valueint;
+}
+
+/* One election driven round by round on a fake clock, with client-go's default timings:
+ * lease duration 15 s, renew deadline 10 s, retry period 2 s. */
+struct election {
+	struct test_clock clock;
+	struct sp_clock port;
+	struct fake_api api;
+	struct seen seen;
+	struct lease *lease;
+};
+
+#define T0 1000000  /* the fake clock's start, ms */
+
+static void election_start(struct election *e, const char *identity)
+{
+	*e = (struct election){.clock = {.now = 1795000000, .mono_ms = T0}};
+	e->port = test_clock_port(&e->clock);
+	e->seen.clock = &e->port;
+	struct lease_options opt = {
+		.api = {.request = fake_request, .ctx = &e->api}, .clock = &e->port, .namespace = "default",
+		.name = "spotpool-test", .identity = identity, .duration_seconds = 15,
+		.renew_deadline_seconds = 10, .retry_period_seconds = 2, .on_change = on_change,
+		.on_renew = on_renew, .userdata = &e->seen,
+	};
+	e->lease = lease_new(&opt);
+}
+
+static void election_end(struct election *e)
+{
+	lease_free(e->lease);
+	cJSON_Delete(e->api.lease);
+}
+
+/* A round, then the wait it asks for (always the retry period). */
+static void round_and_wait(struct election *e)
+{
+	*e->api.calls = '\0';
+	int64_t wait = lease_round(e->lease);
+	assert_int_equal(wait, 2000);
+	test_clock_advance_ms(&e->clock, wait);
+}
+
+/* The round just run (and waited for) asked calls and holds the Lease: leading, acting
+ * until the renew deadline counted from that round's start. */
+static void assert_led(const struct election *e, const char *calls, const char *identity)
+{
+	assert_string_equal(e->api.calls, calls);
+	assert_true(atomic_load(&e->seen.leading));
+	assert_string_equal(fake_spec_str(&e->api, "holderIdentity"), identity);
+	assert_int_equal(atomic_load(&e->seen.active_until), e->clock.mono_ms - 2000 + 10000);
+}
+
+/* No Lease: the first round creates it and leads at once, acting until the renew
+ * deadline from when the round started; each later round renews and moves it. */
+static void acquires_a_free_lease_and_renews(void **state)
+{
+	(void)state;
+	struct election e;
+	election_start(&e, "me_1");
+	round_and_wait(&e);
+	assert_led(&e, "GET POST", "me_1");
+	assert_true(lease_leading(e.lease));
+	assert_int_equal(atomic_load(&e.seen.active_until), T0 + 10000);
+	assert_int_equal(fake_transitions(&e.api), 0);
+	round_and_wait(&e);
+	assert_led(&e, "GET PUT", "me_1");
+	assert_int_equal(atomic_load(&e.seen.changes), 1);
+	assert_int_equal(fake_transitions(&e.api), 0);  /* a renewal is no transition */
+	election_end(&e);
+}
+
+/* A leader's round after what happened on the apiserver since its last renewal. */
+static const struct {
+	const char *name;
+	const char *holder;      /* non-NULL: another process holds the Lease now */
+	bool deleted;            /* the Lease was deleted */
+	int fail[2];             /* errors for the round's GET and PUT */
+	const char *calls;
+	bool leading;            /* still leading after the round */
+	bool renewed;            /* on_renew moved the deadline */
+} leader_rounds[] = {
+	{"renewed", NULL, false, {0, 0}, "GET PUT", true, true},
+	{"another holder (a lease lost mid-pass)", "other_2", false, {0, 0}, "GET", false, false},
+	{"Lease deleted (404 on read)", NULL, true, {0, 0}, "GET", false, false},
+	{"deleted between read and renewal (404 on update)", NULL, false, {0, SP_ENOTFOUND}, "GET PUT", false, false},
+	{"409 conflict on update", NULL, false, {0, SP_ECONFLICT}, "GET PUT", true, false},
+	{"transient read error", NULL, false, {SP_ETRANSIENT, 0}, "GET", true, false},
+	{"throttled update", NULL, false, {0, SP_ETHROTTLED}, "GET PUT", true, false},
+};
+
+static void leader_round_outcomes(void **state)
+{
+	(void)state;
+	for (size_t i = 0; i < sizeof(leader_rounds) / sizeof(leader_rounds[0]); i++) {
+		struct election e;
+		election_start(&e, "me_1");
+		round_and_wait(&e);
+		assert_true(atomic_load(&e.seen.leading));
+		if (leader_rounds[i].holder)
+			fake_set_holder(&e.api, leader_rounds[i].holder, "2026-11-24T20:00:00.000000Z");
+		if (leader_rounds[i].deleted) {
+			cJSON_Delete(e.api.lease);
+			e.api.lease = NULL;
+		}
+		fake_fail(&e.api, leader_rounds[i].fail, 2);
+		round_and_wait(&e);
+		if (strcmp(e.api.calls, leader_rounds[i].calls) != 0 ||
+		    atomic_load(&e.seen.leading) != leader_rounds[i].leading)
+			fail_msg("%s: calls \"%s\", leading %d", leader_rounds[i].name, e.api.calls,
+				 atomic_load(&e.seen.leading));
+		int64_t until = atomic_load(&e.seen.active_until);
+		int64_t expected = !leader_rounds[i].leading ? 0 : leader_rounds[i].renewed ? T0 + 2000 + 10000
+												: T0 + 10000;
+		if (until != expected)
+			fail_msg("%s: acting until %lld, expected %lld", leader_rounds[i].name, (long long)until,
+				 (long long)expected);
+		election_end(&e);
+	}
+}
+
+/* The apiserver stops answering: the leader retries every retry period; it acts until
+ * the renew deadline of its last renewal (what its passes' calls check), and steps down
+ * at its first round past that deadline, while the Lease is still its own in everyone
+ * else's eyes (15 s). Once the apiserver answers again it leads again. */
+static void steps_down_at_the_renew_deadline(void **state)
+{
+	(void)state;
+	struct election e;
+	election_start(&e, "me_1");
+	round_and_wait(&e);
+	int failing[32];
+	for (size_t i = 0; i < 32; i++)
+		failing[i] = SP_ETRANSIENT;
+	fake_fail(&e.api, failing, 32);
+	while (atomic_load(&e.seen.leading)) {
+		assert_int_equal(atomic_load(&e.seen.active_until), T0 + 10000);  /* not extended */
+		assert_true(e.clock.mono_ms <= T0 + 12000);
+		round_and_wait(&e);
+		assert_string_equal(e.api.calls, "GET");
+	}
+	/* Rounds at +2, +4, +6, +8, +10 s kept it; +12 s is past the deadline (and before
+	 * +15 s, when the others may take the Lease). */
+	assert_int_equal(atomic_load(&e.seen.lost_at), T0 + 12000);
+	assert_int_equal(atomic_load(&e.seen.active_until), 0);
+	assert_int_equal(atomic_load(&e.seen.changes), 2);
+	/* The apiserver was last heard at T0: no longer healthy past retry + deadline. */
+	assert_false(lease_healthy(e.lease));
+	fake_fail(&e.api, NULL, 0);
+	round_and_wait(&e);
+	assert_led(&e, "GET PUT", "me_1");
+	assert_true(lease_healthy(e.lease));
+	election_end(&e);
+}
+
+/* A candidate takes over only when the holder's record has not changed for a whole
+ * lease duration (15 s) on its own clock; each renewal starts that over. The takeover
+ * counts a transition. */
+static const struct {
+	const char *name;
+	int renewals;           /* by the holder, every 5th round (10 s) from the first */
+	int64_t takeover_at;    /* the start of the round that takes the Lease */
+} takeovers[] = {
+	{"never renewed", 1, T0 + 16000},
+	{"renewed every 10 s for 30 s", 3, T0 + 36000},  /* last renewal seen at +20 s */
+};
+
+static void candidate_takes_over_an_expired_lease(void **state)
+{
+	(void)state;
+	for (size_t t = 0; t < sizeof(takeovers) / sizeof(takeovers[0]); t++) {
+		struct election e;
+		election_start(&e, "me_2");
+		for (int i = 0; !atomic_load(&e.seen.leading); i++) {
+			if (i % 5 == 0 && i / 5 < takeovers[t].renewals) {
+				char renewed[40];
+				snprintf(renewed, sizeof(renewed), "2026-11-24T20:00:%02dZ", i * 2);
+				fake_set_holder(&e.api, "other_1", renewed);
+			}
+			round_and_wait(&e);
+			if (!atomic_load(&e.seen.leading))
+				assert_string_equal(e.api.calls, "GET");
+		}
+		if (e.clock.mono_ms - 2000 != takeovers[t].takeover_at)
+			fail_msg("%s: took over at %lld", takeovers[t].name, (long long)(e.clock.mono_ms - 2000));
+		assert_led(&e, "GET PUT", "me_2");
+		assert_int_equal(fake_transitions(&e.api), 5);
+		election_end(&e);
+	}
+}
+
+/* The Lease deleted while another process held it: the candidate creates it at once
+ * (so no third process takes it) and acts only a lease duration later, when that
+ * holder has stopped for sure; a Lease deleted while it held it itself is led again
+ * at once. */
+static void deleted_lease_waits_a_lease_duration(void **state)
+{
+	(void)state;
+	struct election e;
+	election_start(&e, "me_2");
+	fake_set_holder(&e.api, "other_1", "2026-11-24T20:00:00.000000Z");
+	round_and_wait(&e);
+	assert_false(atomic_load(&e.seen.leading));
+	cJSON_Delete(e.api.lease);
+	e.api.lease = NULL;
+	int64_t created = e.clock.mono_ms;
+	round_and_wait(&e);
+	assert_string_equal(e.api.calls, "GET POST");
+	assert_string_equal(fake_spec_str(&e.api, "holderIdentity"), "me_2");
+	assert_false(atomic_load(&e.seen.leading));
+	assert_int_equal(atomic_load(&e.seen.active_until), 0);
+	while (!atomic_load(&e.seen.leading)) {
+		assert_string_equal(fake_spec_str(&e.api, "holderIdentity"), "me_2");  /* held meanwhile */
+		round_and_wait(&e);
+	}
+	assert_led(&e, "GET PUT", "me_2");
+	assert_int_equal(e.clock.mono_ms - 2000, created + 16000);  /* the first round at or past 15 s */
+	/* Now deleted while this process held it: it steps down, then leads again at once. */
+	cJSON_Delete(e.api.lease);
+	e.api.lease = NULL;
+	round_and_wait(&e);
+	assert_false(atomic_load(&e.seen.leading));
+	round_and_wait(&e);
+	assert_led(&e, "GET POST", "me_2");
+	election_end(&e);
 }
 
 int main(void)
@@ -326,6 +625,11 @@ int main(void)
 		cmocka_unit_test(steps_down_when_another_holds),
 		cmocka_unit_test(steps_down_when_lease_deleted),
 		cmocka_unit_test(standby_waits_after_a_deleted_lease),
+		cmocka_unit_test(acquires_a_free_lease_and_renews),
+		cmocka_unit_test(leader_round_outcomes),
+		cmocka_unit_test(steps_down_at_the_renew_deadline),
+		cmocka_unit_test(candidate_takes_over_an_expired_lease),
+		cmocka_unit_test(deleted_lease_waits_a_lease_duration),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }
