@@ -86,10 +86,11 @@ int kube_watch_feed(struct kube_watch_decoder *d, const char *data, size_t len);
 void kube_watch_decoder_free(struct kube_watch_decoder *d);
 
 /* Streams a watch until the server closes it, timeout_ms passes (a half-open
- * connection must not block forever), cancel is set, or the callback stops it.
+ * connection must not block forever), cancel is requested (NULL: never), or the
+ * callback stops it.
  * The stream is read with a bounded buffer per event. */
 int kube_watch(struct kube_client *c, const char *path, long timeout_ms, kube_event_fn fn,
-	       void *userdata, const volatile sig_atomic_t *cancel, struct sp_error *err);
+	       void *userdata, const struct stop *cancel, struct sp_error *err);
 
 /* Decoded value of key in a Secret object (data is base64), caller frees with
  * sp_secure_free; NULL when absent or malformed. Not registered for redaction: the

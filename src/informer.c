@@ -2,14 +2,13 @@
 #include "informer.h"
 #include "log.h"
 #include "pool.h"
+#include "stop.h"
 
 #include <pthread.h>
-#include <signal.h>
 #include <stdatomic.h>
 #include <stdio.h>
 #include <limits.h>
 #include <string.h>
-#include <time.h>
 #include <zlib.h>
 
 #define INFORMER_WATCH_TIMEOUT_SECONDS 300
@@ -53,7 +52,7 @@ struct informer {
 	size_t next_tombstone;
 	struct watcher *watchers;
 	size_t n_watchers, running;
-	volatile sig_atomic_t stopping;
+	struct stop stop;  /* informer_stop: ends watches and reconnect waits at once */
 };
 
 char *informer_key(const cJSON *obj)
@@ -111,6 +110,7 @@ struct informer *informer_new(const struct informer_config *cfg)
 	struct informer *inf = xcalloc(1, sizeof(*inf));
 	inf->cfg = *cfg;
 	pthread_mutex_init(&inf->lock, NULL);
+	stop_init(&inf->stop);
 	return inf;
 }
 
@@ -372,15 +372,6 @@ void informer_apply_event(struct informer *inf, const char *type, const cJSON *o
 	free(key);
 }
 
-static void sleep_ms(struct informer *inf, int64_t ms)
-{
-	int64_t until = sp_mono_ms() + ms;
-	while (!inf->stopping && sp_mono_ms() < until) {
-		struct timespec ts = {0, 50 * 1000000};
-		nanosleep(&ts, NULL);
-	}
-}
-
 static int64_t next_delay(int64_t delay)
 {
 	return delay ? (delay * 2 < INFORMER_RECONNECT_MAX_MS ? delay * 2 : INFORMER_RECONNECT_MAX_MS) : 500;
@@ -395,7 +386,7 @@ static void *watcher_main(void *arg)
 	const char *scope = w->namespace ? w->namespace : "all namespaces";
 	bool need_list = true;
 	int64_t delay = 0;
-	while (!inf->stopping) {
+	while (!stop_requested(&inf->stop)) {
 		atomic_store(&w->heartbeat_ms, sp_mono_ms());
 		struct sp_error err = {0};
 		if (need_list) {
@@ -403,7 +394,7 @@ static void *watcher_main(void *arg)
 				delay = next_delay(delay);
 				log_warn("list spotpools (%s) failed, retrying in %lld ms: %s", scope,
 					 (long long)delay, err.msg);
-				sleep_ms(inf, delay);
+				stop_wait_ms(&inf->stop, delay);
 				continue;
 			}
 			need_list = false;
@@ -415,9 +406,9 @@ static void *watcher_main(void *arg)
 		struct watch_ctx ctx = {.w = w};
 		int64_t started = sp_mono_ms();
 		int r = kube_watch(kc, path, (INFORMER_WATCH_TIMEOUT_SECONDS + 30) * 1000L, on_event, &ctx,
-				   &inf->stopping, &err);
+				   &inf->stop, &err);
 		free(path);
-		if (inf->stopping)
+		if (stop_requested(&inf->stop))
 			break;
 		if (ctx.gone || r == SP_EGONE) {
 			log_info("watch (%s): resourceVersion %s expired, relisting", scope, w->resource_version);
@@ -431,7 +422,7 @@ static void *watcher_main(void *arg)
 		delay = next_delay(delay);
 		log_warn("watch (%s) ended: %s; reconnecting in %lld ms", scope,
 			 r < 0 ? err.msg : "closed early", (long long)delay);
-		sleep_ms(inf, delay);
+		stop_wait_ms(&inf->stop, delay);
 	}
 	free(base);
 	kube_client_free(kc);
@@ -458,7 +449,7 @@ int informer_start(struct informer *inf, struct sp_error *err)
 
 void informer_stop(struct informer *inf)
 {
-	inf->stopping = 1;
+	stop_request(&inf->stop);
 	for (size_t i = 0; i < inf->running; i++)
 		pthread_join(inf->watchers[i].thread, NULL);
 	inf->running = 0;
@@ -476,6 +467,7 @@ void informer_free(struct informer *inf)
 		drop(inf, inf->n_pools - 1);
 	free(inf->pools);
 	pthread_mutex_destroy(&inf->lock);
+	stop_destroy(&inf->stop);
 	free(inf);
 }
 

@@ -1,6 +1,7 @@
 /* lease: leader election, following client-go's leaderelection semantics. */
 #include "lease.h"
 #include "log.h"
+#include "stop.h"
 
 #include <pthread.h>
 #include <stdatomic.h>
@@ -16,7 +17,7 @@ struct lease {
 	char *path;
 	struct kube_client *kube;
 	pthread_t thread;
-	atomic_bool stop;
+	struct stop stop;               /* lease_stop: ends the wait between rounds at once */
 	atomic_bool leading;
 	atomic_llong last_contact_ms;   /* last answer from the apiserver */
 	int64_t last_renew_ms;          /* last successful acquire or renew */
@@ -224,7 +225,7 @@ static void release(struct lease *l)
 static void *lease_main(void *arg)
 {
 	struct lease *l = arg;
-	while (!atomic_load(&l->stop)) {
+	while (!stop_requested(&l->stop)) {
 		int64_t now = sp_mono_ms();
 		enum round round = try_acquire_or_renew(l);
 		if (round == ROUND_HELD && now < l->act_after_ms) {
@@ -242,11 +243,7 @@ static void *lease_main(void *arg)
 			/* Stop acting while the lease is still ours in everyone else's eyes. */
 			set_leading(l, false);
 		}
-		int64_t until = now + 1000LL * l->opt.retry_period_seconds;
-		while (!atomic_load(&l->stop) && sp_mono_ms() < until) {
-			struct timespec ts = {0, 20 * 1000000};
-			nanosleep(&ts, NULL);
-		}
+		stop_wait_until_ms(&l->stop, now + 1000LL * l->opt.retry_period_seconds);
 	}
 	/* Released while waiting to act too (it holds the Lease): the next process
 	 * should not wait out a whole expiry. release() checks the holder is this one. */
@@ -266,7 +263,9 @@ int lease_start(const struct lease_options *opt, struct lease **ret, struct sp_e
 	/* A request must not outlive the renew deadline, or a hung call would keep a
 	 * leader believing it leads. */
 	kube_client_set_timeout(l->kube, 500L * opt->renew_deadline_seconds);
+	stop_init(&l->stop);
 	if (pthread_create(&l->thread, NULL, lease_main, l) != 0) {
+		stop_destroy(&l->stop);
 		kube_client_free(l->kube);
 		free(l->path);
 		free(l);
@@ -280,8 +279,9 @@ void lease_stop(struct lease *l)
 {
 	if (!l)
 		return;
-	atomic_store(&l->stop, true);
+	stop_request(&l->stop);
 	pthread_join(l->thread, NULL);
+	stop_destroy(&l->stop);
 	kube_client_free(l->kube);
 	free(l->path);
 	free(l);

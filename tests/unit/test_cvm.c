@@ -797,8 +797,8 @@ static void test_refusal_after_uncertain_attempt(void **state)
 }
 
 /* In a child (the abort cannot be undone): the call in flight, or in its retry
- * backoff, ends promptly after http_abort_all() (curl checks about once a second; the
- * bound leaves room for a loaded machine), and no call starts after it. */
+ * backoff, ends promptly after http_abort_all() (both wait on its eventfd; the bound
+ * leaves room for a loaded machine), and no call starts after it. */
 static void *abort_soon(void *arg)
 {
 	(void)arg;

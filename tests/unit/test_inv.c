@@ -31,14 +31,19 @@ static void test_interval_fast_while_unsettled_and_spaced_when_idle(void **state
 
 /* A fake CVM endpoint on loopback: every listing is empty, except that a SecretId
  * starting "AKIDbad" is refused (AuthFailure), region ap-nowhere is unknown
- * (UnsupportedRegion), and "AKIDslow" is answered after 400 ms. One connection per
- * request. */
+ * (UnsupportedRegion), "AKIDslow" is answered after 400 ms, and the "AKIDflip" account
+ * holds instance ins-flip of pool ns/flip in every other listing, so each sweep changes
+ * that pool. One connection per request. */
 struct fake {
 	int fd, port;
 	pthread_t thread;
 	atomic_int stop;
-	atomic_size_t n, refused;
+	atomic_size_t n, refused, flips;
 };
+
+#define FLIP_REPLY "{\"Response\": {\"TotalCount\": 1, \"InstanceSet\": [{\"InstanceId\": \"ins-flip\", " \
+	"\"InstanceState\": \"RUNNING\", \"Tags\": [{\"Key\": \"" POOL_TAG_KEY "\", \"Value\": \"ns/flip\"}]}], " \
+	"\"RequestId\": \"r\"}}"
 
 static void *fake_main(void *arg)
 {
@@ -56,7 +61,9 @@ static void *fake_main(void *arg)
 		if (strstr(req, "Credential=AKIDslow"))
 			usleep(400000);
 		const char *reply = "{\"Response\": {\"TotalCount\": 0, \"InstanceSet\": [], \"RequestId\": \"r\"}}";
-		if (strstr(req, "Credential=AKIDbad")) {
+		if (strstr(req, "Credential=AKIDflip") && atomic_fetch_add(&f->flips, 1) % 2) {
+			reply = FLIP_REPLY;
+		} else if (strstr(req, "Credential=AKIDbad")) {
 			atomic_fetch_add(&f->refused, 1);
 			reply = "{\"Response\": {\"Error\": {\"Code\": \"AuthFailure.SecretIdNotFound\", "
 				"\"Message\": \"no such id\"}, \"RequestId\": \"r\"}}";
@@ -106,17 +113,30 @@ struct env {
 	size_t before;
 	char url[64];
 	struct inv *inv;
+	/* test_changed_is_called_without_the_lock */
+	atomic_int notified, probed, blocked;
+	pthread_t probe;
+	pthread_mutex_t done_lock;
+	pthread_cond_t done;
+	bool counted;
 };
 
-static void env_start(struct env *e, int64_t retire_after_ms)
+/* changed, if not NULL, is called with e as its userdata. */
+static void env_start_notified(struct env *e, int64_t retire_after_ms, void (*changed)(void *, const char *))
 {
 	*e = (struct env){0};
 	fake_start(&e->f);
 	e->before = threads();
 	snprintf(e->url, sizeof(e->url), "http://127.0.0.1:%d/", e->f.port);
 	struct inv_config cfg = {.cvm = {.endpoint = e->url, .max_attempts = 1, .timeout_ms = 5000},
-				 .fast_interval_ms = 50, .retire_after_ms = retire_after_ms};
+				 .fast_interval_ms = 50, .retire_after_ms = retire_after_ms,
+				 .changed = changed, .userdata = e};
 	e->inv = inv_new(&cfg);
+}
+
+static void env_start(struct env *e, int64_t retire_after_ms)
+{
+	env_start_notified(e, retire_after_ms, NULL);
 }
 
 /* inv_free joins every thread it started. */
@@ -387,6 +407,56 @@ static void test_reads_after_leadership_wait_for_a_new_listing(void **state)
 	env_stop(&e);
 }
 
+/* changed used to run with the inventory's lock held, and ctl's callback takes the
+ * informer's and the queue's locks under it: a lock order the rest of the code never
+ * takes. Here the callback has another thread take the inventory's lock (through
+ * inv_poller_count) and waits up to a second for it: with the lock held it cannot. */
+static void *count_pollers(void *arg)
+{
+	struct env *e = arg;
+	inv_poller_count(e->inv, NULL);
+	pthread_mutex_lock(&e->done_lock);
+	e->counted = true;
+	pthread_cond_signal(&e->done);
+	pthread_mutex_unlock(&e->done_lock);
+	return NULL;
+}
+
+static void changed_takes_the_lock(void *userdata, const char *owner)
+{
+	struct env *e = userdata;
+	if (strcmp(owner, "ns/flip") != 0 || atomic_fetch_add(&e->notified, 1) > 0)
+		return;  /* one probe is enough */
+	pthread_mutex_lock(&e->done_lock);
+	pthread_create(&e->probe, NULL, count_pollers, e);
+	int64_t until = sp_mono_ms() + 1000;
+	while (!e->counted && sp_mono_ms() < until)
+		sp_cond_wait_until_ms(&e->done, &e->done_lock, until);
+	if (!e->counted)
+		atomic_store(&e->blocked, 1);
+	pthread_mutex_unlock(&e->done_lock);
+	atomic_store(&e->probed, 1);
+}
+
+static void test_changed_is_called_without_the_lock(void **state)
+{
+	(void)state;
+	struct env e;
+	env_start_notified(&e, 0, changed_takes_the_lock);
+	pthread_mutex_init(&e.done_lock, NULL);
+	sp_cond_init_monotonic(&e.done);
+	/* The first listing is empty, the second (at the idle cadence, 2 s) is not. */
+	assert_int_equal(read_as(e.inv, "AKIDflip", "ns/flip"), 0);
+	for (int64_t until = sp_mono_ms() + 8000; !atomic_load(&e.probed) && sp_mono_ms() < until;)
+		usleep(10000);
+	assert_true(atomic_load(&e.probed));
+	pthread_join(e.probe, NULL);  /* the callback has returned: the lock is free */
+	assert_int_equal(atomic_load(&e.blocked), 0);
+	env_stop(&e);
+	pthread_cond_destroy(&e.done);
+	pthread_mutex_destroy(&e.done_lock);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -398,6 +468,7 @@ int main(void)
 		cmocka_unit_test(test_concurrent_reads_rotations_and_forgets),
 		cmocka_unit_test(test_refused_credentials_leave_no_poller),
 		cmocka_unit_test(test_reads_after_leadership_wait_for_a_new_listing),
+		cmocka_unit_test(test_changed_is_called_without_the_lock),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }
