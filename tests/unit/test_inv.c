@@ -113,12 +113,9 @@ struct env {
 	size_t before;
 	char url[64];
 	struct inv *inv;
-	/* test_changed_is_called_without_the_lock */
-	atomic_int notified, probed, blocked;
-	pthread_t probe;
-	pthread_mutex_t done_lock;
-	pthread_cond_t done;
-	bool counted;
+	/* test_changed_is_called_without_the_lock: 1 the probe took the lock, 2 it could not */
+	atomic_int probed, unblocked;
+	struct test_probe probe;
 };
 
 /* changed, if not NULL, is called with e as its userdata. */
@@ -411,31 +408,17 @@ static void test_reads_after_leadership_wait_for_a_new_listing(void **state)
  * informer's and the queue's locks under it: a lock order the rest of the code never
  * takes. Here the callback has another thread take the inventory's lock (through
  * inv_poller_count) and waits up to a second for it: with the lock held it cannot. */
-static void *count_pollers(void *arg)
+static void count_pollers(void *arg)
 {
-	struct env *e = arg;
-	inv_poller_count(e->inv, NULL);
-	pthread_mutex_lock(&e->done_lock);
-	e->counted = true;
-	pthread_cond_signal(&e->done);
-	pthread_mutex_unlock(&e->done_lock);
-	return NULL;
+	inv_poller_count(((struct env *)arg)->inv, NULL);
 }
 
 static void changed_takes_the_lock(void *userdata, const char *owner)
 {
 	struct env *e = userdata;
-	if (strcmp(owner, "ns/flip") != 0 || atomic_fetch_add(&e->notified, 1) > 0)
+	if (strcmp(owner, "ns/flip") != 0 || atomic_exchange(&e->probed, 1))
 		return;  /* one probe is enough */
-	pthread_mutex_lock(&e->done_lock);
-	pthread_create(&e->probe, NULL, count_pollers, e);
-	int64_t until = sp_mono_ms() + 1000;
-	while (!e->counted && sp_mono_ms() < until)
-		sp_cond_wait_until_ms(&e->done, &e->done_lock, until);
-	if (!e->counted)
-		atomic_store(&e->blocked, 1);
-	pthread_mutex_unlock(&e->done_lock);
-	atomic_store(&e->probed, 1);
+	atomic_store(&e->unblocked, test_probe_run(&e->probe, count_pollers, e, 1000) ? 1 : 2);
 }
 
 static void test_changed_is_called_without_the_lock(void **state)
@@ -443,18 +426,15 @@ static void test_changed_is_called_without_the_lock(void **state)
 	(void)state;
 	struct env e;
 	env_start_notified(&e, 0, changed_takes_the_lock);
-	pthread_mutex_init(&e.done_lock, NULL);
-	sp_cond_init_monotonic(&e.done);
 	/* The first listing is empty, the second (at the idle cadence, 2 s) is not. */
 	assert_int_equal(read_as(e.inv, "AKIDflip", "ns/flip"), 0);
-	for (int64_t until = sp_mono_ms() + 8000; !atomic_load(&e.probed) && sp_mono_ms() < until;)
+	for (int64_t until = sp_mono_ms() + 8000; !atomic_load(&e.unblocked) && sp_mono_ms() < until;)
 		usleep(10000);
-	assert_true(atomic_load(&e.probed));
-	pthread_join(e.probe, NULL);  /* the callback has returned: the lock is free */
-	assert_int_equal(atomic_load(&e.blocked), 0);
+	int unblocked = atomic_load(&e.unblocked);
+	if (unblocked)
+		test_probe_join(&e.probe);  /* the callback has returned: the lock is free */
+	assert_int_equal(unblocked, 1);
 	env_stop(&e);
-	pthread_cond_destroy(&e.done);
-	pthread_mutex_destroy(&e.done_lock);
 }
 
 int main(void)
