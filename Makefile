@@ -72,13 +72,11 @@ check-asan: deps
 
 # ThreadSanitizer: every report fails the run (halt_on_error stops the process that
 # raced; run-tests counts the report files, also of processes whose status nobody checked).
-# die_after_fork=0: test_cvm and test_rate run the irreversible http_abort_all() in a
-# forked child, which starts threads.
 check-tsan: deps
 	$(MAKE) unit BUILD=build-tsan OPT="-O1 -g -fno-omit-frame-pointer" SANITIZE="-fsanitize=thread"
 	rm -rf build-tsan/sanitizer && mkdir -p build-tsan/sanitizer
 	SANITIZER_LOG_DIR=$(CURDIR)/build-tsan/sanitizer \
-	TSAN_OPTIONS=halt_on_error=1:exitcode=66:second_deadlock_stack=1:die_after_fork=0:log_path=$(CURDIR)/build-tsan/sanitizer/tsan \
+	TSAN_OPTIONS=halt_on_error=1:exitcode=66:second_deadlock_stack=1:log_path=$(CURDIR)/build-tsan/sanitizer/tsan \
 		tests/run-tests --build build-tsan
 
 # Fuzzing (libFuzzer): every tests/fuzz/fuzz_<name>.c, linked against the library built
