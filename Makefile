@@ -1,5 +1,6 @@
 # spotpool build. `make` builds build/spotpool; `make check` installs what is
-# missing and runs every test; `make check-asan` runs them under ASan+UBSan.
+# missing and runs every test; `make check-asan` runs them under ASan+UBSan,
+# `make check-tsan` under ThreadSanitizer.
 PREFIX ?= /usr/local
 DESTDIR ?=
 BINDIR ?= $(PREFIX)/bin
@@ -27,7 +28,7 @@ LIB_OBJS := $(patsubst src/%.c,$(BUILD)/obj/%.o,$(filter-out src/main.c,$(SRCS))
 UNIT_SRCS := $(wildcard tests/unit/test_*.c)
 UNIT_BINS := $(patsubst tests/unit/%.c,$(BUILD)/tests/%,$(UNIT_SRCS))
 
-.PHONY: all deps check check-asan unit clean install demo fuzz fuzz-build man
+.PHONY: all deps check check-asan check-tsan unit clean install demo fuzz fuzz-build man
 all: $(BUILD)/spotpool
 
 $(BUILD)/obj/%.o: src/%.c $(wildcard include/*.h) | $(BUILD)/obj
@@ -68,6 +69,15 @@ check-asan: deps
 	ASAN_OPTIONS=detect_leaks=1:exitcode=86:log_path=$(CURDIR)/build-asan/sanitizer/asan \
 	UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1:log_path=$(CURDIR)/build-asan/sanitizer/ubsan \
 		tests/run-tests --build build-asan
+
+# ThreadSanitizer: every report fails the run (halt_on_error stops the process that
+# raced; run-tests counts the report files, also of processes whose status nobody checked).
+check-tsan: deps
+	$(MAKE) unit BUILD=build-tsan OPT="-O1 -g -fno-omit-frame-pointer" SANITIZE="-fsanitize=thread"
+	rm -rf build-tsan/sanitizer && mkdir -p build-tsan/sanitizer
+	SANITIZER_LOG_DIR=$(CURDIR)/build-tsan/sanitizer \
+	TSAN_OPTIONS=halt_on_error=1:exitcode=66:second_deadlock_stack=1:log_path=$(CURDIR)/build-tsan/sanitizer/tsan \
+		tests/run-tests --build build-tsan
 
 # Fuzzing (libFuzzer): every tests/fuzz/fuzz_<name>.c, linked against the library built
 # with clang and the same sanitizers in FUZZ_BUILD, runs FUZZ_SECONDS on its seed corpus
@@ -151,4 +161,4 @@ install: $(BUILD)/spotpool
 	install -D -m 0644 man/spotpool.yaml.5 $(DESTDIR)$(MANDIR)/man5/spotpool.yaml.5
 
 clean:
-	rm -rf build build-asan build-fuzz
+	rm -rf build build-asan build-tsan build-fuzz

@@ -1,5 +1,6 @@
 /* ctl: the controller. Informers (list + watch) feed a work queue; workers
- * reconcile one pool at a time: credentials -> describe -> plan -> act -> status. */
+ * reconcile one pool at a time: credentials -> describe -> plan -> act -> status.
+ * Its threads, what each owns, the locks and their order: src/CONCURRENCY.md. */
 #ifndef SPOTPOOL_CTL_H
 #define SPOTPOOL_CTL_H
 

@@ -5,8 +5,7 @@
 
 #include "buf.h"
 #include "spotpool.h"
-
-#include <signal.h>
+#include "stop.h"
 
 struct http_tls {
 	const char *ca_file;    /* PEM bundle; NULL = system store */
@@ -34,7 +33,7 @@ struct http_request {
 	const struct http_tls *tls;
 	http_data_fn on_data;             /* streams the body instead of buffering it */
 	void *userdata;
-	const volatile sig_atomic_t *cancel; /* non-zero aborts an ongoing transfer */
+	const struct stop *cancel;        /* requested: ends the transfer at once (NULL: none) */
 	/* Also fail at once when started after http_abort_all(): set by calls that start
 	 * new cloud work, which must not begin during a shutdown. */
 	bool refuse_after_abort;
@@ -67,13 +66,16 @@ int http_do(struct http_client *c, const struct http_request *req, struct http_r
 	    struct sp_error *err);
 void http_response_free(struct http_response *r);
 
-/* Shutdown: aborts every transfer in progress within about a second; they fail with
- * SP_ETRANSIENT "aborted (shutting down)". Async-signal-safe (only sets a flag), and
- * irreversible. Transfers started afterwards run normally, bounded by their timeouts,
+/* Shutdown: aborts every transfer in progress at once (its wait in curl_multi_poll
+ * includes the abort's eventfd); they fail with SP_ETRANSIENT "aborted (shutting
+ * down)". Async-signal-safe (stop_request), and irreversible. Transfers started afterwards run normally, bounded by their timeouts,
  * so the shutdown itself can still record status and release its lease, unless the
  * request sets refuse_after_abort. */
 void http_abort_all(void);
 bool http_aborting(void);
+/* Sleeps until at_mono_ms (sp_mono_ms() time) unless http_abort_all() comes first;
+ * returns whether it did (stop_wait_until_ms). */
+bool http_abort_wait_until_ms(int64_t at_mono_ms);
 
 /* A Retry-After header's value in its seconds form ("120"), capped at cap; -1 when
  * absent, negative, malformed or an HTTP-date (not worth a date parser here). */

@@ -86,10 +86,11 @@ int kube_watch_feed(struct kube_watch_decoder *d, const char *data, size_t len);
 void kube_watch_decoder_free(struct kube_watch_decoder *d);
 
 /* Streams a watch until the server closes it, timeout_ms passes (a half-open
- * connection must not block forever), cancel is set, or the callback stops it.
+ * connection must not block forever), cancel is requested (NULL: never), or the
+ * callback stops it.
  * The stream is read with a bounded buffer per event. */
 int kube_watch(struct kube_client *c, const char *path, long timeout_ms, kube_event_fn fn,
-	       void *userdata, const volatile sig_atomic_t *cancel, struct sp_error *err);
+	       void *userdata, const struct stop *cancel, struct sp_error *err);
 
 /* The apiserver as a port: what informer, lease, reconcile and ctl call. kube_client_api
  * binds a kube_client (borrowed: it must outlive the port); unit tests bind canned
@@ -98,7 +99,7 @@ struct kube_api {
 	int (*request)(void *ctx, const char *method, const char *path, const char *content_type,
 		       const cJSON *body, cJSON **ret, struct sp_error *err);
 	int (*watch)(void *ctx, const char *path, long timeout_ms, kube_event_fn fn, void *userdata,
-		     const volatile sig_atomic_t *cancel, struct sp_error *err);
+		     const struct stop *cancel, struct sp_error *err);
 	void *ctx;
 };
 struct kube_api kube_client_api(struct kube_client *c);

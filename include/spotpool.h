@@ -30,7 +30,8 @@
  *   snapshots), creds_ (credentials),
  *   kube_ (Kubernetes API client), informer_ (list+watch cache of pools),
  *   wq_ (work queue), ctl_ (controller), lease_ (leader election), cfg_ (daemon
- *   config), metrics_ (Prometheus and health endpoints).
+ *   config), metrics_ (Prometheus and health endpoints), stop_ (a stop request that
+ *   wakes every waiting thread at once).
  */
 #ifndef SPOTPOOL_H
 #define SPOTPOOL_H

@@ -22,9 +22,9 @@
 #define WQ_BACKOFF_BASE_MS 1000
 #define WQ_BACKOFF_MAX_MS (5 * 60 * 1000)
 
-/* Optional observers; any member may be NULL.  They are called with the queue's lock
- * held, so that depth reports arrive in order: they must be quick and must not call
- * back into the queue. */
+/* Optional observers; any member may be NULL.  They are called after the queue's lock
+ * is released (src/CONCURRENCY.md), so they may call back into the queue. Depth reports
+ * from several threads may cross, but the last one made is always the current depth. */
 struct wq_hooks {
 	/* wq_len() changed to depth. */
 	void (*depth)(void *userdata, size_t depth);

@@ -228,15 +228,18 @@ static void observe(struct cvm_client *c, const char *action, const char *code, 
 		c->observe(c->observe_userdata, action, code, (double)(sp_mono_ms() - start_ms) / 1000.0);
 }
 
-/* Sleeps before retry number attempt + 1; false when a shutdown cut it short. Ends
- * when until passes (NULL = none) at the latest: the attempt after it is not made anyway. */
+/* How often a retry backoff looks at until, which the lease thread may move closer. */
+#define CVM_DEADLINE_POLL_MS 20
+
+/* Sleeps before retry number attempt + 1; false when a shutdown cut it short (at once:
+ * http_abort_wait_until_ms). Ends when until passes (NULL = none) at the latest: the
+ * attempt after it is not made anyway. */
 static bool backoff_wait(int attempt, const _Atomic int64_t *until)
 {
 	int64_t end = sp_mono_ms() + (200L << attempt) + sp_mono_ms() % 100;
-	while (!http_aborting() && sp_mono_ms() < end && sp_deadline_left_ms(until) > 0) {
-		struct timespec ts = {0, 20 * 1000000L};
-		nanosleep(&ts, NULL);
-	}
+	for (int64_t now = sp_mono_ms(); now < end && sp_deadline_left_ms(until) > 0; now = sp_mono_ms())
+		if (http_abort_wait_until_ms(now + CVM_DEADLINE_POLL_MS < end ? now + CVM_DEADLINE_POLL_MS : end))
+			return false;
 	return !http_aborting();
 }
 

@@ -1,6 +1,7 @@
 /* http: bounded libcurl transport. */
 #include "http.h"
 #include "log.h"
+#include "stop.h"
 
 #include <arpa/inet.h>
 #include <ctype.h>
@@ -11,12 +12,22 @@
 #include <string.h>
 #include <strings.h>
 
-/* Lock-free, so storing it from a signal handler is async-signal-safe. */
-_Static_assert(ATOMIC_INT_LOCK_FREE == 2, "http_abort_all needs a lock-free atomic int");
-static atomic_int aborting;
+/* Requested from a signal handler (stop_request is async-signal-safe). Its eventfd is
+ * opened by http_global_init or the first client, before any transfer can wait on it. */
+static struct stop aborting = {.fd = -1};
+static pthread_once_t aborting_once = PTHREAD_ONCE_INIT;
 
+static void aborting_init(void)
+{
+	stop_init(&aborting);
+}
+
+/* One easy handle driven by its own multi handle (which keeps the connections), so a
+ * transfer waits in curl_multi_poll together with the stop eventfds and ends at once
+ * when one is requested. */
 struct http_client {
 	CURL *curl;
+	CURLM *multi;
 	char *user_agent;
 };
 
@@ -30,16 +41,22 @@ struct transfer {
 
 void http_abort_all(void)
 {
-	atomic_store(&aborting, 1);
+	stop_request(&aborting);
 }
 
 bool http_aborting(void)
 {
-	return atomic_load(&aborting) != 0;
+	return stop_requested(&aborting);
+}
+
+bool http_abort_wait_until_ms(int64_t at_mono_ms)
+{
+	return stop_wait_until_ms(&aborting, at_mono_ms);
 }
 
 int http_global_init(void)
 {
+	pthread_once(&aborting_once, aborting_init);
 	return curl_global_init(CURL_GLOBAL_DEFAULT) == CURLE_OK ? 0 : SP_EIO;
 }
 
@@ -50,9 +67,11 @@ void http_global_cleanup(void)
 
 struct http_client *http_client_new(const char *user_agent)
 {
+	pthread_once(&aborting_once, aborting_init);
 	struct http_client *c = xcalloc(1, sizeof(*c));
 	c->curl = curl_easy_init();
-	if (!c->curl)
+	c->multi = curl_multi_init();
+	if (!c->curl || !c->multi)
 		abort();
 	c->user_agent = xstrdup(user_agent ? user_agent : "spotpool/" SPOTPOOL_VERSION);
 	return c;
@@ -62,6 +81,7 @@ void http_client_free(struct http_client *c)
 {
 	if (!c)
 		return;
+	curl_multi_cleanup(c->multi);
 	curl_easy_cleanup(c->curl);
 	free(c->user_agent);
 	free(c);
@@ -190,16 +210,50 @@ static size_t on_write(char *ptr, size_t size, size_t nmemb, void *ud)
 	return n;
 }
 
-static int on_progress(void *ud, curl_off_t dltotal, curl_off_t dlnow, curl_off_t ultotal,
-		       curl_off_t ulnow)
+/* Whether the transfer must end now: a shutdown (if it may abort it) or its cancel. */
+static bool stopped(struct transfer *t)
 {
-	(void)dltotal, (void)dlnow, (void)ultotal, (void)ulnow;
-	struct transfer *t = ud;
 	if (t->abortable && http_aborting()) {
 		t->aborted = true;
-		return 1;
+		return true;
 	}
-	return t->req->cancel && *t->req->cancel ? 1 : 0;
+	return t->req->cancel && stop_requested(t->req->cancel);
+}
+
+/* Runs the transfer on c's multi handle, waiting for its sockets and for the stops
+ * that end it; CURLE_ABORTED_BY_CALLBACK when one did. */
+static CURLcode perform(struct http_client *c, struct transfer *t)
+{
+	struct curl_waitfd fds[2];
+	unsigned n = 0;
+	if (t->abortable)
+		fds[n++] = (struct curl_waitfd){.fd = stop_fd(&aborting), .events = CURL_WAIT_POLLIN};
+	if (t->req->cancel)
+		fds[n++] = (struct curl_waitfd){.fd = stop_fd(t->req->cancel), .events = CURL_WAIT_POLLIN};
+	if (curl_multi_add_handle(c->multi, c->curl) != CURLM_OK)
+		return CURLE_FAILED_INIT;
+	CURLcode rc = CURLE_OK;
+	int running = 1;
+	while (running) {
+		if (stopped(t)) {
+			rc = CURLE_ABORTED_BY_CALLBACK;
+			break;
+		}
+		CURLMcode mc = curl_multi_perform(c->multi, &running);
+		if (mc == CURLM_OK && running)
+			mc = curl_multi_poll(c->multi, fds, n, 1000, NULL);
+		if (mc != CURLM_OK) {
+			rc = CURLE_FAILED_INIT;
+			break;
+		}
+	}
+	int left;
+	CURLMsg *msg;
+	while (!running && (msg = curl_multi_info_read(c->multi, &left)))
+		if (msg->msg == CURLMSG_DONE && msg->easy_handle == c->curl)
+			rc = msg->data.result;
+	curl_multi_remove_handle(c->multi, c->curl);
+	return rc;
 }
 
 static void blob_opt(CURL *curl, CURLoption opt, const char *data)
@@ -259,9 +313,6 @@ int http_do(struct http_client *c, const struct http_request *req, struct http_r
 	curl_easy_setopt(curl, CURLOPT_WRITEDATA, &t);
 	curl_easy_setopt(curl, CURLOPT_HEADERFUNCTION, on_header);
 	curl_easy_setopt(curl, CURLOPT_HEADERDATA, &t);
-	curl_easy_setopt(curl, CURLOPT_NOPROGRESS, 0L);
-	curl_easy_setopt(curl, CURLOPT_XFERINFOFUNCTION, on_progress);
-	curl_easy_setopt(curl, CURLOPT_XFERINFODATA, &t);
 	if (req->body) {
 		curl_easy_setopt(curl, CURLOPT_POSTFIELDS, req->body);
 		curl_easy_setopt(curl, CURLOPT_POSTFIELDSIZE_LARGE, (curl_off_t)req->body_len);
@@ -277,7 +328,7 @@ int http_do(struct http_client *c, const struct http_request *req, struct http_r
 	hdrs = curl_slist_append(hdrs, "Expect:");
 	curl_easy_setopt(curl, CURLOPT_HTTPHEADER, hdrs);
 
-	CURLcode rc = curl_easy_perform(curl);
+	CURLcode rc = perform(c, &t);
 	curl_slist_free_all(hdrs);
 	curl_easy_getinfo(curl, CURLINFO_RESPONSE_CODE, &ret->status);
 

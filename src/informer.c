@@ -2,14 +2,13 @@
 #include "informer.h"
 #include "log.h"
 #include "pool.h"
+#include "stop.h"
 
 #include <pthread.h>
-#include <signal.h>
 #include <stdatomic.h>
 #include <stdio.h>
 #include <limits.h>
 #include <string.h>
-#include <time.h>
 #include <zlib.h>
 
 #define INFORMER_WATCH_TIMEOUT_SECONDS 300
@@ -56,7 +55,7 @@ struct informer {
 	size_t next_tombstone;
 	struct watcher *watchers;
 	size_t n_watchers, running;
-	volatile sig_atomic_t stopping;
+	struct stop stop;  /* informer_stop: ends watches and reconnect waits at once */
 };
 
 char *informer_key(const cJSON *obj)
@@ -131,6 +130,7 @@ struct informer *informer_new(const struct informer_config *cfg)
 		w->need_list = true;
 		atomic_store(&w->heartbeat_ms, mono_ms(inf));
 	}
+	stop_init(&inf->stop);
 	return inf;
 }
 
@@ -392,15 +392,6 @@ void informer_apply_event(struct informer *inf, const char *type, const cJSON *o
 	free(key);
 }
 
-static void sleep_ms(struct informer *inf, int64_t ms)
-{
-	int64_t until = sp_mono_ms() + ms;
-	while (!inf->stopping && sp_mono_ms() < until) {
-		struct timespec ts = {0, 50 * 1000000};
-		nanosleep(&ts, NULL);
-	}
-}
-
 static int64_t next_delay(int64_t delay)
 {
 	return delay ? (delay * 2 < INFORMER_RECONNECT_MAX_MS ? delay * 2 : INFORMER_RECONNECT_MAX_MS) : 500;
@@ -430,9 +421,9 @@ int64_t informer_round(struct informer *inf, size_t i, const struct kube_api *ap
 	struct watch_ctx ctx = {.w = w};
 	int64_t started = mono_ms(inf);
 	int r = api->watch(api->ctx, path, (INFORMER_WATCH_TIMEOUT_SECONDS + 30) * 1000L, on_event, &ctx,
-			   &inf->stopping, &err);
+			   &inf->stop, &err);
 	free(path);
-	if (inf->stopping)
+	if (stop_requested(&inf->stop))
 		return 0;
 	if (ctx.gone || r == SP_EGONE) {
 		log_info("watch (%s): resourceVersion %s expired, relisting", scope, w->resource_version);
@@ -455,8 +446,8 @@ static void *watcher_main(void *arg)
 	struct informer *inf = w->inf;
 	struct kube_api api = inf->cfg.api_new(inf->cfg.userdata);
 	size_t i = (size_t)(w - inf->watchers);
-	while (!inf->stopping)
-		sleep_ms(inf, informer_round(inf, i, &api));
+	while (!stop_requested(&inf->stop))
+		stop_wait_ms(&inf->stop, informer_round(inf, i, &api));
 	inf->cfg.api_free(inf->cfg.userdata, &api);
 	return NULL;
 }
@@ -473,7 +464,7 @@ int informer_start(struct informer *inf, struct sp_error *err)
 
 void informer_stop(struct informer *inf)
 {
-	inf->stopping = 1;
+	stop_request(&inf->stop);
 	for (size_t i = 0; i < inf->running; i++)
 		pthread_join(inf->watchers[i].thread, NULL);
 	inf->running = 0;
@@ -491,6 +482,7 @@ void informer_free(struct informer *inf)
 		drop(inf, inf->n_pools - 1);
 	free(inf->pools);
 	pthread_mutex_destroy(&inf->lock);
+	stop_destroy(&inf->stop);
 	free(inf);
 }
 

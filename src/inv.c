@@ -185,13 +185,15 @@ static void sweep(struct poller *p, const struct cvm_credentials *view)
 	int r = cvm_list_tagged(p->cvm, view, p->region, POOL_TAG_KEY, take, list, &err);
 	if (r == 0)
 		snap_seal(list);
+	/* The listing before this one, compared after the unlock: changed takes other
+	 * modules' locks (src/CONCURRENCY.md). */
+	struct snap *before = NULL, *cur = NULL;
 	pthread_mutex_lock(&inv->lock);
 	if (r == 0) {
-		if (p->snap && inv->cfg.changed)
-			snap_diff(p->snap, list, inv->cfg.changed, inv->cfg.userdata);
+		before = p->snap;
+		cur = list;
 		log_debug("inventory %s (%s): %zu instances listed, %zu bytes kept", p->region, p->creds.secret_id,
 			  snap_count(list), snap_bytes(list));
-		snap_free(p->snap);
 		p->snap = list;
 		list = NULL;
 		p->taken_ms = started;
@@ -217,6 +219,11 @@ static void sweep(struct poller *p, const struct cvm_credentials *view)
 	pthread_cond_broadcast(&inv->cond);
 	pthread_mutex_unlock(&inv->lock);
 	snap_free(list);
+	/* Both stay valid: snapshots are read-only once sealed, and only this thread
+	 * replaces or frees p->snap (the janitor after it has ended). */
+	if (before && inv->cfg.changed)
+		snap_diff(before, cur, inv->cfg.changed, inv->cfg.userdata);
+	snap_free(before);
 }
 
 static void *poller_main(void *arg)

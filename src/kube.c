@@ -10,7 +10,6 @@
 #include <stdio.h>
 #include <string.h>
 #include <sys/stat.h>
-#include <time.h>
 #include <unistd.h>
 
 struct kube_client {
@@ -340,12 +339,7 @@ static const char *resource_of(const char *path)
 /* Sleeps ms unless a shutdown starts; false when it did. */
 static bool throttle_sleep(long ms)
 {
-	int64_t until = sp_mono_ms() + ms;
-	while (!http_aborting() && sp_mono_ms() < until) {
-		struct timespec ts = {0, 100 * 1000 * 1000};
-		nanosleep(&ts, NULL);
-	}
-	return !http_aborting();
+	return !http_abort_wait_until_ms(sp_mono_ms() + ms);
 }
 
 int kube_request(struct kube_client *c, const char *method, const char *path,
@@ -433,7 +427,7 @@ static int client_request(void *ctx, const char *method, const char *path, const
 }
 
 static int client_watch(void *ctx, const char *path, long timeout_ms, kube_event_fn fn, void *userdata,
-			const volatile sig_atomic_t *cancel, struct sp_error *err)
+			const struct stop *cancel, struct sp_error *err)
 {
 	return kube_watch(ctx, path, timeout_ms, fn, userdata, cancel, err);
 }
@@ -502,7 +496,7 @@ static int on_watch_data(void *ud, const char *data, size_t len)
 }
 
 int kube_watch(struct kube_client *c, const char *path, long timeout_ms, kube_event_fn fn,
-	       void *userdata, const volatile sig_atomic_t *cancel, struct sp_error *err)
+	       void *userdata, const struct stop *cancel, struct sp_error *err)
 {
 	char *url = xasprintf("%s%s", c->cfg->server, path);
 	char *auth = auth_header(c->cfg);

@@ -1,6 +1,7 @@
 /* lease: leader election, following client-go's leaderelection semantics. */
 #include "lease.h"
 #include "log.h"
+#include "stop.h"
 
 #include <pthread.h>
 #include <stdatomic.h>
@@ -16,7 +17,7 @@ struct lease {
 	const struct sp_clock *clock;
 	char *path;
 	pthread_t thread;
-	atomic_bool stop;
+	struct stop stop;               /* lease_stop: ends the wait between rounds at once */
 	atomic_bool leading;
 	atomic_llong last_contact_ms;   /* last answer from the apiserver */
 	int64_t last_renew_ms;          /* last successful acquire or renew */
@@ -250,13 +251,8 @@ int64_t lease_round(struct lease *l)
 static void *lease_main(void *arg)
 {
 	struct lease *l = arg;
-	while (!atomic_load(&l->stop)) {
-		int64_t started = sp_mono_ms();
-		int64_t until = started + lease_round(l);
-		while (!atomic_load(&l->stop) && sp_mono_ms() < until) {
-			struct timespec ts = {0, 20 * 1000000};
-			nanosleep(&ts, NULL);
-		}
+	while (!stop_requested(&l->stop)) {
+		stop_wait_ms(&l->stop, lease_round(l));
 	}
 	/* Released while waiting to act too (it holds the Lease): the next process
 	 * should not wait out a whole expiry. release() checks the holder is this one. */
@@ -278,6 +274,7 @@ struct lease *lease_new(const struct lease_options *opt)
 	l->opt = *opt;
 	l->clock = opt->clock ? opt->clock : &sp_clock_system;
 	l->path = xasprintf("/apis/coordination.k8s.io/v1/namespaces/%s/leases/%s", opt->namespace, opt->name);
+	stop_init(&l->stop);
 	return l;
 }
 
@@ -285,6 +282,7 @@ void lease_free(struct lease *l)
 {
 	if (!l)
 		return;
+	stop_destroy(&l->stop);
 	free(l->path);
 	free(l);
 }
@@ -304,7 +302,7 @@ void lease_stop(struct lease *l)
 {
 	if (!l)
 		return;
-	atomic_store(&l->stop, true);
+	stop_request(&l->stop);
 	pthread_join(l->thread, NULL);
 	lease_free(l);
 }

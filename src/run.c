@@ -12,6 +12,7 @@
 #include "pool.h"
 #include "rate.h"
 #include "soldout.h"
+#include "stop.h"
 
 #include <getopt.h>
 #include <malloc.h>
@@ -26,13 +27,17 @@
 
 #define STATUS_EVERY_MS 5000
 #define MAIN_LOOP_STALL_MS 10000
+/* The main loop's period: the heartbeat, readiness, resync, status and watchdog timers
+ * are looked at this often; a stop ends its wait at once. */
+#define MAIN_LOOP_TICK_MS 100
 
-static volatile sig_atomic_t stop_requested;
+/* SIGTERM or SIGINT, or an identity refused for good: the main loop wakes at once. */
+static struct stop daemon_stop = {.fd = -1};
 
 static void on_stop_signal(int sig)
 {
 	(void)sig;
-	stop_requested = 1;
+	stop_request(&daemon_stop);
 	http_abort_all();  /* a hanging CVM call must not hold up the exit */
 }
 
@@ -359,7 +364,7 @@ static void retry_identity(struct daemon *d, int64_t now)
 		return;
 	if (!get_identity(d)) {
 		d->identity_failed = true;
-		stop_requested = 1;
+		stop_request(&daemon_stop);
 	} else if (atomic_load(&d->identified) && !d->cfg.leader_elect) {
 		ctl_set_active_until(d->ctl, INT64_MAX);
 	}
@@ -396,9 +401,7 @@ static void main_loop(struct daemon *d)
 	int64_t now = sp_mono_ms();
 	int64_t next_resync = now + d->cfg.resync_seconds * 1000LL, next_status = now, next_ping = now;
 	bool ready = false;
-	while (!stop_requested) {
-		struct timespec ts = {0, 100 * 1000000};
-		nanosleep(&ts, NULL);
+	while (!stop_wait_ms(&daemon_stop, MAIN_LOOP_TICK_MS)) {
 		now = sp_mono_ms();
 		atomic_store(&d->heartbeat_ms, now);
 		retry_identity(d, now);
@@ -599,6 +602,7 @@ int cli_run(int argc, char **argv)
 		for (size_t i = 0; i < warnings.n; i++)
 			log_warn("%s", warnings.v[i]);
 		strv_clear(&warnings);
+		stop_init(&daemon_stop);
 		install_signals();
 		memory_policy();
 		char *identity = make_identity();

@@ -2,6 +2,7 @@
 #include "wq.h"
 
 #include <pthread.h>
+#include <stdatomic.h>
 #include <string.h>
 #include <time.h>
 
@@ -23,7 +24,8 @@ struct wq {
 	pthread_cond_t cond;
 	struct wq_entry *entries;
 	size_t n, cap;
-	size_t queued;         /* entries in WQ_QUEUED */
+	/* Entries in WQ_QUEUED: written under the lock, read by report_depth after it. */
+	atomic_size_t queued;
 	struct wq_hooks hooks;
 	bool shutdown;
 };
@@ -90,19 +92,34 @@ static double seconds_since(int64_t then_ms, int64_t now_ms)
 	return now_ms > then_ms ? (double)(now_ms - then_ms) / 1000.0 : 0.0;
 }
 
-/* Every state change goes through here, so that the depth count and hook stay right. */
+/* Every state change goes through here, so that the depth count stays right. */
 static void set_state(struct wq *q, struct wq_entry *e, enum wq_state state)
 {
 	if (e->state == state)
 		return;
 	if (e->state == WQ_QUEUED)
-		q->queued--;
+		atomic_fetch_sub(&q->queued, 1);
 	if (state == WQ_QUEUED)
-		q->queued++;
-	bool depth_changed = e->state == WQ_QUEUED || state == WQ_QUEUED;
+		atomic_fetch_add(&q->queued, 1);
 	e->state = state;
-	if (depth_changed && q->hooks.depth)
-		q->hooks.depth(q->hooks.userdata, q->queued);
+}
+
+/* Called after the unlock by whoever changed the depth (src/CONCURRENCY.md: no hook runs
+ * under the queue's lock). Reports may cross, so each reporter checks after its call
+ * that the depth is still what it reported and reports again if not: the last report
+ * made is always the current depth. */
+static void report_depth(struct wq *q, size_t before)
+{
+	size_t d = atomic_load(&q->queued);
+	if (!q->hooks.depth || d == before)
+		return;
+	for (;;) {
+		q->hooks.depth(q->hooks.userdata, d);
+		size_t now = atomic_load(&q->queued);
+		if (now == d)
+			return;
+		d = now;
+	}
 }
 
 /* The earliest a resync asking for `at` may make e ready: its backoff deadline while
@@ -131,20 +148,24 @@ static void schedule(struct wq *q, struct wq_entry *e, int64_t at, bool resync)
 void wq_add(struct wq *q, const char *key, int64_t delay_ms)
 {
 	pthread_mutex_lock(&q->lock);
+	size_t before = atomic_load(&q->queued);
 	if (!q->shutdown)
 		schedule(q, find_or_add(q, key), sp_mono_ms() + (delay_ms > 0 ? delay_ms : 0), false);
 	pthread_mutex_unlock(&q->lock);
+	report_depth(q, before);
 }
 
 void wq_add_resync(struct wq *q, const char *key, int64_t delay_ms)
 {
 	pthread_mutex_lock(&q->lock);
+	size_t before = atomic_load(&q->queued);
 	if (!q->shutdown) {
 		struct wq_entry *e = find_or_add(q, key);
 		int64_t at = sp_mono_ms() + (delay_ms > 0 ? delay_ms : 0);
 		schedule(q, e, resync_floor(e, at), true);
 	}
 	pthread_mutex_unlock(&q->lock);
+	report_depth(q, before);
 }
 
 int64_t wq_resync_offset_ms(const char *key, uint64_t round, int64_t spread_ms)
@@ -186,13 +207,16 @@ int wq_get(struct wq *q, char **ret_key)
 			}
 		}
 		if (best && earliest <= now) {
+			size_t before = atomic_load(&q->queued);
 			set_state(q, best, WQ_PROCESSING);
 			best->dirty = false;
 			best->started_at = now;
-			if (q->hooks.queue_latency)
-				q->hooks.queue_latency(q->hooks.userdata, seconds_since(best->ready_at, now));
+			double waited = seconds_since(best->ready_at, now);
 			*ret_key = xstrdup(best->key);
 			pthread_mutex_unlock(&q->lock);
+			report_depth(q, before);
+			if (q->hooks.queue_latency)
+				q->hooks.queue_latency(q->hooks.userdata, waited);
 			return 0;
 		}
 		if (best)
@@ -205,11 +229,12 @@ int wq_get(struct wq *q, char **ret_key)
 void wq_done(struct wq *q, const char *key)
 {
 	pthread_mutex_lock(&q->lock);
+	size_t before = atomic_load(&q->queued);
+	double worked = -1;
 	struct wq_entry *e = find(q, key);
 	if (e && e->state == WQ_PROCESSING) {
 		int64_t now = sp_mono_ms();
-		if (q->hooks.work_duration)
-			q->hooks.work_duration(q->hooks.userdata, seconds_since(e->started_at, now));
+		worked = seconds_since(e->started_at, now);
 		if (e->dirty) {
 			/* A failure recorded during this run may have set a later deadline. */
 			int64_t floor = resync_floor(e, now);
@@ -224,6 +249,9 @@ void wq_done(struct wq *q, const char *key)
 		}
 	}
 	pthread_mutex_unlock(&q->lock);
+	report_depth(q, before);
+	if (worked >= 0 && q->hooks.work_duration)
+		q->hooks.work_duration(q->hooks.userdata, worked);
 }
 
 int64_t wq_backoff(struct wq *q, const char *key)
@@ -238,9 +266,9 @@ int64_t wq_backoff(struct wq *q, const char *key)
 	if (delay > WQ_BACKOFF_MAX_MS)
 		delay = WQ_BACKOFF_MAX_MS;
 	e->backoff_until = sp_mono_ms() + delay;
+	pthread_mutex_unlock(&q->lock);
 	if (q->hooks.retry)
 		q->hooks.retry(q->hooks.userdata);
-	pthread_mutex_unlock(&q->lock);
 	return delay;
 }
 
@@ -266,10 +294,7 @@ void wq_shutdown(struct wq *q)
 
 size_t wq_len(struct wq *q)
 {
-	pthread_mutex_lock(&q->lock);
-	size_t n = q->queued;
-	pthread_mutex_unlock(&q->lock);
-	return n;
+	return atomic_load(&q->queued);
 }
 
 int64_t wq_when(struct wq *q, const char *key)

@@ -1,5 +1,6 @@
 /* http: the Retry-After parser (seconds form, capped) and the loopback and cleartext
- * checks that decide whether a credential may travel over plain http. */
+ * checks that decide whether a credential may travel over plain http; a cancelled
+ * transfer ends at once. */
 #include "testutil.h"
 #include "http.h"
 #include "kube.h"
@@ -266,6 +267,48 @@ static void secret_wiped(void **state)
 	kube_secret_free(NULL);
 }
 
+static void *cancel_soon(void *arg)
+{
+	usleep(100 * 1000);
+	stop_request(arg);
+	return NULL;
+}
+
+/* A transfer waiting for an answer that never comes (a watch) ends as soon as its
+ * cancel is requested: it waits in curl_multi_poll on the stop's eventfd too, not
+ * for libcurl's next progress call (about once a second). */
+static void cancel_ends_a_waiting_transfer_at_once(void **state)
+{
+	(void)state;
+	int port, fd = test_listen_loopback(4, &port);  /* connects, never answers */
+	char url[64];
+	snprintf(url, sizeof(url), "http://127.0.0.1:%d/watch", port);
+	struct stop cancel;
+	stop_init(&cancel);
+	struct http_client *c = http_client_new(NULL);
+	struct http_request req = {.method = "GET", .url = url, .timeout_ms = 20000, .cancel = &cancel};
+	struct http_response resp;
+	struct sp_error err = {0};
+	pthread_t t;
+	assert_int_equal(pthread_create(&t, NULL, cancel_soon, &cancel), 0);
+	int64_t start = sp_mono_ms();
+	assert_int_equal(http_do(c, &req, &resp, &err), SP_ETRANSIENT);
+	int64_t took = sp_mono_ms() - start;
+	pthread_join(t, NULL);
+	assert_contains(err.msg, "cancelled");
+	assert_true(took >= 100);
+	assert_true(took < 500);
+	http_response_free(&resp);
+	/* The client is still usable: a requested cancel fails the next transfer at once. */
+	start = sp_mono_ms();
+	assert_int_equal(http_do(c, &req, &resp, &err), SP_ETRANSIENT);
+	assert_true(sp_mono_ms() - start < 100);
+	http_response_free(&resp);
+	http_client_free(c);
+	stop_destroy(&cancel);
+	close(fd);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -278,6 +321,7 @@ int main(void)
 		cmocka_unit_test(kube_retry_after_beyond_timeout),
 		cmocka_unit_test(kube_until),
 		cmocka_unit_test(secret_wiped),
+		cmocka_unit_test(cancel_ends_a_waiting_transfer_at_once),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }

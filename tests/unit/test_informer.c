@@ -225,7 +225,7 @@ static int fake_request(void *ctx, const char *method, const char *path, const c
 
 /* As kube_watch: events until one the callback stops at (then 0), else rc. */
 static int fake_watch(void *ctx, const char *path, long timeout_ms, kube_event_fn fn, void *userdata,
-		      const volatile sig_atomic_t *cancel, struct sp_error *err)
+		      const struct stop *cancel, struct sp_error *err)
 {
 	(void)timeout_ms, (void)cancel;
 	const struct reply *r = fake_next(ctx, "WATCH", path);

@@ -31,14 +31,19 @@ static void test_interval_fast_while_unsettled_and_spaced_when_idle(void **state
 
 /* A fake CVM endpoint on loopback: every listing is empty, except that a SecretId
  * starting "AKIDbad" is refused (AuthFailure), region ap-nowhere is unknown
- * (UnsupportedRegion), and "AKIDslow" is answered after 400 ms. One connection per
- * request. */
+ * (UnsupportedRegion), "AKIDslow" is answered after 400 ms, and the "AKIDflip" account
+ * holds instance ins-flip of pool ns/flip in every other listing, so each sweep changes
+ * that pool. One connection per request. */
 struct fake {
 	int fd, port;
 	pthread_t thread;
 	atomic_int stop;
-	atomic_size_t n, refused;
+	atomic_size_t n, refused, flips;
 };
+
+#define FLIP_REPLY "{\"Response\": {\"TotalCount\": 1, \"InstanceSet\": [{\"InstanceId\": \"ins-flip\", " \
+	"\"InstanceState\": \"RUNNING\", \"Tags\": [{\"Key\": \"" POOL_TAG_KEY "\", \"Value\": \"ns/flip\"}]}], " \
+	"\"RequestId\": \"r\"}}"
 
 static void *fake_main(void *arg)
 {
@@ -56,7 +61,9 @@ static void *fake_main(void *arg)
 		if (strstr(req, "Credential=AKIDslow"))
 			usleep(400000);
 		const char *reply = "{\"Response\": {\"TotalCount\": 0, \"InstanceSet\": [], \"RequestId\": \"r\"}}";
-		if (strstr(req, "Credential=AKIDbad")) {
+		if (strstr(req, "Credential=AKIDflip") && atomic_fetch_add(&f->flips, 1) % 2) {
+			reply = FLIP_REPLY;
+		} else if (strstr(req, "Credential=AKIDbad")) {
 			atomic_fetch_add(&f->refused, 1);
 			reply = "{\"Response\": {\"Error\": {\"Code\": \"AuthFailure.SecretIdNotFound\", "
 				"\"Message\": \"no such id\"}, \"RequestId\": \"r\"}}";
@@ -108,9 +115,13 @@ struct env {
 	char url[64];
 	struct rate *rate;
 	struct inv *inv;
+	/* test_changed_is_called_without_the_lock: 1 the probe took the lock, 2 it could not */
+	atomic_int probed, unblocked;
+	struct test_probe probe;
 };
 
-static void env_start(struct env *e, int64_t retire_after_ms)
+/* changed, if not NULL, is called with e as its userdata. */
+static void env_start_notified(struct env *e, int64_t retire_after_ms, void (*changed)(void *, const char *))
 {
 	*e = (struct env){0};
 	fake_start(&e->f);
@@ -118,8 +129,14 @@ static void env_start(struct env *e, int64_t retire_after_ms)
 	snprintf(e->url, sizeof(e->url), "http://127.0.0.1:%d/", e->f.port);
 	e->rate = rate_new(&(struct rate_config){0});
 	struct inv_config cfg = {.cvm = {.endpoint = e->url, .max_attempts = 1, .timeout_ms = 5000, .rate = e->rate},
-				 .fast_interval_ms = 50, .retire_after_ms = retire_after_ms};
+				 .fast_interval_ms = 50, .retire_after_ms = retire_after_ms,
+				 .changed = changed, .userdata = e};
 	e->inv = inv_new(&cfg);
+}
+
+static void env_start(struct env *e, int64_t retire_after_ms)
+{
+	env_start_notified(e, retire_after_ms, NULL);
 }
 
 /* inv_free joins every thread it started. */
@@ -392,6 +409,39 @@ static void test_reads_after_leadership_wait_for_a_new_listing(void **state)
 	env_stop(&e);
 }
 
+/* changed used to run with the inventory's lock held, and ctl's callback takes the
+ * informer's and the queue's locks under it: a lock order the rest of the code never
+ * takes. Here the callback has another thread take the inventory's lock (through
+ * inv_poller_count) and waits up to a second for it: with the lock held it cannot. */
+static void count_pollers(void *arg)
+{
+	inv_poller_count(((struct env *)arg)->inv, NULL);
+}
+
+static void changed_takes_the_lock(void *userdata, const char *owner)
+{
+	struct env *e = userdata;
+	if (strcmp(owner, "ns/flip") != 0 || atomic_exchange(&e->probed, 1))
+		return;  /* one probe is enough */
+	atomic_store(&e->unblocked, test_probe_run(&e->probe, count_pollers, e, 1000) ? 1 : 2);
+}
+
+static void test_changed_is_called_without_the_lock(void **state)
+{
+	(void)state;
+	struct env e;
+	env_start_notified(&e, 0, changed_takes_the_lock);
+	/* The first listing is empty, the second (at the idle cadence, 2 s) is not. */
+	assert_int_equal(read_as(e.inv, "AKIDflip", "ns/flip"), 0);
+	for (int64_t until = sp_mono_ms() + 8000; !atomic_load(&e.unblocked) && sp_mono_ms() < until;)
+		usleep(10000);
+	int unblocked = atomic_load(&e.unblocked);
+	if (unblocked)
+		test_probe_join(&e.probe);  /* the callback has returned: the lock is free */
+	assert_int_equal(unblocked, 1);
+	env_stop(&e);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -403,6 +453,7 @@ int main(void)
 		cmocka_unit_test(test_concurrent_reads_rotations_and_forgets),
 		cmocka_unit_test(test_refused_credentials_leave_no_poller),
 		cmocka_unit_test(test_reads_after_leadership_wait_for_a_new_listing),
+		cmocka_unit_test(test_changed_is_called_without_the_lock),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }

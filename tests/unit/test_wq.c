@@ -279,6 +279,62 @@ static void test_hooks_report_depth_latency_work_and_retries(void **state)
 	wq_free(q);
 }
 
+/* Hooks run after the queue's lock is released (they used to run under it): each has
+ * another thread take that lock (wq_when) and waits up to a second for it. */
+struct reentry {
+	struct wq *q;
+	struct test_probe probes[8];  /* joined once the queue's call has returned */
+	int calls, blocked;
+};
+
+static void when_of_x(void *q)
+{
+	wq_when(q, "x");
+}
+
+static void take_the_lock(struct reentry *r)
+{
+	assert_true(r->calls < 8);
+	r->blocked += !test_probe_run(&r->probes[r->calls++], when_of_x, r->q, 1000);
+}
+
+static void reenter_depth(void *ud, size_t depth)
+{
+	(void)depth;
+	take_the_lock(ud);
+}
+
+static void reenter_seconds(void *ud, double seconds)
+{
+	(void)seconds;
+	take_the_lock(ud);
+}
+
+static void reenter(void *ud)
+{
+	take_the_lock(ud);
+}
+
+static void test_hooks_run_without_the_lock(void **state)
+{
+	(void)state;
+	struct reentry r = {0};
+	struct wq_hooks hooks = {.depth = reenter_depth, .queue_latency = reenter_seconds,
+				 .work_duration = reenter_seconds, .retry = reenter, .userdata = &r};
+	r.q = wq_new_with_hooks(&hooks);
+	wq_add(r.q, "x", 0);      /* depth */
+	char *k;
+	assert_int_equal(wq_get(r.q, &k), 0);  /* depth, latency */
+	wq_backoff(r.q, k);       /* retry */
+	wq_done(r.q, k);          /* work */
+	free(k);
+	for (int i = 0; i < r.calls; i++)
+		test_probe_join(&r.probes[i]);
+	assert_int_equal(r.calls, 5);
+	assert_int_equal(r.blocked, 0);
+	wq_free(r.q);
+}
+
 static void *shutdown_later(void *arg)
 {
 	struct timespec ts = {0, 50 * 1000000};
@@ -313,6 +369,7 @@ int main(void)
 		cmocka_unit_test(test_resync_during_a_failing_pass_keeps_backoff),
 		cmocka_unit_test(test_resync_spread),
 		cmocka_unit_test(test_hooks_report_depth_latency_work_and_retries),
+		cmocka_unit_test(test_hooks_run_without_the_lock),
 		cmocka_unit_test(test_shutdown_wakes_waiters),
 	};
 	return cmocka_run_group_tests_name("wq", tests, NULL, NULL);

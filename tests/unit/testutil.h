@@ -14,6 +14,7 @@
 
 #include <arpa/inet.h>
 #include <netinet/in.h>
+#include <pthread.h>
 #include <sys/socket.h>
 #include <unistd.h>
 
@@ -94,6 +95,50 @@ static inline void test_clock_advance_ms(struct test_clock *c, int64_t ms)
 	c->spare_ms += ms;
 	c->now += c->spare_ms / 1000;
 	c->spare_ms %= 1000;
+}
+
+/* Runs fn(arg) on a thread and waits up to ms for it to return; false if it has not (it
+ * waits for a lock the caller holds, say). test_probe_join joins it either way. */
+struct test_probe {
+	pthread_t thread;
+	pthread_mutex_t lock;
+	pthread_cond_t cond;
+	bool done;
+	void (*fn)(void *);
+	void *arg;
+};
+
+static inline void *test_probe_main(void *arg)
+{
+	struct test_probe *p = arg;
+	p->fn(p->arg);
+	pthread_mutex_lock(&p->lock);
+	p->done = true;
+	pthread_cond_signal(&p->cond);
+	pthread_mutex_unlock(&p->lock);
+	return NULL;
+}
+
+static inline bool test_probe_run(struct test_probe *p, void (*fn)(void *), void *arg, int64_t ms)
+{
+	*p = (struct test_probe){.fn = fn, .arg = arg};
+	pthread_mutex_init(&p->lock, NULL);
+	sp_cond_init_monotonic(&p->cond);
+	pthread_mutex_lock(&p->lock);
+	assert_int_equal(pthread_create(&p->thread, NULL, test_probe_main, p), 0);
+	int64_t until = sp_mono_ms() + ms;
+	while (!p->done && sp_mono_ms() < until)
+		sp_cond_wait_until_ms(&p->cond, &p->lock, until);
+	bool done = p->done;
+	pthread_mutex_unlock(&p->lock);
+	return done;
+}
+
+static inline void test_probe_join(struct test_probe *p)
+{
+	pthread_join(p->thread, NULL);
+	pthread_cond_destroy(&p->cond);
+	pthread_mutex_destroy(&p->lock);
 }
 
 #endif
