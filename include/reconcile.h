@@ -9,6 +9,7 @@
 #include "cvm.h"
 #include "inv.h"
 #include "kube.h"
+#include "soldout.h"
 
 #include <stdatomic.h>
 
@@ -23,13 +24,16 @@ struct reconcile_options {
 	const char *cluster_name;          /* the cluster tag of this process's launches */
 };
 
-/* Per-worker clients (each owns its connections) and shared state. */
+/* The ports a pass talks through (per worker: each binds its own connections) and the
+ * controller's shared state. */
 struct reconciler {
 	const struct reconcile_options *opt;
-	struct kube_client *kube;
-	struct cvm_client *cvm;
-	struct inv *inv;                   /* the shared instance inventory */
+	struct kube_api kube;              /* the apiserver */
+	struct cvm_api cvm;                /* the CVM API */
+	struct inv_reader inv;             /* the shared instance inventory */
+	struct sp_clock clock;
 	struct answers *answers;           /* launch answers, shared by the workers */
+	struct soldout *soldout;           /* sold-out memory, shared by the workers */
 	/* Mutations are allowed until this monotonic time (ms): INT64_MAX without leader
 	 * election, else the current lease's renew deadline; 0 for a standby. */
 	const _Atomic int64_t *active_until_ms;

@@ -570,3 +570,21 @@ void inv_note_mutation(struct inv *inv, const char *secret_id, const char *regio
 	}
 	pthread_mutex_unlock(&inv->lock);
 }
+
+static int reader_read(void *ctx, const struct cvm_credentials *cred, const char *region, const char *owner,
+		       bool unsettled, int64_t timeout_ms, struct pool_instance **ret_instances, size_t *ret_n,
+		       struct sp_error *err)
+{
+	struct inv_reader_binding *b = ctx;
+	return inv_read(b->inv, b->cvm, cred, region, owner, unsettled, 0, timeout_ms, ret_instances, ret_n, err);
+}
+
+static void reader_note_mutation(void *ctx, const char *secret_id, const char *region, const char *owner)
+{
+	inv_note_mutation(((struct inv_reader_binding *)ctx)->inv, secret_id, region, owner);
+}
+
+struct inv_reader inv_reader_bind(struct inv_reader_binding *b)
+{
+	return (struct inv_reader){.read = reader_read, .note_mutation = reader_note_mutation, .ctx = b};
+}

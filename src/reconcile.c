@@ -94,10 +94,20 @@ static void pool_log(struct pass *p, enum log_level level, const char *action, c
 	free(msg);
 }
 
+static int64_t now_ms(const struct pass *p)
+{
+	return p->r->clock.mono_ms(p->r->clock.ctx);
+}
+
+static int64_t now_s(const struct pass *p)
+{
+	return p->r->clock.now(p->r->clock.ctx);
+}
+
 /* Leadership can be lost mid-pass: every mutation checks it again just before acting. */
 static int still_leading(struct pass *p)
 {
-	if (sp_mono_ms() < atomic_load(p->r->active_until_ms))
+	if (now_ms(p) < atomic_load(p->r->active_until_ms))
 		return 0;
 	pool_log(p, LOG_LVL_INFO, "leadership", NULL, "no longer the leader, not acting");
 	return SP_ETRANSIENT;
@@ -121,7 +131,7 @@ static void emit_event(struct pass *p, const char *type, const char *reason, con
 {
 	/* A deposed leader's events would describe actions it no longer takes (or that the
 	 * new leader contradicts): record nothing; the log still has it. */
-	if (sp_mono_ms() >= atomic_load(p->r->active_until_ms))
+	if (now_ms(p) >= atomic_load(p->r->active_until_ms))
 		return;
 	char raw[2048], msg[1024];
 	va_list ap;
@@ -131,7 +141,7 @@ static void emit_event(struct pass *p, const char *type, const char *reason, con
 	log_redact_copy(msg, sizeof(msg), raw);
 	const cJSON *md = cJSON_GetObjectItemCaseSensitive(p->obj, "metadata");
 	char now[32];
-	status_format_time(sp_now(), now);
+	status_format_time(now_s(p), now);
 	cJSON *ev = cJSON_CreateObject();
 	cJSON *emd = cJSON_AddObjectToObject(ev, "metadata");
 	char *gen_name = xasprintf("%s.", p->name);
@@ -158,7 +168,7 @@ static void emit_event(struct pass *p, const char *type, const char *reason, con
 				p->r->opt->identity ? p->r->opt->identity : "spotpool");
 	char *path = xasprintf("/api/v1/namespaces/%s/events", p->ns);
 	struct sp_error err = {0};
-	if (kube_request(p->r->kube, "POST", path, NULL, ev, NULL, &err) < 0)
+	if (p->r->kube.request(p->r->kube.ctx, "POST", path, NULL, ev, NULL, &err) < 0)
 		pool_log(p, LOG_LVL_WARN, "event", err.reason, "cannot record event: %s", err.msg);
 	free(path);
 	cJSON_Delete(ev);
@@ -181,7 +191,7 @@ static void fail(struct pass *p, int code, const char *action, const struct sp_e
 	va_end(ap);
 	/* Shutting down, or leadership ended mid-call: not a failure of the pool, no
 	 * episode (the next leader finds the pool as it is). */
-	if (http_aborting() || sp_mono_ms() >= atomic_load(p->r->active_until_ms)) {
+	if (http_aborting() || now_ms(p) >= atomic_load(p->r->active_until_ms)) {
 		pool_log(p, LOG_LVL_INFO, action, NULL, "%s: %s", what,
 			 err ? err->msg : http_aborting() ? "shutting down" : "no longer the leader");
 		return;
@@ -229,7 +239,7 @@ static int apply_patch(struct pass *p, const char *path, cJSON *patch, struct sp
 	cJSON *updated = NULL;
 	int r = p->conflicted ? sp_fail(err, SP_ECONFLICT, "not written: the pool changed since this pass read it")
 		: still_leading(p) < 0 ? sp_fail(err, SP_ETRANSIENT, "not the leader")
-				       : kube_merge_patch(p->r->kube, path, patch, &updated, err);
+				       : kube_api_merge_patch(&p->r->kube, path, patch, &updated, err);
 	if (r == SP_ECONFLICT)
 		p->conflicted = true;
 	cJSON_Delete(patch);
@@ -283,7 +293,7 @@ static cJSON *build_status(struct pass *p, const struct plan *plan, bool final)
 		.degraded_reason = reason, .degraded_message = message,
 		.progress_message = *p->progress_message ? p->progress_message : NULL,
 		.capacity_message = plan && !p->deleting ? p->capacity_message : NULL,
-		.insecure_credentials = p->insecure, .now = sp_now(),
+		.insecure_credentials = p->insecure, .now = now_s(p),
 	};
 	cJSON *st = status_build(&in);
 	free(recorded);
@@ -357,7 +367,7 @@ static int resolve_credentials(struct pass *p)
 		char *path = xasprintf("/api/v1/namespaces/%s/secrets/%s", p->ns, s->credentials_secret);
 		cJSON *secret = NULL;
 		struct sp_error err = {0};
-		int r = kube_get(p->r->kube, path, &secret, &err);
+		int r = kube_api_get(&p->r->kube, path, &secret, &err);
 		free(path);
 		if (r < 0) {
 			fail(p, SP_EAUTH, "credentials", NULL, "cannot read Secret %s/%s named by "
@@ -419,8 +429,8 @@ static int observe(struct pass *p)
 {
 	struct cvm_credentials view = creds_view(&p->creds);
 	struct sp_error err = {0};
-	int r = inv_read(p->r->inv, p->r->cvm, &view, p->spec->region, p->owner, unsettled(p), 0,
-			 RECONCILE_READ_TIMEOUT_MS, &p->instances, &p->n_instances, &err);
+	int r = p->r->inv.read(p->r->inv.ctx, &view, p->spec->region, p->owner, unsettled(p),
+			       RECONCILE_READ_TIMEOUT_MS, &p->instances, &p->n_instances, &err);
 	/* The account's listing also holds this pool name's instances of other clusters. */
 	size_t kept = 0;
 	for (size_t i = 0; r == 0 && i < p->n_instances; i++)
@@ -435,7 +445,7 @@ static int observe(struct pass *p)
 	if (r == 0 && confirm.n) {
 		struct pool_instance *found = NULL;
 		size_t n_found = 0;
-		r = cvm_describe_ids(p->r->cvm, &view, p->spec->region, &confirm, p->r->active_until_ms, &found,
+		r = p->r->cvm.describe_ids(p->r->cvm.ctx, &view, p->spec->region, &confirm, p->r->active_until_ms, &found,
 				     &n_found, &err);
 		if (r == 0) {
 			pool_log(p, LOG_LVL_DEBUG, "DescribeInstances", NULL, "%zu recorded instance(s) not "
@@ -468,7 +478,7 @@ static int sweep_launch(struct pass *p)
 	struct pool_instance *found = NULL;
 	size_t n_found = 0;
 	struct sp_error err = {0};
-	int r = cvm_find_launched(p->r->cvm, &view, p->spec->region, zone, p->ledger.client_token,
+	int r = p->r->cvm.find_launched(p->r->cvm.ctx, &view, p->spec->region, zone, p->ledger.client_token,
 				  p->r->active_until_ms, &found, &n_found, &err);
 	if (r < 0) {
 		fail(p, r, "DescribeInstances", &err, "cannot look for the instances of launch %s before "
@@ -498,13 +508,13 @@ static int terminate(struct pass *p, const struct strv *ids, enum metrics_termin
 		return SP_ETRANSIENT;
 	struct cvm_credentials view = creds_view(&p->creds);
 	struct sp_error err = {0};
-	int r = cvm_terminate_instances(p->r->cvm, &view, p->spec->region, ids, p->r->active_until_ms, &err);
+	int r = p->r->cvm.terminate_instances(p->r->cvm.ctx, &view, p->spec->region, ids, p->r->active_until_ms, &err);
 	if (r < 0) {
 		fail(p, r, "TerminateInstances", &err, "terminate failed (%s)", why);
 		return r;
 	}
 	note_terminated(p, ids);
-	inv_note_mutation(p->r->inv, view.secret_id, p->spec->region, p->owner);
+	p->r->inv.note_mutation(p->r->inv.ctx, view.secret_id, p->spec->region, p->owner);
 	char joined[1024] = "";
 	for (size_t i = 0; i < ids->n; i++)
 		snprintf(joined + strlen(joined), sizeof(joined) - strlen(joined), "%s%s", i ? ", " : "",
@@ -530,15 +540,15 @@ static int launch(struct pass *p, const struct plan *plan, int count, bool fresh
 			       .until = p->r->active_until_ms};
 	struct strv ids = {0};
 	struct sp_error err = {0};
-	int64_t started = sp_mono_ms();
+	int64_t started = now_ms(p);
 	p->run_calls++;
-	int r = cvm_run_instances(p->r->cvm, &view, &l, &ids, &err);
+	int r = p->r->cvm.run_instances(p->r->cvm.ctx, &view, &l, &ids, &err);
 	metrics_launch_request(p->ns, p->name, r, err.reason);
 	metrics_offering_launch(l.zone ? l.zone : p->spec->zone, l.instance_type ? l.instance_type : p->spec->instance_type,
 				r, err.reason);
 	snprintf(p->last_launch_code, sizeof(p->last_launch_code), "%s", r < 0 ? err.reason : "");
 	if (r == 0)
-		inv_note_mutation(p->r->inv, view.secret_id, p->spec->region, p->owner);
+		p->r->inv.note_mutation(p->r->inv.ctx, view.secret_id, p->spec->region, p->owner);
 	if (r == 0) {
 		p->ledger.ids_known = true;
 		strv_clear(&p->ledger.instance_ids);
@@ -551,10 +561,10 @@ static int launch(struct pass *p, const struct plan *plan, int count, bool fresh
 		/* A repeated token may have launched only now: the grace of IDs no lookup
 		 * shows yet starts again. */
 		if (!fresh)
-			p->ledger.started = sp_now();
+			p->ledger.started = now_s(p);
 		metrics_instances_launched(p->ns, p->name, (int)ids.n);
 		struct log_fields f = {.ns = p->ns, .pool = p->name, .action = "RunInstances",
-				       .duration_ms = (long)(sp_mono_ms() - started), .has_duration = true};
+				       .duration_ms = (long)(now_ms(p) - started), .has_duration = true};
 		log_fields_msg(LOG_LVL_INFO, &f, "%s/%s: launch %s answered %zu instance(s)", p->ns, p->name,
 			       p->ledger.client_token, ids.n);
 		emit_event(p, "Normal", "Launched", "launched %zu x %s in %s: %s", ids.n,
@@ -583,7 +593,7 @@ static int start_launch(struct pass *p, const struct plan *plan, int count, cons
 {
 	p->launch_seq++;
 	plan_launch_clear(&p->ledger);
-	p->ledger = (struct plan_launch){.count = count, .started = sp_now()};
+	p->ledger = (struct plan_launch){.count = count, .started = now_s(p)};
 	snprintf(p->ledger.zone, sizeof(p->ledger.zone), "%s", o->zone);
 	snprintf(p->ledger.instance_type, sizeof(p->ledger.instance_type), "%s", o->instance_type);
 	reconcile_client_token(p->spec->uid, p->ns, p->name, p->launch_seq, p->ledger.client_token);
@@ -605,7 +615,7 @@ static void dry_run_actions(struct pass *p, const struct plan *plan)
 				       .until = p->r->active_until_ms};
 		struct strv ids = {0};
 		struct sp_error err = {0};
-		int r = cvm_run_instances(p->r->cvm, &view, &l, &ids, &err);
+		int r = p->r->cvm.run_instances(p->r->cvm.ctx, &view, &l, &ids, &err);
 		strv_clear(&ids);
 		/* The error code, not the message: messages carry a RequestId that changes
 		 * every call and would turn each pass into a new event and status write. */
@@ -712,7 +722,7 @@ static void offer_states(const struct pass *p, const struct offer_list *offers, 
 	for (size_t i = 0; i < offers->n; i++) {
 		struct soldout_key k = offer_key(p, &offers->v[i]);
 		int64_t at = INT64_MAX;
-		state[i] = soldout_peek(&k, now, &at);
+		state[i] = soldout_peek(p->r->soldout, &k, now, &at);
 		if (state[i] != OFFER_AVAILABLE && at < *ret_probe_at)
 			*ret_probe_at = at;
 	}
@@ -743,7 +753,7 @@ static void note_capacity(struct pass *p)
 	struct offer_list *offers = xmalloc(sizeof(*offers));
 	offer_build(p->spec, offers);
 	enum offer_state state[OFFER_MAX];
-	int64_t now = sp_mono_ms(), probe_at;
+	int64_t now = now_ms(p), probe_at;
 	offer_states(p, offers, state, now, &probe_at);
 	describe_scarcity(p, offers, state, now, probe_at);
 	free(offers);
@@ -759,7 +769,7 @@ static int launch_shortfall(struct pass *p, const struct plan *plan, struct reco
 	enum offer_state state[OFFER_MAX];
 	int zone_live[OFFER_ZONES_MAX];
 	offer_zone_live(offers, p->instances, p->n_instances, zone_live);
-	int64_t now = sp_mono_ms(), probe_at;
+	int64_t now = now_ms(p), probe_at;
 	offer_states(p, offers, state, now, &probe_at);
 	int r = 0;
 	bool launched = false;
@@ -772,7 +782,7 @@ static int launch_shortfall(struct pass *p, const struct plan *plan, struct reco
 			break;
 		const struct offer *o = &offers->v[pick.index];
 		struct soldout_key k = offer_key(p, o);
-		if (pick.probe && !soldout_probe(&k, now)) {
+		if (pick.probe && !soldout_probe(p->r->soldout, &k, now)) {
 			state[pick.index] = OFFER_SOLD_OUT;  /* another pool holds this probe */
 			continue;
 		}
@@ -780,7 +790,7 @@ static int launch_shortfall(struct pass *p, const struct plan *plan, struct reco
 		r = start_launch(p, plan, pick.count, o);
 		if (r == 0) {
 			if (pick.probe)
-				soldout_clear(&k);
+				soldout_clear(p->r->soldout, &k);
 			state[pick.index] = OFFER_AVAILABLE;
 			launched = true;
 			break;
@@ -790,15 +800,18 @@ static int launch_shortfall(struct pass *p, const struct plan *plan, struct reco
 		if (r != SP_ECAPACITY || !cvm_code_is_sold_out(p->last_launch_code)) {
 			/* A probe that never reached the cloud goes back at once (the next caller
 			 * may take it); one that did, with no answer, was this TTL's probe. */
-			if (pick.probe)
-				soldout_mark(&k, now, p->run_calls == calls ? 1 : 0);
+			if (pick.probe && p->run_calls == calls)
+				soldout_return_probe(p->r->soldout, &k);
+			else if (pick.probe)
+				soldout_mark(p->r->soldout, &k, now, 0);
 			break;
 		}
-		soldout_mark(&k, now, 0);
+		soldout_mark(p->r->soldout, &k, now, 0);
 		state[pick.index] = OFFER_SOLD_OUT;
 	}
-	offer_states(p, offers, state, sp_mono_ms(), &probe_at);
-	describe_scarcity(p, offers, state, sp_mono_ms(), probe_at);
+	now = now_ms(p);
+	offer_states(p, offers, state, now, &probe_at);
+	describe_scarcity(p, offers, state, now, probe_at);
 	/* Every offering answered "sold out" (or is still marked so): not an error to back
 	 * off from, the next probe time says when to look again. */
 	if (!launched && r == SP_ECAPACITY && cvm_code_is_sold_out(p->last_launch_code))
@@ -812,7 +825,7 @@ static int launch_shortfall(struct pass *p, const struct plan *plan, struct reco
 		fail(p, SP_ECAPACITY, "launch", &err, "no offering of the pool is available");
 		/* Nothing to call before a probe is due: come back then, not on a backoff. */
 		if (probe_at != INT64_MAX)
-			res->requeue_ms = probe_at - sp_mono_ms() > 1000 ? probe_at - sp_mono_ms() : 1000;
+			res->requeue_ms = probe_at - now > 1000 ? probe_at - now : 1000;
 	}
 	free(offers);
 	return r;
@@ -860,7 +873,7 @@ static void refresh(struct pass *p)
 {
 	cJSON *fresh = NULL;
 	struct sp_error err = {0};
-	if (kube_get(p->r->kube, p->path, &fresh, &err) < 0) {
+	if (kube_api_get(&p->r->kube, p->path, &fresh, &err) < 0) {
 		pool_log(p, LOG_LVL_DEBUG, "status", err.reason, "cannot read the pool again: %s", err.msg);
 		return;
 	}
@@ -930,7 +943,7 @@ void reconcile_pool(struct reconciler *r, cJSON *obj, struct reconcile_result *r
 	p.deleting = cJSON_GetObjectItemCaseSensitive(md, "deletionTimestamp") != NULL;
 	const cJSON *gen = cJSON_GetObjectItemCaseSensitive(md, "generation");
 	p.generation = pool_json_int64(gen);
-	bool active = sp_mono_ms() < atomic_load(r->active_until_ms);
+	bool active = r->clock.mono_ms(r->clock.ctx) < atomic_load(r->active_until_ms);
 	struct plan plan = {0};
 	bool planned = false;
 
@@ -969,7 +982,7 @@ void reconcile_pool(struct reconciler *r, cJSON *obj, struct reconcile_result *r
 	struct plan_input in = {
 		.spec = p.spec, .instances = p.instances, .n_instances = p.n_instances, .seen = &p.seen,
 		.seen_live = &p.seen_live, .foreign = &p.foreign, .ledger = p.has_ledger ? &p.ledger : NULL,
-		.now = sp_now(), .launch_grace = r->opt->launch_grace_seconds, .deleting = p.deleting,
+		.now = now_s(&p), .launch_grace = r->opt->launch_grace_seconds, .deleting = p.deleting,
 		.can_repeat_launch = spec_complete && !r->opt->dry_run,
 	};
 	plan_compute(&in, &plan);

@@ -11,7 +11,6 @@
 #include "metrics.h"
 #include "pool.h"
 #include "rate.h"
-#include "soldout.h"
 
 #include <getopt.h>
 #include <malloc.h>
@@ -440,11 +439,11 @@ static int serve(struct daemon *d, struct kube_config *kube, struct creds *defau
 		.launch_grace_seconds = cfg->launch_grace_seconds, .cluster_name = d->cluster_name,
 		.workers = cfg->workers, .cvm_endpoint = cli_cvm_endpoint(cfg->cvm_endpoint),
 		.dry_run = cfg->dry_run, .default_creds = defaults, .identity = identity,
+		.sold_out_ttl_ms = (int64_t)cfg->sold_out_seconds * 1000,
 	};
 	struct sp_error err = {0};
 	struct metrics_server *metrics = NULL;
 	struct metrics_health health = {.alive = daemon_alive, .ready = daemon_ready, .userdata = d};
-	soldout_set_ttl((int64_t)cfg->sold_out_seconds * 1000);
 	rate_configure(&(struct rate_config){
 		.describe_per_second = cfg->rate_describe_per_second, .run_per_second = cfg->rate_run_per_second,
 		.terminate_per_second = cfg->rate_terminate_per_second, .hooks = &metrics_rate_hooks,
