@@ -1,4 +1,5 @@
-/* reconcile: one pass over one pool (credentials -> inventory -> plan -> act -> status).
+/* reconcile: one pass over one pool: observe (credentials, inventory, sold-out memory) ->
+ * plan (pass.h) -> execute the actions -> report.
  * It knows nothing of the controller that drives it: the object comes in (from an
  * informer's cache), the outcome goes out. */
 #ifndef SPOTPOOL_RECONCILE_H
@@ -50,8 +51,5 @@ struct reconcile_result {
 
 /* Reconciles the Spotpool obj (taken: the pass owns and frees it). */
 void reconcile_pool(struct reconciler *r, cJSON *obj, struct reconcile_result *ret);
-/* The ClientToken of a pool's n-th launch: stable across restarts, <= 64 ASCII. */
-void reconcile_client_token(const char *uid, const char *ns, const char *name, int64_t seq,
-			    char out[65]);
 
 #endif

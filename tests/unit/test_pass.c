@@ -1,0 +1,283 @@
+/* pass: the pass planner, driven the way reconcile drives it: plan, take the first
+ * action, record a scripted answer, plan again; the actions taken are compared as
+ * pass_action_line lines. */
+#include "testutil.h"
+#include "pass.h"
+
+#define NOW 1800000000
+
+struct sim {
+	struct pool_spec spec;
+	struct pass_input in;
+	struct pass_done done;
+	struct plan_launch ledger;
+	bool has_ledger;
+	struct strv terminated;
+	struct offer_list offers;
+	enum offer_state state[OFFER_MAX];
+	int64_t probe_at[OFFER_MAX];
+	/* answer(kind, zone) -> code; sold_out: the refusal is "sold out" */
+	int (*answer)(const struct pass_action *a, bool *sold_out);
+	char taken[64][160];
+	size_t n_taken;
+	int64_t requeue_ms;
+	int error;
+};
+
+static void sim_init(struct sim *s, int min, int max)
+{
+	*s = (struct sim){0};
+	s->spec = (struct pool_spec){.namespace = "ns", .name = "p", .uid = "uid", .minimum = min, .maximum = max,
+				     .region = "ap-singapore", .zone = "z1", .instance_type = "T1",
+				     .secret_id = "AKID", .secret_key = "k"};
+	s->in = (struct pass_input){.ns = "ns", .name = "p", .spec = &s->spec, .spec_valid = true,
+				    .finalizer = true, .active = true,
+				    .plan = {.spec = &s->spec, .now = NOW, .launch_grace = 60}};
+}
+
+static void sim_offers(struct sim *s)
+{
+	offer_build(&s->spec, &s->offers);
+	for (size_t i = 0; i < s->offers.n; i++)
+		s->probe_at[i] = INT64_MAX;
+}
+
+/* Runs the pass to its end; the lines of the actions taken land in s->taken. */
+static void sim_run(struct sim *s)
+{
+	if (!s->offers.n)
+		sim_offers(s);
+	for (int guard = 0; guard < 60; guard++) {
+		s->in.ledger = s->has_ledger ? &s->ledger : NULL;
+		s->in.terminated = &s->terminated;
+		s->in.offers = &s->offers;
+		s->in.offer_state = s->state;
+		s->in.probe_at_ms = s->probe_at;
+		s->in.soldout_ttl_ms = 180000;
+		struct pass_actions acts;
+		pass_plan(&s->in, &s->done, &acts);
+		if (!acts.n) {
+			pass_actions_free(&acts);
+			return;
+		}
+		const struct pass_action *a = &acts.v[0];
+		pass_action_line(a, s->taken[s->n_taken], sizeof(s->taken[0]));
+		s->n_taken++;
+		bool sold_out = false;
+		int code = s->answer ? s->answer(a, &sold_out) : 0;
+		if (code == 0 && (a->kind == PASS_RECORD_LEDGER || a->kind == PASS_CLEAR_LEDGER)) {
+			plan_launch_clear(&s->ledger);
+			s->has_ledger = a->has_ledger;
+			s->ledger = a->ledger;
+			s->ledger.instance_ids = (struct strv){0};
+			s->in.launch_seq = a->launch_seq;
+		}
+		if (code == 0 && a->kind == PASS_LAUNCH) {
+			s->ledger.ids_known = true;
+			for (int i = 0; i < a->count; i++)
+				strv_push(&s->ledger.instance_ids, "ins-new");
+		}
+		if (code == 0 && a->kind == PASS_TERMINATE)
+			for (size_t i = 0; i < a->ids.n; i++)
+				strv_push(&s->terminated, a->ids.v[i]);
+		if (a->kind == PASS_REQUEUE) {
+			s->requeue_ms = a->requeue_ms;
+			s->error = a->error;
+		}
+		pass_done_add(&s->done, a, code, NULL, "refused", sold_out);
+		pass_actions_free(&acts);
+	}
+	fail_msg("the pass did not end");
+}
+
+static void sim_free(struct sim *s)
+{
+	plan_launch_clear(&s->ledger);
+	strv_clear(&s->terminated);
+}
+
+static bool taken(const struct sim *s, const char *prefix)
+{
+	for (size_t i = 0; i < s->n_taken; i++)
+		if (strncmp(s->taken[i], prefix, strlen(prefix)) == 0)
+			return true;
+	return false;
+}
+
+static size_t index_of(const struct sim *s, const char *prefix)
+{
+	for (size_t i = 0; i < s->n_taken; i++)
+		if (strncmp(s->taken[i], prefix, strlen(prefix)) == 0)
+			return i;
+	fail_msg("no action \"%s\"", prefix);
+	return 0;
+}
+
+/* The ledger is written before RunInstances; the answer is remembered; one launch. */
+static void test_happy_path_launch(void **state)
+{
+	(void)state;
+	struct sim s;
+	sim_init(&s, 2, 4);
+	s.in.finalizer = false;
+	sim_run(&s);
+	assert_string_equal(s.taken[0], "add-finalizer");
+	assert_true(index_of(&s, "record-ledger seq=1 count=2 z1/T1") < index_of(&s, "launch fresh count=2 z1/T1"));
+	assert_true(taken(&s, "remember-answer"));
+	assert_true(taken(&s, "event Normal Launched"));
+	assert_true(taken(&s, "write-status"));
+	assert_int_equal(s.requeue_ms, PASS_REQUEUE_PROGRESS_MS);
+	sim_free(&s);
+}
+
+static int sold_out_z1(const struct pass_action *a, bool *sold_out)
+{
+	*sold_out = a->kind == PASS_LAUNCH && strcmp(a->zone, "z1") == 0;
+	return *sold_out ? SP_ECAPACITY : 0;
+}
+
+/* Sold out on the first offering: marked, the ledger dropped, the next offering launched
+ * in the same pass under the next token; one failure event for the episode. */
+static void test_sold_out_next_offering(void **state)
+{
+	(void)state;
+	struct sim s;
+	sim_init(&s, 1, 1);
+	char *zones[] = {"z2"};
+	s.spec.zones = (struct strv){.v = zones, .n = 1};
+	s.answer = sold_out_z1;
+	sim_run(&s);
+	assert_true(index_of(&s, "mark-sold-out z1/T1") < index_of(&s, "record-ledger seq=2 count=1 z2/T1"));
+	assert_true(taken(&s, "clear-ledger"));
+	assert_true(taken(&s, "launch fresh count=1 z2/T1"));
+	assert_true(taken(&s, "event Warning CapacityUnavailable"));
+	assert_int_equal(s.error, 0);
+	sim_free(&s);
+}
+
+static int refuse_auth(const struct pass_action *a, bool *sold_out)
+{
+	*sold_out = false;
+	return a->kind == PASS_LAUNCH ? SP_EAUTH : 0;
+}
+
+/* A refused fresh launch launched nothing: the ledger goes, nothing else is tried, the
+ * pass backs off; the pool's Degraded episode was already CredentialsInvalid: no event. */
+static void test_refused_launch(void **state)
+{
+	(void)state;
+	struct sim s;
+	sim_init(&s, 1, 1);
+	s.answer = refuse_auth;
+	sim_run(&s);
+	assert_true(taken(&s, "clear-ledger"));
+	assert_true(taken(&s, "event Warning CredentialsInvalid"));
+	assert_int_equal(s.error, SP_EAUTH);
+	sim_free(&s);
+	sim_init(&s, 1, 1);
+	s.answer = refuse_auth;
+	s.in.start_degraded_reason = "CredentialsInvalid";
+	sim_run(&s);
+	assert_false(taken(&s, "event Warning"));
+	sim_free(&s);
+}
+
+static int conflict_on_ledger(const struct pass_action *a, bool *sold_out)
+{
+	*sold_out = false;
+	return a->kind == PASS_RECORD_LEDGER ? SP_ECONFLICT : 0;
+}
+
+/* A guarded write that conflicts: nothing more, read again, look again at once. */
+static void test_conflict_stops(void **state)
+{
+	(void)state;
+	struct sim s;
+	sim_init(&s, 1, 1);
+	s.answer = conflict_on_ledger;
+	sim_run(&s);
+	assert_int_equal(s.n_taken, 3);
+	assert_string_equal(s.taken[1], "reread");
+	assert_int_equal(s.requeue_ms, PASS_REQUEUE_CONFLICT_MS);
+	assert_false(taken(&s, "launch"));
+	sim_free(&s);
+}
+
+/* Deletion: Retain releases with the instances running; Delete terminates them first. */
+static void test_deletion_policies(void **state)
+{
+	(void)state;
+	struct pool_instance i1 = {.id = "ins-1", .state = "RUNNING", .pool_tag = "ns/p"};
+	struct sim s;
+	sim_init(&s, 1, 1);
+	s.in.deleting = s.in.plan.deleting = true;
+	s.in.plan.instances = &i1;
+	s.in.plan.n_instances = 1;
+	s.spec.deletion_policy = POOL_RETAIN;
+	sim_run(&s);
+	assert_string_equal(s.taken[0], "event Normal Retained");
+	assert_string_equal(s.taken[1], "release");
+	assert_false(taken(&s, "terminate"));
+	sim_free(&s);
+	sim_init(&s, 1, 1);
+	s.in.deleting = s.in.plan.deleting = true;
+	s.in.plan.instances = &i1;
+	s.in.plan.n_instances = 1;
+	sim_run(&s);
+	assert_string_equal(s.taken[0], "terminate deletion ins-1");
+	assert_false(taken(&s, "release"));
+	sim_free(&s);
+}
+
+/* Nothing is launched or terminated in dry-run, on an invalid spec, or as a standby. */
+static void test_no_mutation_when_not_allowed(void **state)
+{
+	(void)state;
+	struct pool_instance many[3] = {{.id = "a", .state = "RUNNING"}, {.id = "b", .state = "RUNNING"},
+					{.id = "c", .state = "RUNNING"}};
+	for (int mode = 0; mode < 3; mode++) {
+		for (int grow = 0; grow < 2; grow++) {
+			struct sim s;
+			sim_init(&s, grow ? 5 : 1, grow ? 5 : 1);
+			s.in.plan.instances = many;
+			s.in.plan.n_instances = 3;
+			s.in.dry_run = mode == 0;
+			s.in.active = mode != 1;
+			if (mode == 2) {
+				s.in.spec = NULL;
+				s.in.spec_error = "bad";
+			}
+			sim_run(&s);
+			assert_false(taken(&s, "launch"));
+			assert_false(taken(&s, "terminate"));
+			assert_false(taken(&s, "record-ledger"));
+			sim_free(&s);
+		}
+	}
+}
+
+static void test_credentials_precedence(void **state)
+{
+	(void)state;
+	struct pool_spec s = {.credentials_secret = "sec", .secret_id = "AKID"};
+	assert_int_equal(pass_credentials_source(&s, true), PASS_CREDS_SECRET);
+	s.credentials_secret = NULL;
+	assert_int_equal(pass_credentials_source(&s, true), PASS_CREDS_INLINE);
+	s.secret_id = NULL;
+	assert_int_equal(pass_credentials_source(&s, true), PASS_CREDS_DEFAULT);
+	assert_int_equal(pass_credentials_source(&s, false), PASS_CREDS_NONE);
+}
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test(test_happy_path_launch),
+		cmocka_unit_test(test_sold_out_next_offering),
+		cmocka_unit_test(test_refused_launch),
+		cmocka_unit_test(test_conflict_stops),
+		cmocka_unit_test(test_deletion_policies),
+		cmocka_unit_test(test_no_mutation_when_not_allowed),
+		cmocka_unit_test(test_credentials_precedence),
+	};
+	return cmocka_run_group_tests(tests, NULL, NULL);
+}
