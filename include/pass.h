@@ -34,6 +34,7 @@ enum pass_kind {
 	PASS_SOLDOUT_RETURN, /* the probe held never reached the cloud */
 	PASS_CLEAR_LEDGER,   /* write status without the ledger */
 	PASS_TERMINATE,      /* ids, reason */
+	PASS_WOULD_TERMINATE,/* dry-run: the ids a terminate would take, told, not done */
 	PASS_EVENT,          /* type, reason, message */
 	PASS_RELEASE,        /* remove the finalizer: the deleted pool goes */
 	PASS_WRITE_STATUS,   /* the final status (without ledger keys), if it changed */

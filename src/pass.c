@@ -384,17 +384,22 @@ static const struct pass_answer *resume(struct walk *w)
 	return run;
 }
 
+/* A terminate of ids (in dry-run, what it would take); true when it was emitted now. */
+static bool emit_terminate(struct walk *w, enum pass_kind kind, int step, const struct strv *ids,
+			   enum pass_why why)
+{
+	struct pass_action *a = ids->n ? emit(w, kind, step) : NULL;
+	for (size_t i = 0; a && i < ids->n; i++)
+		strv_push(&a->ids, ids->v[i]);
+	if (a)
+		a->why = why;
+	return a != NULL;
+}
+
 static void terminate(struct walk *w, int step, const struct strv *ids, enum pass_why why)
 {
-	if (!ids->n)
+	if (!ids->n || emit_terminate(w, PASS_TERMINATE, step, ids, why))
 		return;
-	struct pass_action *a = emit(w, PASS_TERMINATE, step);
-	if (a) {
-		for (size_t i = 0; i < ids->n; i++)
-			strv_push(&a->ids, ids->v[i]);
-		a->why = why;
-		return;
-	}
 	const struct pass_answer *t = answer(w, step, PASS_TERMINATE);
 	if (t && t->code < 0) {
 		static const char *const what[] = {
@@ -500,6 +505,8 @@ static void dry_run(struct walk *w)
 	for (size_t i = 0; i < plan->scale_down.n; i++)
 		snprintf(m + strlen(m), cap - strlen(m), "%s%s", i ? ", " : "; would terminate ",
 			 plan->scale_down.v[i]);
+	emit_terminate(w, PASS_WOULD_TERMINATE, STEP_SCALE_DOWN, &plan->scale_down, PASS_WHY_SCALE_DOWN);
+	emit_terminate(w, PASS_WOULD_TERMINATE, STEP_CLEANUP, &plan->cleanup, PASS_WHY_CLEANUP);
 	const char *old = status_condition(in->old_status, "Progressing", "message");
 	if (!old || strcmp(old, m) != 0)
 		emit_event(w, STEP_DRY_EVENT, "Normal", "DryRun", "%s", m);
@@ -752,6 +759,7 @@ void pass_action_line(const struct pass_action *a, char *out, size_t size)
 	case PASS_SOLDOUT_RETURN: snprintf(out, size, "return-probe %s/%s", a->zone, a->instance_type); break;
 	case PASS_CLEAR_LEDGER: snprintf(out, size, "clear-ledger"); break;
 	case PASS_TERMINATE: snprintf(out, size, "terminate %s %s", why[a->why], ids); break;
+	case PASS_WOULD_TERMINATE: snprintf(out, size, "would-terminate %s %s", why[a->why], ids); break;
 	case PASS_EVENT: snprintf(out, size, "event %s %s", a->event_type, a->reason); break;
 	case PASS_RELEASE: snprintf(out, size, "release"); break;
 	case PASS_WRITE_STATUS: snprintf(out, size, "write-status"); break;

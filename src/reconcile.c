@@ -153,16 +153,6 @@ static void emit_event(struct pass *p, const char *type, const char *reason, con
 }
 
 
-static bool has_finalizer(const cJSON *obj)
-{
-	const cJSON *f;
-	cJSON_ArrayForEach(f, cJSON_GetObjectItemCaseSensitive(
-			       cJSON_GetObjectItemCaseSensitive(obj, "metadata"), "finalizers"))
-		if (cJSON_IsString(f) && strcmp(f->valuestring, POOL_FINALIZER) == 0)
-			return true;
-	return false;
-}
-
 static void add_resource_version(cJSON *patch, const cJSON *obj)
 {
 	const cJSON *rv = cJSON_GetObjectItemCaseSensitive(
@@ -501,6 +491,17 @@ static int do_terminate(struct pass *p, const struct pass_action *a, struct sp_e
 	return 0;
 }
 
+/* Dry-run: what a terminate would take goes to the log (and, summed up, to the DryRun
+ * event); nothing is called. */
+static int do_would_terminate(struct pass *p, const struct pass_action *a, struct sp_error *err)
+{
+	(void)err;
+	char line[1024];
+	pass_action_line(a, line, sizeof(line));
+	pool_log(p, LOG_LVL_INFO, "dry-run", NULL, "dry-run, not done: %s", line);
+	return 0;
+}
+
 static int do_event(struct pass *p, const struct pass_action *a, struct sp_error *err)
 {
 	(void)err;
@@ -552,6 +553,7 @@ static int (*const executors[])(struct pass *, const struct pass_action *, struc
 	[PASS_CHECK_LAUNCH] = do_check_launch, [PASS_REMEMBER] = do_remember,
 	[PASS_SOLDOUT_MARK] = do_soldout, [PASS_SOLDOUT_FORGET] = do_soldout,
 	[PASS_SOLDOUT_RETURN] = do_soldout, [PASS_CLEAR_LEDGER] = do_ledger, [PASS_TERMINATE] = do_terminate,
+	[PASS_WOULD_TERMINATE] = do_would_terminate,
 	[PASS_EVENT] = do_event, [PASS_RELEASE] = do_finalizer, [PASS_WRITE_STATUS] = do_write_status,
 	[PASS_REREAD] = do_reread, [PASS_REQUEUE] = do_requeue,
 };
@@ -560,7 +562,7 @@ static void fill_input(const struct pass *p, struct pass_input *in)
 {
 	*in = (struct pass_input){
 		.ns = p->ns, .name = p->name, .spec = p->spec, .spec_valid = p->spec_valid,
-		.spec_error = p->spec_error, .deleting = p->deleting, .finalizer = has_finalizer(p->obj),
+		.spec_error = p->spec_error, .deleting = p->deleting, .finalizer = pool_has_finalizer(p->obj),
 		.active = now_ms(p) < atomic_load(p->r->active_until_ms), .dry_run = p->r->opt->dry_run,
 		.old_status = p->old_status,
 		.generation = pool_json_int64(cJSON_GetObjectItemCaseSensitive(
@@ -715,14 +717,14 @@ void reconcile_pool(struct reconciler *r, cJSON *obj, struct reconcile_result *r
 
 	read_object(&p);
 	bool active = now_ms(&p) < atomic_load(r->active_until_ms);
-	if (p.spec && active && !(p.deleting && !has_finalizer(p.obj)))
+	if (p.spec && active && !(p.deleting && !pool_has_finalizer(p.obj)))
 		observe(&p);
 	execute(&p);
 	/* A failure that leaves the pool short is visible in three places: the Degraded
 	 * condition, one Warning event per episode (both planned), and this line. */
 	if (p.degraded_reason)
 		pool_log(&p, LOG_LVL_WARN, "reconcile", NULL, "%s: %s", p.degraded_reason, p.degraded_message);
-	if (p.patched && !(p.deleting && !has_finalizer(p.obj))) {
+	if (p.patched && !(p.deleting && !pool_has_finalizer(p.obj))) {
 		res->obj = p.obj;
 		p.obj = NULL;
 	}
