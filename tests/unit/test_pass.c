@@ -18,6 +18,8 @@ struct sim {
 	int64_t probe_at[OFFER_MAX];
 	/* answer(kind, zone) -> code; sold_out: the refusal is "sold out" */
 	int (*answer)(const struct pass_action *a, bool *sold_out);
+	/* called with every list pass_plan returns */
+	void (*check)(const struct sim *s, const struct pass_actions *acts);
 	char taken[64][160];
 	size_t n_taken;
 	int64_t requeue_ms;
@@ -56,6 +58,8 @@ static void sim_run(struct sim *s)
 		s->in.soldout_ttl_ms = 180000;
 		struct pass_actions acts;
 		pass_plan(&s->in, &s->done, &acts);
+		if (s->check)
+			s->check(s, &acts);
 		if (!acts.n) {
 			pass_actions_free(&acts);
 			return;
@@ -256,6 +260,111 @@ static void test_no_mutation_when_not_allowed(void **state)
 	}
 }
 
+static unsigned rnd_seed = 4242;
+
+static unsigned rnd(void)
+{
+	rnd_seed = rnd_seed * 1103515245u + 12345u;
+	return rnd_seed >> 8;
+}
+
+/* Mostly success; sometimes sold out, refused, transient, or a conflict. */
+static int random_answer(const struct pass_action *a, bool *sold_out)
+{
+	static const int codes[] = {0, 0, 0, 0, 0, SP_ECAPACITY, SP_EAUTH, SP_ETRANSIENT, SP_ECONFLICT};
+	int code = codes[rnd() % (sizeof(codes) / sizeof(codes[0]))];
+	*sold_out = code == SP_ECAPACITY && a->kind == PASS_LAUNCH && (rnd() & 1);
+	return code;
+}
+
+static int prop_max;
+static bool prop_no_mutation, prop_deleting;
+
+/* Every list: at most one launch, never above maximum (live + what the launch asks,
+ * as if it created all of it), nothing launched or terminated where not allowed. */
+static void check_list(const struct sim *s, const struct pass_actions *acts)
+{
+	(void)s;
+	int launches = 0;
+	for (size_t i = 0; i < acts->n; i++) {
+		const struct pass_action *a = &acts->v[i];
+		if (a->kind != PASS_LAUNCH && a->kind != PASS_TERMINATE && a->kind != PASS_RECORD_LEDGER)
+			continue;
+		assert_false(prop_no_mutation);
+		if (a->kind != PASS_LAUNCH)
+			continue;
+		assert_false(prop_deleting);
+		launches++;
+		assert_true(acts->live >= 0 && acts->live + a->count <= prop_max);
+	}
+	assert_true(launches <= 1);
+}
+
+/* Property test over random passes: random spec, instances, ledger, offerings, mode and
+ * answers; check_list holds for every list, and a pass launches at most once. */
+static void test_property_action_lists(void **state)
+{
+	(void)state;
+	static const char *const states[] = {"RUNNING", "PENDING", "LAUNCH_FAILED", "TERMINATING", "STOPPED"};
+	int passes_launching = 0, passes_terminating = 0;
+	for (int iter = 0; iter < 5000; iter++) {
+		unsigned r = rnd();
+		int min = (int)(r % 4), max = min + (int)((r >> 2) % 4);
+		struct sim s;
+		sim_init(&s, min, max);
+		char *zones[] = {"z2"};
+		if ((r >> 4) & 1)
+			s.spec.zones = (struct strv){.v = zones, .n = 1};
+		struct pool_instance in[6];
+		int n = (int)((r >> 5) % 7);
+		for (int i = 0; i < n; i++) {
+			in[i] = (struct pool_instance){.created = NOW - (int64_t)(rnd() % 500)};
+			snprintf(in[i].id, sizeof(in[i].id), "i%d", i);
+			snprintf(in[i].state, sizeof(in[i].state), "%s", states[rnd() % 5]);
+			snprintf(in[i].pool_tag, sizeof(in[i].pool_tag), "ns/p");
+		}
+		s.in.plan.instances = in;
+		s.in.plan.n_instances = (size_t)n;
+		int kind = (int)((r >> 8) % 3);  /* no ledger, outcome unknown, IDs known */
+		struct plan_launch found = {.count = 1 + (int)((r >> 10) % 3), .started = NOW - (int64_t)((r >> 12) % 120),
+					    .ids_known = kind == 2};
+		snprintf(found.client_token, sizeof(found.client_token), "tok");
+		if (kind == 2)
+			strv_push(&found.instance_ids, n ? "i0" : "new1");
+		if (kind) {
+			s.in.plan.ledger = &found;
+			s.ledger = found;
+			s.ledger.instance_ids = (struct strv){0};
+			s.has_ledger = true;
+		}
+		int mode = (int)((r >> 14) % 6);  /* 0 dry-run, 1 standby, 2 invalid, 3 deleting, else normal */
+		s.in.dry_run = mode == 0;
+		s.in.active = mode != 1;
+		if (mode == 2) {
+			s.in.spec = NULL;
+			s.in.spec_error = "bad";
+		}
+		s.in.deleting = s.in.plan.deleting = mode == 3;
+		s.in.plan.can_repeat_launch = mode != 0;
+		prop_max = max;
+		prop_no_mutation = mode <= 2;
+		prop_deleting = mode == 3;
+		s.answer = random_answer;
+		s.check = check_list;
+		sim_run(&s);
+		int launched = 0;
+		for (size_t i = 0; i < s.done.n; i++)
+			launched += s.done.v[i].kind == PASS_LAUNCH && s.done.v[i].code == 0;
+		assert_true(launched <= 1);
+		passes_launching += launched;
+		passes_terminating += taken(&s, "terminate ");
+		plan_launch_clear(&found);
+		sim_free(&s);
+	}
+	/* The states drawn do reach the cloud-changing paths. */
+	assert_true(passes_launching > 200 && passes_terminating > 200);
+}
+
 static void test_credentials_precedence(void **state)
 {
 	(void)state;
@@ -278,6 +387,7 @@ int main(void)
 		cmocka_unit_test(test_deletion_policies),
 		cmocka_unit_test(test_no_mutation_when_not_allowed),
 		cmocka_unit_test(test_credentials_precedence),
+		cmocka_unit_test(test_property_action_lists),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }
