@@ -593,11 +593,12 @@ static bool conflicted(const struct pass_done *d)
 static void planned(struct walk *w)
 {
 	const struct pass_input *in = w->in;
-	if (w->plan->sweep) {
+	/* A failed sweep leaves plan.sweep set: its answer is looked at first. */
+	const struct pass_answer *sw = answer(w, STEP_SWEEP, PASS_SWEEP);
+	if (w->plan->sweep && !sw) {
 		emit(w, PASS_SWEEP, STEP_SWEEP);
 		return;
 	}
-	const struct pass_answer *sw = answer(w, STEP_SWEEP, PASS_SWEEP);
 	if (sw && sw->code < 0) {
 		char what[SP_ERROR_MAX];
 		snprintf(what, sizeof(what), "cannot look for the instances of launch %s before releasing the "

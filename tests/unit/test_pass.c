@@ -81,6 +81,8 @@ static void sim_run(struct sim *s)
 			for (int i = 0; i < a->count; i++)
 				strv_push(&s->ledger.instance_ids, "ins-new");
 		}
+		if (code == 0 && a->kind == PASS_SWEEP)
+			s->in.plan.swept = true;
 		if (code == 0 && a->kind == PASS_TERMINATE)
 			for (size_t i = 0; i < a->ids.n; i++)
 				strv_push(&s->terminated, a->ids.v[i]);
@@ -260,6 +262,260 @@ static void test_no_mutation_when_not_allowed(void **state)
 	}
 }
 
+/* The actions taken, in order, joined with "; " (for comparisons that show all). */
+static const char *taken_all(const struct sim *s)
+{
+	static char out[4096];
+	out[0] = '\0';
+	for (size_t i = 0; i < s->n_taken; i++)
+		snprintf(out + strlen(out), sizeof(out) - strlen(out), "%s%s", i ? "; " : "", s->taken[i]);
+	return out;
+}
+
+static int fail_kind_code;
+static enum pass_kind fail_kind;
+static bool fail_sold_out;
+
+static int fail_one_kind(const struct pass_action *a, bool *sold_out)
+{
+	*sold_out = a->kind == fail_kind && fail_sold_out;
+	return a->kind == fail_kind ? fail_kind_code : 0;
+}
+
+static void sim_fail(struct sim *s, enum pass_kind kind, int code, bool sold_out)
+{
+	fail_kind = kind;
+	fail_kind_code = code;
+	fail_sold_out = sold_out;
+	s->answer = fail_one_kind;
+}
+
+/* One offering, sold out with its TTL over: the pass takes its probe first. Taken and
+ * launched: forgotten; taken and refused by the cloud: marked again (this TTL's probe
+ * was spent); held by another pool: not launched; taken but the ledger not written:
+ * given back at once. */
+static void test_probe(void **state)
+{
+	(void)state;
+	struct sim s;
+	sim_init(&s, 1, 1);
+	sim_offers(&s);
+	s.state[0] = OFFER_PROBE_ALLOWED;
+	sim_run(&s);
+	assert_string_equal(taken_all(&s), "take-probe z1/T1; record-ledger seq=1 count=1 z1/T1; "
+			    "launch fresh count=1 z1/T1; forget-sold-out z1/T1; remember-answer; event Normal Launched; "
+			    "write-status; requeue after=2000ms error=none");
+	sim_free(&s);
+
+	sim_init(&s, 1, 1);
+	sim_offers(&s);
+	s.state[0] = OFFER_PROBE_ALLOWED;
+	sim_fail(&s, PASS_LAUNCH, SP_ECAPACITY, true);
+	sim_run(&s);
+	assert_true(index_of(&s, "launch fresh") < index_of(&s, "mark-sold-out z1/T1"));
+	assert_false(taken(&s, "forget-sold-out"));
+	sim_free(&s);
+
+	sim_init(&s, 1, 1);
+	sim_offers(&s);
+	s.state[0] = OFFER_PROBE_ALLOWED;
+	sim_fail(&s, PASS_TAKE_PROBE, SP_ECAPACITY, false);
+	sim_run(&s);
+	assert_string_equal(s.taken[0], "take-probe z1/T1");
+	assert_false(taken(&s, "launch"));
+	assert_false(taken(&s, "record-ledger"));
+	sim_free(&s);
+
+	sim_init(&s, 1, 1);
+	sim_offers(&s);
+	s.state[0] = OFFER_PROBE_ALLOWED;
+	sim_fail(&s, PASS_RECORD_LEDGER, SP_ETRANSIENT, false);
+	sim_run(&s);
+	assert_true(index_of(&s, "record-ledger") < index_of(&s, "return-probe z1/T1"));
+	assert_false(taken(&s, "launch"));
+	assert_int_equal(s.error, SP_ETRANSIENT);
+	sim_free(&s);
+}
+
+/* Every offering sold out, no probe due: nothing is called, the pool is Degraded
+ * (CapacityUnavailable) and looks again when the first probe is due, not on a backoff. */
+static void test_no_offering_available(void **state)
+{
+	(void)state;
+	struct sim s;
+	sim_init(&s, 1, 1);
+	char *zones[] = {"z2"};
+	s.spec.zones = (struct strv){.v = zones, .n = 1};
+	sim_offers(&s);
+	s.in.now_ms = 1000000;
+	s.state[0] = s.state[1] = OFFER_SOLD_OUT;
+	s.probe_at[0] = s.in.now_ms + 90000;
+	s.probe_at[1] = s.in.now_ms + 30000;
+	sim_run(&s);
+	assert_string_equal(taken_all(&s), "event Warning CapacityUnavailable; write-status; "
+			    "requeue after=30000ms error=none");
+	sim_free(&s);
+	/* A probe due in less than a second: a second, not a busy loop. */
+	sim_init(&s, 1, 1);
+	sim_offers(&s);
+	s.state[0] = OFFER_SOLD_OUT;
+	s.probe_at[0] = s.in.now_ms + 10;
+	sim_run(&s);
+	assert_int_equal(s.requeue_ms, 1000);
+	sim_free(&s);
+}
+
+static struct pool_instance running(const char *id, const char *state)
+{
+	struct pool_instance i = {.created = NOW - 300};
+	snprintf(i.id, sizeof(i.id), "%s", id);
+	snprintf(i.state, sizeof(i.state), "%s", state);
+	snprintf(i.pool_tag, sizeof(i.pool_tag), "ns/p");
+	return i;
+}
+
+static void sim_ledger(struct sim *s, struct plan_launch *l, int count, int64_t age, const char *id)
+{
+	*l = (struct plan_launch){.count = count, .started = NOW - age, .ids_known = id != NULL};
+	snprintf(l->client_token, sizeof(l->client_token), "tok");
+	if (id)
+		strv_push(&l->instance_ids, id);
+	s->in.plan.ledger = l;
+	s->ledger = *l;
+	s->ledger.instance_ids = (struct strv){0};
+	if (id)
+		strv_push(&s->ledger.instance_ids, id);
+	s->has_ledger = true;
+}
+
+/* The ledger: resolved (its instance shows) -> cleared before anything else, and no
+ * new launch in the pass that clears it; outcome unknown -> repeated with its token,
+ * then recorded, never cleared, nothing fresh launched alongside. */
+static void test_ledger_clear_and_resume_order(void **state)
+{
+	(void)state;
+	struct pool_instance in[2] = {running("i1", "RUNNING"), running("i2", "RUNNING")};
+	struct plan_launch l;
+	struct sim s;
+	sim_init(&s, 1, 1);
+	s.in.plan.instances = in;
+	s.in.plan.n_instances = 2;
+	sim_ledger(&s, &l, 1, 10, "i2");
+	sim_run(&s);
+	assert_string_equal(s.taken[0], "clear-ledger");
+	assert_true(index_of(&s, "clear-ledger") < index_of(&s, "terminate scale-down"));
+	assert_false(taken(&s, "launch"));
+	plan_launch_clear(&l);
+	sim_free(&s);
+
+	sim_init(&s, 2, 2);
+	s.in.plan.can_repeat_launch = true;
+	sim_ledger(&s, &l, 2, 10, NULL);
+	sim_run(&s);
+	assert_string_equal(s.taken[0], "launch repeat count=2 z1/T1");
+	assert_true(index_of(&s, "launch repeat") < index_of(&s, "record-ledger seq=0 count=2"));
+	assert_false(taken(&s, "clear-ledger"));
+	assert_false(taken(&s, "launch fresh"));
+	plan_launch_clear(&l);
+	sim_free(&s);
+}
+
+/* Look again soon (PASS_REQUEUE_PROGRESS_MS) while anything is on its way: an instance
+ * settling (plan_state_settling: PENDING, TERMINATING), a launch or a terminate; never
+ * for a settled pool at its size. */
+static void test_requeue_progress(void **state)
+{
+	(void)state;
+	static const struct {
+		const char *state;
+		int64_t want;
+	} cases[] = {{"RUNNING", 0}, {"PENDING", PASS_REQUEUE_PROGRESS_MS}, {"TERMINATING", PASS_REQUEUE_PROGRESS_MS}};
+	for (size_t c = 0; c < sizeof(cases) / sizeof(cases[0]); c++) {
+		struct pool_instance in[2] = {running("i1", "RUNNING"), running("i2", cases[c].state)};
+		struct sim s;
+		sim_init(&s, 1, 2);
+		s.in.plan.instances = in;
+		s.in.plan.n_instances = 2;
+		sim_run(&s);
+		assert_int_equal(s.requeue_ms, cases[c].want);
+		assert_int_equal(plan_state_settling(cases[c].state), cases[c].want != 0);
+		sim_free(&s);
+	}
+}
+
+/* A status that cannot be written: an event (StatusUpdateFailed) unless the failure is
+ * transient, and the pass's error either way. */
+static void test_status_update_failed(void **state)
+{
+	(void)state;
+	struct sim s;
+	sim_init(&s, 0, 1);
+	sim_fail(&s, PASS_WRITE_STATUS, SP_EAUTH, false);
+	sim_run(&s);
+	assert_string_equal(taken_all(&s), "write-status; event Warning StatusUpdateFailed; "
+			    "requeue after=0ms error=authentication failed");
+	assert_int_equal(s.error, SP_EAUTH);
+	sim_free(&s);
+	sim_init(&s, 0, 1);
+	sim_fail(&s, PASS_WRITE_STATUS, SP_ETRANSIENT, false);
+	sim_run(&s);
+	assert_false(taken(&s, "event"));
+	assert_int_equal(s.error, SP_ETRANSIENT);
+	sim_free(&s);
+}
+
+/* Deleting, past the grace, a launch known to have happened whose instances do not
+ * show: repeated to learn its IDs; refused, it is let go (LaunchAbandoned, ledger
+ * cleared) so the deleted pool is not held while the refusal lasts. */
+static void test_launch_abandoned(void **state)
+{
+	(void)state;
+	struct plan_launch l;
+	struct sim s;
+	/* One of its two instances shows (it carries the launch's token): it happened. */
+	struct pool_instance one = running("ins-x", "RUNNING");
+	snprintf(one.launch_tag, sizeof(one.launch_tag), "tok");
+	sim_init(&s, 1, 1);
+	s.in.deleting = s.in.plan.deleting = true;
+	s.in.plan.can_repeat_launch = true;
+	s.in.plan.instances = &one;
+	s.in.plan.n_instances = 1;
+	sim_ledger(&s, &l, 2, 1000, NULL);
+	sim_fail(&s, PASS_LAUNCH, SP_EAUTH, false);
+	sim_run(&s);
+	assert_string_equal(s.taken[0], "launch repeat count=2 z1/T1");
+	assert_true(index_of(&s, "event Warning LaunchAbandoned") < index_of(&s, "clear-ledger"));
+	plan_launch_clear(&l);
+	sim_free(&s);
+}
+
+/* Deleting, past the grace, a launch of unknown outcome none of whose instances shows:
+ * its zone is listed without a tag filter (sweep) before the pool is released. */
+static void test_deletion_sweep(void **state)
+{
+	(void)state;
+	struct plan_launch l;
+	struct sim s;
+	sim_init(&s, 1, 1);
+	s.in.deleting = s.in.plan.deleting = true;
+	sim_ledger(&s, &l, 1, 1000, NULL);
+	sim_run(&s);
+	assert_string_equal(s.taken[0], "sweep");
+	assert_true(index_of(&s, "sweep") < index_of(&s, "release"));
+	plan_launch_clear(&l);
+	sim_free(&s);
+	/* The sweep fails: not released, the failure is the pass's error. */
+	sim_init(&s, 1, 1);
+	s.in.deleting = s.in.plan.deleting = true;
+	sim_ledger(&s, &l, 1, 1000, NULL);
+	sim_fail(&s, PASS_SWEEP, SP_ETRANSIENT, false);
+	sim_run(&s);
+	assert_false(taken(&s, "release"));
+	assert_int_equal(s.error, SP_ETRANSIENT);
+	plan_launch_clear(&l);
+	sim_free(&s);
+}
+
 static unsigned rnd_seed = 4242;
 
 static unsigned rnd(void)
@@ -388,6 +644,13 @@ int main(void)
 		cmocka_unit_test(test_no_mutation_when_not_allowed),
 		cmocka_unit_test(test_credentials_precedence),
 		cmocka_unit_test(test_property_action_lists),
+		cmocka_unit_test(test_probe),
+		cmocka_unit_test(test_no_offering_available),
+		cmocka_unit_test(test_ledger_clear_and_resume_order),
+		cmocka_unit_test(test_requeue_progress),
+		cmocka_unit_test(test_status_update_failed),
+		cmocka_unit_test(test_launch_abandoned),
+		cmocka_unit_test(test_deletion_sweep),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }
