@@ -41,11 +41,11 @@ static const char dry_run_usage[] =
 	"                        duration), successful ones included\n"
 	"  -h, --help            this text\n"
 	"\n"
-	"Credentials: the pool's inline secretId/secretKey, else the Secret named by\n"
-	"credentialsSecretRef, read from the given files (never from a cluster; a Secret\n"
-	"that is there but lacks secretId or secretKey, or has one empty or not base64,\n"
-	"is an error), else TENCENTCLOUD_SECRET_ID, TENCENTCLOUD_SECRET_KEY and optional\n"
-	"TENCENTCLOUD_SESSION_TOKEN.\n"
+	"Credentials, in the controller's order: the Secret named by credentialsSecretRef,\n"
+	"read from the given files (never from a cluster; a Secret that is there but lacks\n"
+	"secretId or secretKey, or has one empty or not base64, is an error), else the\n"
+	"pool's inline secretId/secretKey, else TENCENTCLOUD_SECRET_ID,\n"
+	"TENCENTCLOUD_SECRET_KEY and optional TENCENTCLOUD_SESSION_TOKEN.\n"
 	"\n"
 	"Input: at most 4 MiB per file, 64 levels of nesting and 100000 keys and list\n"
 	"items per file. Every problem of every file and document is reported (file,\n"
@@ -143,14 +143,16 @@ static void resolve_credentials(struct pool_spec *const *pools, size_t n, const 
 		const struct pool_spec *s = pools[i];
 		struct sp_error err = {0};
 		int r = 0;
-		if (s->secret_id) {
+		/* The controller's precedence; the environment stands for its default. */
+		switch (pass_credentials_source(s, true)) {
+		case PASS_CREDS_SECRET: r = secret_credentials(s, set, &out[i], &err); break;
+		case PASS_CREDS_INLINE:
 			creds_set(&out[i], s->secret_id, s->secret_key, NULL,
 				  "spec (inline; prefer credentialsSecretRef)");
 			log_add_secret(s->secret_key);
-		} else if (s->credentials_secret)
-			r = secret_credentials(s, set, &out[i], &err);
-		else
-			r = creds_from_env(&out[i], &err);
+			break;
+		default: r = creds_from_env(&out[i], &err); break;
+		}
 		if (r == 0)
 			continue;
 		const struct manifest_doc *d = pool_doc(set, s);
@@ -291,7 +293,7 @@ static bool dry_run_pool(struct cvm_client *cvm, const struct pool_spec *s, cons
 			.finalizer = pool_has_finalizer(obj), .active = true, .dry_run = true, .old_status = status,
 			.generation = pool_json_int64(cJSON_GetObjectItemCaseSensitive(md, "generation")),
 			.start_degraded_reason = degraded_reason,
-			.insecure_credentials = s->secret_id != NULL,
+			.insecure_credentials = pass_credentials_source(s, true) == PASS_CREDS_INLINE,
 			.plan = {.spec = s, .instances = instances, .n_instances = n, .seen = &seen,
 				 .seen_live = &seen_live, .foreign = &foreign, .ledger = has_ledger ? &ledger : NULL,
 				 .now = sp_now(), .deleting = deleting},
