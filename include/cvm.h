@@ -121,6 +121,24 @@ int cvm_terminate_instances(struct cvm_client *c, const struct cvm_credentials *
 			    const char *region, const struct strv *ids, const _Atomic int64_t *until,
 			    struct sp_error *err);
 
+/* The CVM API as a port: what reconcile calls. cvm_client_api binds a cvm_client
+ * (borrowed: it must outlive the port); unit tests bind canned replies. Each function
+ * behaves as the cvm_ function of the same name. */
+struct cvm_api {
+	int (*describe_ids)(void *ctx, const struct cvm_credentials *cred, const char *region,
+			    const struct strv *ids, const _Atomic int64_t *until,
+			    struct pool_instance **ret_instances, size_t *ret_n, struct sp_error *err);
+	int (*run_instances)(void *ctx, const struct cvm_credentials *cred, const struct cvm_launch *launch,
+			     struct strv *ret_ids, struct sp_error *err);
+	int (*terminate_instances)(void *ctx, const struct cvm_credentials *cred, const char *region,
+				   const struct strv *ids, const _Atomic int64_t *until, struct sp_error *err);
+	int (*find_launched)(void *ctx, const struct cvm_credentials *cred, const char *region,
+			     const char *zone, const char *client_token, const _Atomic int64_t *until,
+			     struct pool_instance **ret_instances, size_t *ret_n, struct sp_error *err);
+	void *ctx;
+};
+struct cvm_api cvm_client_api(struct cvm_client *c);
+
 /* Pure parts. */
 /* The class of a Tencent Error.Code (table from the SDK's errors.go, most specific
  * entry wins); an unknown code is SP_ETRANSIENT, never a definitive refusal. */

@@ -98,6 +98,23 @@ struct inv_api {
 };
 struct inv_api inv_api_bind(struct inv *inv);
 
+/* The inventory as reconcile reads it (a port): read and note_mutation behave as
+ * inv_read (with the bound cvm client) and inv_note_mutation. inv_reader_bind binds an
+ * inventory and a worker's cvm client (b and what it points to are borrowed: they must
+ * outlive the port); unit tests bind canned listings. */
+struct inv_reader {
+	int (*read)(void *ctx, const struct cvm_credentials *cred, const char *region, const char *owner,
+		    bool unsettled, int64_t timeout_ms, struct pool_instance **ret_instances, size_t *ret_n,
+		    struct sp_error *err);
+	void (*note_mutation)(void *ctx, const char *secret_id, const char *region, const char *owner);
+	void *ctx;
+};
+struct inv_reader_binding {
+	struct inv *inv;
+	struct cvm_client *cvm;
+};
+struct inv_reader inv_reader_bind(struct inv_reader_binding *b);
+
 /* Pure parts, for tests. */
 /* The pause before the next sweep: fast while unsettled, else spaced to the budget. */
 int64_t inv_next_interval_ms(size_t n_instances, bool unsettled, int64_t fast_interval_ms,

@@ -75,8 +75,11 @@ void metrics_set_clock(int64_t (*now_ms)(void));
  * sold_out (cvm_code_is_sold_out(reason)), capacity (other capacity answers: quotas),
  * auth, config, throttled, transient or unknown (all eight exported per offering).  zone
  * and instance_type are open-ended labels (capped like cvm codes); NULL or empty is
- * "unknown".  spotpool_offerings_unavailable is read from soldout at each scrape. */
+ * "unknown".  spotpool_offerings_unavailable is read at each scrape from the sold-out
+ * memory given to metrics_set_soldout (the controller's; NULL: none, 0). */
 void metrics_offering_launch(const char *zone, const char *instance_type, int code, const char *reason);
+struct soldout;
+void metrics_set_soldout(struct soldout *s);
 
 /* Counts one CVM API call in spotpool_cvm_requests_total{action,code} and its duration in
  * spotpool_cvm_request_duration_seconds{action}.  Same signature as cvm_observe_fn so it

@@ -98,6 +98,8 @@ struct plan_input {
 };
 
 enum plan_state_class plan_classify_state(const char *state);
+/* The instance is on its way somewhere (PENDING, or going away): worth looking again soon. */
+bool plan_state_settling(const char *state);
 /* IDs recorded (seen, or the ledger's) that the listing does not show: to be looked up
  * by ID before their absence is believed. Sorted, without duplicates. */
 void plan_ids_to_confirm(const struct pool_instance *listed, size_t n_listed, const struct strv *seen,

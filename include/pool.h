@@ -139,6 +139,8 @@ char *pool_label_value(const char *name);
 /* A non-negative integer field (metadata.generation, ...); 0 when absent, not a number
  * or out of int64's range. */
 int64_t pool_json_int64(const cJSON *v);
+/* Whether our finalizer (POOL_FINALIZER) is in the object's metadata.finalizers. */
+bool pool_has_finalizer(const cJSON *obj);
 /* value limited to [minimum, maximum]. */
 int pool_clamp(int value, int minimum, int maximum);
 /* A DNS-1123 label (a namespace name): 1 to 63 of a-z 0-9 -, starting and ending with a

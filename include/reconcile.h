@@ -1,4 +1,5 @@
-/* reconcile: one pass over one pool (credentials -> inventory -> plan -> act -> status).
+/* reconcile: one pass over one pool: observe (credentials, inventory, sold-out memory) ->
+ * plan (pass.h) -> execute the actions -> report.
  * It knows nothing of the controller that drives it: the object comes in (from an
  * informer's cache), the outcome goes out. */
 #ifndef SPOTPOOL_RECONCILE_H
@@ -9,6 +10,7 @@
 #include "cvm.h"
 #include "inv.h"
 #include "kube.h"
+#include "soldout.h"
 
 #include <stdatomic.h>
 
@@ -23,13 +25,16 @@ struct reconcile_options {
 	const char *cluster_name;          /* the cluster tag of this process's launches */
 };
 
-/* Per-worker clients (each owns its connections) and shared state. */
+/* The ports a pass talks through (per worker: each binds its own connections) and the
+ * controller's shared state. */
 struct reconciler {
 	const struct reconcile_options *opt;
-	struct kube_client *kube;
-	struct cvm_client *cvm;
-	struct inv *inv;                   /* the shared instance inventory */
+	struct kube_api kube;              /* the apiserver */
+	struct cvm_api cvm;                /* the CVM API */
+	struct inv_reader inv;             /* the shared instance inventory */
+	struct sp_clock clock;
 	struct answers *answers;           /* launch answers, shared by the workers */
+	struct soldout *soldout;           /* sold-out memory, shared by the workers */
 	/* Mutations are allowed until this monotonic time (ms): INT64_MAX without leader
 	 * election, else the current lease's renew deadline; 0 for a standby. */
 	const _Atomic int64_t *active_until_ms;
@@ -46,8 +51,5 @@ struct reconcile_result {
 
 /* Reconciles the Spotpool obj (taken: the pass owns and frees it). */
 void reconcile_pool(struct reconciler *r, cJSON *obj, struct reconcile_result *ret);
-/* The ClientToken of a pool's n-th launch: stable across restarts, <= 64 ASCII. */
-void reconcile_client_token(const char *uid, const char *ns, const char *name, int64_t seq,
-			    char out[65]);
 
 #endif

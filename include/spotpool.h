@@ -22,8 +22,9 @@
  * Prefixes.  buf_ (bounded buffers), log_ (logging), tc3_ (request signing),
  *   http_ (libcurl transport), rate_ (cloud API pacing), cvm_ (Tencent CVM
  *   client), pool_ (Spotpool spec model and validation), manifest_ (YAML files),
- *   plan_ (pure planner), offer_ (offerings: zone x type preference and choice),
- *   soldout_ (process-wide sold-out memory),
+ *   plan_ (pure planner), pass_ (pure pass planner: a pass's ordered actions),
+ *   offer_ (offerings: zone x type preference and choice),
+ *   soldout_ (sold-out memory, one per controller),
  *   status_ (a pool's .status), reconcile_ (one pass over one pool),
  *   answers_ (launch answers kept in memory),
  *   inv_ (shared per-account instance inventory), snap_ (its compact instance

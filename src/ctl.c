@@ -35,7 +35,10 @@ int64_t ctl_poller_retire_ms(int resync_seconds)
 
 struct worker {
 	struct ctl *ctl;
-	struct reconciler rc;  /* owns the worker's own connections */
+	struct kube_client *kube;  /* the worker's own connections, bound by rc's ports */
+	struct cvm_client *cvm;
+	struct inv_reader_binding inv;
+	struct reconciler rc;
 	pthread_t thread;
 };
 
@@ -49,6 +52,7 @@ struct ctl {
 	struct inv *inv;
 	struct answers *answers;
 	struct rate *rate;  /* shared by every cvm client: the limits are per account */
+	struct soldout *soldout;
 	struct worker *workers;
 	atomic_int running_workers;
 	_Atomic int64_t active_until_ms;
@@ -158,6 +162,8 @@ struct ctl *ctl_new(const struct ctl_options *opt)
 	c->queue = wq_new_with_hooks(&metrics_wq_hooks);
 	c->answers = answers_new(ANSWERS_MAX);
 	c->rate = rate_new(&opt->rate);
+	c->soldout = soldout_new(opt->sold_out_ttl_ms);
+	metrics_set_soldout(c->soldout);
 	atomic_store(&c->active_until_ms, INT64_MAX);
 	struct informer_config icfg = {.api_new = informer_api_new, .api_free = informer_api_free,
 				       .clock = c->clock, .namespaces = &c->opt.namespaces,
@@ -228,11 +234,15 @@ int ctl_start(struct ctl *c, struct sp_error *err)
 	for (int i = 0; i < workers && r == 0; i++) {
 		struct worker *w = &c->workers[i];
 		w->ctl = c;
-		w->rc = (struct reconciler){.opt = &c->ropt, .kube = kube_client_new(c->opt.kube, ua),
-					    .cvm = cvm_client_new(&cvm_cfg), .inv = c->inv, .answers = c->answers,
+		w->kube = kube_client_new(c->opt.kube, ua);
+		w->cvm = cvm_client_new(&cvm_cfg);
+		w->inv = (struct inv_reader_binding){.inv = c->inv, .cvm = w->cvm};
+		w->rc = (struct reconciler){.opt = &c->ropt, .kube = kube_client_api(w->kube),
+					    .cvm = cvm_client_api(w->cvm), .inv = inv_reader_bind(&w->inv),
+					    .clock = *c->clock, .answers = c->answers, .soldout = c->soldout,
 					    .active_until_ms = &c->active_until_ms};
 		/* A worker's writes (status, finalizer, events) end with the leadership. */
-		kube_client_set_until(w->rc.kube, &c->active_until_ms);
+		kube_client_set_until(w->kube, &c->active_until_ms);
 		if (pthread_create(&w->thread, NULL, worker_main, w) != 0)
 			r = sp_fail(err, SP_EIO, "cannot start worker thread");
 		else
@@ -254,8 +264,10 @@ void ctl_stop(struct ctl *c)
 	for (int i = 0; i < c->workers_running; i++)
 		pthread_join(c->workers[i].thread, NULL);
 	for (int i = 0; c->workers && i < c->opt.workers; i++) {
-		kube_client_free(c->workers[i].rc.kube);
-		cvm_client_free(c->workers[i].rc.cvm);
+		kube_client_free(c->workers[i].kube);
+		cvm_client_free(c->workers[i].cvm);
+		c->workers[i].kube = NULL;
+		c->workers[i].cvm = NULL;
 		c->workers[i].rc = (struct reconciler){0};
 	}
 	c->workers_running = 0;
@@ -274,6 +286,8 @@ void ctl_free(struct ctl *c)
 	wq_free(c->queue);
 	answers_free(c->answers);
 	rate_free(c->rate);  /* after the workers and pollers that borrowed it */
+	metrics_set_soldout(NULL);
+	soldout_free(c->soldout);
 	free(c);
 }
 

@@ -948,3 +948,36 @@ int cvm_terminate_instances(struct cvm_client *c, const struct cvm_credentials *
 	}
 	return 0;
 }
+
+static int api_describe_ids(void *ctx, const struct cvm_credentials *cred, const char *region,
+			    const struct strv *ids, const _Atomic int64_t *until,
+			    struct pool_instance **ret_instances, size_t *ret_n, struct sp_error *err)
+{
+	return cvm_describe_ids(ctx, cred, region, ids, until, ret_instances, ret_n, err);
+}
+
+static int api_run_instances(void *ctx, const struct cvm_credentials *cred, const struct cvm_launch *launch,
+			     struct strv *ret_ids, struct sp_error *err)
+{
+	return cvm_run_instances(ctx, cred, launch, ret_ids, err);
+}
+
+static int api_terminate_instances(void *ctx, const struct cvm_credentials *cred, const char *region,
+				   const struct strv *ids, const _Atomic int64_t *until, struct sp_error *err)
+{
+	return cvm_terminate_instances(ctx, cred, region, ids, until, err);
+}
+
+static int api_find_launched(void *ctx, const struct cvm_credentials *cred, const char *region,
+			     const char *zone, const char *client_token, const _Atomic int64_t *until,
+			     struct pool_instance **ret_instances, size_t *ret_n, struct sp_error *err)
+{
+	return cvm_find_launched(ctx, cred, region, zone, client_token, until, ret_instances, ret_n, err);
+}
+
+struct cvm_api cvm_client_api(struct cvm_client *c)
+{
+	return (struct cvm_api){.describe_ids = api_describe_ids, .run_instances = api_run_instances,
+				.terminate_instances = api_terminate_instances,
+				.find_launched = api_find_launched, .ctx = c};
+}

@@ -1,11 +1,15 @@
 /* dryrun: `spotpool dry-run`: describe, plan and DryRun-check each pool from
  * manifests on disk, changing nothing. */
+#include "cfg.h"
 #include "cli.h"
 #include "creds.h"
 #include "cvm.h"
 #include "log.h"
 #include "manifest.h"
+#include "offer.h"
+#include "pass.h"
 #include "plan.h"
+#include "soldout.h"
 #include "status.h"
 
 #include <errno.h>
@@ -15,12 +19,14 @@
 
 static const char dry_run_usage[] =
 	"Usage: spotpool dry-run -f|--filename FILE [-f FILE ...] [-o|--output table|json]\n"
-	"                        [--endpoint URL] [--timeout SECONDS] [-v|--verbose]\n"
+	"                        [--endpoint URL] [--timeout SECONDS] [--cluster-name NAME] [-v|--verbose]\n"
 	"\n"
 	"Shows what spotpool would do for each Spotpool in FILE (YAML or JSON, several\n"
 	"documents allowed, '-' for standard input), changing nothing: it describes the\n"
-	"pool's own instances (those tagged " POOL_TAG_KEY "=<namespace>/<name>),\n"
-	"computes the plan and asks the cloud to validate intended launches with\n"
+	"pool's own instances (those tagged " POOL_TAG_KEY "=<namespace>/<name>, and\n"
+	"of this cluster with --cluster-name), plans the pass as `spotpool run --dry-run`\n"
+	"does (with the ledger and instances of the manifest's status, if any), prints\n"
+	"its actions and asks the cloud to validate the launch it chose with\n"
 	"RunInstances DryRun=true (parameters, quota and stock).\n"
 	"\n"
 	"Options:\n"
@@ -29,15 +35,17 @@ static const char dry_run_usage[] =
 	"      --endpoint URL    CVM API endpoint (default https://cvm.<region>.tencentcloudapi.com/,\n"
 	"                        or $SPOTPOOL_CVM_ENDPOINT)\n"
 	"      --timeout SECONDS per-request timeout, 1..300 (default 15)\n"
+	"      --cluster-name NAME  count only instances of this cluster (its cluster tag)\n"
+	"                        and untagged ones (default $SPOTPOOL_CLUSTER_NAME; none: all)\n"
 	"  -v, --verbose         log each API call to stderr (action, region, outcome,\n"
 	"                        duration), successful ones included\n"
 	"  -h, --help            this text\n"
 	"\n"
-	"Credentials: the pool's inline secretId/secretKey, else the Secret named by\n"
-	"credentialsSecretRef, read from the given files (never from a cluster; a Secret\n"
-	"that is there but lacks secretId or secretKey, or has one empty or not base64,\n"
-	"is an error), else TENCENTCLOUD_SECRET_ID, TENCENTCLOUD_SECRET_KEY and optional\n"
-	"TENCENTCLOUD_SESSION_TOKEN.\n"
+	"Credentials, in the controller's order: the Secret named by credentialsSecretRef,\n"
+	"read from the given files (never from a cluster; a Secret that is there but lacks\n"
+	"secretId or secretKey, or has one empty or not base64, is an error), else the\n"
+	"pool's inline secretId/secretKey, else TENCENTCLOUD_SECRET_ID,\n"
+	"TENCENTCLOUD_SECRET_KEY and optional TENCENTCLOUD_SESSION_TOKEN.\n"
 	"\n"
 	"Input: at most 4 MiB per file, 64 levels of nesting and 100000 keys and list\n"
 	"items per file. Every problem of every file and document is reported (file,\n"
@@ -72,13 +80,6 @@ static cJSON *error_json(const struct sp_error *e)
 }
 
 static const char *str_or(const cJSON *o, const char *key, const char *dflt);
-
-static void add_ids(cJSON *o, const char *name, const struct strv *ids)
-{
-	cJSON *a = cJSON_AddArrayToObject(o, name);
-	for (size_t i = 0; i < ids->n; i++)
-		cJSON_AddItemToArray(a, cJSON_CreateString(ids->v[i]));
-}
 
 /* The Spotpool document s was read from (for the file, document and line of a message). */
 static const struct manifest_doc *pool_doc(const struct manifest_set *set, const struct pool_spec *s)
@@ -142,14 +143,16 @@ static void resolve_credentials(struct pool_spec *const *pools, size_t n, const 
 		const struct pool_spec *s = pools[i];
 		struct sp_error err = {0};
 		int r = 0;
-		if (s->secret_id) {
+		/* The controller's precedence; the environment stands for its default. */
+		switch (pass_credentials_source(s, true)) {
+		case PASS_CREDS_SECRET: r = secret_credentials(s, set, &out[i], &err); break;
+		case PASS_CREDS_INLINE:
 			creds_set(&out[i], s->secret_id, s->secret_key, NULL,
 				  "spec (inline; prefer credentialsSecretRef)");
 			log_add_secret(s->secret_key);
-		} else if (s->credentials_secret)
-			r = secret_credentials(s, set, &out[i], &err);
-		else
-			r = creds_from_env(&out[i], &err);
+			break;
+		default: r = creds_from_env(&out[i], &err); break;
+		}
 		if (r == 0)
 			continue;
 		const struct manifest_doc *d = pool_doc(set, s);
@@ -162,9 +165,84 @@ static void resolve_credentials(struct pool_spec *const *pools, size_t n, const 
 	}
 }
 
-/* Plans one pool; returns false when a cloud call or check failed. */
-static bool dry_run_pool(struct cvm_client *cvm, const struct pool_spec *s, const struct creds *cred,
-			 cJSON *pool)
+/* The pool's owned instances, as the controller observes them: the tag listing, kept
+ * to this cluster's (plan_owns), plus lookups by ID of what the manifest's status
+ * records and the listing lacks. */
+static int observe(struct cvm_client *cvm, const struct cvm_credentials *view, const struct pool_spec *s,
+		   const char *cluster, const struct strv *seen, const struct plan_launch *ledger,
+		   struct pool_instance **ret, size_t *ret_n, struct strv *foreign, struct sp_error *err)
+{
+	char *owner = pool_tag_value(s);
+	int r = cvm_describe_tagged(cvm, view, s->region, POOL_TAG_KEY, owner, ret, ret_n, err);
+	size_t kept = 0;
+	for (size_t i = 0; r == 0 && i < *ret_n; i++)
+		if (plan_owns(&(*ret)[i], owner, cluster))
+			(*ret)[kept++] = (*ret)[i];
+	if (r == 0)
+		*ret_n = kept;
+	struct strv confirm = {0};
+	if (r == 0)
+		plan_ids_to_confirm(*ret, *ret_n, seen, ledger, &confirm);
+	if (r == 0 && confirm.n) {
+		struct pool_instance *found = NULL;
+		size_t n_found = 0;
+		r = cvm_describe_ids(cvm, view, s->region, &confirm, NULL, &found, &n_found, err);
+		if (r == 0)
+			plan_merge_owned(ret, ret_n, found, n_found, owner, cluster, foreign);
+		free(found);
+	}
+	strv_clear(&confirm);
+	free(owner);
+	return r;
+}
+
+/* Runs the checks among acts (the launch check: RunInstances DryRun=true) and puts the
+ * list into pool: "actions" (pass_action_line's lines) and what they add up to. */
+static bool describe_actions(struct cvm_client *cvm, const struct cvm_credentials *view,
+			     const struct pool_spec *s, const struct pass_actions *acts, cJSON *pool)
+{
+	cJSON_AddNumberToObject(pool, "observed", acts->live);
+	cJSON_AddNumberToObject(pool, "target", acts->target);
+	cJSON *lines = cJSON_AddArrayToObject(pool, "actions");
+	cJSON *terminate = cJSON_CreateArray(), *cleanup = cJSON_CreateArray(), *check = NULL;
+	int launch = 0;
+	bool ok = true;
+	for (size_t i = 0; i < acts->n; i++) {
+		const struct pass_action *a = &acts->v[i];
+		char line[1024];
+		pass_action_line(a, line, sizeof(line));
+		cJSON_AddItemToArray(lines, cJSON_CreateString(line));
+		for (size_t j = 0; a->kind == PASS_WOULD_TERMINATE && j < a->ids.n; j++)
+			cJSON_AddItemToArray(a->why == PASS_WHY_SCALE_DOWN ? terminate : cleanup,
+					     cJSON_CreateString(a->ids.v[j]));
+		if (a->kind != PASS_CHECK_LAUNCH)
+			continue;
+		struct cvm_launch l = {.spec = s, .count = a->count, .zone = a->zone,
+				       .instance_type = a->instance_type, .dry_run = true};
+		struct strv ids = {0};
+		struct sp_error err = {0};
+		int r = cvm_run_instances(cvm, view, &l, &ids, &err);
+		strv_clear(&ids);
+		launch = a->count;
+		check = cJSON_CreateObject();
+		cJSON_AddBoolToObject(check, "passed", r == 0);
+		if (r < 0)
+			cJSON_AddItemToObject(check, "error", error_json(&err));
+		ok = ok && r == 0;
+	}
+	cJSON_AddNumberToObject(pool, "launch", launch);
+	cJSON_AddItemToObject(pool, "terminate", terminate);
+	cJSON_AddItemToObject(pool, "cleanup", cleanup);
+	if (check)
+		cJSON_AddItemToObject(pool, "launchCheck", check);
+	return ok;
+}
+
+/* The action list pass_plan makes for the pool (what `run --dry-run` logs as "plan:"
+ * lines), into pool; the checks it asks for are run. Returns false when a cloud call
+ * or check failed. */
+static bool dry_run_pool(struct cvm_client *cvm, const struct pool_spec *s, const cJSON *obj,
+			 const struct creds *cred, const char *cluster, cJSON *pool)
 {
 	cJSON_AddStringToObject(pool, "namespace", s->namespace);
 	cJSON_AddStringToObject(pool, "name", s->name);
@@ -175,46 +253,67 @@ static bool dry_run_pool(struct cvm_client *cvm, const struct pool_spec *s, cons
 	cJSON_AddNumberToObject(pool, "maximum", s->maximum);
 	if (s->has_replicas)
 		cJSON_AddNumberToObject(pool, "replicas", s->replicas);
-
 	cJSON_AddStringToObject(pool, "credentials", cred->source);
+
+	/* What the manifest's object records, as the controller reads it. */
+	const cJSON *md = cJSON_GetObjectItemCaseSensitive(obj, "metadata");
+	const cJSON *status = cJSON_GetObjectItemCaseSensitive(obj, "status");
+	struct plan_launch ledger = {0};
+	bool has_ledger = status_ledger(status, &ledger);
+	struct strv seen = {0}, seen_live = {0}, foreign = {0};
+	status_recorded(status, &seen, &seen_live);
+	bool deleting = cJSON_GetObjectItemCaseSensitive(md, "deletionTimestamp") != NULL;
+	const char *degraded = status_condition(status, "Degraded", "status");
+	const char *degraded_reason = NULL;
+	if (degraded && strcmp(degraded, "True") == 0)
+		degraded_reason = status_condition(status, "Degraded", "reason");
+	if (degraded && strcmp(degraded, "True") == 0 && !degraded_reason)
+		degraded_reason = "Unknown";
+
 	struct sp_error err = {0};
 	struct cvm_credentials view = creds_view(cred);
-	char *identity = pool_tag_value(s);
 	struct pool_instance *instances = NULL;
 	size_t n = 0;
-	int r = cvm_describe_tagged(cvm, &view, s->region, POOL_TAG_KEY, identity, &instances, &n, &err);
-	free(identity);
-	if (r < 0) {
+	bool ok = observe(cvm, &view, s, cluster, &seen, has_ledger ? &ledger : NULL, &instances, &n, &foreign,
+			  &err) == 0;
+	if (!ok) {
 		cJSON_AddItemToObject(pool, "error", error_json(&err));
-		return false;
-	}
-	struct plan plan;
-	struct plan_input in = {.spec = s, .instances = instances, .n_instances = n, .now = sp_now()};
-	plan_compute(&in, &plan);
-	cJSON_AddNumberToObject(pool, "observed", plan.observed);
-	cJSON_AddNumberToObject(pool, "target", plan.target);
-	cJSON_AddNumberToObject(pool, "launch", plan.launch);
-	add_ids(pool, "terminate", &plan.scale_down);
-	add_ids(pool, "cleanup", &plan.cleanup);
-	cJSON *list = cJSON_AddArrayToObject(pool, "instances");
-	for (size_t i = 0; i < n; i++)
-		cJSON_AddItemToArray(list, status_instance_json(&instances[i]));
-
-	bool ok = true;
-	if (plan.launch > 0) {
-		struct cvm_launch launch = {.spec = s, .count = plan.launch, .dry_run = true};
-		struct strv ids = {0};
-		cJSON *check = cJSON_CreateObject();
-		r = cvm_run_instances(cvm, &view, &launch, &ids, &err);
-		strv_clear(&ids);
-		cJSON_AddBoolToObject(check, "passed", r == 0);
-		if (r < 0) {
-			cJSON_AddItemToObject(check, "error", error_json(&err));
-			ok = false;
+	} else {
+		/* Offerings: all available (this process has seen none sold out). */
+		struct offer_list offers;
+		offer_build(s, &offers);
+		enum offer_state state[OFFER_MAX];
+		int64_t probe_at[OFFER_MAX];
+		for (size_t i = 0; i < offers.n; i++) {
+			state[i] = OFFER_AVAILABLE;
+			probe_at[i] = INT64_MAX;
 		}
-		cJSON_AddItemToObject(pool, "launchCheck", check);
+		struct pass_input in = {
+			.ns = s->namespace, .name = s->name, .spec = s, .spec_valid = true, .deleting = deleting,
+			.finalizer = pool_has_finalizer(obj), .active = true, .dry_run = true, .old_status = status,
+			.generation = pool_json_int64(cJSON_GetObjectItemCaseSensitive(md, "generation")),
+			.start_degraded_reason = degraded_reason,
+			.insecure_credentials = pass_credentials_source(s, true) == PASS_CREDS_INLINE,
+			.plan = {.spec = s, .instances = instances, .n_instances = n, .seen = &seen,
+				 .seen_live = &seen_live, .foreign = &foreign, .ledger = has_ledger ? &ledger : NULL,
+				 .now = sp_now(), .deleting = deleting},
+			.ledger = has_ledger ? &ledger : NULL, .launch_seq = status_launch_seq(status),
+			.terminated = &(struct strv){0}, .offers = &offers, .offer_state = state,
+			.probe_at_ms = probe_at, .now_ms = sp_mono_ms(), .soldout_ttl_ms = SOLDOUT_TTL_DEFAULT_MS,
+		};
+		struct pass_done done = {0};
+		struct pass_actions acts;
+		pass_plan(&in, &done, &acts);
+		ok = describe_actions(cvm, &view, s, &acts, pool);
+		cJSON *list = cJSON_AddArrayToObject(pool, "instances");
+		for (size_t i = 0; i < n; i++)
+			cJSON_AddItemToArray(list, status_instance_json(&instances[i]));
+		pass_actions_free(&acts);
 	}
-	plan_free(&plan);
+	plan_launch_clear(&ledger);
+	strv_clear(&seen);
+	strv_clear(&seen_live);
+	strv_clear(&foreign);
 	free(instances);
 	return ok;
 }
@@ -258,6 +357,9 @@ static void print_details(const cJSON *p)
 		       str_or(p, "instanceType", ""), str_or(p, "zone", ""), cerr ? "FAILED: " : "passed",
 		       cerr ? str_or(cerr, "message", "") : "");
 	}
+	const cJSON *line;
+	cJSON_ArrayForEach(line, cJSON_GetObjectItemCaseSensitive(p, "actions"))
+		printf("  plan: %s\n", line->valuestring);
 	print_ids("scale down", cJSON_GetObjectItemCaseSensitive(p, "terminate"));
 	print_ids("dead, cleanup", cJSON_GetObjectItemCaseSensitive(p, "cleanup"));
 	if (launch == 0 && cJSON_GetArraySize(cJSON_GetObjectItemCaseSensitive(p, "terminate")) == 0 &&
@@ -302,8 +404,9 @@ const char *cli_cvm_endpoint(const char *flag)
 }
 
 /* Describes, plans and checks every pool (all valid, with credentials); prints the result. */
-static int dry_run_pools(const char *endpoint, long timeout, struct pool_spec *const *pools,
-			 const struct creds *creds, size_t n_pools, const char *output)
+static int dry_run_pools(const char *endpoint, long timeout, const char *cluster, const struct manifest_set *set,
+			 struct pool_spec *const *pools, const struct creds *creds, size_t n_pools,
+			 const char *output)
 {
 	struct rate *rate = rate_new(&(struct rate_config){0});  /* Tencent's limits, less 10% */
 	struct cvm_config cfg = {.endpoint = endpoint, .timeout_ms = timeout * 1000,
@@ -314,7 +417,8 @@ static int dry_run_pools(const char *endpoint, long timeout, struct pool_spec *c
 	int rc = CLI_OK;
 	for (size_t i = 0; i < n_pools; i++) {
 		cJSON *pool = cJSON_CreateObject();
-		if (!dry_run_pool(cvm, pools[i], &creds[i], pool))
+		const struct manifest_doc *d = pool_doc(set, pools[i]);
+		if (!dry_run_pool(cvm, pools[i], d ? d->object : NULL, &creds[i], cluster, pool))
 			rc = CLI_ECLOUD;
 		cJSON_AddItemToArray(arr, pool);
 	}
@@ -336,10 +440,11 @@ int cli_dry_run(int argc, char **argv)
 	static const struct option opts[] = {
 		{"filename", required_argument, NULL, 'f'}, {"output", required_argument, NULL, 'o'},
 		{"endpoint", required_argument, NULL, 'E'}, {"timeout", required_argument, NULL, 'T'},
-		{"verbose", no_argument, NULL, 'v'}, {"help", no_argument, NULL, 'h'}, {0},
+		{"cluster-name", required_argument, NULL, 'C'}, {"verbose", no_argument, NULL, 'v'},
+		{"help", no_argument, NULL, 'h'}, {0},
 	};
 	struct strv files = {0};
-	const char *output = "table", *endpoint = NULL;
+	const char *output = "table", *endpoint = NULL, *cluster = getenv("SPOTPOOL_CLUSTER_NAME");
 	long timeout = 15;
 	const char *timeout_text = NULL;
 	int c, rc = CLI_OK;
@@ -351,6 +456,7 @@ int cli_dry_run(int argc, char **argv)
 		case 'o': output = optarg; break;
 		case 'E': endpoint = optarg; break;
 		case 'T': timeout_text = optarg; break;
+		case 'C': cluster = optarg; break;
 		case 'v': log_setup(LOG_FMT_PLAIN, LOG_LVL_DEBUG); break;
 		case 'h': fputs(dry_run_usage, stdout); strv_clear(&files); return CLI_OK;
 		default: strv_clear(&files); return cli_getopt_error("dry-run", dry_run_usage, c, argv, opts);
@@ -363,13 +469,18 @@ int cli_dry_run(int argc, char **argv)
 		timeout = strtol(timeout_text, &end, 10);
 		bad_timeout = errno || end == timeout_text || *end || timeout < 1 || timeout > 300;
 	}
-	if (optind < argc || files.n == 0 || (strcmp(output, "table") && strcmp(output, "json")) || bad_timeout) {
+	bool bad_cluster = cluster && *cluster && !cfg_cluster_name_valid(cluster);
+	if (optind < argc || files.n == 0 || (strcmp(output, "table") && strcmp(output, "json")) || bad_timeout ||
+	    bad_cluster) {
 		strv_clear(&files);
 		if (optind < argc)
 			return cli_usage_error("dry-run", dry_run_usage, "unexpected argument \"%s\"", argv[optind]);
 		if (bad_timeout)
 			return cli_usage_error("dry-run", dry_run_usage, "--timeout: must be an integer from 1 "
 					       "to 300 (seconds), got \"%.80s\"", timeout_text);
+		if (bad_cluster)
+			return cli_usage_error("dry-run", dry_run_usage, "--cluster-name: 1 to %d of A-Z a-z 0-9 . _ -, "
+					       "got \"%.80s\"", POOL_CLUSTER_NAME_MAX, cluster);
 		if (strcmp(output, "table") && strcmp(output, "json"))
 			return cli_usage_error("dry-run", dry_run_usage, "--output: must be table or json, "
 					       "got \"%.80s\"", output);
@@ -395,7 +506,8 @@ int cli_dry_run(int argc, char **argv)
 		struct creds *creds = xcalloc(n_pools + 1, sizeof(*creds));
 		resolve_credentials(pools, n_pools, &set, creds, &errs);
 		if (errs.n == 0)
-			rc = dry_run_pools(cli_cvm_endpoint(endpoint), timeout, pools, creds, n_pools, output);
+			rc = dry_run_pools(cli_cvm_endpoint(endpoint), timeout, cluster, &set, pools, creds, n_pools,
+					   output);
 		for (size_t i = 0; i < n_pools; i++) {
 			creds_clear(&creds[i]);
 			pool_spec_free(pools[i]);

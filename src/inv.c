@@ -592,3 +592,21 @@ struct inv_api inv_api_bind(struct inv *inv)
 {
 	return (struct inv_api){.note_all_mutated = api_note_all_mutated, .forget = api_forget, .ctx = inv};
 }
+
+static int reader_read(void *ctx, const struct cvm_credentials *cred, const char *region, const char *owner,
+		       bool unsettled, int64_t timeout_ms, struct pool_instance **ret_instances, size_t *ret_n,
+		       struct sp_error *err)
+{
+	struct inv_reader_binding *b = ctx;
+	return inv_read(b->inv, b->cvm, cred, region, owner, unsettled, 0, timeout_ms, ret_instances, ret_n, err);
+}
+
+static void reader_note_mutation(void *ctx, const char *secret_id, const char *region, const char *owner)
+{
+	inv_note_mutation(((struct inv_reader_binding *)ctx)->inv, secret_id, region, owner);
+}
+
+struct inv_reader inv_reader_bind(struct inv_reader_binding *b)
+{
+	return (struct inv_reader){.read = reader_read, .note_mutation = reader_note_mutation, .ctx = b};
+}

@@ -128,6 +128,25 @@ struct registry {
 static pthread_mutex_t lock = PTHREAD_MUTEX_INITIALIZER;
 static struct registry reg;
 static int64_t (*clock_ms)(void) = sp_mono_ms;
+/* The controller's sold-out memory, read at each scrape; its own lock, so that the
+ * controller can take it away (metrics_set_soldout(NULL)) while a scrape runs. */
+static pthread_mutex_t soldout_lock = PTHREAD_MUTEX_INITIALIZER;
+static struct soldout *soldout;
+
+void metrics_set_soldout(struct soldout *s)
+{
+	pthread_mutex_lock(&soldout_lock);
+	soldout = s;
+	pthread_mutex_unlock(&soldout_lock);
+}
+
+static size_t offerings_unavailable(void)
+{
+	pthread_mutex_lock(&soldout_lock);
+	size_t n = soldout ? soldout_unavailable(soldout, sp_mono_ms()) : 0;
+	pthread_mutex_unlock(&soldout_lock);
+	return n;
+}
 
 /* Makes room for one more element of size sz in *p holding n of *cap. */
 static void *grow(void *p, size_t n, size_t *cap, size_t sz)
@@ -798,7 +817,7 @@ char *metrics_render(void)
 	read_process_stats(&ps);
 	struct page pg = {0};
 	buf_init(&pg.b, METRICS_RENDER_MAX);
-	size_t unavailable = soldout_unavailable(sp_mono_ms());
+	size_t unavailable = offerings_unavailable();
 	pthread_mutex_lock(&lock);
 	family(&pg, "spotpool_build_info", "gauge", "Build information; the value is always 1.");
 	emit(&pg, "spotpool_build_info{version=\"%s\"} 1\n", SPOTPOOL_VERSION);

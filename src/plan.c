@@ -19,6 +19,11 @@ enum plan_state_class plan_classify_state(const char *state)
 	return PLAN_LIVE;
 }
 
+bool plan_state_settling(const char *state)
+{
+	return strcmp(state, "PENDING") == 0 || plan_classify_state(state) == PLAN_GOING;
+}
+
 /* Instances sorted by ID for lookups: a pool can hold a thousand instances and a pass
  * must stay linearithmic. */
 struct id_index {

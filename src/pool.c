@@ -751,3 +751,13 @@ int pool_clamp(int value, int minimum, int maximum)
 {
 	return value < minimum ? minimum : value > maximum ? maximum : value;
 }
+
+bool pool_has_finalizer(const cJSON *obj)
+{
+	const cJSON *f;
+	cJSON_ArrayForEach(f, cJSON_GetObjectItemCaseSensitive(
+			       cJSON_GetObjectItemCaseSensitive(obj, "metadata"), "finalizers"))
+		if (cJSON_IsString(f) && strcmp(f->valuestring, POOL_FINALIZER) == 0)
+			return true;
+	return false;
+}

@@ -17,20 +17,16 @@
 #include "metrics.h"
 #include "offer.h"
 #include "plan.h"
+#include "pass.h"
 #include "pool.h"
-#include "soldout.h"
 #include "status.h"
 
-#include <openssl/sha.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <string.h>
 
-#define REQUEUE_PROGRESS_MS 2000
-/* A conflict means the object changed under us: look again almost at once. */
-#define REQUEUE_CONFLICT_MS 200
-
-/* Everything one pass knows about its pool. */
+/* Everything one pass knows about its pool: what it observed, and what its actions
+ * changed (the object as last written, the ledger, the instances terminated). */
 struct pass {
 	struct reconciler *r;
 	char *ns, *name;
@@ -40,42 +36,35 @@ struct pass {
 	cJSON *obj;
 	const cJSON *old_status;
 	struct pool_spec *spec;      /* NULL when the spec does not validate (and not deleting) */
-	int64_t generation;
+	bool spec_valid;
+	char spec_error[SP_ERROR_MAX];
 	bool deleting;
 	struct creds creds;
+	bool insecure;
+	int observe_code;            /* < 0: credentials or the cloud could not be read */
+	char observe_message[SP_ERROR_MAX];
 	struct pool_instance *instances;  /* owned instances known this pass */
 	size_t n_instances;
 	struct strv seen, seen_live; /* recorded by earlier passes (.status.instances) */
 	struct strv foreign;         /* recorded IDs that turned out not to be ours */
 	struct strv terminated;      /* terminated by this pass */
-	struct plan_launch ledger;
+	struct plan_launch found;    /* the ledger as the pass found it */
+	bool has_found;
+	struct plan_launch ledger;   /* the ledger as the status says now */
 	bool has_ledger;
 	int64_t launch_seq;
+	bool swept;
+	char *start_degraded_reason;
+	struct offer_list offers;
+	enum offer_state offer_state[OFFER_MAX];
+	int64_t probe_at[OFFER_MAX];
+	struct pass_done done;
+	/* The failure the pass ends with (pass_actions.degraded_*), NULL: none. */
 	const char *degraded_reason;
 	char degraded_message[SP_ERROR_MAX];
-	/* The Degraded condition as the pass found it (NULL: not degraded): what tells a
-	 * new failure episode from a repeat, whatever this pass writes meanwhile. */
-	char *start_degraded_reason, *start_degraded_message;
-	const char *event_reason;    /* the failure episode this pass already posted */
-	int run_calls;               /* RunInstances calls made by this pass */
-	char last_launch_code[96];   /* Tencent code of the last refused RunInstances */
-	char capacity_message[SP_ERROR_MAX]; /* CapacityAvailable=False: what is sold out */
-	char progress_message[SP_ERROR_MAX];
-	bool insecure;
-	bool conflicted;             /* a guarded write found the pool changed: write no more */
+	struct reconcile_result *res;
 };
 
-void reconcile_client_token(const char *uid, const char *ns, const char *name, int64_t seq,
-			    char out[65])
-{
-	char *id = xasprintf("%s/%s/%s", uid ? uid : "", ns, name);
-	unsigned char md[SHA256_DIGEST_LENGTH];
-	SHA256((const unsigned char *)id, strlen(id), md);
-	free(id);
-	char hex[2 * SHA256_DIGEST_LENGTH + 1];
-	sp_hex(md, sizeof(md), hex);
-	snprintf(out, 65, "spotpool-%.32s-%lld", hex, (long long)seq);
-}
 
 static void pool_log(struct pass *p, enum log_level level, const char *action, const char *code,
 		     const char *fmt, ...) __attribute__((format(printf, 5, 6)));
@@ -94,24 +83,23 @@ static void pool_log(struct pass *p, enum log_level level, const char *action, c
 	free(msg);
 }
 
+static int64_t now_ms(const struct pass *p)
+{
+	return p->r->clock.mono_ms(p->r->clock.ctx);
+}
+
+static int64_t now_s(const struct pass *p)
+{
+	return p->r->clock.now(p->r->clock.ctx);
+}
+
 /* Leadership can be lost mid-pass: every mutation checks it again just before acting. */
 static int still_leading(struct pass *p)
 {
-	if (sp_mono_ms() < atomic_load(p->r->active_until_ms))
+	if (now_ms(p) < atomic_load(p->r->active_until_ms))
 		return 0;
 	pool_log(p, LOG_LVL_INFO, "leadership", NULL, "no longer the leader, not acting");
 	return SP_ETRANSIENT;
-}
-
-static const char *reason_for(int code)
-{
-	switch (code) {
-	case SP_EAUTH: return "CredentialsInvalid";
-	case SP_ECAPACITY: return "CapacityUnavailable";
-	case SP_ECONFIG: return "InvalidParameters";
-	case SP_EINVAL: return "InvalidSpec";
-	default: return "CloudAPIError";
-	}
 }
 
 static void emit_event(struct pass *p, const char *type, const char *reason, const char *fmt, ...)
@@ -121,7 +109,7 @@ static void emit_event(struct pass *p, const char *type, const char *reason, con
 {
 	/* A deposed leader's events would describe actions it no longer takes (or that the
 	 * new leader contradicts): record nothing; the log still has it. */
-	if (sp_mono_ms() >= atomic_load(p->r->active_until_ms))
+	if (now_ms(p) >= atomic_load(p->r->active_until_ms))
 		return;
 	char raw[2048], msg[1024];
 	va_list ap;
@@ -131,7 +119,7 @@ static void emit_event(struct pass *p, const char *type, const char *reason, con
 	log_redact_copy(msg, sizeof(msg), raw);
 	const cJSON *md = cJSON_GetObjectItemCaseSensitive(p->obj, "metadata");
 	char now[32];
-	status_format_time(sp_now(), now);
+	status_format_time(now_s(p), now);
 	cJSON *ev = cJSON_CreateObject();
 	cJSON *emd = cJSON_AddObjectToObject(ev, "metadata");
 	char *gen_name = xasprintf("%s.", p->name);
@@ -158,55 +146,12 @@ static void emit_event(struct pass *p, const char *type, const char *reason, con
 				p->r->opt->identity ? p->r->opt->identity : "spotpool");
 	char *path = xasprintf("/api/v1/namespaces/%s/events", p->ns);
 	struct sp_error err = {0};
-	if (kube_request(p->r->kube, "POST", path, NULL, ev, NULL, &err) < 0)
+	if (p->r->kube.request(p->r->kube.ctx, "POST", path, NULL, ev, NULL, &err) < 0)
 		pool_log(p, LOG_LVL_WARN, "event", err.reason, "cannot record event: %s", err.msg);
 	free(path);
 	cJSON_Delete(ev);
 }
 
-/* A failure that leaves the pool short (or a deleted pool uncleaned) is visible in three
- * places: the Degraded condition with a reason, a log line naming the pool, and one
- * Warning event per episode. The condition's reason (not the message, which carries a
- * fresh RequestId on every call) tells a new episode from a repeat. */
-static void fail(struct pass *p, int code, const char *action, const struct sp_error *err,
-		 const char *fmt, ...) __attribute__((format(printf, 5, 6)));
-
-static void fail(struct pass *p, int code, const char *action, const struct sp_error *err,
-		 const char *fmt, ...)
-{
-	char what[SP_ERROR_MAX], raw[2 * SP_ERROR_MAX];
-	va_list ap;
-	va_start(ap, fmt);
-	vsnprintf(what, sizeof(what), fmt, ap);
-	va_end(ap);
-	/* Shutting down, or leadership ended mid-call: not a failure of the pool, no
-	 * episode (the next leader finds the pool as it is). */
-	if (http_aborting() || sp_mono_ms() >= atomic_load(p->r->active_until_ms)) {
-		pool_log(p, LOG_LVL_INFO, action, NULL, "%s: %s", what,
-			 err ? err->msg : http_aborting() ? "shutting down" : "no longer the leader");
-		return;
-	}
-	snprintf(raw, sizeof(raw), "%s%s%s", what, err && *err->msg ? ": " : "", err ? err->msg : "");
-	p->degraded_reason = reason_for(code);
-	log_redact_copy(p->degraded_message, sizeof(p->degraded_message), raw);
-	pool_log(p, LOG_LVL_WARN, action, err && *err->reason ? err->reason : NULL, "%s: %s",
-		 p->degraded_reason, p->degraded_message);
-	if ((!p->start_degraded_reason || strcmp(p->start_degraded_reason, p->degraded_reason) != 0) &&
-	    p->event_reason != p->degraded_reason) {
-		emit_event(p, "Warning", p->degraded_reason, "%s", p->degraded_message);
-		p->event_reason = p->degraded_reason;
-	}
-}
-
-static bool has_finalizer(const cJSON *obj)
-{
-	const cJSON *f;
-	cJSON_ArrayForEach(f, cJSON_GetObjectItemCaseSensitive(
-			       cJSON_GetObjectItemCaseSensitive(obj, "metadata"), "finalizers"))
-		if (cJSON_IsString(f) && strcmp(f->valuestring, POOL_FINALIZER) == 0)
-			return true;
-	return false;
-}
 
 static void add_resource_version(cJSON *patch, const cJSON *obj)
 {
@@ -220,18 +165,15 @@ static void add_resource_version(cJSON *patch, const cJSON *obj)
 	}
 }
 
-/* Sends a merge patch; the object the apiserver returns replaces ours, so later
- * steps of the pass see what was written. Takes ownership of patch. After a conflict
- * nothing more is sent: the pass's view is stale, and a write built on it could undo
- * what the other writer recorded. */
+/* Sends a merge patch carrying the resourceVersion this pass read (or last wrote): a
+ * late write from a deposed leader, or one built on a pool that changed since, is then
+ * a conflict instead of erasing what someone else recorded. The object the apiserver
+ * returns replaces ours, so later steps see what was written. Takes patch. */
 static int apply_patch(struct pass *p, const char *path, cJSON *patch, struct sp_error *err)
 {
+	add_resource_version(patch, p->obj);
 	cJSON *updated = NULL;
-	int r = p->conflicted ? sp_fail(err, SP_ECONFLICT, "not written: the pool changed since this pass read it")
-		: still_leading(p) < 0 ? sp_fail(err, SP_ETRANSIENT, "not the leader")
-				       : kube_merge_patch(p->r->kube, path, patch, &updated, err);
-	if (r == SP_ECONFLICT)
-		p->conflicted = true;
+	int r = kube_api_merge_patch(&p->r->kube, path, patch, &updated, err);
 	cJSON_Delete(patch);
 	if (r == 0) {
 		cJSON_Delete(p->obj);
@@ -242,7 +184,6 @@ static int apply_patch(struct pass *p, const char *path, cJSON *patch, struct sp
 	return r;
 }
 
-/* Adds or removes our finalizer; resourceVersion makes a concurrent change a conflict. */
 static int set_finalizer(struct pass *p, bool present, struct sp_error *err)
 {
 	const cJSON *md = cJSON_GetObjectItemCaseSensitive(p->obj, "metadata");
@@ -254,155 +195,81 @@ static int set_finalizer(struct pass *p, bool present, struct sp_error *err)
 			cJSON_AddItemToArray(list, cJSON_CreateString(f->valuestring));
 	if (present)
 		cJSON_AddItemToArray(list, cJSON_CreateString(POOL_FINALIZER));
-	add_resource_version(patch, p->obj);
 	return apply_patch(p, p->path, patch, err);
 }
 
-/* final: the pass's last word. A write in the middle of a pass (the ledger before a
- * launch) does not yet know whether the pass will fail: it keeps the Degraded condition
- * the pool had, so conditions do not flap and a failure right after is no new episode. */
-static cJSON *build_status(struct pass *p, const struct plan *plan, bool final)
+static int write_status(struct pass *p, const cJSON *status, struct sp_error *err)
 {
-	const char *reason = p->degraded_reason, *message = p->degraded_reason ? p->degraded_message : NULL;
-	if (!final && !reason && p->start_degraded_reason) {
-		reason = p->start_degraded_reason;
-		message = p->start_degraded_message;
-	}
-	char *label = pool_label_value(p->name);
-	char *selector = xasprintf("spotpool.jokerbai.com/pool-name=%s", label);
-	free(label);
-	size_t n = 0;
-	struct pool_instance *recorded = plan ? plan_recorded(p->instances, p->n_instances, &p->terminated, &n)
-					      : NULL;
-	struct status_input in = {
-		.selector = selector, .old_status = p->old_status,
-		.generation = p->generation,
-		.instances = recorded, .n_instances = n, .plan = plan,
-		.minimum = p->spec ? p->spec->minimum : 0, .deleting = p->deleting,
-		.ledger = p->has_ledger ? &p->ledger : NULL, .launch_seq = p->launch_seq,
-		.degraded_reason = reason, .degraded_message = message,
-		.progress_message = *p->progress_message ? p->progress_message : NULL,
-		.capacity_message = plan && !p->deleting ? p->capacity_message : NULL,
-		.insecure_credentials = p->insecure, .now = sp_now(),
-	};
-	cJSON *st = status_build(&in);
-	free(recorded);
-	free(selector);
-	return st;
-}
-
-/* Writes everything but the ledger; an unchanged status is not written at all. The
- * write carries the resourceVersion this pass read (or last wrote): a late write from a
- * deposed leader, or one built on a pool that changed since, would otherwise erase what
- * someone else resolved into .status.instances and make the next pass launch again.
- * SP_ECONFLICT then means: re-read and plan again (the caller requeues at once). */
-static int write_status(struct pass *p, const struct plan *plan)
-{
-	cJSON *st = build_status(p, plan, true);
-	cJSON_DeleteItemFromObject(st, "launch");
-	cJSON_DeleteItemFromObject(st, "launchSeq");
-	if (p->conflicted || status_patch_is_noop(st, p->old_status)) {
-		cJSON_Delete(st);
-		return p->conflicted ? SP_ECONFLICT : 0;
-	}
 	cJSON *patch = cJSON_CreateObject();
-	cJSON_AddItemToObject(patch, "status", st);
-	add_resource_version(patch, p->obj);
+	cJSON_AddItemToObject(patch, "status", cJSON_Duplicate(status, true));
 	char *path = xasprintf("%s/status", p->path);
-	struct sp_error err = {0};
-	int r = apply_patch(p, path, patch, &err);
+	int r = apply_patch(p, path, patch, err);
 	free(path);
-	if (r == SP_ECONFLICT) {  /* not a failure: the next pass writes from a fresh read */
-		pool_log(p, LOG_LVL_INFO, "status", err.reason, "pool changed since it was read, "
-			 "status not written (planning again): %s", err.msg);
-		return r;
-	}
-	/* Made visible on the object too: a status that cannot be written (RBAC, a
-	 * webhook) would otherwise look like a pool that is simply not progressing. */
-	if (r < 0 && r != SP_ETRANSIENT)
-		emit_event(p, "Warning", "StatusUpdateFailed", "cannot write status: %s", err.msg);
-	if (r < 0)
-		pool_log(p, LOG_LVL_WARN, "status", err.reason, "status update failed: %s", err.msg);
 	return r;
 }
 
-/* Writes the whole status with the ledger (.status.launch and launchSeq), so what the
- * ledger resolved (the instances) lands in the same write, and the pass's last status
- * write usually has nothing left to change. The write carries the resourceVersion this
- * pass read: SP_ECONFLICT if anyone (a spec edit, another leader) wrote the pool since;
- * the caller then re-reads and re-plans. Every change of the ledger goes through here. */
-static int write_ledger(struct pass *p, const struct plan *plan, const char *what_if_not)
+static int observe_failed(struct pass *p, int code, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
+
+static int observe_failed(struct pass *p, int code, const char *fmt, ...)
 {
-	cJSON *st = build_status(p, plan, false);
-	/* A merge patch keeps keys it does not mention: clear the previous launch's IDs. */
-	cJSON *launch = cJSON_GetObjectItemCaseSensitive(st, "launch");
-	if (cJSON_IsObject(launch) && !cJSON_HasObjectItem(launch, "instanceIds"))
-		cJSON_AddNullToObject(launch, "instanceIds");
-	cJSON *patch = cJSON_CreateObject();
-	cJSON_AddItemToObject(patch, "status", st);
-	add_resource_version(patch, p->obj);
-	char *path = xasprintf("%s/status", p->path);
-	struct sp_error err = {0};
-	int r = apply_patch(p, path, patch, &err);
-	free(path);
-	if (r < 0)
-		pool_log(p, LOG_LVL_WARN, "ledger", err.reason, "%s: %s", what_if_not, err.msg);
-	return r;
+	char raw[2 * SP_ERROR_MAX];
+	va_list ap;
+	va_start(ap, fmt);
+	vsnprintf(raw, sizeof(raw), fmt, ap);
+	va_end(ap);
+	p->observe_code = code;
+	log_redact_copy(p->observe_message, sizeof(p->observe_message), raw);
+	return code;
 }
 
+/* The credentials of pass_credentials_source's choice. */
 static int resolve_credentials(struct pass *p)
 {
 	const struct pool_spec *s = p->spec;
-	if (s->credentials_secret) {
-		char *path = xasprintf("/api/v1/namespaces/%s/secrets/%s", p->ns, s->credentials_secret);
-		cJSON *secret = NULL;
-		struct sp_error err = {0};
-		int r = kube_get(p->r->kube, path, &secret, &err);
-		free(path);
-		if (r < 0) {
-			fail(p, SP_EAUTH, "credentials", NULL, "cannot read Secret %s/%s named by "
-			     "spec.credentialsSecretRef: %s", p->ns, s->credentials_secret,
-			     r == SP_ENOTFOUND ? "not found" : err.msg);
-			return r == SP_ENOTFOUND || r == SP_EFORBIDDEN ? SP_EAUTH : r;
-		}
-		/* An ID is no secret: not registered for redaction, unlike kube_secret_value's. */
-		const char *id64 = cJSON_GetStringValue(cJSON_GetObjectItemCaseSensitive(
-			cJSON_GetObjectItemCaseSensitive(secret, "data"), "secretId"));
-		char *id = id64 ? sp_base64_decode(id64, NULL) : NULL;
-		char *key = kube_secret_value(secret, "secretKey");
-		char *token = kube_secret_value(secret, "token");
-		kube_secret_free(secret);
-		int rc = 0;
-		if (id && key && *id && *key) {
-			creds_set(&p->creds, id, key, token, "secret");
-			log_replace_secret(p->ns, s->credentials_secret, "secretKey", key);  /* a rotated key is forgotten */
-			log_replace_secret(p->ns, s->credentials_secret, "token", token);
-		} else {
-			fail(p, SP_EAUTH, "credentials", NULL, "Secret %s/%s: key %s is %s", p->ns,
-			     s->credentials_secret, !id || !*id ? "secretId" : "secretKey",
-			     (!id || !key) ? "missing" : "empty");
-			rc = SP_EAUTH;
-		}
-		sp_secure_free(id);
-		sp_secure_free(key);
-		sp_secure_free(token);
-		return rc;
-	}
-	if (s->secret_id) {
+	const struct creds *d = p->r->opt->default_creds;
+	switch (pass_credentials_source(s, d && d->secret_id)) {
+	case PASS_CREDS_SECRET: break;
+	case PASS_CREDS_INLINE:
 		creds_set(&p->creds, s->secret_id, s->secret_key, NULL, "spec");
 		/* Owned by the pool: an edited key forgets the old one. */
 		log_replace_secret(p->ns, p->name, "spec.secretKey", s->secret_key);
 		p->insecure = true;
 		return 0;
-	}
-	const struct creds *d = p->r->opt->default_creds;
-	if (d && d->secret_id) {
+	case PASS_CREDS_DEFAULT:
 		creds_set(&p->creds, d->secret_id, d->secret_key, d->token, d->source);
 		return 0;
+	case PASS_CREDS_NONE:
+		return observe_failed(p, SP_EAUTH, "no credentials: set spec.credentialsSecretRef, or give the "
+				      "controller TENCENTCLOUD_SECRET_ID/TENCENTCLOUD_SECRET_KEY");
 	}
-	fail(p, SP_EAUTH, "credentials", NULL, "no credentials: set spec.credentialsSecretRef, or give the "
-	     "controller TENCENTCLOUD_SECRET_ID/TENCENTCLOUD_SECRET_KEY");
-	return SP_EAUTH;
+	char *path = xasprintf("/api/v1/namespaces/%s/secrets/%s", p->ns, s->credentials_secret);
+	cJSON *secret = NULL;
+	struct sp_error err = {0};
+	int r = kube_api_get(&p->r->kube, path, &secret, &err);
+	free(path);
+	if (r < 0)
+		return observe_failed(p, SP_EAUTH, "cannot read Secret %s/%s named by spec.credentialsSecretRef: %s",
+				      p->ns, s->credentials_secret, r == SP_ENOTFOUND ? "not found" : err.msg);
+	/* An ID is no secret: not registered for redaction, unlike kube_secret_value's. */
+	const char *id64 = cJSON_GetStringValue(cJSON_GetObjectItemCaseSensitive(
+		cJSON_GetObjectItemCaseSensitive(secret, "data"), "secretId"));
+	char *id = id64 ? sp_base64_decode(id64, NULL) : NULL;
+	char *key = kube_secret_value(secret, "secretKey");
+	char *token = kube_secret_value(secret, "token");
+	kube_secret_free(secret);
+	int rc = 0;
+	if (id && key && *id && *key) {
+		creds_set(&p->creds, id, key, token, "secret");
+		log_replace_secret(p->ns, s->credentials_secret, "secretKey", key);  /* a rotated key is forgotten */
+		log_replace_secret(p->ns, s->credentials_secret, "token", token);
+	} else {
+		rc = observe_failed(p, SP_EAUTH, "Secret %s/%s: key %s is %s", p->ns, s->credentials_secret,
+				    !id || !*id ? "secretId" : "secretKey", (!id || !key) ? "missing" : "empty");
+	}
+	sp_secure_free(id);
+	sp_secure_free(key);
+	sp_secure_free(token);
+	return rc;
 }
 
 /* Whether the pool may need the inventory's fast cadence: anything but a settled,
@@ -415,12 +282,12 @@ static bool unsettled(const struct pass *p)
 
 /* The owned instances: the shared inventory's listing, plus what lookups by ID show of
  * the recorded instances it lacks (the tag index lags). On failure nothing is known. */
-static int observe(struct pass *p)
+static int observe_cloud(struct pass *p)
 {
 	struct cvm_credentials view = creds_view(&p->creds);
 	struct sp_error err = {0};
-	int r = inv_read(p->r->inv, p->r->cvm, &view, p->spec->region, p->owner, unsettled(p), 0,
-			 RECONCILE_READ_TIMEOUT_MS, &p->instances, &p->n_instances, &err);
+	int r = p->r->inv.read(p->r->inv.ctx, &view, p->spec->region, p->owner, unsettled(p),
+			       RECONCILE_READ_TIMEOUT_MS, &p->instances, &p->n_instances, &err);
 	/* The account's listing also holds this pool name's instances of other clusters. */
 	size_t kept = 0;
 	for (size_t i = 0; r == 0 && i < p->n_instances; i++)
@@ -430,19 +297,16 @@ static int observe(struct pass *p)
 		p->n_instances = kept;
 	struct strv confirm = {0};
 	if (r == 0)
-		plan_ids_to_confirm(p->instances, p->n_instances, &p->seen,
-				    p->has_ledger ? &p->ledger : NULL, &confirm);
+		plan_ids_to_confirm(p->instances, p->n_instances, &p->seen, p->has_found ? &p->found : NULL,
+				    &confirm);
 	if (r == 0 && confirm.n) {
 		struct pool_instance *found = NULL;
 		size_t n_found = 0;
-		r = cvm_describe_ids(p->r->cvm, &view, p->spec->region, &confirm, p->r->active_until_ms, &found,
-				     &n_found, &err);
-		if (r == 0) {
-			pool_log(p, LOG_LVL_DEBUG, "DescribeInstances", NULL, "%zu recorded instance(s) not "
-				 "listed by tag, %zu found by ID", confirm.n, n_found);
+		r = p->r->cvm.describe_ids(p->r->cvm.ctx, &view, p->spec->region, &confirm, p->r->active_until_ms,
+					   &found, &n_found, &err);
+		if (r == 0)
 			plan_merge_owned(&p->instances, &p->n_instances, found, n_found, p->owner,
 					 p->r->opt->cluster_name, &p->foreign);
-		}
 		free(found);
 	}
 	strv_clear(&confirm);
@@ -453,429 +317,338 @@ static int observe(struct pass *p)
 		free(p->instances);
 		p->instances = NULL;
 		p->n_instances = 0;
-		fail(p, r, "DescribeInstances", &err, "cannot read the pool's instances from the cloud (size "
-		     "and instances show the last known state)");
+		return observe_failed(p, r, "cannot read the pool's instances from the cloud (size and instances "
+				      "show the last known state): %s", err.msg);
 	}
-	return r;
+	return 0;
 }
 
-/* plan.sweep: the ledger's instances among every instance of its zone, listed without a
- * tag filter, join the owned ones. */
-static int sweep_launch(struct pass *p)
+static struct soldout_key offer_key(const struct pass *p, const char *zone, const char *type)
 {
+	return (struct soldout_key){.secret_id = p->creds.secret_id, .region = p->spec->region,
+				    .zone = zone, .instance_type = type};
+}
+
+/* Everything the pass knows before it acts. */
+static void observe(struct pass *p)
+{
+	if (resolve_credentials(p) == 0)
+		observe_cloud(p);
+	offer_build(p->spec, &p->offers);
+	int64_t now = now_ms(p);
+	for (size_t i = 0; i < p->offers.n; i++) {
+		struct soldout_key k = offer_key(p, p->offers.v[i].zone, p->offers.v[i].instance_type);
+		p->probe_at[i] = INT64_MAX;
+		p->offer_state[i] = soldout_peek(p->r->soldout, &k, now, &p->probe_at[i]);
+	}
+}
+
+/* Executors, one per action kind: each does what the action says and answers with 0 or
+ * an SP_E* code (err says why). */
+
+static int do_sweep(struct pass *p, const struct pass_action *a, struct sp_error *err)
+{
+	(void)a;
 	struct cvm_credentials view = creds_view(&p->creds);
 	/* Ledgers record their offering's zone; older ones launched in the spec's (a spec
 	 * that no longer validates has none: the whole region is listed). */
-	const char *zone = *p->ledger.zone ? p->ledger.zone : p->spec->zone;
+	const char *zone = *p->found.zone ? p->found.zone : p->spec->zone;
 	struct pool_instance *found = NULL;
 	size_t n_found = 0;
-	struct sp_error err = {0};
-	int r = cvm_find_launched(p->r->cvm, &view, p->spec->region, zone, p->ledger.client_token,
-				  p->r->active_until_ms, &found, &n_found, &err);
-	if (r < 0) {
-		fail(p, r, "DescribeInstances", &err, "cannot look for the instances of launch %s before "
-		     "releasing the deleted pool", p->ledger.client_token);
+	int r = p->r->cvm.find_launched(p->r->cvm.ctx, &view, p->spec->region, zone, p->found.client_token,
+					p->r->active_until_ms, &found, &n_found, err);
+	if (r < 0)
 		return r;
-	}
 	pool_log(p, LOG_LVL_INFO, "finalize", NULL, "launch %s of unknown outcome: %zu instance(s) carry "
-		 "its token in a listing without a tag filter", p->ledger.client_token, n_found);
+		 "its token in a listing without a tag filter", p->found.client_token, n_found);
 	plan_merge_owned(&p->instances, &p->n_instances, found, n_found, p->owner, p->r->opt->cluster_name,
 			 &p->foreign);
 	free(found);
+	p->swept = true;
 	return 0;
 }
 
-static void note_terminated(struct pass *p, const struct strv *ids)
+static int do_reclaimed(struct pass *p, const struct pass_action *a, struct sp_error *err)
 {
-	for (size_t i = 0; i < ids->n; i++)
-		strv_push(&p->terminated, ids->v[i]);
-}
-
-static int terminate(struct pass *p, const struct strv *ids, enum metrics_termination reason,
-		     const char *why)
-{
-	if (!ids->n)
-		return 0;
-	if (still_leading(p) < 0)
-		return SP_ETRANSIENT;
-	struct cvm_credentials view = creds_view(&p->creds);
-	struct sp_error err = {0};
-	int r = cvm_terminate_instances(p->r->cvm, &view, p->spec->region, ids, p->r->active_until_ms, &err);
-	if (r < 0) {
-		fail(p, r, "TerminateInstances", &err, "terminate failed (%s)", why);
-		return r;
-	}
-	note_terminated(p, ids);
-	inv_note_mutation(p->r->inv, view.secret_id, p->spec->region, p->owner);
-	char joined[1024] = "";
-	for (size_t i = 0; i < ids->n; i++)
-		snprintf(joined + strlen(joined), sizeof(joined) - strlen(joined), "%s%s", i ? ", " : "",
-			 ids->v[i]);
-	metrics_instances_terminated(p->ns, p->name, reason, (int)ids->n);
-	emit_event(p, "Normal", "Terminated", "terminated %zu instance(s) (%s): %s", ids->n, why, joined);
-	return 0;
-}
-
-/* Calls RunInstances for the recorded launch (asking for count) and records the IDs.
- * fresh: the record was made by this pass and no earlier call used its token, so a
- * refusal proves nothing was launched and the record can go. A refusal of a repeated
- * token proves nothing: the first call may have launched; the record stays. */
-static int launch(struct pass *p, const struct plan *plan, int count, bool fresh)
-{
-	if (still_leading(p) < 0)
-		return SP_ETRANSIENT;
-	struct cvm_credentials view = creds_view(&p->creds);
-	struct cvm_launch l = {.spec = p->spec, .count = count, .client_token = p->ledger.client_token,
-			       .cluster = p->r->opt->cluster_name,
-			       .zone = *p->ledger.zone ? p->ledger.zone : NULL,
-			       .instance_type = *p->ledger.instance_type ? p->ledger.instance_type : NULL,
-			       .until = p->r->active_until_ms};
-	struct strv ids = {0};
-	struct sp_error err = {0};
-	int64_t started = sp_mono_ms();
-	p->run_calls++;
-	int r = cvm_run_instances(p->r->cvm, &view, &l, &ids, &err);
-	metrics_launch_request(p->ns, p->name, r, err.reason);
-	metrics_offering_launch(l.zone ? l.zone : p->spec->zone, l.instance_type ? l.instance_type : p->spec->instance_type,
-				r, err.reason);
-	snprintf(p->last_launch_code, sizeof(p->last_launch_code), "%s", r < 0 ? err.reason : "");
-	if (r == 0)
-		inv_note_mutation(p->r->inv, view.secret_id, p->spec->region, p->owner);
-	if (r == 0) {
-		p->ledger.ids_known = true;
-		strv_clear(&p->ledger.instance_ids);
-		char joined[1024] = "";
-		for (size_t i = 0; i < ids.n; i++) {
-			strv_push(&p->ledger.instance_ids, ids.v[i]);
-			snprintf(joined + strlen(joined), sizeof(joined) - strlen(joined), "%s%s",
-				 i ? ", " : "", ids.v[i]);
-		}
-		/* A repeated token may have launched only now: the grace of IDs no lookup
-		 * shows yet starts again. */
-		if (!fresh)
-			p->ledger.started = sp_now();
-		metrics_instances_launched(p->ns, p->name, (int)ids.n);
-		struct log_fields f = {.ns = p->ns, .pool = p->name, .action = "RunInstances",
-				       .duration_ms = (long)(sp_mono_ms() - started), .has_duration = true};
-		log_fields_msg(LOG_LVL_INFO, &f, "%s/%s: launch %s answered %zu instance(s)", p->ns, p->name,
-			       p->ledger.client_token, ids.n);
-		emit_event(p, "Normal", "Launched", "launched %zu x %s in %s: %s", ids.n,
-			   l.instance_type ? l.instance_type : p->spec->instance_type,
-			   l.zone ? l.zone : p->spec->zone, joined);
-		strv_clear(&ids);
-		/* A fresh launch's IDs stay in memory (answers.h) and are resolved next
-		 * pass; recording them now would cost a status write. A repeated one records
-		 * them, or each pass would replay it again. */
-		if (fresh)
-			answers_remember(p->r->answers, p->owner, p->ledger.client_token, &p->ledger.instance_ids);
-		return fresh ? 0 : write_ledger(p, plan, "cannot record the launched IDs yet (the next "
-						"pass repeats the same ClientToken and gets them again)");
-	}
-	strv_clear(&ids);
-	fail(p, r, "RunInstances", &err, "launch of %d instance(s) failed", count);
-	if (fresh && (r == SP_ECAPACITY || r == SP_EAUTH || r == SP_ECONFIG)) {
-		plan_launch_clear(&p->ledger);
-		p->has_ledger = false;
-		write_ledger(p, plan, "cannot clear the refused launch (the next pass repeats it)");
-	}
-	return r;
-}
-
-static int start_launch(struct pass *p, const struct plan *plan, int count, const struct offer *o)
-{
-	p->launch_seq++;
-	plan_launch_clear(&p->ledger);
-	p->ledger = (struct plan_launch){.count = count, .started = sp_now()};
-	snprintf(p->ledger.zone, sizeof(p->ledger.zone), "%s", o->zone);
-	snprintf(p->ledger.instance_type, sizeof(p->ledger.instance_type), "%s", o->instance_type);
-	reconcile_client_token(p->spec->uid, p->ns, p->name, p->launch_seq, p->ledger.client_token);
-	p->has_ledger = true;
-	/* Not recorded, so not launched: safe to simply try again later. */
-	int r = write_ledger(p, plan, "cannot record launch, not launching");
-	return r < 0 ? r : launch(p, plan, count, true);
-}
-
-static void dry_run_actions(struct pass *p, const struct plan *plan)
-{
-	char *m = p->progress_message;
-	size_t cap = sizeof(p->progress_message);
-	snprintf(m, cap, "dry-run: %d live, target %d", plan->observed, plan->target);
-	int want = plan->launch + plan->resume;
-	if (want) {
-		struct cvm_credentials view = creds_view(&p->creds);
-		struct cvm_launch l = {.spec = p->spec, .count = want, .dry_run = true,
-				       .until = p->r->active_until_ms};
-		struct strv ids = {0};
-		struct sp_error err = {0};
-		int r = cvm_run_instances(p->r->cvm, &view, &l, &ids, &err);
-		strv_clear(&ids);
-		/* The error code, not the message: messages carry a RequestId that changes
-		 * every call and would turn each pass into a new event and status write. */
-		snprintf(m + strlen(m), cap - strlen(m), "; would launch %d (launch check %s%s)", want,
-			 r == 0 ? "passed" : "failed: ", r == 0 ? "" : *err.reason ? err.reason : sp_strerror(r));
-	}
-	for (size_t i = 0; i < plan->scale_down.n; i++)
-		snprintf(m + strlen(m), cap - strlen(m), "%s%s", i ? ", " : "; would terminate ",
-			 plan->scale_down.v[i]);
-	/* Counts, error codes and instance IDs only; events and conditions redact anyway. */
-	const char *old = status_condition(p->old_status, "Progressing", "message");
-	if (!old || strcmp(old, m) != 0)
-		emit_event(p, "Normal", "DryRun", "%s", m);
-}
-
-static int release(struct pass *p, const char *why)
-{
-	struct sp_error err = {0};
-	pool_log(p, LOG_LVL_INFO, "finalize", NULL, "%s, releasing the resource", why);
-	answers_forget(p->r->answers, p->owner);
-	int r = set_finalizer(p, false, &err);
-	if (r < 0)
-		pool_log(p, LOG_LVL_WARN, "finalize", err.reason, "cannot remove finalizer: %s", err.msg);
-	return r;
-}
-
-/* Deletion: terminate everything recorded or listed, confirm by ID on the next pass,
- * then let the resource go. */
-static void finalize(struct pass *p, const struct plan *plan, struct reconcile_result *res)
-{
-	if (p->r->opt->dry_run)
-		return;  /* a dry-run controller neither terminates nor releases */
-	if (p->spec->deletion_policy == POOL_RETAIN) {
-		emit_event(p, "Normal", "Retained", "deletionPolicy Retain: leaving %d instance(s) running",
-			   plan->observed);
-		res->error = release(p, "deletionPolicy Retain");
-		return;
-	}
-	if (plan->resume) {
-		pool_log(p, LOG_LVL_INFO, "finalize", NULL, "repeating launch %s to learn its instance IDs "
-			 "before releasing", p->ledger.client_token);
-		/* Whatever it answers, what is known goes now: a refused repeat must not keep a
-		 * deleted pool's instances running. */
-		int r = launch(p, plan, plan->resume, false);
-		res->error = r;
-		res->requeue_ms = REQUEUE_PROGRESS_MS;
-		if ((r == SP_ECAPACITY || r == SP_EAUTH || r == SP_ECONFIG) && plan->let_go_if_refused) {
-			emit_event(p, "Warning", "LaunchAbandoned", "launch %s of unknown outcome: repeating it "
-				   "was refused past the launch grace; releasing without it",
-				   p->ledger.client_token);
-			plan_launch_clear(&p->ledger);
-			p->has_ledger = false;
-			if (write_ledger(p, plan, "cannot clear the refused launch") == SP_ECONFLICT)
-				res->requeue_ms = REQUEUE_CONFLICT_MS;
-		}
-	}
-	if (plan->cleanup.n) {
-		int r = terminate(p, &plan->cleanup, METRICS_TERMINATED_DELETION, "pool deleted");
-		if (r < 0) {
-			res->error = r;
-			return;
-		}
-		if (plan->ledger_done) {
-			plan_launch_clear(&p->ledger);
-			p->has_ledger = false;
-			if (write_ledger(p, plan, "cannot clear the resolved launch") == SP_ECONFLICT)
-				res->requeue_ms = REQUEUE_CONFLICT_MS;
-		}
-		res->requeue_ms = res->requeue_ms ? res->requeue_ms : REQUEUE_PROGRESS_MS;
-		return;
-	}
-	if (plan->waiting) {
-		pool_log(p, LOG_LVL_INFO, "finalize", NULL, "waiting for the outcome of launch %s before "
-			 "releasing", p->ledger.client_token);
-		res->requeue_ms = REQUEUE_PROGRESS_MS;
-		return;
-	}
-	res->error = release(p, "every recorded instance is confirmed gone");
-}
-
-static void note_reclaims(struct pass *p, const struct plan *plan)
-{
-	for (size_t i = 0; i < plan->reclaimed.n; i++) {
+	(void)err;
+	for (size_t i = 0; i < a->ids.n; i++) {
 		metrics_instance_reclaimed(p->ns, p->name);
 		emit_event(p, "Warning", "InstanceReclaimed",
 			   "instance %s is gone or dead without spotpool terminating it (spot reclaim, "
-			   "failure, or terminated outside spotpool)", plan->reclaimed.v[i]);
+			   "failure, or terminated outside spotpool)", a->ids.v[i]);
 	}
+	return 0;
 }
 
-/* Returns < 0 when the pass should be retried with backoff. */
-static struct soldout_key offer_key(const struct pass *p, const struct offer *o)
+static int do_ledger(struct pass *p, const struct pass_action *a, struct sp_error *err)
 {
-	return (struct soldout_key){.secret_id = p->creds.secret_id, .region = p->spec->region,
-				    .zone = o->zone, .instance_type = o->instance_type};
+	int r = write_status(p, a->status, err);
+	if (r < 0)
+		return r;
+	if (p->has_ledger)
+		plan_launch_clear(&p->ledger);
+	p->has_ledger = a->has_ledger;
+	p->ledger = a->ledger;
+	p->ledger.instance_ids = (struct strv){0};
+	for (size_t i = 0; i < a->ledger.instance_ids.n; i++)
+		strv_push(&p->ledger.instance_ids, a->ledger.instance_ids.v[i]);
+	p->launch_seq = a->launch_seq;
+	return 0;
 }
 
-/* What the sold-out memory says of each of the pool's offerings now; the earliest time
- * a probe of one of them is due goes to *ret_probe_at (INT64_MAX: none is sold out). */
-static void offer_states(const struct pass *p, const struct offer_list *offers, enum offer_state *state,
-			 int64_t now, int64_t *ret_probe_at)
+static int run_instances(struct pass *p, const struct pass_action *a, bool dry_run, struct strv *ids,
+			 struct sp_error *err)
 {
-	*ret_probe_at = INT64_MAX;
-	for (size_t i = 0; i < offers->n; i++) {
-		struct soldout_key k = offer_key(p, &offers->v[i]);
-		int64_t at = INT64_MAX;
-		state[i] = soldout_peek(&k, now, &at);
-		if (state[i] != OFFER_AVAILABLE && at < *ret_probe_at)
-			*ret_probe_at = at;
-	}
+	struct cvm_credentials view = creds_view(&p->creds);
+	struct cvm_launch l = {.spec = p->spec, .count = a->count,
+			       .client_token = *a->ledger.client_token ? a->ledger.client_token : NULL,
+			       .cluster = p->r->opt->cluster_name, .zone = a->zone,
+			       .instance_type = a->instance_type, .dry_run = dry_run,
+			       .until = p->r->active_until_ms};
+	return p->r->cvm.run_instances(p->r->cvm.ctx, &view, &l, ids, err);
 }
 
-/* Names the offerings marked sold out, for CapacityAvailable; empty when none is. */
-static void describe_scarcity(struct pass *p, const struct offer_list *offers, const enum offer_state *state,
-			      int64_t now, int64_t probe_at)
+static int do_launch(struct pass *p, const struct pass_action *a, struct sp_error *err)
 {
-	char *m = p->capacity_message;
-	size_t cap = sizeof(p->capacity_message);
-	*m = '\0';
-	for (size_t i = 0; i < offers->n; i++) {
-		if (state[i] == OFFER_AVAILABLE)
-			continue;
-		char name[128];
-		offer_name(&offers->v[i], name, sizeof(name));
-		snprintf(m + strlen(m), cap - strlen(m), "%s%s", *m ? ", " : "sold out: ", name);
+	struct strv ids = {0};
+	int64_t started = now_ms(p);
+	int r = run_instances(p, a, false, &ids, err);
+	metrics_launch_request(p->ns, p->name, r, err->reason);
+	metrics_offering_launch(a->zone, a->instance_type, r, err->reason);
+	if (r < 0) {
+		strv_clear(&ids);
+		return r;
 	}
-	if (*m && probe_at != INT64_MAX)
-		snprintf(m + strlen(m), cap - strlen(m), "; next probe in %lld s",
-			 (long long)((probe_at > now ? probe_at - now : 0) + 999) / 1000);
+	struct cvm_credentials view = creds_view(&p->creds);
+	p->r->inv.note_mutation(p->r->inv.ctx, view.secret_id, p->spec->region, p->owner);
+	p->ledger.ids_known = true;
+	strv_clear(&p->ledger.instance_ids);
+	for (size_t i = 0; i < ids.n; i++)
+		strv_push(&p->ledger.instance_ids, ids.v[i]);
+	/* A repeated token may have launched only now: the grace of IDs no lookup shows yet
+	 * starts again. */
+	if (!a->fresh)
+		p->ledger.started = now_s(p);
+	metrics_instances_launched(p->ns, p->name, (int)ids.n);
+	struct log_fields f = {.ns = p->ns, .pool = p->name, .action = "RunInstances",
+			       .duration_ms = (long)(now_ms(p) - started), .has_duration = true};
+	log_fields_msg(LOG_LVL_INFO, &f, "%s/%s: launch %s answered %zu instance(s)", p->ns, p->name,
+		       a->ledger.client_token, ids.n);
+	strv_clear(&ids);
+	return 0;
 }
 
-/* CapacityAvailable as the sold-out memory has it now. */
-static void note_capacity(struct pass *p)
+static int do_check_launch(struct pass *p, const struct pass_action *a, struct sp_error *err)
 {
-	struct offer_list *offers = xmalloc(sizeof(*offers));
-	offer_build(p->spec, offers);
-	enum offer_state state[OFFER_MAX];
-	int64_t now = sp_mono_ms(), probe_at;
-	offer_states(p, offers, state, now, &probe_at);
-	describe_scarcity(p, offers, state, now, probe_at);
-	free(offers);
-}
-
-/* Launches the shortfall on the pool's first available offering (spread: the least
- * loaded zone), and when that one answers "sold out", on the next, in the same pass.
- * At most one probe of a sold-out offering per TTL across all pools (soldout.h). */
-static int launch_shortfall(struct pass *p, const struct plan *plan, struct reconcile_result *res)
-{
-	struct offer_list *offers = xmalloc(sizeof(*offers));
-	offer_build(p->spec, offers);
-	enum offer_state state[OFFER_MAX];
-	int zone_live[OFFER_ZONES_MAX];
-	offer_zone_live(offers, p->instances, p->n_instances, zone_live);
-	int64_t now = sp_mono_ms(), probe_at;
-	offer_states(p, offers, state, now, &probe_at);
-	int r = 0;
-	bool launched = false;
-	for (size_t attempt = 0; attempt <= offers->n && r != SP_ECONFLICT; attempt++) {
-		struct offer_input in = {.list = offers, .state = state, .zone_live = zone_live,
-					 .strategy = p->spec->allocation, .want = plan->launch};
-		struct offer_pick pick;
-		offer_choose(&in, &pick);
-		if (pick.index < 0)
-			break;
-		const struct offer *o = &offers->v[pick.index];
-		struct soldout_key k = offer_key(p, o);
-		if (pick.probe && !soldout_probe(&k, now)) {
-			state[pick.index] = OFFER_SOLD_OUT;  /* another pool holds this probe */
-			continue;
-		}
-		int calls = p->run_calls;
-		r = start_launch(p, plan, pick.count, o);
-		if (r == 0) {
-			if (pick.probe)
-				soldout_clear(&k);
-			state[pick.index] = OFFER_AVAILABLE;
-			launched = true;
-			break;
-		}
-		/* Only a definitive "sold out" marks the offering: the same code after an attempt
-		 * of unknown outcome is reported as transient and proves nothing. */
-		if (r != SP_ECAPACITY || !cvm_code_is_sold_out(p->last_launch_code)) {
-			/* A probe that never reached the cloud goes back at once (the next caller
-			 * may take it); one that did, with no answer, was this TTL's probe. */
-			if (pick.probe)
-				soldout_mark(&k, now, p->run_calls == calls ? 1 : 0);
-			break;
-		}
-		soldout_mark(&k, now, 0);
-		state[pick.index] = OFFER_SOLD_OUT;
-	}
-	offer_states(p, offers, state, sp_mono_ms(), &probe_at);
-	describe_scarcity(p, offers, state, sp_mono_ms(), probe_at);
-	/* Every offering answered "sold out" (or is still marked so): not an error to back
-	 * off from, the next probe time says when to look again. */
-	if (!launched && r == SP_ECAPACITY && cvm_code_is_sold_out(p->last_launch_code))
-		r = 0;
-	if (launched) {
-		/* Short of nothing: a sold-out first choice is told by CapacityAvailable. */
-		p->degraded_reason = NULL;
-	} else if (r == 0 && *p->capacity_message) {
-		struct sp_error err = {0};
-		snprintf(err.msg, sizeof(err.msg), "%s", p->capacity_message);
-		fail(p, SP_ECAPACITY, "launch", &err, "no offering of the pool is available");
-		/* Nothing to call before a probe is due: come back then, not on a backoff. */
-		if (probe_at != INT64_MAX)
-			res->requeue_ms = probe_at - sp_mono_ms() > 1000 ? probe_at - sp_mono_ms() : 1000;
-	}
-	free(offers);
+	struct strv ids = {0};
+	int r = run_instances(p, a, true, &ids, err);
+	strv_clear(&ids);
 	return r;
 }
 
-static int act(struct pass *p, const struct plan *plan, struct reconcile_result *res)
+static int do_remember(struct pass *p, const struct pass_action *a, struct sp_error *err)
 {
-	if (p->r->opt->dry_run) {
-		dry_run_actions(p, plan);
-		return 0;
-	}
-	int r = 0;
-	if (plan->resume) {
-		pool_log(p, LOG_LVL_INFO, "launch", NULL, "repeating launch %s (outcome unknown) for %d of its %d "
-			 "instance(s)", p->ledger.client_token, plan->resume, p->ledger.count);
-		r = launch(p, plan, plan->resume, false);
-	} else if (plan->launch > 0) {
-		r = launch_shortfall(p, plan, res);
-	} else if (plan->ledger_done) {
-		/* Resolved: the instances go into .status.instances in the same guarded write. */
-		plan_launch_clear(&p->ledger);
-		p->has_ledger = false;
-		r = write_ledger(p, plan, "cannot clear the resolved launch");
-	}
-	if (r == SP_ECONFLICT)
-		return r;
-	int t = terminate(p, &plan->scale_down, METRICS_TERMINATED_SCALE_DOWN, "scale down");
-	int c = terminate(p, &plan->cleanup, METRICS_TERMINATED_CLEANUP, "dead instances");
-	if (!res->requeue_ms && (plan->launch || plan->resume || plan->waiting || plan->scale_down.n ||
-				 plan->cleanup.n))
-		res->requeue_ms = REQUEUE_PROGRESS_MS;
-	return r < 0 ? r : t < 0 ? t : c;
+	(void)a;
+	(void)err;
+	answers_remember(p->r->answers, p->owner, p->ledger.client_token, &p->ledger.instance_ids);
+	return 0;
 }
 
-/* Nothing recorded that could need cleaning up: no instance in the status, no launch. */
-static bool nothing_recorded(const struct pass *p)
+static int do_soldout(struct pass *p, const struct pass_action *a, struct sp_error *err)
 {
-	return p->seen.n == 0 && !p->has_ledger;
+	(void)err;
+	struct soldout_key k = offer_key(p, a->zone, a->instance_type);
+	switch (a->kind) {
+	case PASS_TAKE_PROBE: return soldout_probe(p->r->soldout, &k, now_ms(p)) ? 0 : SP_ECAPACITY;
+	case PASS_SOLDOUT_MARK: soldout_mark(p->r->soldout, &k, now_ms(p), 0); return 0;
+	case PASS_SOLDOUT_FORGET: soldout_clear(p->r->soldout, &k); return 0;
+	default: soldout_return_probe(p->r->soldout, &k); return 0;
+	}
+}
+
+static int do_terminate(struct pass *p, const struct pass_action *a, struct sp_error *err)
+{
+	static const enum metrics_termination metric[] = {
+		[PASS_WHY_NONE] = METRICS_TERMINATED_CLEANUP, [PASS_WHY_SCALE_DOWN] = METRICS_TERMINATED_SCALE_DOWN,
+		[PASS_WHY_CLEANUP] = METRICS_TERMINATED_CLEANUP, [PASS_WHY_DELETION] = METRICS_TERMINATED_DELETION,
+	};
+	static const char *const what[] = {
+		[PASS_WHY_NONE] = "", [PASS_WHY_SCALE_DOWN] = "scale down", [PASS_WHY_CLEANUP] = "dead instances",
+		[PASS_WHY_DELETION] = "pool deleted",
+	};
+	struct cvm_credentials view = creds_view(&p->creds);
+	int r = p->r->cvm.terminate_instances(p->r->cvm.ctx, &view, p->spec->region, &a->ids, p->r->active_until_ms,
+					      err);
+	if (r < 0)
+		return r;
+	char joined[1024] = "";
+	for (size_t i = 0; i < a->ids.n; i++) {
+		strv_push(&p->terminated, a->ids.v[i]);
+		snprintf(joined + strlen(joined), sizeof(joined) - strlen(joined), "%s%s", i ? ", " : "",
+			 a->ids.v[i]);
+	}
+	p->r->inv.note_mutation(p->r->inv.ctx, view.secret_id, p->spec->region, p->owner);
+	metrics_instances_terminated(p->ns, p->name, metric[a->why], (int)a->ids.n);
+	emit_event(p, "Normal", "Terminated", "terminated %zu instance(s) (%s): %s", a->ids.n, what[a->why], joined);
+	return 0;
+}
+
+/* Dry-run: what a terminate would take goes to the log (and, summed up, to the DryRun
+ * event); nothing is called. */
+static int do_would_terminate(struct pass *p, const struct pass_action *a, struct sp_error *err)
+{
+	(void)err;
+	char line[1024];
+	pass_action_line(a, line, sizeof(line));
+	pool_log(p, LOG_LVL_INFO, "dry-run", NULL, "dry-run, not done: %s", line);
+	return 0;
+}
+
+static int do_event(struct pass *p, const struct pass_action *a, struct sp_error *err)
+{
+	(void)err;
+	emit_event(p, a->event_type, a->reason, "%s", a->message);
+	return 0;
+}
+
+static int do_finalizer(struct pass *p, const struct pass_action *a, struct sp_error *err)
+{
+	if (a->kind == PASS_RELEASE) {
+		pool_log(p, LOG_LVL_INFO, "finalize", NULL, "%s, releasing the resource", a->message);
+		answers_forget(p->r->answers, p->owner);
+	}
+	return set_finalizer(p, a->kind == PASS_ADD_FINALIZER, err);
+}
+
+static int do_write_status(struct pass *p, const struct pass_action *a, struct sp_error *err)
+{
+	return write_status(p, a->status, err);
 }
 
 /* After a conflict: the pool as the apiserver has it now, handed back as the pass's
  * object so the next pass (requeued at once) plans from it rather than from a cache the
  * watch has not brought up to date yet, which would only conflict again. */
-static void refresh(struct pass *p)
+static int do_reread(struct pass *p, const struct pass_action *a, struct sp_error *err)
 {
+	(void)a;
 	cJSON *fresh = NULL;
-	struct sp_error err = {0};
-	if (kube_get(p->r->kube, p->path, &fresh, &err) < 0) {
-		pool_log(p, LOG_LVL_DEBUG, "status", err.reason, "cannot read the pool again: %s", err.msg);
-		return;
-	}
+	if (kube_api_get(&p->r->kube, p->path, &fresh, err) < 0)
+		return 0;  /* the next pass reads it anyway */
 	cJSON_Delete(p->obj);
 	p->obj = fresh;
 	p->old_status = cJSON_GetObjectItemCaseSensitive(p->obj, "status");
 	p->patched = true;
+	return 0;
+}
+
+static int do_requeue(struct pass *p, const struct pass_action *a, struct sp_error *err)
+{
+	(void)err;
+	p->res->requeue_ms = a->requeue_ms;
+	p->res->error = a->error;
+	return 0;
+}
+
+static int (*const executors[])(struct pass *, const struct pass_action *, struct sp_error *) = {
+	[PASS_ADD_FINALIZER] = do_finalizer, [PASS_SWEEP] = do_sweep, [PASS_RECLAIMED] = do_reclaimed,
+	[PASS_TAKE_PROBE] = do_soldout, [PASS_RECORD_LEDGER] = do_ledger, [PASS_LAUNCH] = do_launch,
+	[PASS_CHECK_LAUNCH] = do_check_launch, [PASS_REMEMBER] = do_remember,
+	[PASS_SOLDOUT_MARK] = do_soldout, [PASS_SOLDOUT_FORGET] = do_soldout,
+	[PASS_SOLDOUT_RETURN] = do_soldout, [PASS_CLEAR_LEDGER] = do_ledger, [PASS_TERMINATE] = do_terminate,
+	[PASS_WOULD_TERMINATE] = do_would_terminate,
+	[PASS_EVENT] = do_event, [PASS_RELEASE] = do_finalizer, [PASS_WRITE_STATUS] = do_write_status,
+	[PASS_REREAD] = do_reread, [PASS_REQUEUE] = do_requeue,
+};
+
+static void fill_input(const struct pass *p, struct pass_input *in)
+{
+	*in = (struct pass_input){
+		.ns = p->ns, .name = p->name, .spec = p->spec, .spec_valid = p->spec_valid,
+		.spec_error = p->spec_error, .deleting = p->deleting, .finalizer = pool_has_finalizer(p->obj),
+		.active = now_ms(p) < atomic_load(p->r->active_until_ms), .dry_run = p->r->opt->dry_run,
+		.old_status = p->old_status,
+		.generation = pool_json_int64(cJSON_GetObjectItemCaseSensitive(
+			cJSON_GetObjectItemCaseSensitive(p->obj, "metadata"), "generation")),
+		.start_degraded_reason = p->start_degraded_reason, .observe_code = p->observe_code,
+		.observe_message = p->observe_message, .insecure_credentials = p->insecure,
+		.plan = {
+			.spec = p->spec, .instances = p->instances, .n_instances = p->n_instances,
+			.seen = &p->seen, .seen_live = &p->seen_live, .foreign = &p->foreign,
+			.ledger = p->has_found ? &p->found : NULL, .now = now_s(p),
+			.launch_grace = p->r->opt->launch_grace_seconds, .deleting = p->deleting,
+			.can_repeat_launch = p->spec_valid && !p->r->opt->dry_run, .swept = p->swept,
+		},
+		.ledger = p->has_ledger ? &p->ledger : NULL, .launch_seq = p->launch_seq,
+		.terminated = &p->terminated, .offers = &p->offers, .offer_state = p->offer_state,
+		.probe_at_ms = p->probe_at, .now_ms = now_ms(p), .soldout_ttl_ms = soldout_ttl(p->r->soldout),
+	};
+}
+
+/* The actions the pass planned first: logged (info in dry-run mode, where they are all
+ * it does; debug otherwise) in pass_action_line's form, which `spotpool dry-run` prints. */
+static void log_plan(struct pass *p, const struct pass_actions *acts)
+{
+	for (size_t i = 0; i < acts->n; i++) {
+		char line[1024];
+		pass_action_line(&acts->v[i], line, sizeof(line));
+		pool_log(p, p->r->opt->dry_run ? LOG_LVL_INFO : LOG_LVL_DEBUG, "plan", NULL, "plan: %s", line);
+	}
+}
+
+/* Runs the plan's next action, records its answer, plans again: until the plan is
+ * empty, or the pass may not go on (leadership ended, shutting down). */
+static void execute(struct pass *p)
+{
+	for (bool first = true;; first = false) {
+		struct pass_input in;
+		fill_input(p, &in);
+		struct pass_actions acts;
+		pass_plan(&in, &p->done, &acts);
+		if (first)
+			log_plan(p, &acts);
+		if (first && acts.live >= 0) {
+			p->res->live = acts.live;
+			if (!p->deleting)
+				metrics_pool_sizes(p->ns, p->name, p->spec->minimum, p->spec->maximum, acts.target,
+						   acts.live);
+		}
+		p->degraded_reason = acts.degraded_reason;
+		snprintf(p->degraded_message, sizeof(p->degraded_message), "%s", acts.degraded_message);
+		const struct pass_action *a = acts.n ? &acts.v[0] : NULL;
+		bool go_on = a && (a->kind == PASS_REQUEUE || still_leading(p) == 0);
+		struct sp_error err = {0};
+		int r = go_on ? executors[a->kind](p, a, &err) : 0;
+		if (r < 0) {
+			char line[256], msg[SP_ERROR_MAX];
+			pass_action_line(a, line, sizeof(line));
+			log_redact_copy(msg, sizeof(msg), err.msg);
+			pool_log(p, r == SP_ECONFLICT ? LOG_LVL_INFO : LOG_LVL_WARN, line, *err.reason ? err.reason : NULL,
+				 "%s: %s", r == SP_ECONFLICT ? "pool changed since it was read (planning again)"
+							  : "failed", msg);
+			/* Shutting down, or leadership ended mid-call: not a failure of the pool
+			 * (no episode); the next leader finds the pool as it is. */
+			go_on = !http_aborting() && still_leading(p) == 0;
+			pass_done_add(&p->done, a, r, err.reason, msg, r == SP_ECAPACITY && cvm_code_is_sold_out(err.reason));
+		} else if (go_on) {
+			pass_done_add(&p->done, a, 0, NULL, NULL, false);
+		}
+		if (a && !go_on && a->kind != PASS_REQUEUE)
+			p->res->error = SP_ETRANSIENT;
+		if (p->done.n == PASS_DONE_MAX) {  /* never, unless the planner loops */
+			pool_log(p, LOG_LVL_ERROR, "plan", NULL, "pass stopped after %d actions", PASS_DONE_MAX);
+			p->res->error = SP_ETRANSIENT;
+			go_on = false;
+		}
+		pass_actions_free(&acts);
+		if (!go_on)
+			return;
+	}
 }
 
 static void free_pass(struct pass *p)
 {
-	if (p->has_ledger)
-		plan_launch_clear(&p->ledger);
+	plan_launch_clear(&p->found);
+	plan_launch_clear(&p->ledger);
 	creds_clear(&p->creds);
 	free(p->instances);
 	strv_clear(&p->seen);
@@ -889,13 +662,46 @@ static void free_pass(struct pass *p)
 	free(p->ns);
 	free(p->name);
 	free(p->start_degraded_reason);
-	free(p->start_degraded_message);
+}
+
+/* What the object says: the spec (or what cleanup needs of it), the ledger, the
+ * recorded instances, the Degraded condition as found. */
+static void read_object(struct pass *p)
+{
+	p->old_status = cJSON_GetObjectItemCaseSensitive(p->obj, "status");
+	const char *was_degraded = status_condition(p->old_status, "Degraded", "status");
+	if (was_degraded && strcmp(was_degraded, "True") == 0) {
+		const char *reason = status_condition(p->old_status, "Degraded", "reason");
+		p->start_degraded_reason = xstrdup(reason ? reason : "Unknown");
+	}
+	p->launch_seq = status_launch_seq(p->old_status);
+	p->has_found = status_ledger(p->old_status, &p->found);
+	if (p->has_found && !p->found.ids_known)
+		p->found.ids_known = answers_recall(p->r->answers, p->owner, p->found.client_token,
+						    &p->found.instance_ids);
+	else if (!p->has_found)
+		answers_forget(p->r->answers, p->owner);
+	p->has_ledger = status_ledger(p->old_status, &p->ledger);
+	if (p->has_ledger && p->found.ids_known && !p->ledger.ids_known) {
+		p->ledger.ids_known = true;
+		for (size_t i = 0; i < p->found.instance_ids.n; i++)
+			strv_push(&p->ledger.instance_ids, p->found.instance_ids.v[i]);
+	}
+	status_recorded(p->old_status, &p->seen, &p->seen_live);
+	const cJSON *md = cJSON_GetObjectItemCaseSensitive(p->obj, "metadata");
+	p->deleting = cJSON_GetObjectItemCaseSensitive(md, "deletionTimestamp") != NULL;
+	struct sp_error err = {0};
+	p->spec_valid = pool_spec_from_object(p->obj, p->ns, &p->spec, &err) == 0;
+	if (!p->spec_valid) {
+		struct sp_error cerr = {0};
+		if (!p->deleting || pool_spec_for_cleanup(p->obj, p->ns, &p->spec, &cerr) < 0)
+			log_redact_copy(p->spec_error, sizeof(p->spec_error), p->deleting ? cerr.msg : err.msg);
+	}
 }
 
 void reconcile_pool(struct reconciler *r, cJSON *obj, struct reconcile_result *res)
 {
 	*res = (struct reconcile_result){.live = -1};
-	struct pass p = {.r = r, .obj = obj};
 	const cJSON *meta = cJSON_GetObjectItemCaseSensitive(obj, "metadata");
 	const cJSON *jns = cJSON_GetObjectItemCaseSensitive(meta, "namespace");
 	const cJSON *jname = cJSON_GetObjectItemCaseSensitive(meta, "name");
@@ -904,130 +710,23 @@ void reconcile_pool(struct reconciler *r, cJSON *obj, struct reconcile_result *r
 		cJSON_Delete(obj);
 		return;
 	}
+	struct pass p = {.r = r, .obj = obj, .res = res};
 	/* Copies: the object is replaced by what each patch returns. */
 	p.ns = xstrdup(jns->valuestring);
 	p.name = xstrdup(jname->valuestring);
-	const char *ns = p.ns, *name = p.name;
-	p.path = xasprintf("/apis/%s/namespaces/%s/spotpools/%s", POOL_API_GROUP "/v1", ns, name);
-	p.owner = pool_owner_tag(ns, name);
-	struct sp_error err = {0};
-	int rc;
-	p.old_status = cJSON_GetObjectItemCaseSensitive(p.obj, "status");
-	const char *was_degraded = status_condition(p.old_status, "Degraded", "status");
-	if (was_degraded && strcmp(was_degraded, "True") == 0) {
-		const char *reason = status_condition(p.old_status, "Degraded", "reason");
-		const char *message = status_condition(p.old_status, "Degraded", "message");
-		p.start_degraded_reason = xstrdup(reason ? reason : "Unknown");
-		p.start_degraded_message = xstrdup(message ? message : "");
-	}
-	p.launch_seq = status_launch_seq(p.old_status);
-	p.has_ledger = status_ledger(p.old_status, &p.ledger);
-	if (p.has_ledger && !p.ledger.ids_known)
-		p.ledger.ids_known = answers_recall(r->answers, p.owner, p.ledger.client_token,
-						    &p.ledger.instance_ids);
-	else if (!p.has_ledger)
-		answers_forget(r->answers, p.owner);
-	status_recorded(p.old_status, &p.seen, &p.seen_live);
-	const cJSON *md = cJSON_GetObjectItemCaseSensitive(p.obj, "metadata");
-	p.deleting = cJSON_GetObjectItemCaseSensitive(md, "deletionTimestamp") != NULL;
-	const cJSON *gen = cJSON_GetObjectItemCaseSensitive(md, "generation");
-	p.generation = pool_json_int64(gen);
-	bool active = sp_mono_ms() < atomic_load(r->active_until_ms);
-	struct plan plan = {0};
-	bool planned = false;
+	p.path = xasprintf("/apis/%s/namespaces/%s/spotpools/%s", POOL_API_GROUP "/v1", p.ns, p.name);
+	p.owner = pool_owner_tag(p.ns, p.name);
 
-	if (p.deleting && !has_finalizer(p.obj))
-		goto out;
-	bool spec_complete = (rc = pool_spec_from_object(p.obj, ns, &p.spec, &err)) == 0;
-	if (!spec_complete) {
-		struct sp_error cerr = {0};
-		/* Bad input never leads to a launch or a termination; a deleted pool is still
-		 * cleaned up as long as its credentials and region can be read. */
-		if (!p.deleting || pool_spec_for_cleanup(p.obj, ns, &p.spec, &cerr) < 0) {
-			if (active)
-				fail(&p, SP_EINVAL, "validate", p.deleting ? &cerr : &err,
-				     p.deleting ? "cannot clean up the deleted pool" : "invalid spec");
-			res->error = p.deleting ? SP_EINVAL : 0;
-			goto status;
-		}
-	}
-	if (!active)
-		goto out;
-	if (!p.deleting && !r->opt->dry_run && !has_finalizer(p.obj) && (rc = set_finalizer(&p, true, &err)) < 0) {
-		pool_log(&p, LOG_LVL_WARN, "finalize", err.reason, "cannot add finalizer: %s", err.msg);
-		res->error = rc;
-		goto out;
-	}
-	if ((rc = resolve_credentials(&p)) == 0)
-		rc = observe(&p);
-	if (rc < 0) {
-		if (p.deleting && nothing_recorded(&p) && !r->opt->dry_run) {
-			res->error = release(&p, "nothing recorded to clean up");
-			goto out;
-		}
-		res->error = rc;
-		goto status;
-	}
-	struct plan_input in = {
-		.spec = p.spec, .instances = p.instances, .n_instances = p.n_instances, .seen = &p.seen,
-		.seen_live = &p.seen_live, .foreign = &p.foreign, .ledger = p.has_ledger ? &p.ledger : NULL,
-		.now = sp_now(), .launch_grace = r->opt->launch_grace_seconds, .deleting = p.deleting,
-		.retain = p.deleting && p.spec->deletion_policy == POOL_RETAIN, .dry_run = r->opt->dry_run,
-		.can_repeat_launch = spec_complete && !r->opt->dry_run,
-	};
-	plan_compute(&in, &plan);
-	planned = true;
-	if (plan.sweep) {
-		if ((rc = sweep_launch(&p)) < 0) {
-			res->error = rc;
-			goto status;
-		}
-		plan_free(&plan);
-		in.instances = p.instances;
-		in.n_instances = p.n_instances;
-		in.swept = true;
-		plan_compute(&in, &plan);
-	}
-	res->live = plan.observed;
-	if (!p.deleting)
-		note_capacity(&p);
-	if (!p.deleting)
-		metrics_pool_sizes(ns, name, p.spec->minimum, p.spec->maximum, plan.target, plan.observed);
-	if (p.deleting) {
-		finalize(&p, &plan, res);
-		if (!has_finalizer(p.obj))
-			goto out;
-		goto status;
-	}
-	note_reclaims(&p, &plan);
-	rc = act(&p, &plan, res);
-	if (rc == SP_ECONFLICT) {
-		/* The pool changed under this pass: plan again at once, from a fresh read.
-		 * Nothing more is written now (apply_patch): what was observed is observed
-		 * again by that pass. */
-		res->requeue_ms = REQUEUE_CONFLICT_MS;
-		rc = 0;
-	}
-	res->error = rc;
-	for (size_t i = 0; i < p.n_instances; i++)
-		if (strcmp(p.instances[i].state, "PENDING") == 0 || strcmp(p.instances[i].state, "TERMINATING") == 0)
-			res->requeue_ms = REQUEUE_PROGRESS_MS;
-status:
-	if (active && (rc = write_status(&p, planned ? &plan : NULL)) < 0) {
-		if (rc == SP_ECONFLICT)  /* re-read and plan again, as for the ledger */
-			res->requeue_ms = REQUEUE_CONFLICT_MS;
-		else if (res->error == 0)
-			res->error = rc;
-	}
-out:
-	if (p.conflicted) {
-		refresh(&p);
-		if (res->error == 0)
-			res->requeue_ms = REQUEUE_CONFLICT_MS;
-	}
-	if (planned)
-		plan_free(&plan);
-	if (p.patched && !(p.deleting && !has_finalizer(p.obj))) {
+	read_object(&p);
+	bool active = now_ms(&p) < atomic_load(r->active_until_ms);
+	if (p.spec && active && !(p.deleting && !pool_has_finalizer(p.obj)))
+		observe(&p);
+	execute(&p);
+	/* A failure that leaves the pool short is visible in three places: the Degraded
+	 * condition, one Warning event per episode (both planned), and this line. */
+	if (p.degraded_reason)
+		pool_log(&p, LOG_LVL_WARN, "reconcile", NULL, "%s: %s", p.degraded_reason, p.degraded_message);
+	if (p.patched && !(p.deleting && !pool_has_finalizer(p.obj))) {
 		res->obj = p.obj;
 		p.obj = NULL;
 	}

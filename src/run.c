@@ -11,7 +11,6 @@
 #include "metrics.h"
 #include "pool.h"
 #include "rate.h"
-#include "soldout.h"
 #include "stop.h"
 
 #include <getopt.h>
@@ -438,11 +437,11 @@ static int serve(struct daemon *d, struct kube_config *kube, struct creds *defau
 		.dry_run = cfg->dry_run, .default_creds = defaults, .identity = identity,
 		.rate = {.describe_per_second = cfg->rate_describe_per_second, .run_per_second = cfg->rate_run_per_second,
 			 .terminate_per_second = cfg->rate_terminate_per_second, .hooks = &metrics_rate_hooks},
+		.sold_out_ttl_ms = (int64_t)cfg->sold_out_seconds * 1000,
 	};
 	struct sp_error err = {0};
 	struct metrics_server *metrics = NULL;
 	struct metrics_health health = {.alive = daemon_alive, .ready = daemon_ready, .userdata = d};
-	soldout_set_ttl((int64_t)cfg->sold_out_seconds * 1000);
 	d->ctl = ctl_new(&opt);
 	atomic_store(&d->heartbeat_ms, sp_mono_ms());
 	int port = 0, rc = CLI_OK;

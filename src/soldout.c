@@ -14,10 +14,31 @@ struct entry {
 	int64_t lease_until;  /* a probe is held until then (0: none) */
 };
 
-static pthread_mutex_t lock = PTHREAD_MUTEX_INITIALIZER;
-static struct entry *table;  /* SOLDOUT_ENTRIES_MAX slots once allocated */
-static size_t n_entries;
-static int64_t ttl_ms = SOLDOUT_TTL_DEFAULT_MS;
+struct soldout {
+	pthread_mutex_t lock;
+	struct entry *table;  /* SOLDOUT_ENTRIES_MAX slots once allocated */
+	size_t n_entries;
+	int64_t ttl_ms;
+};
+
+struct soldout *soldout_new(int64_t ttl_ms)
+{
+	struct soldout *s = xcalloc(1, sizeof(*s));
+	pthread_mutex_init(&s->lock, NULL);
+	s->ttl_ms = ttl_ms > 0 ? ttl_ms : SOLDOUT_TTL_DEFAULT_MS;
+	return s;
+}
+
+void soldout_free(struct soldout *s)
+{
+	if (!s)
+		return;
+	for (size_t i = 0; i < s->n_entries; i++)
+		free(s->table[i].key);
+	free(s->table);
+	pthread_mutex_destroy(&s->lock);
+	free(s);
+}
 
 static const char *str(const char *s)
 {
@@ -39,79 +60,79 @@ static uint64_t hash_of(const char *s)
 	return h;
 }
 
-/* Under lock. */
-static struct entry *find(const char *key, uint64_t h)
+/* Under s->lock. */
+static struct entry *find(struct soldout *s, const char *key, uint64_t h)
 {
-	for (size_t i = 0; i < n_entries; i++)
-		if (table[i].hash == h && strcmp(table[i].key, key) == 0)
-			return &table[i];
+	for (size_t i = 0; i < s->n_entries; i++)
+		if (s->table[i].hash == h && strcmp(s->table[i].key, key) == 0)
+			return &s->table[i];
 	return NULL;
 }
 
-/* Under lock. */
-static void remove_entry(struct entry *e)
+/* Under s->lock. */
+static void remove_entry(struct soldout *s, struct entry *e)
 {
 	free(e->key);
-	*e = table[--n_entries];
+	*e = s->table[--s->n_entries];
 }
 
-void soldout_set_ttl(int64_t ms)
+void soldout_set_ttl(struct soldout *s, int64_t ms)
 {
-	pthread_mutex_lock(&lock);
-	ttl_ms = ms > 0 ? ms : SOLDOUT_TTL_DEFAULT_MS;
-	pthread_mutex_unlock(&lock);
+	pthread_mutex_lock(&s->lock);
+	s->ttl_ms = ms > 0 ? ms : SOLDOUT_TTL_DEFAULT_MS;
+	pthread_mutex_unlock(&s->lock);
 }
 
-int64_t soldout_ttl(void)
+int64_t soldout_ttl(struct soldout *s)
 {
-	pthread_mutex_lock(&lock);
-	int64_t t = ttl_ms;
-	pthread_mutex_unlock(&lock);
+	pthread_mutex_lock(&s->lock);
+	int64_t t = s->ttl_ms;
+	pthread_mutex_unlock(&s->lock);
 	return t;
 }
 
-void soldout_mark(const struct soldout_key *k, int64_t now_ms, int64_t ttl)
+void soldout_mark(struct soldout *s, const struct soldout_key *k, int64_t now_ms, int64_t ttl)
 {
 	char *key = key_string(k);
 	uint64_t h = hash_of(key);
-	pthread_mutex_lock(&lock);
+	pthread_mutex_lock(&s->lock);
 	if (ttl <= 0)
-		ttl = ttl_ms;
-	struct entry *e = find(key, h);
+		ttl = s->ttl_ms;
+	struct entry *e = find(s, key, h);
 	if (e) {
 		free(key);
 	} else {
-		if (!table)
-			table = xcalloc(SOLDOUT_ENTRIES_MAX, sizeof(*table));
-		if (n_entries == SOLDOUT_ENTRIES_MAX) {
-			struct entry *oldest = &table[0];
-			for (size_t i = 1; i < n_entries; i++)
-				if (table[i].marked < oldest->marked)
-					oldest = &table[i];
-			remove_entry(oldest);
+		if (!s->table)
+			s->table = xcalloc(SOLDOUT_ENTRIES_MAX, sizeof(*s->table));
+		if (s->n_entries == SOLDOUT_ENTRIES_MAX) {
+			struct entry *oldest = &s->table[0];
+			for (size_t i = 1; i < s->n_entries; i++)
+				if (s->table[i].marked < oldest->marked)
+					oldest = &s->table[i];
+			remove_entry(s, oldest);
 		}
-		e = &table[n_entries++];
+		e = &s->table[s->n_entries++];
 		*e = (struct entry){.hash = h, .key = key};
 	}
 	e->marked = now_ms;
 	e->until = now_ms + ttl;
 	e->lease_until = 0;
-	pthread_mutex_unlock(&lock);
+	pthread_mutex_unlock(&s->lock);
 }
 
-void soldout_clear(const struct soldout_key *k)
+void soldout_clear(struct soldout *s, const struct soldout_key *k)
 {
 	char *key = key_string(k);
 	uint64_t h = hash_of(key);
-	pthread_mutex_lock(&lock);
-	struct entry *e = find(key, h);
+	pthread_mutex_lock(&s->lock);
+	struct entry *e = find(s, key, h);
 	if (e)
-		remove_entry(e);
-	pthread_mutex_unlock(&lock);
+		remove_entry(s, e);
+	pthread_mutex_unlock(&s->lock);
 	free(key);
 }
 
-/* Under lock. */
+/* Under s->lock. */
 static enum offer_state state_of(const struct entry *e, int64_t now_ms, int64_t *ret_probe_at_ms)
 {
 	if (!e)
@@ -131,62 +152,62 @@ static enum offer_state state_of(const struct entry *e, int64_t now_ms, int64_t 
 	return OFFER_PROBE_ALLOWED;
 }
 
-static enum offer_state lookup(const struct soldout_key *k, int64_t now_ms, int64_t *ret_probe_at_ms,
+static enum offer_state lookup(struct soldout *s, const struct soldout_key *k, int64_t now_ms, int64_t *ret_probe_at_ms,
 			       bool grant)
 {
 	char *key = key_string(k);
 	uint64_t h = hash_of(key);
-	pthread_mutex_lock(&lock);
-	struct entry *e = find(key, h);
+	pthread_mutex_lock(&s->lock);
+	struct entry *e = find(s, key, h);
 	enum offer_state st = state_of(e, now_ms, ret_probe_at_ms);
 	if (st == OFFER_PROBE_ALLOWED && grant)
 		e->lease_until = now_ms + SOLDOUT_PROBE_LEASE_MS;
-	pthread_mutex_unlock(&lock);
+	pthread_mutex_unlock(&s->lock);
 	free(key);
 	return st;
 }
 
-enum offer_state soldout_peek(const struct soldout_key *k, int64_t now_ms, int64_t *ret_probe_at_ms)
+enum offer_state soldout_peek(struct soldout *s, const struct soldout_key *k, int64_t now_ms, int64_t *ret_probe_at_ms)
 {
-	return lookup(k, now_ms, ret_probe_at_ms, false);
+	return lookup(s, k, now_ms, ret_probe_at_ms, false);
 }
 
-enum offer_state soldout_state(const struct soldout_key *k, int64_t now_ms, int64_t *ret_probe_at_ms)
+enum offer_state soldout_state(struct soldout *s, const struct soldout_key *k, int64_t now_ms, int64_t *ret_probe_at_ms)
 {
-	return lookup(k, now_ms, ret_probe_at_ms, true);
+	return lookup(s, k, now_ms, ret_probe_at_ms, true);
 }
 
-bool soldout_probe(const struct soldout_key *k, int64_t now_ms)
+bool soldout_probe(struct soldout *s, const struct soldout_key *k, int64_t now_ms)
 {
-	return lookup(k, now_ms, NULL, true) == OFFER_PROBE_ALLOWED;
+	return lookup(s, k, now_ms, NULL, true) == OFFER_PROBE_ALLOWED;
 }
 
-size_t soldout_unavailable(int64_t now_ms)
+size_t soldout_unavailable(struct soldout *s, int64_t now_ms)
 {
 	size_t n = 0;
-	pthread_mutex_lock(&lock);
-	for (size_t i = 0; i < n_entries; i++)
-		n += state_of(&table[i], now_ms, NULL) == OFFER_SOLD_OUT;
-	pthread_mutex_unlock(&lock);
+	pthread_mutex_lock(&s->lock);
+	for (size_t i = 0; i < s->n_entries; i++)
+		n += state_of(&s->table[i], now_ms, NULL) == OFFER_SOLD_OUT;
+	pthread_mutex_unlock(&s->lock);
 	return n;
 }
 
-size_t soldout_size(void)
+size_t soldout_size(struct soldout *s)
 {
-	pthread_mutex_lock(&lock);
-	size_t n = n_entries;
-	pthread_mutex_unlock(&lock);
+	pthread_mutex_lock(&s->lock);
+	size_t n = s->n_entries;
+	pthread_mutex_unlock(&s->lock);
 	return n;
 }
 
-void soldout_reset(void)
+void soldout_return_probe(struct soldout *s, const struct soldout_key *k)
 {
-	pthread_mutex_lock(&lock);
-	for (size_t i = 0; i < n_entries; i++)
-		free(table[i].key);
-	free(table);
-	table = NULL;
-	n_entries = 0;
-	ttl_ms = SOLDOUT_TTL_DEFAULT_MS;
-	pthread_mutex_unlock(&lock);
+	char *key = key_string(k);
+	uint64_t h = hash_of(key);
+	pthread_mutex_lock(&s->lock);
+	struct entry *e = find(s, key, h);
+	if (e)
+		e->lease_until = 0;
+	pthread_mutex_unlock(&s->lock);
+	free(key);
 }

@@ -156,7 +156,7 @@ sp_field() { kubectl get sp "$1" -n "${3:-default}" -o json | jq -r "$2"; }
 emu_live() { emu_get "stats?tagKey=spotpool.jokerbai.com/pool&tagValue=$1" | jq .live; }
 emu_max_live() { emu_get "stats?tagKey=spotpool.jokerbai.com/pool&tagValue=$1" | jq .maxLive; }
 
-# The ClientToken prefix of a pool's launches (see reconcile_client_token): token_prefix NAME [NS]
+# The ClientToken prefix of a pool's launches (see pass_client_token): token_prefix NAME [NS]
 token_prefix() {
 	local uid
 	uid=$(kubectl get sp "$1" -n "${2:-default}" -o jsonpath='{.metadata.uid}')

@@ -304,6 +304,56 @@ check "bad -o: usage error exit 2 ($rc) naming --output" \
 check "spotpool --help exits 0" "$SPOTPOOL_BIN" --help
 check "spotpool version" bash -c "'$SPOTPOOL_BIN' version | grep -q '^spotpool [0-9]'"
 
+# 12. One planner: for the same manifest and emulator state, `spotpool dry-run` prints
+# the action list `spotpool run --dry-run` logs as "plan:" lines on its first pass of the
+# pool (pass_action_line's form). Below minimum (a launch check), above maximum (what a
+# terminate would take), at size with another cluster's instance (not counted: nothing
+# but the status).
+start_cluster
+CMP_CLUSTER=e2e-cmp
+tagged() { # COUNT POOL [CLUSTER]
+	local tags="{\"Key\":\"$POOL_TAG\",\"Value\":\"default/$2\"}"
+	[[ -z ${3:-} ]] || tags+=",{\"Key\":\"spotpool.jokerbai.com/cluster\",\"Value\":\"$3\"}"
+	emu_post instances "{\"region\":\"ap-singapore\",\"zone\":\"ap-singapore-2\",\"instanceType\":\"GN7.2XLARGE32\",\"count\":$1,\"tags\":[$tags]}" >/dev/null
+}
+tagged 3 cmp-above "$CMP_CLUSTER"
+tagged 2 cmp-atsize "$CMP_CLUSTER"
+tagged 1 cmp-atsize other-cluster
+{
+	pool_manifest cmp-below default 2 3
+	echo ---
+	pool_manifest cmp-above default 0 1
+	echo ---
+	pool_manifest cmp-atsize default 1 2
+} >"$E2E_TMP/cmp.yaml"
+"$SPOTPOOL_BIN" dry-run --cluster-name "$CMP_CLUSTER" -f "$E2E_TMP/cmp.yaml" -o json >"$E2E_TMP/cmp.json" 2>"$E2E_TMP/cmp.err"
+check "dry-run of the three pools: exit 0" test $? = 0
+kubectl apply -f "$E2E_TMP/cmp.yaml" >/dev/null
+start_controller cmp --dry-run --cluster-name "$CMP_CLUSTER" --log-format json
+# The first pass's list: the pool's "plan:" lines up to its first requeue.
+first_plan() {
+	jq -r --arg pool "$1" 'select(.action == "plan" and .pool == $pool) | .msg | sub("^[^:]*: plan: "; "")' \
+		"$E2E_TMP/cmp.log" 2>/dev/null | awk '{ print } /^requeue / { exit }'
+}
+for pool in cmp-below cmp-above cmp-atsize; do
+	wait_for 30 bash -c "$(declare -f first_plan); E2E_TMP='$E2E_TMP' first_plan $pool | grep -q '^requeue '"
+	first_plan "$pool" >"$E2E_TMP/$pool.controller"
+	jq -r --arg pool "$pool" '.pools[] | select(.name == $pool) | .actions[]' "$E2E_TMP/cmp.json" >"$E2E_TMP/$pool.cli"
+	if [[ -s $E2E_TMP/$pool.cli ]] && diff "$E2E_TMP/$pool.cli" "$E2E_TMP/$pool.controller" >"$E2E_TMP/$pool.diff"; then
+		pass "$pool: dry-run and run --dry-run plan the same $(wc -l <"$E2E_TMP/$pool.cli") action(s): $(paste -sd';' "$E2E_TMP/$pool.cli")"
+	else
+		fail "$pool: the two dry runs plan differently" "$(cat "$E2E_TMP/$pool.diff")"
+	fi
+done
+check "below minimum: a launch check of 2" grep -qx 'check-launch count=2 ap-singapore-2/GN7.2XLARGE32' "$E2E_TMP/cmp-below.cli"
+check "above maximum: 2 of the 3 would be terminated" grep -qE '^would-terminate scale-down ins-[^,]+,ins-[^,]+$' "$E2E_TMP/cmp-above.cli"
+check "at size (another cluster's instance not counted): no launch, no terminate" \
+	bash -c "! grep -qE 'launch|terminate' '$E2E_TMP/cmp-atsize.cli' && grep -qx 'write-status' '$E2E_TMP/cmp-atsize.cli'"
+check "the table prints the same lines" bash -c "'$SPOTPOOL_BIN' dry-run --cluster-name $CMP_CLUSTER -f '$E2E_TMP/cmp.yaml' |
+	grep -qx '  plan: check-launch count=2 ap-singapore-2/GN7.2XLARGE32'"
+stop_controller "$CTL_PID"
+check "neither dry run launched or terminated anything" test "$(mutations)" = 0
+
 check "no secret in the emulator's log" no_secret_in "$E2E_TMP/emulator.log" "$E2E_TMP/journal.jsonl"
 check "no temporary key or token anywhere" bash -c "! grep -rqE 'tempKeyMustNotLeak99|sessionTokenMustNotLeak77' '$E2E_TMP'"
 finish

@@ -591,19 +591,24 @@ static void test_kube_requests(void **state)
 static void test_offerings_unavailable_gauge(void **state)
 {
 	(void)state;
-	soldout_reset();
+	struct soldout *so = soldout_new(0);
+	metrics_set_soldout(so);
 	struct soldout_key a = {"AKIDm", "ap-singapore", "ap-singapore-2", "GN7.2XLARGE32"};
 	struct soldout_key b = {"AKIDm", "ap-singapore", "ap-singapore-3", "GN7.2XLARGE32"};
-	soldout_mark(&a, sp_mono_ms(), 0);
-	soldout_mark(&b, sp_mono_ms(), 0);
+	soldout_mark(so, &a, sp_mono_ms(), 0);
+	soldout_mark(so, &b, sp_mono_ms(), 0);
 	char *page = metrics_render();
 	assert_contains(page, "\nspotpool_offerings_unavailable 2\n");
 	free(page);
-	soldout_clear(&a);
+	soldout_clear(so, &a);
 	page = metrics_render();
 	assert_contains(page, "\nspotpool_offerings_unavailable 1\n");
 	free(page);
-	soldout_reset();
+	metrics_set_soldout(NULL);
+	soldout_free(so);
+	page = metrics_render();
+	assert_contains(page, "\nspotpool_offerings_unavailable 0\n");
+	free(page);
 }
 
 /* Runs tests/tools/promcheck.py (args) on page; its exit status, or -1 without python3

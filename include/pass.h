@@ -1,0 +1,157 @@
+/* pass: the pass planner. Pure: everything one reconcile pass knows about its pool ->
+ * the ordered list of actions to take. No I/O, no clock, no locks: the executor
+ * (reconcile) observes, calls pass_plan, runs the actions in order, records each answer
+ * in struct pass_done and calls pass_plan again after every action, so every decision
+ * (what to launch where, what to terminate, when to record or clear the ledger, when a
+ * failure is a new event episode, when to release, when to look again) is made here.
+ * The sizing rules are plan_compute's (plan.h); the offering choice is offer_choose's. */
+#ifndef SPOTPOOL_PASS_H
+#define SPOTPOOL_PASS_H
+
+#include "offer.h"
+#include "plan.h"
+#include "status.h"
+
+#include <cjson/cJSON.h>
+
+#define PASS_REQUEUE_PROGRESS_MS 2000
+/* A conflict means the object changed under us: look again almost at once. */
+#define PASS_REQUEUE_CONFLICT_MS 200
+/* Most actions a pass records the answers of (a pass takes a few dozen at most). */
+#define PASS_DONE_MAX 256
+
+enum pass_kind {
+	PASS_ADD_FINALIZER,
+	PASS_SWEEP,          /* list the ledger's zone without a tag filter (plan.sweep) */
+	PASS_RECLAIMED,      /* ids: gone without spotpool terminating them (event + metric each) */
+	PASS_TAKE_PROBE,     /* offering: take its probe (soldout_probe); refused: sold out */
+	PASS_RECORD_LEDGER,  /* write status (with ledger and launch_seq) before/after a launch */
+	PASS_LAUNCH,         /* RunInstances: offering, count, token; fresh or a repeat */
+	PASS_CHECK_LAUNCH,   /* dry-run: RunInstances DryRun=true */
+	PASS_REMEMBER,       /* keep a fresh launch's answered IDs in memory (answers.h) */
+	PASS_SOLDOUT_MARK,   /* offering answered sold out (or its probe did not launch) */
+	PASS_SOLDOUT_FORGET, /* offering launched: available again */
+	PASS_SOLDOUT_RETURN, /* the probe held never reached the cloud */
+	PASS_CLEAR_LEDGER,   /* write status without the ledger */
+	PASS_TERMINATE,      /* ids, reason */
+	PASS_WOULD_TERMINATE,/* dry-run: the ids a terminate would take, told, not done */
+	PASS_EVENT,          /* type, reason, message */
+	PASS_RELEASE,        /* remove the finalizer: the deleted pool goes */
+	PASS_WRITE_STATUS,   /* the final status (without ledger keys), if it changed */
+	PASS_REREAD,         /* a guarded write conflicted: read the pool again */
+	PASS_REQUEUE,        /* the pass's outcome: look again after requeue_ms, error */
+};
+
+enum pass_why {
+	PASS_WHY_NONE,
+	PASS_WHY_SCALE_DOWN,  /* terminate: above target */
+	PASS_WHY_CLEANUP,     /* terminate: dead instances */
+	PASS_WHY_DELETION,    /* terminate: the pool is deleted */
+};
+
+/* Which credentials a pool uses: its Secret, else inline keys, else the controller's. */
+enum pass_creds { PASS_CREDS_NONE, PASS_CREDS_SECRET, PASS_CREDS_INLINE, PASS_CREDS_DEFAULT };
+
+struct pass_action {
+	enum pass_kind kind;
+	int step;                    /* identifies the action within the pass (pass_done) */
+	/* launch, check, probe, sold-out marks: the offering (zone, type) */
+	char zone[POOL_ZONE_MAX + 1];
+	char instance_type[POOL_INSTANCE_TYPE_MAX + 1];
+	int count;
+	bool fresh;                  /* launch: a new ClientToken (else a repeat of the ledger's) */
+	struct strv ids;             /* terminate, reclaimed */
+	enum pass_why why;
+	const char *event_type, *reason;  /* event: Normal/Warning, reason */
+	char *message;               /* event message, log line of terminate/release */
+	/* record/clear ledger, write status: the status to write (owned) and, for the
+	 * ledger, what it says afterwards */
+	cJSON *status;
+	struct plan_launch ledger;
+	bool has_ledger;
+	int64_t launch_seq;
+	int64_t requeue_ms;          /* requeue: > 0 look again then */
+	int error;                   /* requeue: < 0 retry with backoff */
+};
+
+struct pass_actions {
+	struct pass_action *v;
+	size_t n;
+	int live;                    /* live instances observed; -1: the cloud was not read */
+	int target;                  /* the size the pool converges to (when live >= 0) */
+	/* The failure the pass ends with so far (Degraded), NULL: none. */
+	const char *degraded_reason;
+	char degraded_message[SP_ERROR_MAX];
+};
+
+/* The answer of one action of this pass, as the executor recorded it. */
+struct pass_answer {
+	int step;
+	enum pass_kind kind;
+	int code;                    /* 0 or SP_E* */
+	char reason[96];             /* the peer's code (Tencent Error.Code), or empty */
+	char message[SP_ERROR_MAX];  /* what failed, redacted */
+	bool sold_out;               /* a launch refused as "this offering has no capacity" */
+};
+
+/* What earlier actions of this pass answered. */
+struct pass_done {
+	struct pass_answer v[PASS_DONE_MAX];
+	size_t n;
+};
+
+struct pass_input {
+	const char *ns, *name;
+	/* The spec: validated (spec_valid), or only what cleanup needs (deleting), or NULL
+	 * (invalid: spec_error says why). */
+	const struct pool_spec *spec;
+	bool spec_valid;
+	const char *spec_error;
+	bool deleting;
+	bool finalizer;              /* ours is on the object */
+	bool active;                 /* leading (or no leader election) */
+	bool dry_run;
+	const cJSON *old_status;     /* the status as last read or written */
+	int64_t generation;
+	/* The Degraded condition as the pass found it (NULL: not degraded). */
+	const char *start_degraded_reason;
+	/* Observation: < 0 when credentials or the cloud could not be read (observe_action
+	 * and observe_message say which and why); the rest is then not known. */
+	int observe_code;
+	const char *observe_action, *observe_message;
+	bool insecure_credentials;
+	/* What plan_compute takes (instances, recorded IDs, the ledger as the pass found
+	 * it, now, grace, swept). */
+	struct plan_input plan;
+	/* What this pass's actions changed: the ledger as the status says now (NULL: none),
+	 * the launches recorded so far, the instances terminated. */
+	const struct plan_launch *ledger;
+	int64_t launch_seq;
+	const struct strv *terminated;
+	/* Offerings, and their states from the sold-out memory at now_ms (monotonic ms);
+	 * probe_at_ms[i]: when offering i's next probe is due (not AVAILABLE). */
+	const struct offer_list *offers;
+	const enum offer_state *offer_state;
+	const int64_t *probe_at_ms;
+	int64_t now_ms;
+	int64_t soldout_ttl_ms;
+};
+
+/* The credentials source that wins: spec.credentialsSecretRef, else inline keys, else
+ * the controller's default; NONE when there is none. */
+enum pass_creds pass_credentials_source(const struct pool_spec *spec, bool have_default);
+
+/* The actions left to take, given what the pass knows (in) and what earlier actions of
+ * this pass answered (done). Empty when the pass is over. */
+void pass_plan(const struct pass_input *in, const struct pass_done *done, struct pass_actions *ret);
+void pass_actions_free(struct pass_actions *a);
+/* Records the answer of action a (reason and message may be NULL). */
+void pass_done_add(struct pass_done *d, const struct pass_action *a, int code, const char *reason,
+		   const char *message, bool sold_out);
+/* One line describing a, stable across runs (no times, no request IDs): what dry-runs
+ * print and the controller logs. */
+void pass_action_line(const struct pass_action *a, char *out, size_t size);
+/* The ClientToken of a pool's n-th launch: stable across restarts, <= 64 ASCII. */
+void pass_client_token(const char *uid, const char *ns, const char *name, int64_t seq, char out[65]);
+
+#endif

@@ -1,0 +1,777 @@
+/* pass: the pass planner; see pass.h. The walk below follows a pass from start to end
+ * and emits every action not answered yet; answers already in pass_done steer it. */
+#include "pass.h"
+
+#include <openssl/sha.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <string.h>
+
+/* Steps: one per place an action can come from. Fresh launch attempt k uses
+ * STEP_ATTEMPT + k * ATTEMPT_STRIDE + (0 probe, 1 ledger, 2 launch, 3 what follows). */
+enum {
+	STEP_VALIDATE = 1, STEP_FINALIZER, STEP_OBSERVE, STEP_SWEEP, STEP_RECLAIMS, STEP_CHECK,
+	STEP_DRY_EVENT, STEP_RESUME, STEP_ABANDON, STEP_LEDGER_DONE, STEP_SCALE_DOWN,
+	STEP_CLEANUP, STEP_RETAIN, STEP_RELEASE, STEP_NO_OFFERING, STEP_STATUS, STEP_REREAD,
+	STEP_END,
+	STEP_ATTEMPT = 100, ATTEMPT_STRIDE = 10,
+	STEP_FAIL_EVENT = 10000,  /* + the failing step: its event */
+};
+
+struct walk {
+	const struct pass_input *in;
+	const struct pass_done *d;
+	struct pass_actions *out;
+	const struct plan *plan;         /* NULL: no plan (invalid spec, cloud not read) */
+	const char *degraded_reason;     /* the failure this pass ends with, NULL: none */
+	char degraded_message[SP_ERROR_MAX];
+	const char *posted;              /* the failure episode this pass posts an event for */
+	int error;
+	int64_t requeue_ms;
+	char progress[SP_ERROR_MAX];
+	char capacity[SP_ERROR_MAX];
+};
+
+enum pass_creds pass_credentials_source(const struct pool_spec *spec, bool have_default)
+{
+	if (spec->credentials_secret)
+		return PASS_CREDS_SECRET;
+	if (spec->secret_id)
+		return PASS_CREDS_INLINE;
+	return have_default ? PASS_CREDS_DEFAULT : PASS_CREDS_NONE;
+}
+
+void pass_client_token(const char *uid, const char *ns, const char *name, int64_t seq, char out[65])
+{
+	char *id = xasprintf("%s/%s/%s", uid ? uid : "", ns, name);
+	unsigned char md[SHA256_DIGEST_LENGTH];
+	SHA256((const unsigned char *)id, strlen(id), md);
+	free(id);
+	char hex[2 * SHA256_DIGEST_LENGTH + 1];
+	sp_hex(md, sizeof(md), hex);
+	snprintf(out, 65, "spotpool-%.32s-%lld", hex, (long long)seq);
+}
+
+static const struct pass_answer *answer(const struct walk *w, int step, enum pass_kind kind)
+{
+	for (size_t i = w->d->n; i-- > 0;)
+		if (w->d->v[i].step == step && w->d->v[i].kind == kind)
+			return &w->d->v[i];
+	return NULL;
+}
+
+/* A new action, or NULL when this one was taken already (its answer is recorded). */
+static struct pass_action *emit(struct walk *w, enum pass_kind kind, int step)
+{
+	if (answer(w, step, kind))
+		return NULL;
+	struct pass_actions *o = w->out;
+	o->v = xrealloc(o->v, (o->n + 1) * sizeof(*o->v));
+	struct pass_action *a = &o->v[o->n++];
+	*a = (struct pass_action){.kind = kind, .step = step};
+	return a;
+}
+
+static void emit_event(struct walk *w, int step, const char *type, const char *reason, const char *fmt, ...)
+	__attribute__((format(printf, 5, 6)));
+
+static void emit_event(struct walk *w, int step, const char *type, const char *reason, const char *fmt, ...)
+{
+	struct pass_action *a = emit(w, PASS_EVENT, step);
+	if (!a)
+		return;
+	a->event_type = type;
+	a->reason = reason;
+	va_list ap;
+	va_start(ap, fmt);
+	if (vasprintf(&a->message, fmt, ap) < 0)
+		abort();
+	va_end(ap);
+}
+
+static const char *reason_for(int code)
+{
+	switch (code) {
+	case SP_EAUTH: return "CredentialsInvalid";
+	case SP_ECAPACITY: return "CapacityUnavailable";
+	case SP_ECONFIG: return "InvalidParameters";
+	case SP_EINVAL: return "InvalidSpec";
+	default: return "CloudAPIError";
+	}
+}
+
+/* A failure that leaves the pool short (or a deleted pool uncleaned) shows as the
+ * Degraded condition, and as one Warning event per episode: the condition's reason (not
+ * the message, which carries a fresh RequestId on every call) tells a new episode from a
+ * repeat of the one the pass found, and a pass posts each reason once. */
+static void fail(struct walk *w, int step, int code, const char *what, const char *detail)
+{
+	w->degraded_reason = reason_for(code);
+	snprintf(w->degraded_message, sizeof(w->degraded_message), "%s%s%s", what,
+		 detail && *detail ? ": " : "", detail ? detail : "");
+	const char *start = w->in->start_degraded_reason;
+	if ((!start || strcmp(start, w->degraded_reason) != 0) && w->posted != w->degraded_reason) {
+		emit_event(w, STEP_FAIL_EVENT + step, "Warning", w->degraded_reason, "%s", w->degraded_message);
+		w->posted = w->degraded_reason;
+	}
+}
+
+static void fail_answer(struct walk *w, const struct pass_answer *a, const char *fmt, ...)
+	__attribute__((format(printf, 3, 4)));
+
+static void fail_answer(struct walk *w, const struct pass_answer *a, const char *fmt, ...)
+{
+	char what[SP_ERROR_MAX];
+	va_list ap;
+	va_start(ap, fmt);
+	vsnprintf(what, sizeof(what), fmt, ap);
+	va_end(ap);
+	fail(w, a->step, a->code, what, a->message);
+}
+
+static bool refused(int code)
+{
+	return code == SP_ECAPACITY || code == SP_EAUTH || code == SP_ECONFIG;
+}
+
+/* final: the pass's last word. A write in the middle of a pass (the ledger) does not
+ * know yet whether the pass will fail: it keeps the Degraded condition the pool had, so
+ * conditions do not flap and a failure right after is no new episode. */
+static cJSON *build_status(const struct walk *w, bool final)
+{
+	const struct pass_input *in = w->in;
+	const char *reason = w->degraded_reason, *message = reason ? w->degraded_message : NULL;
+	if (!final && !reason && in->start_degraded_reason) {
+		reason = in->start_degraded_reason;
+		message = status_condition(in->old_status, "Degraded", "message");
+	}
+	char *label = pool_label_value(in->name);
+	char *selector = xasprintf("spotpool.jokerbai.com/pool-name=%s", label);
+	free(label);
+	size_t n = 0;
+	struct pool_instance *recorded = w->plan ? plan_recorded(in->plan.instances, in->plan.n_instances,
+								 in->terminated, &n) : NULL;
+	struct status_input s = {
+		.selector = selector, .old_status = in->old_status, .generation = in->generation,
+		.instances = recorded, .n_instances = n, .plan = w->plan,
+		.minimum = in->spec ? in->spec->minimum : 0, .deleting = in->deleting,
+		.ledger = in->ledger, .launch_seq = in->launch_seq,
+		.degraded_reason = reason, .degraded_message = message,
+		.progress_message = *w->progress ? w->progress : NULL,
+		.capacity_message = w->plan && !in->deleting ? w->capacity : NULL,
+		.insecure_credentials = in->insecure_credentials, .now = in->plan.now,
+	};
+	cJSON *st = status_build(&s);
+	free(recorded);
+	free(selector);
+	return st;
+}
+
+/* Writes the whole status with the ledger, so what the ledger resolved (the instances)
+ * lands in the same write. */
+static void record_ledger(struct walk *w, enum pass_kind kind, int step, const struct plan_launch *ledger,
+			  int64_t launch_seq)
+{
+	struct pass_action *a = emit(w, kind, step);
+	if (!a)
+		return;
+	a->has_ledger = ledger != NULL;
+	if (ledger) {
+		a->ledger = *ledger;
+		a->ledger.instance_ids = (struct strv){0};
+		for (size_t i = 0; i < ledger->instance_ids.n; i++)
+			strv_push(&a->ledger.instance_ids, ledger->instance_ids.v[i]);
+	}
+	a->launch_seq = launch_seq;
+	struct pass_input shown = *w->in;
+	shown.ledger = ledger;
+	shown.launch_seq = launch_seq;
+	struct walk as = *w;
+	as.in = &shown;
+	a->status = build_status(&as, false);
+	/* A merge patch keeps keys it does not mention: clear the previous launch's IDs. */
+	cJSON *launch = cJSON_GetObjectItemCaseSensitive(a->status, "launch");
+	if (cJSON_IsObject(launch) && !cJSON_HasObjectItem(launch, "instanceIds"))
+		cJSON_AddNullToObject(launch, "instanceIds");
+}
+
+static void set_offering(struct pass_action *a, const char *zone, const char *type)
+{
+	snprintf(a->zone, sizeof(a->zone), "%s", zone);
+	snprintf(a->instance_type, sizeof(a->instance_type), "%s", type);
+}
+
+static const char *or_spec(const char *v, const char *spec)
+{
+	return v && *v ? v : spec;
+}
+
+static void emit_launch(struct walk *w, int step, const struct plan_launch *l, int count, bool fresh)
+{
+	struct pass_action *a = emit(w, PASS_LAUNCH, step);
+	if (!a)
+		return;
+	set_offering(a, or_spec(l->zone, w->in->spec->zone), or_spec(l->instance_type, w->in->spec->instance_type));
+	a->count = count;
+	a->fresh = fresh;
+	a->ledger = *l;
+	a->ledger.instance_ids = (struct strv){0};
+}
+
+static void launched_event(struct walk *w, int step, const struct pass_action *l)
+{
+	const struct plan_launch *led = w->in->ledger;
+	char joined[1024] = "";
+	for (size_t i = 0; led && i < led->instance_ids.n; i++)
+		snprintf(joined + strlen(joined), sizeof(joined) - strlen(joined), "%s%s", i ? ", " : "",
+			 led->instance_ids.v[i]);
+	emit_event(w, step, "Normal", "Launched", "launched %zu x %s in %s: %s",
+		   led ? led->instance_ids.n : 0, l->instance_type, l->zone, joined);
+}
+
+/* Names the offerings not available, for CapacityAvailable; the earliest time a probe
+ * of one of them is due goes to *ret_probe_at (INT64_MAX: none). */
+static void describe_scarcity(struct walk *w, const enum offer_state *state, const int64_t *probe_at,
+			      int64_t *ret_probe_at)
+{
+	const struct offer_list *offers = w->in->offers;
+	char *m = w->capacity;
+	size_t cap = sizeof(w->capacity);
+	*m = '\0';
+	*ret_probe_at = INT64_MAX;
+	for (size_t i = 0; offers && i < offers->n; i++) {
+		if (state[i] == OFFER_AVAILABLE)
+			continue;
+		if (probe_at[i] < *ret_probe_at)
+			*ret_probe_at = probe_at[i];
+		char name[128];
+		offer_name(&offers->v[i], name, sizeof(name));
+		snprintf(m + strlen(m), cap - strlen(m), "%s%s", *m ? ", " : "sold out: ", name);
+	}
+	int64_t now = w->in->now_ms;
+	if (*m && *ret_probe_at != INT64_MAX)
+		snprintf(m + strlen(m), cap - strlen(m), "; next probe in %lld s",
+			 (long long)((*ret_probe_at > now ? *ret_probe_at - now : 0) + 999) / 1000);
+}
+
+static void emit_soldout(struct walk *w, enum pass_kind kind, int step, const struct offer *o)
+{
+	struct pass_action *a = emit(w, kind, step);
+	if (a)
+		set_offering(a, o->zone, o->instance_type);
+}
+
+/* The shortfall, on the pool's first usable offering (spread: the least loaded zone),
+ * and when that one answers "sold out", on the next, in the same pass. At most one probe
+ * of a sold-out offering per TTL across all pools (soldout.h). */
+static void launch_shortfall(struct walk *w)
+{
+	const struct pass_input *in = w->in;
+	const struct offer_list *offers = in->offers;
+	enum offer_state state[OFFER_MAX];
+	int64_t probe_at[OFFER_MAX];
+	for (size_t i = 0; i < offers->n; i++) {
+		state[i] = in->offer_state[i];
+		probe_at[i] = in->probe_at_ms[i];
+	}
+	int zone_live[OFFER_ZONES_MAX];
+	offer_zone_live(offers, in->plan.instances, in->plan.n_instances, zone_live);
+	bool launched = false, over = false;
+	for (size_t k = 0; k <= offers->n && !launched && !over; k++) {
+		struct offer_input oin = {.list = offers, .state = state, .zone_live = zone_live,
+					  .strategy = in->spec->allocation, .want = w->plan->launch};
+		struct offer_pick pick;
+		offer_choose(&oin, &pick);
+		if (pick.index < 0)
+			break;
+		const struct offer *o = &offers->v[pick.index];
+		int base = STEP_ATTEMPT + (int)k * ATTEMPT_STRIDE;
+		const struct pass_answer *probe = pick.probe ? answer(w, base, PASS_TAKE_PROBE) : NULL;
+		if (pick.probe && !probe)
+			emit_soldout(w, PASS_TAKE_PROBE, base, o);
+		if (probe && probe->code < 0) {  /* another pool holds this probe */
+			state[pick.index] = OFFER_SOLD_OUT;
+			continue;
+		}
+		const struct pass_answer *rec = answer(w, base + 1, PASS_RECORD_LEDGER);
+		if (!rec) {
+			struct plan_launch l = {.count = pick.count, .started = in->plan.now};
+			snprintf(l.zone, sizeof(l.zone), "%s", o->zone);
+			snprintf(l.instance_type, sizeof(l.instance_type), "%s", o->instance_type);
+			pass_client_token(in->spec->uid, in->ns, in->name, in->launch_seq + 1, l.client_token);
+			record_ledger(w, PASS_RECORD_LEDGER, base + 1, &l, in->launch_seq + 1);
+			emit_launch(w, base + 2, &l, pick.count, true);
+			return;  /* the rest follows from the answer */
+		}
+		if (rec->code < 0) {
+			/* Not recorded, so not launched: safe to try again later; a probe that never
+			 * reached the cloud goes back at once. */
+			if (pick.probe)
+				emit_soldout(w, PASS_SOLDOUT_RETURN, base + 3, o);
+			w->error = rec->code;
+			return;
+		}
+		const struct pass_answer *run = answer(w, base + 2, PASS_LAUNCH);
+		if (!run) {
+			emit_launch(w, base + 2, in->ledger, pick.count, true);
+			return;
+		}
+		if (run->code == 0) {
+			if (pick.probe)
+				emit_soldout(w, PASS_SOLDOUT_FORGET, base + 3, o);
+			state[pick.index] = OFFER_AVAILABLE;
+			/* A fresh launch's IDs stay in memory and are resolved next pass; recording
+			 * them now would cost a status write. */
+			emit(w, PASS_REMEMBER, base + 3);
+			struct pass_action shown = {0};
+			set_offering(&shown, o->zone, o->instance_type);
+			launched_event(w, base + 3, &shown);
+			launched = true;
+			break;
+		}
+		fail_answer(w, run, "launch of %d instance(s) failed", pick.count);
+		/* A refusal of a fresh token proves nothing was launched: the record goes. */
+		if (refused(run->code))
+			record_ledger(w, PASS_CLEAR_LEDGER, base + 3, NULL, in->launch_seq);
+		/* Only a definitive "sold out" marks the offering and moves on: the same code
+		 * after an attempt of unknown outcome is reported as transient and proves
+		 * nothing. A probe that reached the cloud was this TTL's probe. */
+		if (run->sold_out || pick.probe)
+			emit_soldout(w, PASS_SOLDOUT_MARK, base + 3, o);
+		if (run->sold_out || pick.probe) {
+			state[pick.index] = OFFER_SOLD_OUT;
+			probe_at[pick.index] = in->now_ms + in->soldout_ttl_ms;
+		}
+		over = !run->sold_out;
+		if (over)
+			w->error = run->code;
+	}
+	int64_t next_probe;
+	describe_scarcity(w, state, probe_at, &next_probe);
+	if (launched) {
+		w->degraded_reason = NULL;  /* short of nothing: a sold-out first choice shows in CapacityAvailable */
+	} else if (!over && w->error == 0 && *w->capacity) {
+		fail(w, STEP_NO_OFFERING, SP_ECAPACITY, "no offering of the pool is available", w->capacity);
+		/* Nothing to call before a probe is due: come back then, not on a backoff. */
+		if (next_probe != INT64_MAX)
+			w->requeue_ms = next_probe - in->now_ms > 1000 ? next_probe - in->now_ms : 1000;
+	}
+}
+
+/* The ledger's launch repeated with its token (outcome unknown, or its IDs wanted). */
+static const struct pass_answer *resume(struct walk *w)
+{
+	const struct pass_answer *run = answer(w, STEP_RESUME, PASS_LAUNCH);
+	if (!run) {
+		emit_launch(w, STEP_RESUME, w->in->plan.ledger, w->plan->resume, false);
+		return NULL;
+	}
+	if (run->code == 0) {
+		/* Recorded, or each pass would repeat it again. */
+		record_ledger(w, PASS_RECORD_LEDGER, STEP_RESUME, w->in->ledger, w->in->launch_seq);
+		const struct pass_answer *rec = answer(w, STEP_RESUME, PASS_RECORD_LEDGER);
+		if (rec && rec->code < 0)
+			w->error = rec->code;
+		const struct plan_launch *l = w->in->plan.ledger;
+		struct pass_action shown = {0};
+		set_offering(&shown, or_spec(l->zone, w->in->spec->zone),
+			     or_spec(l->instance_type, w->in->spec->instance_type));
+		launched_event(w, STEP_RESUME, &shown);
+	} else {
+		fail_answer(w, run, "launch of %d instance(s) failed", w->plan->resume);
+		w->error = run->code;
+	}
+	return run;
+}
+
+/* A terminate of ids (in dry-run, what it would take); true when it was emitted now. */
+static bool emit_terminate(struct walk *w, enum pass_kind kind, int step, const struct strv *ids,
+			   enum pass_why why)
+{
+	struct pass_action *a = ids->n ? emit(w, kind, step) : NULL;
+	for (size_t i = 0; a && i < ids->n; i++)
+		strv_push(&a->ids, ids->v[i]);
+	if (a)
+		a->why = why;
+	return a != NULL;
+}
+
+static void terminate(struct walk *w, int step, const struct strv *ids, enum pass_why why)
+{
+	if (!ids->n || emit_terminate(w, PASS_TERMINATE, step, ids, why))
+		return;
+	const struct pass_answer *t = answer(w, step, PASS_TERMINATE);
+	if (t && t->code < 0) {
+		static const char *const what[] = {
+			[PASS_WHY_SCALE_DOWN] = "scale down", [PASS_WHY_CLEANUP] = "dead instances",
+			[PASS_WHY_DELETION] = "pool deleted",
+		};
+		char m[SP_ERROR_MAX];
+		snprintf(m, sizeof(m), "terminate failed (%s)", what[why]);
+		fail(w, step, t->code, m, t->message);
+		if (w->error == 0)
+			w->error = t->code;
+	}
+}
+
+static void release(struct walk *w, const char *why)
+{
+	struct pass_action *a = emit(w, PASS_RELEASE, STEP_RELEASE);
+	if (a)
+		a->message = xstrdup(why);
+}
+
+static bool released(const struct walk *w)
+{
+	const struct pass_answer *r = answer(w, STEP_RELEASE, PASS_RELEASE);
+	return r && r->code == 0;
+}
+
+static void deletion(struct walk *w)
+{
+	const struct plan *plan = w->plan;
+	if (w->in->dry_run)
+		return;  /* a dry-run controller neither terminates nor releases */
+	if (w->in->spec->deletion_policy == POOL_RETAIN) {
+		emit_event(w, STEP_RETAIN, "Normal", "Retained", "deletionPolicy Retain: leaving %d instance(s) running",
+			   plan->observed);
+		release(w, "deletionPolicy Retain");
+		return;
+	}
+	if (plan->resume) {
+		/* Whatever it answers, what is known goes now: a refused repeat must not keep a
+		 * deleted pool's instances running. */
+		const struct pass_answer *run = resume(w);
+		w->requeue_ms = PASS_REQUEUE_PROGRESS_MS;
+		if (run && refused(run->code) && plan->let_go_if_refused) {
+			emit_event(w, STEP_ABANDON, "Warning", "LaunchAbandoned", "launch %s of unknown outcome: "
+				   "repeating it was refused past the launch grace; releasing without it",
+				   plan->resume ? w->in->plan.ledger->client_token : "");
+			record_ledger(w, PASS_CLEAR_LEDGER, STEP_ABANDON, NULL, w->in->launch_seq);
+		}
+		if (!run)
+			return;
+	}
+	if (plan->cleanup.n) {
+		terminate(w, STEP_CLEANUP, &plan->cleanup, PASS_WHY_DELETION);
+		const struct pass_answer *t = answer(w, STEP_CLEANUP, PASS_TERMINATE);
+		if (t && t->code == 0 && plan->ledger_done && w->in->ledger)
+			record_ledger(w, PASS_CLEAR_LEDGER, STEP_LEDGER_DONE, NULL, w->in->launch_seq);
+		w->requeue_ms = PASS_REQUEUE_PROGRESS_MS;
+		return;
+	}
+	if (plan->waiting) {
+		w->requeue_ms = PASS_REQUEUE_PROGRESS_MS;
+		return;
+	}
+	release(w, "every recorded instance is confirmed gone");
+}
+
+static void dry_run(struct walk *w)
+{
+	const struct plan *plan = w->plan;
+	const struct pass_input *in = w->in;
+	char *m = w->progress;
+	size_t cap = sizeof(w->progress);
+	snprintf(m, cap, "dry-run: %d live, target %d", plan->observed, plan->target);
+	int want = plan->launch + plan->resume;
+	if (want) {
+		struct pass_action *a = emit(w, PASS_CHECK_LAUNCH, STEP_CHECK);
+		const struct plan_launch *l = plan->resume ? in->plan.ledger : NULL;
+		const struct offer *o = NULL;
+		if (!l && in->offers && in->offers->n) {
+			int zone_live[OFFER_ZONES_MAX];
+			offer_zone_live(in->offers, in->plan.instances, in->plan.n_instances, zone_live);
+			struct offer_input oin = {.list = in->offers, .state = in->offer_state, .zone_live = zone_live,
+						  .strategy = in->spec->allocation, .want = want};
+			struct offer_pick pick;
+			offer_choose(&oin, &pick);
+			o = pick.index >= 0 ? &in->offers->v[pick.index] : &in->offers->v[0];
+		}
+		if (a) {
+			a->count = want;
+			set_offering(a, l ? or_spec(l->zone, in->spec->zone) : o ? o->zone : in->spec->zone,
+				     l ? or_spec(l->instance_type, in->spec->instance_type)
+				       : o ? o->instance_type : in->spec->instance_type);
+		}
+		const struct pass_answer *c = answer(w, STEP_CHECK, PASS_CHECK_LAUNCH);
+		/* The error code, not the message: messages carry a RequestId that changes
+		 * every call and would turn each pass into a new event and status write. */
+		if (c)
+			snprintf(m + strlen(m), cap - strlen(m), "; would launch %d (launch check %s%s)", want,
+				 c->code == 0 ? "passed" : "failed: ",
+				 c->code == 0 ? "" : *c->reason ? c->reason : sp_strerror(c->code));
+	}
+	for (size_t i = 0; i < plan->scale_down.n; i++)
+		snprintf(m + strlen(m), cap - strlen(m), "%s%s", i ? ", " : "; would terminate ",
+			 plan->scale_down.v[i]);
+	emit_terminate(w, PASS_WOULD_TERMINATE, STEP_SCALE_DOWN, &plan->scale_down, PASS_WHY_SCALE_DOWN);
+	emit_terminate(w, PASS_WOULD_TERMINATE, STEP_CLEANUP, &plan->cleanup, PASS_WHY_CLEANUP);
+	const char *old = status_condition(in->old_status, "Progressing", "message");
+	if (!old || strcmp(old, m) != 0)
+		emit_event(w, STEP_DRY_EVENT, "Normal", "DryRun", "%s", m);
+}
+
+/* The pool's own work: reclaims noticed, the launch (a repeat, or the shortfall), the
+ * resolved ledger cleared, excess and dead instances terminated. */
+static void act(struct walk *w)
+{
+	const struct plan *plan = w->plan;
+	if (plan->reclaimed.n) {
+		struct pass_action *a = emit(w, PASS_RECLAIMED, STEP_RECLAIMS);
+		for (size_t i = 0; a && i < plan->reclaimed.n; i++)
+			strv_push(&a->ids, plan->reclaimed.v[i]);
+	}
+	if (w->in->dry_run) {
+		dry_run(w);
+	} else if (plan->resume) {
+		resume(w);
+	} else if (plan->launch > 0) {
+		launch_shortfall(w);
+	} else if (plan->ledger_done && w->in->ledger) {
+		/* Resolved: the instances go into .status.instances in the same guarded write. */
+		record_ledger(w, PASS_CLEAR_LEDGER, STEP_LEDGER_DONE, NULL, w->in->launch_seq);
+		const struct pass_answer *c = answer(w, STEP_LEDGER_DONE, PASS_CLEAR_LEDGER);
+		if (c && c->code < 0)
+			w->error = c->code;
+	}
+	if (!w->in->dry_run) {
+		terminate(w, STEP_SCALE_DOWN, &plan->scale_down, PASS_WHY_SCALE_DOWN);
+		terminate(w, STEP_CLEANUP, &plan->cleanup, PASS_WHY_CLEANUP);
+	}
+	bool progress = plan->launch || plan->resume || plan->waiting || plan->scale_down.n || plan->cleanup.n;
+	for (size_t i = 0; i < w->in->plan.n_instances && !progress; i++)
+		progress = plan_state_settling(w->in->plan.instances[i].state);
+	if (!w->requeue_ms && progress)
+		w->requeue_ms = PASS_REQUEUE_PROGRESS_MS;
+}
+
+/* The final status, when it changes anything; a failure to write it is the pass's error
+ * (a conflict: plan again from a fresh read). */
+static void write_status(struct walk *w)
+{
+	const struct pass_answer *s = answer(w, STEP_STATUS, PASS_WRITE_STATUS);
+	if (!s) {
+		cJSON *st = build_status(w, true);
+		cJSON_DeleteItemFromObject(st, "launch");
+		cJSON_DeleteItemFromObject(st, "launchSeq");
+		if (status_patch_is_noop(st, w->in->old_status)) {
+			cJSON_Delete(st);
+			return;
+		}
+		emit(w, PASS_WRITE_STATUS, STEP_STATUS)->status = st;
+		return;
+	}
+	/* Made visible on the object too: a status that cannot be written (RBAC, a
+	 * webhook) would otherwise look like a pool that is simply not progressing. */
+	if (s->code < 0 && s->code != SP_ETRANSIENT)
+		emit_event(w, STEP_STATUS, "Warning", "StatusUpdateFailed", "cannot write status: %s", s->message);
+	if (s->code < 0 && w->error == 0)
+		w->error = s->code;
+}
+
+static void requeue(struct walk *w)
+{
+	struct pass_action *a = emit(w, PASS_REQUEUE, STEP_END);
+	if (a) {
+		a->requeue_ms = w->requeue_ms;
+		a->error = w->error;
+	}
+}
+
+/* A guarded write found the pool changed since the pass read it: whatever this pass
+ * would write next is built on a stale view and could undo the other writer's record. */
+static bool conflicted(const struct pass_done *d)
+{
+	for (size_t i = 0; i < d->n; i++)
+		if (d->v[i].code == SP_ECONFLICT)
+			return true;
+	return false;
+}
+
+/* Planned: the plan is made (the cloud was read). */
+static void planned(struct walk *w)
+{
+	const struct pass_input *in = w->in;
+	/* A failed sweep leaves plan.sweep set: its answer is looked at first. */
+	const struct pass_answer *sw = answer(w, STEP_SWEEP, PASS_SWEEP);
+	if (w->plan->sweep && !sw) {
+		emit(w, PASS_SWEEP, STEP_SWEEP);
+		return;
+	}
+	if (sw && sw->code < 0) {
+		char what[SP_ERROR_MAX];
+		snprintf(what, sizeof(what), "cannot look for the instances of launch %s before releasing the "
+			 "deleted pool", in->plan.ledger ? in->plan.ledger->client_token : "");
+		fail(w, STEP_SWEEP, sw->code, what, sw->message);
+		w->error = sw->code;
+		write_status(w);
+		return;
+	}
+	if (!in->deleting) {
+		int64_t next_probe;
+		describe_scarcity(w, in->offer_state, in->probe_at_ms, &next_probe);
+	}
+	if (in->deleting) {
+		deletion(w);
+		if (released(w))
+			return;
+		const struct pass_answer *r = answer(w, STEP_RELEASE, PASS_RELEASE);
+		if (r)
+			w->error = r->code;
+	} else {
+		act(w);
+	}
+	write_status(w);
+}
+
+static void plan_pass(struct walk *w);
+
+void pass_plan(const struct pass_input *in, const struct pass_done *d, struct pass_actions *ret)
+{
+	*ret = (struct pass_actions){.live = -1};
+	struct walk w = {.in = in, .d = d, .out = ret};
+	plan_pass(&w);
+	ret->degraded_reason = w.degraded_reason;
+	snprintf(ret->degraded_message, sizeof(ret->degraded_message), "%s", w.degraded_reason ? w.degraded_message : "");
+}
+
+static void plan_pass(struct walk *w)
+{
+	const struct pass_input *in = w->in;
+	if (conflicted(w->d)) {
+		/* Nothing more is written: what was observed is observed again by the next
+		 * pass, planned at once from a fresh read. */
+		emit(w, PASS_REREAD, STEP_REREAD);
+		w->requeue_ms = PASS_REQUEUE_CONFLICT_MS;
+		requeue(w);
+		return;
+	}
+	if (in->deleting && !in->finalizer)
+		return;  /* not ours to clean up (or already released) */
+	if (!in->spec) {
+		/* Bad input never leads to a launch or a termination; a deleted pool is still
+		 * cleaned up as long as its credentials and region can be read. */
+		if (!in->active)
+			return;
+		fail(w, STEP_VALIDATE, SP_EINVAL, in->deleting ? "cannot clean up the deleted pool" : "invalid spec",
+		     in->spec_error);
+		w->error = in->deleting ? SP_EINVAL : 0;
+		write_status(w);
+		requeue(w);
+		return;
+	}
+	if (!in->active)
+		return;
+	if (!in->deleting && !in->dry_run && !in->finalizer) {
+		emit(w, PASS_ADD_FINALIZER, STEP_FINALIZER);
+		const struct pass_answer *f = answer(w, STEP_FINALIZER, PASS_ADD_FINALIZER);
+		if (f && f->code < 0) {
+			w->error = f->code;
+			requeue(w);
+			return;
+		}
+	}
+	if (in->observe_code < 0) {
+		char what[SP_ERROR_MAX];
+		snprintf(what, sizeof(what), "%s", in->observe_message ? in->observe_message : "");
+		fail(w, STEP_OBSERVE, in->observe_code, what, NULL);
+		bool nothing_recorded = (!in->plan.seen || in->plan.seen->n == 0) && !in->plan.ledger;
+		if (in->deleting && nothing_recorded && !in->dry_run) {
+			release(w, "nothing recorded to clean up");
+			const struct pass_answer *r = answer(w, STEP_RELEASE, PASS_RELEASE);
+			w->error = r ? r->code : 0;
+			requeue(w);
+			return;
+		}
+		w->error = in->observe_code;
+		write_status(w);
+		requeue(w);
+		return;
+	}
+	/* What the pass knows of the deletion and the mode, the planner's way. */
+	struct plan_input plan_in = in->plan;
+	plan_in.retain = in->deleting && in->spec && in->spec->deletion_policy == POOL_RETAIN;
+	plan_in.dry_run = in->dry_run;
+	struct plan plan;
+	plan_compute(&plan_in, &plan);
+	w->plan = &plan;
+	w->out->live = plan.observed;
+	w->out->target = plan.target;
+	planned(w);
+	if (!released(w))
+		requeue(w);
+	plan_free(&plan);
+}
+
+void pass_actions_free(struct pass_actions *a)
+{
+	for (size_t i = 0; i < a->n; i++) {
+		strv_clear(&a->v[i].ids);
+		strv_clear(&a->v[i].ledger.instance_ids);
+		free(a->v[i].message);
+		cJSON_Delete(a->v[i].status);
+	}
+	free(a->v);
+	*a = (struct pass_actions){0};
+}
+
+void pass_done_add(struct pass_done *d, const struct pass_action *a, int code, const char *reason,
+		   const char *message, bool sold_out)
+{
+	if (d->n == PASS_DONE_MAX)
+		return;  /* the executor stops the pass there */
+	struct pass_answer *x = &d->v[d->n++];
+	*x = (struct pass_answer){.step = a->step, .kind = a->kind, .code = code, .sold_out = sold_out};
+	snprintf(x->reason, sizeof(x->reason), "%s", reason ? reason : "");
+	snprintf(x->message, sizeof(x->message), "%s", message ? message : "");
+}
+
+static void join_ids(const struct strv *ids, char *out, size_t size)
+{
+	*out = '\0';
+	for (size_t i = 0; i < ids->n; i++)
+		snprintf(out + strlen(out), size - strlen(out), "%s%s", i ? "," : "", ids->v[i]);
+}
+
+void pass_action_line(const struct pass_action *a, char *out, size_t size)
+{
+	static const char *const why[] = {
+		[PASS_WHY_NONE] = "", [PASS_WHY_SCALE_DOWN] = "scale-down", [PASS_WHY_CLEANUP] = "cleanup",
+		[PASS_WHY_DELETION] = "deletion",
+	};
+	char ids[768];
+	join_ids(&a->ids, ids, sizeof(ids));
+	switch (a->kind) {
+	case PASS_ADD_FINALIZER: snprintf(out, size, "add-finalizer"); break;
+	case PASS_SWEEP: snprintf(out, size, "sweep"); break;
+	case PASS_RECLAIMED: snprintf(out, size, "reclaimed %s", ids); break;
+	case PASS_TAKE_PROBE: snprintf(out, size, "take-probe %s/%s", a->zone, a->instance_type); break;
+	case PASS_RECORD_LEDGER:
+		snprintf(out, size, "record-ledger seq=%lld count=%d %s/%s", (long long)a->launch_seq,
+			 a->ledger.count, a->ledger.zone, a->ledger.instance_type);
+		break;
+	case PASS_LAUNCH:
+		snprintf(out, size, "launch %s count=%d %s/%s", a->fresh ? "fresh" : "repeat", a->count, a->zone,
+			 a->instance_type);
+		break;
+	case PASS_CHECK_LAUNCH:
+		snprintf(out, size, "check-launch count=%d %s/%s", a->count, a->zone, a->instance_type);
+		break;
+	case PASS_REMEMBER: snprintf(out, size, "remember-answer"); break;
+	case PASS_SOLDOUT_MARK: snprintf(out, size, "mark-sold-out %s/%s", a->zone, a->instance_type); break;
+	case PASS_SOLDOUT_FORGET: snprintf(out, size, "forget-sold-out %s/%s", a->zone, a->instance_type); break;
+	case PASS_SOLDOUT_RETURN: snprintf(out, size, "return-probe %s/%s", a->zone, a->instance_type); break;
+	case PASS_CLEAR_LEDGER: snprintf(out, size, "clear-ledger"); break;
+	case PASS_TERMINATE: snprintf(out, size, "terminate %s %s", why[a->why], ids); break;
+	case PASS_WOULD_TERMINATE: snprintf(out, size, "would-terminate %s %s", why[a->why], ids); break;
+	case PASS_EVENT: snprintf(out, size, "event %s %s", a->event_type, a->reason); break;
+	case PASS_RELEASE: snprintf(out, size, "release"); break;
+	case PASS_WRITE_STATUS: snprintf(out, size, "write-status"); break;
+	case PASS_REREAD: snprintf(out, size, "reread"); break;
+	case PASS_REQUEUE:
+		snprintf(out, size, "requeue after=%lldms error=%s", (long long)a->requeue_ms,
+			 a->error ? sp_strerror(a->error) : "none");
+		break;
+	}
+}

@@ -1,0 +1,656 @@
+/* pass: the pass planner, driven the way reconcile drives it: plan, take the first
+ * action, record a scripted answer, plan again; the actions taken are compared as
+ * pass_action_line lines. */
+#include "testutil.h"
+#include "pass.h"
+
+#define NOW 1800000000
+
+struct sim {
+	struct pool_spec spec;
+	struct pass_input in;
+	struct pass_done done;
+	struct plan_launch ledger;
+	bool has_ledger;
+	struct strv terminated;
+	struct offer_list offers;
+	enum offer_state state[OFFER_MAX];
+	int64_t probe_at[OFFER_MAX];
+	/* answer(kind, zone) -> code; sold_out: the refusal is "sold out" */
+	int (*answer)(const struct pass_action *a, bool *sold_out);
+	/* called with every list pass_plan returns */
+	void (*check)(const struct sim *s, const struct pass_actions *acts);
+	char taken[64][160];
+	size_t n_taken;
+	int64_t requeue_ms;
+	int error;
+};
+
+static void sim_init(struct sim *s, int min, int max)
+{
+	*s = (struct sim){0};
+	s->spec = (struct pool_spec){.namespace = "ns", .name = "p", .uid = "uid", .minimum = min, .maximum = max,
+				     .region = "ap-singapore", .zone = "z1", .instance_type = "T1",
+				     .secret_id = "AKID", .secret_key = "k"};
+	s->in = (struct pass_input){.ns = "ns", .name = "p", .spec = &s->spec, .spec_valid = true,
+				    .finalizer = true, .active = true,
+				    .plan = {.spec = &s->spec, .now = NOW, .launch_grace = 60}};
+}
+
+static void sim_offers(struct sim *s)
+{
+	offer_build(&s->spec, &s->offers);
+	for (size_t i = 0; i < s->offers.n; i++)
+		s->probe_at[i] = INT64_MAX;
+}
+
+/* Runs the pass to its end; the lines of the actions taken land in s->taken. */
+static void sim_run(struct sim *s)
+{
+	if (!s->offers.n)
+		sim_offers(s);
+	for (int guard = 0; guard < 60; guard++) {
+		s->in.ledger = s->has_ledger ? &s->ledger : NULL;
+		s->in.terminated = &s->terminated;
+		s->in.offers = &s->offers;
+		s->in.offer_state = s->state;
+		s->in.probe_at_ms = s->probe_at;
+		s->in.soldout_ttl_ms = 180000;
+		struct pass_actions acts;
+		pass_plan(&s->in, &s->done, &acts);
+		if (s->check)
+			s->check(s, &acts);
+		if (!acts.n) {
+			pass_actions_free(&acts);
+			return;
+		}
+		const struct pass_action *a = &acts.v[0];
+		pass_action_line(a, s->taken[s->n_taken], sizeof(s->taken[0]));
+		s->n_taken++;
+		bool sold_out = false;
+		int code = s->answer ? s->answer(a, &sold_out) : 0;
+		if (code == 0 && (a->kind == PASS_RECORD_LEDGER || a->kind == PASS_CLEAR_LEDGER)) {
+			plan_launch_clear(&s->ledger);
+			s->has_ledger = a->has_ledger;
+			s->ledger = a->ledger;
+			s->ledger.instance_ids = (struct strv){0};
+			s->in.launch_seq = a->launch_seq;
+		}
+		if (code == 0 && a->kind == PASS_LAUNCH) {
+			s->ledger.ids_known = true;
+			for (int i = 0; i < a->count; i++)
+				strv_push(&s->ledger.instance_ids, "ins-new");
+		}
+		if (code == 0 && a->kind == PASS_SWEEP)
+			s->in.plan.swept = true;
+		if (code == 0 && a->kind == PASS_TERMINATE)
+			for (size_t i = 0; i < a->ids.n; i++)
+				strv_push(&s->terminated, a->ids.v[i]);
+		if (a->kind == PASS_REQUEUE) {
+			s->requeue_ms = a->requeue_ms;
+			s->error = a->error;
+		}
+		pass_done_add(&s->done, a, code, NULL, "refused", sold_out);
+		pass_actions_free(&acts);
+	}
+	fail_msg("the pass did not end");
+}
+
+static void sim_free(struct sim *s)
+{
+	plan_launch_clear(&s->ledger);
+	strv_clear(&s->terminated);
+}
+
+static bool taken(const struct sim *s, const char *prefix)
+{
+	for (size_t i = 0; i < s->n_taken; i++)
+		if (strncmp(s->taken[i], prefix, strlen(prefix)) == 0)
+			return true;
+	return false;
+}
+
+static size_t index_of(const struct sim *s, const char *prefix)
+{
+	for (size_t i = 0; i < s->n_taken; i++)
+		if (strncmp(s->taken[i], prefix, strlen(prefix)) == 0)
+			return i;
+	fail_msg("no action \"%s\"", prefix);
+	return 0;
+}
+
+/* The ledger is written before RunInstances; the answer is remembered; one launch. */
+static void test_happy_path_launch(void **state)
+{
+	(void)state;
+	struct sim s;
+	sim_init(&s, 2, 4);
+	s.in.finalizer = false;
+	sim_run(&s);
+	assert_string_equal(s.taken[0], "add-finalizer");
+	assert_true(index_of(&s, "record-ledger seq=1 count=2 z1/T1") < index_of(&s, "launch fresh count=2 z1/T1"));
+	assert_true(taken(&s, "remember-answer"));
+	assert_true(taken(&s, "event Normal Launched"));
+	assert_true(taken(&s, "write-status"));
+	assert_int_equal(s.requeue_ms, PASS_REQUEUE_PROGRESS_MS);
+	sim_free(&s);
+}
+
+static int sold_out_z1(const struct pass_action *a, bool *sold_out)
+{
+	*sold_out = a->kind == PASS_LAUNCH && strcmp(a->zone, "z1") == 0;
+	return *sold_out ? SP_ECAPACITY : 0;
+}
+
+/* Sold out on the first offering: marked, the ledger dropped, the next offering launched
+ * in the same pass under the next token; one failure event for the episode. */
+static void test_sold_out_next_offering(void **state)
+{
+	(void)state;
+	struct sim s;
+	sim_init(&s, 1, 1);
+	char *zones[] = {"z2"};
+	s.spec.zones = (struct strv){.v = zones, .n = 1};
+	s.answer = sold_out_z1;
+	sim_run(&s);
+	assert_true(index_of(&s, "mark-sold-out z1/T1") < index_of(&s, "record-ledger seq=2 count=1 z2/T1"));
+	assert_true(taken(&s, "clear-ledger"));
+	assert_true(taken(&s, "launch fresh count=1 z2/T1"));
+	assert_true(taken(&s, "event Warning CapacityUnavailable"));
+	assert_int_equal(s.error, 0);
+	sim_free(&s);
+}
+
+static int refuse_auth(const struct pass_action *a, bool *sold_out)
+{
+	*sold_out = false;
+	return a->kind == PASS_LAUNCH ? SP_EAUTH : 0;
+}
+
+/* A refused fresh launch launched nothing: the ledger goes, nothing else is tried, the
+ * pass backs off; the pool's Degraded episode was already CredentialsInvalid: no event. */
+static void test_refused_launch(void **state)
+{
+	(void)state;
+	struct sim s;
+	sim_init(&s, 1, 1);
+	s.answer = refuse_auth;
+	sim_run(&s);
+	assert_true(taken(&s, "clear-ledger"));
+	assert_true(taken(&s, "event Warning CredentialsInvalid"));
+	assert_int_equal(s.error, SP_EAUTH);
+	sim_free(&s);
+	sim_init(&s, 1, 1);
+	s.answer = refuse_auth;
+	s.in.start_degraded_reason = "CredentialsInvalid";
+	sim_run(&s);
+	assert_false(taken(&s, "event Warning"));
+	sim_free(&s);
+}
+
+static int conflict_on_ledger(const struct pass_action *a, bool *sold_out)
+{
+	*sold_out = false;
+	return a->kind == PASS_RECORD_LEDGER ? SP_ECONFLICT : 0;
+}
+
+/* A guarded write that conflicts: nothing more, read again, look again at once. */
+static void test_conflict_stops(void **state)
+{
+	(void)state;
+	struct sim s;
+	sim_init(&s, 1, 1);
+	s.answer = conflict_on_ledger;
+	sim_run(&s);
+	assert_int_equal(s.n_taken, 3);
+	assert_string_equal(s.taken[1], "reread");
+	assert_int_equal(s.requeue_ms, PASS_REQUEUE_CONFLICT_MS);
+	assert_false(taken(&s, "launch"));
+	sim_free(&s);
+}
+
+/* Deletion: Retain releases with the instances running; Delete terminates them first. */
+static void test_deletion_policies(void **state)
+{
+	(void)state;
+	struct pool_instance i1 = {.id = "ins-1", .state = "RUNNING", .pool_tag = "ns/p"};
+	struct sim s;
+	sim_init(&s, 1, 1);
+	s.in.deleting = s.in.plan.deleting = true;
+	s.in.plan.instances = &i1;
+	s.in.plan.n_instances = 1;
+	s.spec.deletion_policy = POOL_RETAIN;
+	sim_run(&s);
+	assert_string_equal(s.taken[0], "event Normal Retained");
+	assert_string_equal(s.taken[1], "release");
+	assert_false(taken(&s, "terminate"));
+	sim_free(&s);
+	sim_init(&s, 1, 1);
+	s.in.deleting = s.in.plan.deleting = true;
+	s.in.plan.instances = &i1;
+	s.in.plan.n_instances = 1;
+	sim_run(&s);
+	assert_string_equal(s.taken[0], "terminate deletion ins-1");
+	assert_false(taken(&s, "release"));
+	sim_free(&s);
+}
+
+/* Nothing is launched or terminated in dry-run, on an invalid spec, or as a standby. */
+static void test_no_mutation_when_not_allowed(void **state)
+{
+	(void)state;
+	struct pool_instance many[3] = {{.id = "a", .state = "RUNNING"}, {.id = "b", .state = "RUNNING"},
+					{.id = "c", .state = "RUNNING"}};
+	for (int mode = 0; mode < 3; mode++) {
+		for (int grow = 0; grow < 2; grow++) {
+			struct sim s;
+			sim_init(&s, grow ? 5 : 1, grow ? 5 : 1);
+			s.in.plan.instances = many;
+			s.in.plan.n_instances = 3;
+			s.in.dry_run = mode == 0;
+			s.in.active = mode != 1;
+			if (mode == 2) {
+				s.in.spec = NULL;
+				s.in.spec_error = "bad";
+			}
+			sim_run(&s);
+			assert_false(taken(&s, "launch"));
+			assert_false(taken(&s, "terminate"));
+			assert_false(taken(&s, "record-ledger"));
+			sim_free(&s);
+		}
+	}
+}
+
+/* The actions taken, in order, joined with "; " (for comparisons that show all). */
+static const char *taken_all(const struct sim *s)
+{
+	static char out[4096];
+	out[0] = '\0';
+	for (size_t i = 0; i < s->n_taken; i++)
+		snprintf(out + strlen(out), sizeof(out) - strlen(out), "%s%s", i ? "; " : "", s->taken[i]);
+	return out;
+}
+
+static int fail_kind_code;
+static enum pass_kind fail_kind;
+static bool fail_sold_out;
+
+static int fail_one_kind(const struct pass_action *a, bool *sold_out)
+{
+	*sold_out = a->kind == fail_kind && fail_sold_out;
+	return a->kind == fail_kind ? fail_kind_code : 0;
+}
+
+static void sim_fail(struct sim *s, enum pass_kind kind, int code, bool sold_out)
+{
+	fail_kind = kind;
+	fail_kind_code = code;
+	fail_sold_out = sold_out;
+	s->answer = fail_one_kind;
+}
+
+/* One offering, sold out with its TTL over: the pass takes its probe first. Taken and
+ * launched: forgotten; taken and refused by the cloud: marked again (this TTL's probe
+ * was spent); held by another pool: not launched; taken but the ledger not written:
+ * given back at once. */
+static void test_probe(void **state)
+{
+	(void)state;
+	struct sim s;
+	sim_init(&s, 1, 1);
+	sim_offers(&s);
+	s.state[0] = OFFER_PROBE_ALLOWED;
+	sim_run(&s);
+	assert_string_equal(taken_all(&s), "take-probe z1/T1; record-ledger seq=1 count=1 z1/T1; "
+			    "launch fresh count=1 z1/T1; forget-sold-out z1/T1; remember-answer; event Normal Launched; "
+			    "write-status; requeue after=2000ms error=none");
+	sim_free(&s);
+
+	sim_init(&s, 1, 1);
+	sim_offers(&s);
+	s.state[0] = OFFER_PROBE_ALLOWED;
+	sim_fail(&s, PASS_LAUNCH, SP_ECAPACITY, true);
+	sim_run(&s);
+	assert_true(index_of(&s, "launch fresh") < index_of(&s, "mark-sold-out z1/T1"));
+	assert_false(taken(&s, "forget-sold-out"));
+	sim_free(&s);
+
+	sim_init(&s, 1, 1);
+	sim_offers(&s);
+	s.state[0] = OFFER_PROBE_ALLOWED;
+	sim_fail(&s, PASS_TAKE_PROBE, SP_ECAPACITY, false);
+	sim_run(&s);
+	assert_string_equal(s.taken[0], "take-probe z1/T1");
+	assert_false(taken(&s, "launch"));
+	assert_false(taken(&s, "record-ledger"));
+	sim_free(&s);
+
+	sim_init(&s, 1, 1);
+	sim_offers(&s);
+	s.state[0] = OFFER_PROBE_ALLOWED;
+	sim_fail(&s, PASS_RECORD_LEDGER, SP_ETRANSIENT, false);
+	sim_run(&s);
+	assert_true(index_of(&s, "record-ledger") < index_of(&s, "return-probe z1/T1"));
+	assert_false(taken(&s, "launch"));
+	assert_int_equal(s.error, SP_ETRANSIENT);
+	sim_free(&s);
+}
+
+/* Every offering sold out, no probe due: nothing is called, the pool is Degraded
+ * (CapacityUnavailable) and looks again when the first probe is due, not on a backoff. */
+static void test_no_offering_available(void **state)
+{
+	(void)state;
+	struct sim s;
+	sim_init(&s, 1, 1);
+	char *zones[] = {"z2"};
+	s.spec.zones = (struct strv){.v = zones, .n = 1};
+	sim_offers(&s);
+	s.in.now_ms = 1000000;
+	s.state[0] = s.state[1] = OFFER_SOLD_OUT;
+	s.probe_at[0] = s.in.now_ms + 90000;
+	s.probe_at[1] = s.in.now_ms + 30000;
+	sim_run(&s);
+	assert_string_equal(taken_all(&s), "event Warning CapacityUnavailable; write-status; "
+			    "requeue after=30000ms error=none");
+	sim_free(&s);
+	/* A probe due in less than a second: a second, not a busy loop. */
+	sim_init(&s, 1, 1);
+	sim_offers(&s);
+	s.state[0] = OFFER_SOLD_OUT;
+	s.probe_at[0] = s.in.now_ms + 10;
+	sim_run(&s);
+	assert_int_equal(s.requeue_ms, 1000);
+	sim_free(&s);
+}
+
+static struct pool_instance running(const char *id, const char *state)
+{
+	struct pool_instance i = {.created = NOW - 300};
+	snprintf(i.id, sizeof(i.id), "%s", id);
+	snprintf(i.state, sizeof(i.state), "%s", state);
+	snprintf(i.pool_tag, sizeof(i.pool_tag), "ns/p");
+	return i;
+}
+
+static void sim_ledger(struct sim *s, struct plan_launch *l, int count, int64_t age, const char *id)
+{
+	*l = (struct plan_launch){.count = count, .started = NOW - age, .ids_known = id != NULL};
+	snprintf(l->client_token, sizeof(l->client_token), "tok");
+	if (id)
+		strv_push(&l->instance_ids, id);
+	s->in.plan.ledger = l;
+	s->ledger = *l;
+	s->ledger.instance_ids = (struct strv){0};
+	if (id)
+		strv_push(&s->ledger.instance_ids, id);
+	s->has_ledger = true;
+}
+
+/* The ledger: resolved (its instance shows) -> cleared before anything else, and no
+ * new launch in the pass that clears it; outcome unknown -> repeated with its token,
+ * then recorded, never cleared, nothing fresh launched alongside. */
+static void test_ledger_clear_and_resume_order(void **state)
+{
+	(void)state;
+	struct pool_instance in[2] = {running("i1", "RUNNING"), running("i2", "RUNNING")};
+	struct plan_launch l;
+	struct sim s;
+	sim_init(&s, 1, 1);
+	s.in.plan.instances = in;
+	s.in.plan.n_instances = 2;
+	sim_ledger(&s, &l, 1, 10, "i2");
+	sim_run(&s);
+	assert_string_equal(s.taken[0], "clear-ledger");
+	assert_true(index_of(&s, "clear-ledger") < index_of(&s, "terminate scale-down"));
+	assert_false(taken(&s, "launch"));
+	plan_launch_clear(&l);
+	sim_free(&s);
+
+	sim_init(&s, 2, 2);
+	s.in.plan.can_repeat_launch = true;
+	sim_ledger(&s, &l, 2, 10, NULL);
+	sim_run(&s);
+	assert_string_equal(s.taken[0], "launch repeat count=2 z1/T1");
+	assert_true(index_of(&s, "launch repeat") < index_of(&s, "record-ledger seq=0 count=2"));
+	assert_false(taken(&s, "clear-ledger"));
+	assert_false(taken(&s, "launch fresh"));
+	plan_launch_clear(&l);
+	sim_free(&s);
+}
+
+/* Look again soon (PASS_REQUEUE_PROGRESS_MS) while anything is on its way: an instance
+ * settling (plan_state_settling: PENDING, TERMINATING), a launch or a terminate; never
+ * for a settled pool at its size. */
+static void test_requeue_progress(void **state)
+{
+	(void)state;
+	static const struct {
+		const char *state;
+		int64_t want;
+	} cases[] = {{"RUNNING", 0}, {"PENDING", PASS_REQUEUE_PROGRESS_MS}, {"TERMINATING", PASS_REQUEUE_PROGRESS_MS}};
+	for (size_t c = 0; c < sizeof(cases) / sizeof(cases[0]); c++) {
+		struct pool_instance in[2] = {running("i1", "RUNNING"), running("i2", cases[c].state)};
+		struct sim s;
+		sim_init(&s, 1, 2);
+		s.in.plan.instances = in;
+		s.in.plan.n_instances = 2;
+		sim_run(&s);
+		assert_int_equal(s.requeue_ms, cases[c].want);
+		assert_int_equal(plan_state_settling(cases[c].state), cases[c].want != 0);
+		sim_free(&s);
+	}
+}
+
+/* A status that cannot be written: an event (StatusUpdateFailed) unless the failure is
+ * transient, and the pass's error either way. */
+static void test_status_update_failed(void **state)
+{
+	(void)state;
+	struct sim s;
+	sim_init(&s, 0, 1);
+	sim_fail(&s, PASS_WRITE_STATUS, SP_EAUTH, false);
+	sim_run(&s);
+	assert_string_equal(taken_all(&s), "write-status; event Warning StatusUpdateFailed; "
+			    "requeue after=0ms error=authentication failed");
+	assert_int_equal(s.error, SP_EAUTH);
+	sim_free(&s);
+	sim_init(&s, 0, 1);
+	sim_fail(&s, PASS_WRITE_STATUS, SP_ETRANSIENT, false);
+	sim_run(&s);
+	assert_false(taken(&s, "event"));
+	assert_int_equal(s.error, SP_ETRANSIENT);
+	sim_free(&s);
+}
+
+/* Deleting, past the grace, a launch known to have happened whose instances do not
+ * show: repeated to learn its IDs; refused, it is let go (LaunchAbandoned, ledger
+ * cleared) so the deleted pool is not held while the refusal lasts. */
+static void test_launch_abandoned(void **state)
+{
+	(void)state;
+	struct plan_launch l;
+	struct sim s;
+	/* One of its two instances shows (it carries the launch's token): it happened. */
+	struct pool_instance one = running("ins-x", "RUNNING");
+	snprintf(one.launch_tag, sizeof(one.launch_tag), "tok");
+	sim_init(&s, 1, 1);
+	s.in.deleting = s.in.plan.deleting = true;
+	s.in.plan.can_repeat_launch = true;
+	s.in.plan.instances = &one;
+	s.in.plan.n_instances = 1;
+	sim_ledger(&s, &l, 2, 1000, NULL);
+	sim_fail(&s, PASS_LAUNCH, SP_EAUTH, false);
+	sim_run(&s);
+	assert_string_equal(s.taken[0], "launch repeat count=2 z1/T1");
+	assert_true(index_of(&s, "event Warning LaunchAbandoned") < index_of(&s, "clear-ledger"));
+	plan_launch_clear(&l);
+	sim_free(&s);
+}
+
+/* Deleting, past the grace, a launch of unknown outcome none of whose instances shows:
+ * its zone is listed without a tag filter (sweep) before the pool is released. */
+static void test_deletion_sweep(void **state)
+{
+	(void)state;
+	struct plan_launch l;
+	struct sim s;
+	sim_init(&s, 1, 1);
+	s.in.deleting = s.in.plan.deleting = true;
+	sim_ledger(&s, &l, 1, 1000, NULL);
+	sim_run(&s);
+	assert_string_equal(s.taken[0], "sweep");
+	assert_true(index_of(&s, "sweep") < index_of(&s, "release"));
+	plan_launch_clear(&l);
+	sim_free(&s);
+	/* The sweep fails: not released, the failure is the pass's error. */
+	sim_init(&s, 1, 1);
+	s.in.deleting = s.in.plan.deleting = true;
+	sim_ledger(&s, &l, 1, 1000, NULL);
+	sim_fail(&s, PASS_SWEEP, SP_ETRANSIENT, false);
+	sim_run(&s);
+	assert_false(taken(&s, "release"));
+	assert_int_equal(s.error, SP_ETRANSIENT);
+	plan_launch_clear(&l);
+	sim_free(&s);
+}
+
+static unsigned rnd_seed = 4242;
+
+static unsigned rnd(void)
+{
+	rnd_seed = rnd_seed * 1103515245u + 12345u;
+	return rnd_seed >> 8;
+}
+
+/* Mostly success; sometimes sold out, refused, transient, or a conflict. */
+static int random_answer(const struct pass_action *a, bool *sold_out)
+{
+	static const int codes[] = {0, 0, 0, 0, 0, SP_ECAPACITY, SP_EAUTH, SP_ETRANSIENT, SP_ECONFLICT};
+	int code = codes[rnd() % (sizeof(codes) / sizeof(codes[0]))];
+	*sold_out = code == SP_ECAPACITY && a->kind == PASS_LAUNCH && (rnd() & 1);
+	return code;
+}
+
+static int prop_max;
+static bool prop_no_mutation, prop_deleting;
+
+/* Every list: at most one launch, never above maximum (live + what the launch asks,
+ * as if it created all of it), nothing launched or terminated where not allowed. */
+static void check_list(const struct sim *s, const struct pass_actions *acts)
+{
+	(void)s;
+	int launches = 0;
+	for (size_t i = 0; i < acts->n; i++) {
+		const struct pass_action *a = &acts->v[i];
+		if (a->kind != PASS_LAUNCH && a->kind != PASS_TERMINATE && a->kind != PASS_RECORD_LEDGER)
+			continue;
+		assert_false(prop_no_mutation);
+		if (a->kind != PASS_LAUNCH)
+			continue;
+		assert_false(prop_deleting);
+		launches++;
+		assert_true(acts->live >= 0 && acts->live + a->count <= prop_max);
+	}
+	assert_true(launches <= 1);
+}
+
+/* Property test over random passes: random spec, instances, ledger, offerings, mode and
+ * answers; check_list holds for every list, and a pass launches at most once. */
+static void test_property_action_lists(void **state)
+{
+	(void)state;
+	static const char *const states[] = {"RUNNING", "PENDING", "LAUNCH_FAILED", "TERMINATING", "STOPPED"};
+	int passes_launching = 0, passes_terminating = 0;
+	for (int iter = 0; iter < 5000; iter++) {
+		unsigned r = rnd();
+		int min = (int)(r % 4), max = min + (int)((r >> 2) % 4);
+		struct sim s;
+		sim_init(&s, min, max);
+		char *zones[] = {"z2"};
+		if ((r >> 4) & 1)
+			s.spec.zones = (struct strv){.v = zones, .n = 1};
+		struct pool_instance in[6];
+		int n = (int)((r >> 5) % 7);
+		for (int i = 0; i < n; i++) {
+			in[i] = (struct pool_instance){.created = NOW - (int64_t)(rnd() % 500)};
+			snprintf(in[i].id, sizeof(in[i].id), "i%d", i);
+			snprintf(in[i].state, sizeof(in[i].state), "%s", states[rnd() % 5]);
+			snprintf(in[i].pool_tag, sizeof(in[i].pool_tag), "ns/p");
+		}
+		s.in.plan.instances = in;
+		s.in.plan.n_instances = (size_t)n;
+		int kind = (int)((r >> 8) % 3);  /* no ledger, outcome unknown, IDs known */
+		struct plan_launch found = {.count = 1 + (int)((r >> 10) % 3), .started = NOW - (int64_t)((r >> 12) % 120),
+					    .ids_known = kind == 2};
+		snprintf(found.client_token, sizeof(found.client_token), "tok");
+		if (kind == 2)
+			strv_push(&found.instance_ids, n ? "i0" : "new1");
+		if (kind) {
+			s.in.plan.ledger = &found;
+			s.ledger = found;
+			s.ledger.instance_ids = (struct strv){0};
+			s.has_ledger = true;
+		}
+		int mode = (int)((r >> 14) % 6);  /* 0 dry-run, 1 standby, 2 invalid, 3 deleting, else normal */
+		s.in.dry_run = mode == 0;
+		s.in.active = mode != 1;
+		if (mode == 2) {
+			s.in.spec = NULL;
+			s.in.spec_error = "bad";
+		}
+		s.in.deleting = s.in.plan.deleting = mode == 3;
+		s.in.plan.can_repeat_launch = mode != 0;
+		prop_max = max;
+		prop_no_mutation = mode <= 2;
+		prop_deleting = mode == 3;
+		s.answer = random_answer;
+		s.check = check_list;
+		sim_run(&s);
+		int launched = 0;
+		for (size_t i = 0; i < s.done.n; i++)
+			launched += s.done.v[i].kind == PASS_LAUNCH && s.done.v[i].code == 0;
+		assert_true(launched <= 1);
+		passes_launching += launched;
+		passes_terminating += taken(&s, "terminate ");
+		plan_launch_clear(&found);
+		sim_free(&s);
+	}
+	/* The states drawn do reach the cloud-changing paths. */
+	assert_true(passes_launching > 200 && passes_terminating > 200);
+}
+
+static void test_credentials_precedence(void **state)
+{
+	(void)state;
+	struct pool_spec s = {.credentials_secret = "sec", .secret_id = "AKID"};
+	assert_int_equal(pass_credentials_source(&s, true), PASS_CREDS_SECRET);
+	s.credentials_secret = NULL;
+	assert_int_equal(pass_credentials_source(&s, true), PASS_CREDS_INLINE);
+	s.secret_id = NULL;
+	assert_int_equal(pass_credentials_source(&s, true), PASS_CREDS_DEFAULT);
+	assert_int_equal(pass_credentials_source(&s, false), PASS_CREDS_NONE);
+}
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test(test_happy_path_launch),
+		cmocka_unit_test(test_sold_out_next_offering),
+		cmocka_unit_test(test_refused_launch),
+		cmocka_unit_test(test_conflict_stops),
+		cmocka_unit_test(test_deletion_policies),
+		cmocka_unit_test(test_no_mutation_when_not_allowed),
+		cmocka_unit_test(test_credentials_precedence),
+		cmocka_unit_test(test_property_action_lists),
+		cmocka_unit_test(test_probe),
+		cmocka_unit_test(test_no_offering_available),
+		cmocka_unit_test(test_ledger_clear_and_resume_order),
+		cmocka_unit_test(test_requeue_progress),
+		cmocka_unit_test(test_status_update_failed),
+		cmocka_unit_test(test_launch_abandoned),
+		cmocka_unit_test(test_deletion_sweep),
+	};
+	return cmocka_run_group_tests(tests, NULL, NULL);
+}

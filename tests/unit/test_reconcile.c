@@ -1,0 +1,450 @@
+/* reconcile: whole passes of reconcile_pool through fake ports: an apiserver answering
+ * GET/PATCH/POST from the pool object it holds (merge patches applied, resourceVersion
+ * bumped), a CVM API and an inventory answering from a small table, a test clock. Every
+ * call is recorded; each test asserts the calls in order. */
+#include "testutil.h"
+#include "pass.h"
+#include "reconcile.h"
+
+#define NOW 1800000000
+#define CALLS_MAX 64
+
+struct fake {
+	cJSON *obj;                 /* the pool as the apiserver has it */
+	int rv;
+	char calls[CALLS_MAX][256];
+	size_t n_calls;
+	/* PATCH of the status with a ledger: this code (0: accepted) */
+	int ledger_patch_code;
+	struct pool_instance listed[8];  /* what the inventory lists for the pool */
+	size_t n_listed;
+	/* RunInstances: zones answering "sold out"; a transient failure; losing leadership */
+	const char *sold_out_zone;
+	int run_code;
+	bool lose_leadership_on_run;
+	int launched;
+	_Atomic int64_t active_until;
+	struct test_clock clock;
+};
+
+static void record(struct fake *f, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+
+static void record(struct fake *f, const char *fmt, ...)
+{
+	assert_true(f->n_calls < CALLS_MAX);
+	va_list ap;
+	va_start(ap, fmt);
+	vsnprintf(f->calls[f->n_calls++], sizeof(f->calls[0]), fmt, ap);
+	va_end(ap);
+}
+
+/* RFC 7386 merge patch of patch into target. */
+static void merge(cJSON *target, const cJSON *patch)
+{
+	const cJSON *p;
+	cJSON_ArrayForEach(p, patch) {
+		cJSON *t = cJSON_GetObjectItemCaseSensitive(target, p->string);
+		if (cJSON_IsNull(p)) {
+			cJSON_DeleteItemFromObjectCaseSensitive(target, p->string);
+		} else if (cJSON_IsObject(p) && cJSON_IsObject(t)) {
+			merge(t, p);
+		} else {
+			cJSON_DeleteItemFromObjectCaseSensitive(target, p->string);
+			cJSON_AddItemToObject(target, p->string, cJSON_Duplicate(p, true));
+		}
+	}
+}
+
+/* What a PATCH was, for the call list. */
+static void describe_patch(const cJSON *body, char *out, size_t size)
+{
+	const cJSON *st = cJSON_GetObjectItemCaseSensitive(body, "status");
+	const cJSON *launch = cJSON_GetObjectItemCaseSensitive(st, "launch");
+	const cJSON *fin = cJSON_GetObjectItemCaseSensitive(cJSON_GetObjectItemCaseSensitive(body, "metadata"),
+							    "finalizers");
+	if (fin)
+		snprintf(out, size, "finalizers=%d", cJSON_GetArraySize(fin));
+	else if (cJSON_IsObject(launch))
+		snprintf(out, size, "status ledger");
+	else if (cJSON_IsNull(launch))
+		snprintf(out, size, "status clear-ledger");
+	else
+		snprintf(out, size, "status");
+}
+
+static int fake_kube_request(void *ctx, const char *method, const char *path, const char *content_type,
+			const cJSON *body, cJSON **ret, struct sp_error *err)
+{
+	(void)content_type;
+	struct fake *f = ctx;
+	if (strcmp(method, "POST") == 0) {
+		record(f, "POST event %s", cJSON_GetStringValue(cJSON_GetObjectItemCaseSensitive(body, "reason")));
+		return 0;
+	}
+	if (strcmp(method, "GET") == 0) {
+		record(f, "GET");
+		*ret = cJSON_Duplicate(f->obj, true);
+		return 0;
+	}
+	char what[64];
+	describe_patch(body, what, sizeof(what));
+	record(f, "PATCH %s", what);
+	assert_non_null(strstr(path, "/namespaces/ns/spotpools/p"));
+	const char *rv = cJSON_GetStringValue(cJSON_GetObjectItemCaseSensitive(
+		cJSON_GetObjectItemCaseSensitive(body, "metadata"), "resourceVersion"));
+	char cur[16];
+	snprintf(cur, sizeof(cur), "%d", f->rv);
+	if (!rv || strcmp(rv, cur) != 0 || (strcmp(what, "status ledger") == 0 && f->ledger_patch_code))
+		return sp_fail(err, SP_ECONFLICT, "the object has been modified");
+	cJSON *p = cJSON_Duplicate(body, true);
+	cJSON_DeleteItemFromObject(cJSON_GetObjectItemCaseSensitive(p, "metadata"), "resourceVersion");
+	merge(f->obj, p);
+	cJSON_Delete(p);
+	snprintf(cur, sizeof(cur), "%d", ++f->rv);
+	cJSON *md = cJSON_GetObjectItemCaseSensitive(f->obj, "metadata");
+	cJSON_DeleteItemFromObject(md, "resourceVersion");
+	cJSON_AddStringToObject(md, "resourceVersion", cur);
+	if (ret)
+		*ret = cJSON_Duplicate(f->obj, true);
+	return 0;
+}
+
+static int fake_inv_read(void *ctx, const struct cvm_credentials *cred, const char *region, const char *owner,
+		    bool unsettled, int64_t timeout_ms, struct pool_instance **ret, size_t *ret_n,
+		    struct sp_error *err)
+{
+	(void)cred, (void)region, (void)unsettled, (void)timeout_ms, (void)err;
+	struct fake *f = ctx;
+	record(f, "list %s", owner);
+	*ret = xcalloc(f->n_listed + 1, sizeof(**ret));
+	memcpy(*ret, f->listed, f->n_listed * sizeof(**ret));
+	*ret_n = f->n_listed;
+	return 0;
+}
+
+static void fake_inv_note(void *ctx, const char *secret_id, const char *region, const char *owner)
+{
+	(void)ctx, (void)secret_id, (void)region, (void)owner;
+}
+
+static int cvm_describe_ids_fake(void *ctx, const struct cvm_credentials *cred, const char *region,
+				 const struct strv *ids, const _Atomic int64_t *until,
+				 struct pool_instance **ret, size_t *ret_n, struct sp_error *err)
+{
+	(void)cred, (void)region, (void)until, (void)err;
+	struct fake *f = ctx;
+	record(f, "DescribeInstances ids=%zu", ids->n);
+	*ret = NULL;
+	*ret_n = 0;
+	return 0;
+}
+
+static int fake_cvm_run(void *ctx, const struct cvm_credentials *cred, const struct cvm_launch *l, struct strv *ids,
+		   struct sp_error *err)
+{
+	(void)cred;
+	struct fake *f = ctx;
+	record(f, "RunInstances%s count=%d %s", l->dry_run ? " DryRun" : "", l->count, l->zone);
+	if (f->lose_leadership_on_run)
+		atomic_store(&f->active_until, 0);
+	if (f->sold_out_zone && strcmp(l->zone, f->sold_out_zone) == 0) {
+		snprintf(err->reason, sizeof(err->reason), "ResourcesSoldOut.SpecifiedInstanceType");
+		return sp_fail(err, SP_ECAPACITY, "sold out");
+	}
+	if (f->run_code)
+		return sp_fail(err, f->run_code, "InternalError");
+	for (int i = 0; i < l->count && !l->dry_run; i++) {
+		char id[32];
+		snprintf(id, sizeof(id), "ins-new%d", ++f->launched);
+		strv_push(ids, id);
+	}
+	return 0;
+}
+
+static int fake_cvm_terminate(void *ctx, const struct cvm_credentials *cred, const char *region, const struct strv *ids,
+			 const _Atomic int64_t *until, struct sp_error *err)
+{
+	(void)cred, (void)region, (void)until, (void)err;
+	struct fake *f = ctx;
+	char joined[128] = "";
+	for (size_t i = 0; i < ids->n; i++)
+		snprintf(joined + strlen(joined), sizeof(joined) - strlen(joined), "%s%s", i ? "," : "", ids->v[i]);
+	record(f, "TerminateInstances %s", joined);
+	return 0;
+}
+
+static int fake_cvm_find(void *ctx, const struct cvm_credentials *cred, const char *region, const char *zone,
+		    const char *token, const _Atomic int64_t *until, struct pool_instance **ret, size_t *ret_n,
+		    struct sp_error *err)
+{
+	(void)cred, (void)region, (void)zone, (void)until, (void)err;
+	struct fake *f = ctx;
+	record(f, "FindLaunched %s", token);
+	*ret = NULL;
+	*ret_n = 0;
+	return 0;
+}
+
+struct world {
+	struct fake f;
+	struct creds creds;
+	struct reconcile_options opt;
+	struct reconciler r;
+	struct reconcile_result res;
+};
+
+/* A pool ns/p of [min, max] in ap-singapore-1 (and -2 when two_zones), with our finalizer. */
+static void world_init(struct world *w, int min, int max, bool two_zones)
+{
+	*w = (struct world){0};
+	char *text = xasprintf(
+		"{\"apiVersion\":\"devops.jokerbai.com/v1\",\"kind\":\"Spotpool\",\"metadata\":{\"name\":\"p\","
+		"\"namespace\":\"ns\",\"uid\":\"u1\",\"generation\":1,\"resourceVersion\":\"1\",\"finalizers\":"
+		"[\"" POOL_FINALIZER "\"]},\"spec\":{\"region\":\"ap-singapore\",\"availabilityZone\":\"ap-singapore-1\","
+		"%s\"instanceType\":\"T1\",\"imageId\":\"img-1\",\"minimum\":%d,\"maximum\":%d}}",
+		two_zones ? "\"availabilityZones\":[\"ap-singapore-2\"]," : "", min, max);
+	w->f.obj = cJSON_Parse(text);
+	free(text);
+	assert_non_null(w->f.obj);
+	w->f.rv = 1;
+	w->f.clock = (struct test_clock){.now = NOW, .mono_ms = 1000000};
+	atomic_store(&w->f.active_until, INT64_MAX);
+	creds_set(&w->creds, "AKIDtest", "key", NULL, "test");
+	w->opt = (struct reconcile_options){.default_creds = &w->creds, .identity = "test", .launch_grace_seconds = 60,
+					    .cluster_name = "c1"};
+	w->r = (struct reconciler){
+		.opt = &w->opt,
+		.kube = {.request = fake_kube_request, .ctx = &w->f},
+		.cvm = {.describe_ids = cvm_describe_ids_fake, .run_instances = fake_cvm_run,
+			.terminate_instances = fake_cvm_terminate, .find_launched = fake_cvm_find, .ctx = &w->f},
+		.inv = {.read = fake_inv_read, .note_mutation = fake_inv_note, .ctx = &w->f},
+		.clock = test_clock_port(&w->f.clock),
+		.answers = answers_new(16),
+		.soldout = soldout_new(0),
+		.active_until_ms = &w->f.active_until,
+	};
+}
+
+static void world_list(struct world *w, const char *id, const char *state)
+{
+	struct pool_instance *i = &w->f.listed[w->f.n_listed++];
+	*i = (struct pool_instance){.created = NOW - 600};
+	snprintf(i->id, sizeof(i->id), "%s", id);
+	snprintf(i->state, sizeof(i->state), "%s", state);
+	snprintf(i->zone, sizeof(i->zone), "ap-singapore-1");
+	snprintf(i->instance_type, sizeof(i->instance_type), "T1");
+	snprintf(i->pool_tag, sizeof(i->pool_tag), "ns/p");
+	snprintf(i->cluster_tag, sizeof(i->cluster_tag), "c1");
+}
+
+/* One pass over the apiserver's copy of the pool. */
+static void world_pass(struct world *w)
+{
+	w->f.n_calls = 0;
+	cJSON_Delete(w->res.obj);
+	reconcile_pool(&w->r, cJSON_Duplicate(w->f.obj, true), &w->res);
+}
+
+static void world_free(struct world *w)
+{
+	cJSON_Delete(w->res.obj);
+	cJSON_Delete(w->f.obj);
+	creds_clear(&w->creds);
+	answers_free(w->r.answers);
+	soldout_free(w->r.soldout);
+}
+
+static void assert_calls(const struct world *w, const char *const *want, size_t n)
+{
+	for (size_t i = 0; i < n && i < w->f.n_calls; i++)
+		assert_string_equal(w->f.calls[i], want[i]);
+	if (w->f.n_calls != n) {
+		for (size_t i = 0; i < w->f.n_calls; i++)
+			print_message("call %zu: %s\n", i, w->f.calls[i]);
+		fail_msg("%zu calls, want %zu", w->f.n_calls, n);
+	}
+}
+
+#define ASSERT_CALLS(w, ...)                                                                 \
+	do {                                                                                 \
+		static const char *const want_[] = {__VA_ARGS__};                            \
+		assert_calls((w), want_, sizeof(want_) / sizeof(want_[0]));                  \
+	} while (0)
+
+/* Whether the apiserver's copy of the pool records a launch (.status.launch). */
+static bool ledger_recorded(const struct world *w)
+{
+	return cJSON_IsObject(cJSON_GetObjectItemCaseSensitive(
+		cJSON_GetObjectItemCaseSensitive(w->f.obj, "status"), "launch"));
+}
+
+/* Below minimum: the ledger is written before RunInstances, the status after; the next
+ * pass finds the launched instances and clears the ledger. */
+static void test_launch(void **state)
+{
+	(void)state;
+	struct world w;
+	world_init(&w, 2, 3, false);
+	world_pass(&w);
+	/* The status the ledger write carried stands: the answered IDs stay in memory until
+	 * the next pass resolves them (no second write). */
+	ASSERT_CALLS(&w, "list ns/p", "PATCH status ledger", "RunInstances count=2 ap-singapore-1", "POST event Launched");
+	assert_int_equal(w.res.error, 0);
+	assert_int_equal(w.res.requeue_ms, PASS_REQUEUE_PROGRESS_MS);
+	assert_true(ledger_recorded(&w));
+	assert_non_null(w.res.obj);
+	/* Next pass: the launch is listed; the ledger is resolved. */
+	world_list(&w, "ins-new1", "RUNNING");
+	world_list(&w, "ins-new2", "RUNNING");
+	world_pass(&w);
+	ASSERT_CALLS(&w, "list ns/p", "PATCH status clear-ledger");
+	assert_int_equal(cJSON_GetObjectItemCaseSensitive(cJSON_GetObjectItemCaseSensitive(w.f.obj, "status"),
+							  "size")->valueint, 2);
+	assert_false(ledger_recorded(&w));
+	world_free(&w);
+}
+
+/* Above maximum: the newest is terminated, then the status written. */
+static void test_scale_down(void **state)
+{
+	(void)state;
+	struct world w;
+	world_init(&w, 0, 1, false);
+	world_list(&w, "ins-a", "RUNNING");
+	world_list(&w, "ins-b", "RUNNING");
+	w.f.listed[1].created = NOW - 60;
+	world_pass(&w);
+	ASSERT_CALLS(&w, "list ns/p", "TerminateInstances ins-b", "POST event Terminated", "PATCH status");
+	assert_int_equal(w.res.error, 0);
+	assert_int_equal(w.res.requeue_ms, PASS_REQUEUE_PROGRESS_MS);
+	world_free(&w);
+}
+
+static void set_deleting(struct world *w, const char *policy)
+{
+	cJSON *md = cJSON_GetObjectItemCaseSensitive(w->f.obj, "metadata");
+	cJSON_AddStringToObject(md, "deletionTimestamp", "2027-01-15T08:00:00Z");
+	if (policy)
+		cJSON_AddStringToObject(cJSON_GetObjectItemCaseSensitive(w->f.obj, "spec"), "deletionPolicy", policy);
+}
+
+/* Deletion, Delete: instances terminated first; once gone, the finalizer goes. */
+static void test_deletion_delete(void **state)
+{
+	(void)state;
+	struct world w;
+	world_init(&w, 1, 1, false);
+	world_list(&w, "ins-a", "RUNNING");
+	set_deleting(&w, NULL);
+	world_pass(&w);
+	ASSERT_CALLS(&w, "list ns/p", "TerminateInstances ins-a", "POST event Terminated", "PATCH status");
+	assert_int_equal(w.res.requeue_ms, PASS_REQUEUE_PROGRESS_MS);
+	w.f.n_listed = 0;
+	world_pass(&w);
+	/* ins-a is recorded: looked up by ID before its absence is believed. */
+	ASSERT_CALLS(&w, "list ns/p", "DescribeInstances ids=1", "PATCH finalizers=0");
+	assert_null(w.res.obj);
+	world_free(&w);
+}
+
+/* Deletion, Retain: nothing terminated, an event, the finalizer removed. */
+static void test_deletion_retain(void **state)
+{
+	(void)state;
+	struct world w;
+	world_init(&w, 1, 1, false);
+	world_list(&w, "ins-a", "RUNNING");
+	set_deleting(&w, "Retain");
+	world_pass(&w);
+	ASSERT_CALLS(&w, "list ns/p", "POST event Retained", "PATCH finalizers=0");
+	assert_int_equal(cJSON_GetArraySize(cJSON_GetObjectItemCaseSensitive(
+				 cJSON_GetObjectItemCaseSensitive(w.f.obj, "metadata"), "finalizers")), 0);
+	assert_int_equal(w.res.error, 0);
+	world_free(&w);
+}
+
+/* The ledger write conflicts: no RunInstances, the pool read again, requeued at once. */
+static void test_ledger_conflict(void **state)
+{
+	(void)state;
+	struct world w;
+	world_init(&w, 1, 1, false);
+	w.f.ledger_patch_code = SP_ECONFLICT;
+	world_pass(&w);
+	ASSERT_CALLS(&w, "list ns/p", "PATCH status ledger", "GET");
+	assert_int_equal(w.res.requeue_ms, PASS_REQUEUE_CONFLICT_MS);
+	assert_int_equal(w.res.error, 0);
+	world_free(&w);
+}
+
+/* Leadership lost while RunInstances is in flight: no cloud call, event or apiserver
+ * write after it; a standby has nothing to requeue. */
+static void test_leadership_lost_mid_pass(void **state)
+{
+	(void)state;
+	struct world w;
+	world_init(&w, 2, 2, false);
+	world_list(&w, "ins-old", "RUNNING");
+	w.f.lose_leadership_on_run = true;
+	world_pass(&w);
+	ASSERT_CALLS(&w, "list ns/p", "PATCH status ledger", "RunInstances count=1 ap-singapore-1");
+	/* The ledger stays recorded: whoever leads next repeats the launch with its token. */
+	assert_true(ledger_recorded(&w));
+	assert_int_equal(w.res.error, 0);
+	assert_int_equal(w.res.requeue_ms, 0);
+	world_free(&w);
+}
+
+/* Sold out in -1: marked, the ledger cleared, -2 launched in the same pass. */
+static void test_sold_out_next_offering(void **state)
+{
+	(void)state;
+	struct world w;
+	world_init(&w, 1, 1, true);
+	w.f.sold_out_zone = "ap-singapore-1";
+	world_pass(&w);
+	ASSERT_CALLS(&w, "list ns/p", "PATCH status ledger", "RunInstances count=1 ap-singapore-1", "POST event CapacityUnavailable",
+		     "PATCH status clear-ledger", "PATCH status ledger", "RunInstances count=1 ap-singapore-2", "POST event Launched",
+		     "PATCH status");
+	assert_int_equal(w.res.error, 0);
+	struct soldout_key k = {.secret_id = "AKIDtest", .region = "ap-singapore", .zone = "ap-singapore-1",
+				.instance_type = "T1"};
+	int64_t probe_at = 0;
+	assert_int_equal(soldout_peek(w.r.soldout, &k, w.f.clock.mono_ms, &probe_at), OFFER_SOLD_OUT);
+	world_free(&w);
+}
+
+/* A transient failure of RunInstances: the ledger stays (the outcome is unknown), the
+ * failure is Degraded with one event, the pass returns the error for a backoff. */
+static void test_transient_failure(void **state)
+{
+	(void)state;
+	struct world w;
+	world_init(&w, 1, 1, false);
+	w.f.run_code = SP_ETRANSIENT;
+	world_pass(&w);
+	ASSERT_CALLS(&w, "list ns/p", "PATCH status ledger", "RunInstances count=1 ap-singapore-1", "POST event CloudAPIError",
+		     "PATCH status");
+	assert_int_equal(w.res.error, SP_ETRANSIENT);
+	assert_true(ledger_recorded(&w));
+	/* The next pass repeats the recorded launch with its token. */
+	w.f.run_code = 0;
+	world_pass(&w);
+	assert_string_equal(w.f.calls[1], "RunInstances count=1 ap-singapore-1");
+	world_free(&w);
+}
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test(test_launch),
+		cmocka_unit_test(test_scale_down),
+		cmocka_unit_test(test_deletion_delete),
+		cmocka_unit_test(test_deletion_retain),
+		cmocka_unit_test(test_ledger_conflict),
+		cmocka_unit_test(test_leadership_lost_mid_pass),
+		cmocka_unit_test(test_sold_out_next_offering),
+		cmocka_unit_test(test_transient_failure),
+	};
+	return cmocka_run_group_tests(tests, NULL, NULL);
+}
