@@ -560,6 +560,19 @@ static int (*const executors[])(struct pass *, const struct pass_action *, struc
 	[PASS_REREAD] = do_reread, [PASS_REQUEUE] = do_requeue,
 };
 
+/* The action field of an action's log line: what was being done, in the words log
+ * queries use (the Tencent action for cloud calls); the message carries the details. */
+static const char *const log_actions[] = {
+	[PASS_ADD_FINALIZER] = "finalize", [PASS_SWEEP] = "DescribeInstances", [PASS_RECLAIMED] = "reclaim",
+	[PASS_TAKE_PROBE] = "offering", [PASS_RECORD_LEDGER] = "ledger", [PASS_LAUNCH] = "RunInstances",
+	[PASS_CHECK_LAUNCH] = "RunInstances", [PASS_REMEMBER] = "ledger", [PASS_SOLDOUT_MARK] = "offering",
+	[PASS_SOLDOUT_FORGET] = "offering", [PASS_SOLDOUT_RETURN] = "offering", [PASS_CLEAR_LEDGER] = "ledger",
+	[PASS_TERMINATE] = "TerminateInstances", [PASS_WOULD_TERMINATE] = "TerminateInstances",
+	[PASS_EVENT] = "event", [PASS_RELEASE] = "finalize", [PASS_WRITE_STATUS] = "status",
+	[PASS_REREAD] = "read", [PASS_REQUEUE] = "requeue",
+};
+_Static_assert(sizeof(log_actions) / sizeof(*log_actions) == PASS_REQUEUE + 1, "a log action per kind");
+
 static void fill_input(const struct pass *p, struct pass_input *in)
 {
 	*in = (struct pass_input){
@@ -622,9 +635,9 @@ static void execute(struct pass *p)
 			char line[256], msg[SP_ERROR_MAX];
 			pass_action_line(a, line, sizeof(line));
 			log_redact_copy(msg, sizeof(msg), err.msg);
-			pool_log(p, r == SP_ECONFLICT ? LOG_LVL_INFO : LOG_LVL_WARN, line, *err.reason ? err.reason : NULL,
-				 "%s: %s", r == SP_ECONFLICT ? "pool changed since it was read (planning again)"
-							  : "failed", msg);
+			pool_log(p, r == SP_ECONFLICT ? LOG_LVL_INFO : LOG_LVL_WARN, log_actions[a->kind],
+				 *err.reason ? err.reason : NULL, "%s: %s: %s", line,
+				 r == SP_ECONFLICT ? "pool changed since it was read (planning again)" : "failed", msg);
 			/* Shutting down, or leadership ended mid-call: not a failure of the pool
 			 * (no episode); the next leader finds the pool as it is. */
 			go_on = !http_aborting() && still_leading(p) == 0;

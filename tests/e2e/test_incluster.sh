@@ -196,10 +196,10 @@ pool_manifest p2 team-a 1 1 "  credentialsSecretRef: {name: tc-creds}" | kubectl
 # Lines about p2 with the apiserver's 403, naming the SA, the verb and the subresource.
 forbidden() { grep 'team-a/p2' "$E2E_TMP/b.log" | grep 'HTTP 403' | grep -F "User \"$SA_USER\" cannot patch resource \"spotpools/status\"" | grep -c forbidden; }
 forbidden_at_least() { (($(forbidden) >= $1)); }
-# One refused launch record per reconcile pass.
-refused_passes() { (($(grep 'team-a/p2: cannot record launch, not launching' "$E2E_TMP/b.log" | grep -c 'HTTP 403') >= $1)); }
+# One refused launch record per reconcile pass (the pass plans no launch after it).
+refused_passes() { (($(grep 'team-a/p2: record-ledger .*: failed: PATCH' "$E2E_TMP/b.log" | grep 'action=ledger' | grep -c 'HTTP 403') >= $1)); }
 check "log: HTTP 403 forbidden, $SA_USER cannot patch resource \"spotpools/status\"" wait_for 20 forbidden_at_least 1
-check "log: the launch is not made because it cannot be recorded" refused_passes 1
+check "log: the launch record is refused" refused_passes 1
 check "a later pass (resync) is refused again" wait_for 10 refused_passes 2
 check "p2 status never written (no .status.size)" test "$(sp_field p2 .status.size team-a)" = null
 check "nothing launched for p2 (not recorded, so not launched)" test "$(emu_live team-a/p2)" = 0
