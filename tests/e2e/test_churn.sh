@@ -162,7 +162,7 @@ churn 2
 echo "# Pss_Anon: cold $COLD_PSS kB, after the first churn $BASE_PSS kB, after the second $AFTER_PSS kB;" \
 	"two churns $((SECONDS - churn_start)) s, whole test $((SECONDS - started)) s"
 # Without the trim at each resync (src/run.c, main_loop) the first churn of 1,000 pools
-# left 12-13 MiB, with it 5.
+# left 12-13 MiB, with it 4-5.
 RETAINED_MAX_KB=$((POOLS * 8))
 # Under AddressSanitizer (make check-asan sets SANITIZER_LOG_DIR) freed memory stays in
 # its quarantine (up to 256 MiB), so memory says nothing there; leaks are its own report.
