@@ -142,6 +142,22 @@ stop_controller() {
 	wait "$1"
 }
 
+# The controller's threads (/proc/PID/task) and private memory (Pss_Anon of
+# /proc/PID/smaps_rollup, kB: the definition of BENCHMARKS.md), for CTL_PID.
+threads() { ls "/proc/$CTL_PID/task" 2>/dev/null | wc -l; }
+pss_anon() { awk '/^Pss_Anon:/ {print $2}' "/proc/$CTL_PID/smaps_rollup"; }
+# The lowest of a few samples: a libcurl resolver thread may come and go.
+steady_threads() {
+	local n m i
+	n=$(threads)
+	for i in 1 2 3 4 5; do
+		sleep 0.4
+		m=$(threads)
+		((m < n)) && n=$m
+	done
+	echo "$n"
+}
+
 sp_json() { kubectl get sp "$@" -o json; }
 # at_size NAME SIZE [NS]: .status.size and the RUNNING instances in status are SIZE, and Ready.
 at_size() {

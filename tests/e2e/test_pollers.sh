@@ -21,21 +21,8 @@ start_cluster
 export TENCENTCLOUD_SECRET_ID=$EMU_SECRET_ID TENCENTCLOUD_SECRET_KEY=$EMU_SECRET_KEY
 start_controller ctl
 
-threads() { ls "/proc/$CTL_PID/task" 2>/dev/null | wc -l; }
-pss_anon() { awk '/^Pss_Anon:/ {print $2}' "/proc/$CTL_PID/smaps_rollup"; }
 # threads_at_most N: the controller has N threads or fewer.
 threads_at_most() { (($(threads) <= $1)); }
-# The lowest of a few samples: a libcurl resolver thread may come and go.
-steady_threads() {
-	local n m i
-	n=$(threads)
-	for i in 1 2 3 4 5; do
-		sleep 0.4
-		m=$(threads)
-		((m < n)) && n=$m
-	done
-	echo "$n"
-}
 pool_with_secret() { # NAME NAMESPACE SECRET
 	pool_manifest "$1" "$2" 0 0 "  credentialsSecretRef: {name: $3}"
 }
