@@ -39,6 +39,9 @@ struct pass {
 	bool spec_valid;
 	char spec_error[SP_ERROR_MAX];
 	bool deleting;
+	/* Leading when the pass began: the one read that decided whether to observe. A pass
+	 * may lose leadership midway (every action checks again), never gain it. */
+	bool active;
 	struct creds creds;
 	bool insecure;
 	int observe_code;            /* < 0: credentials or the cloud could not be read */
@@ -565,7 +568,7 @@ static void fill_input(const struct pass *p, struct pass_input *in)
 	*in = (struct pass_input){
 		.ns = p->ns, .name = p->name, .spec = p->spec, .spec_valid = p->spec_valid,
 		.spec_error = p->spec_error, .deleting = p->deleting, .finalizer = pool_has_finalizer(p->obj),
-		.active = now_ms(p) < atomic_load(p->r->active_until_ms), .dry_run = p->r->opt->dry_run,
+		.active = p->active && now_ms(p) < atomic_load(p->r->active_until_ms), .dry_run = p->r->opt->dry_run,
 		.old_status = p->old_status,
 		.generation = pool_json_int64(cJSON_GetObjectItemCaseSensitive(
 			cJSON_GetObjectItemCaseSensitive(p->obj, "metadata"), "generation")),
@@ -718,8 +721,8 @@ void reconcile_pool(struct reconciler *r, cJSON *obj, struct reconcile_result *r
 	p.owner = pool_owner_tag(p.ns, p.name);
 
 	read_object(&p);
-	bool active = now_ms(&p) < atomic_load(r->active_until_ms);
-	if (p.spec && active && !(p.deleting && !pool_has_finalizer(p.obj)))
+	p.active = now_ms(&p) < atomic_load(r->active_until_ms);
+	if (p.spec && p.active && !(p.deleting && !pool_has_finalizer(p.obj)))
 		observe(&p);
 	execute(&p);
 	/* A failure that leaves the pool short is visible in three places: the Degraded

@@ -434,6 +434,59 @@ static void test_transient_failure(void **state)
 	world_free(&w);
 }
 
+/* A clock over the world's test clock that makes this process the leader at its k-th
+ * monotonic read: a Lease renewed (or acquired) while a pass runs. */
+struct flip_clock {
+	struct test_clock *c;
+	_Atomic int64_t *active_until;
+	int mono_calls, lead_at;
+};
+
+static int64_t flip_mono_ms(void *ctx)
+{
+	struct flip_clock *x = ctx;
+	if (++x->mono_calls == x->lead_at)
+		atomic_store(x->active_until, INT64_MAX);
+	return x->c->mono_ms;
+}
+
+static int64_t flip_now(void *ctx)
+{
+	return ((struct flip_clock *)ctx)->c->now;
+}
+
+/* A pass that began as a standby never acts, whenever during it leadership comes: had
+ * it planned without observing, a deleted pool would be released with its instance
+ * running and a live one would report its instance reclaimed and write size 0. */
+static void test_leadership_gained_mid_pass(void **state)
+{
+	(void)state;
+	for (int deleting = 0; deleting <= 1; deleting++) {
+		for (int k = 1; k <= 8; k++) {
+			struct world w;
+			world_init(&w, 1, 2, false);
+			world_list(&w, "ins-a", "RUNNING");
+			world_pass(&w);  /* records ins-a */
+			if (deleting)
+				set_deleting(&w, NULL);
+			struct flip_clock x = {.c = &w.f.clock, .active_until = &w.f.active_until, .lead_at = k};
+			w.r.clock = (struct sp_clock){.now = flip_now, .mono_ms = flip_mono_ms, .ctx = &x};
+			atomic_store(&w.f.active_until, 0);
+			world_pass(&w);
+			/* Leading from the pass's first read: it observes and acts. */
+			if (k == 1)
+				assert_true(w.f.n_calls > 0);
+			if (w.f.n_calls)
+				assert_string_equal(w.f.calls[0], "list ns/p");
+			for (size_t i = 0; i < w.f.n_calls; i++) {
+				assert_string_not_equal(w.f.calls[i], "PATCH finalizers=0");
+				assert_string_not_equal(w.f.calls[i], "POST event InstanceReclaimed");
+			}
+			world_free(&w);
+		}
+	}
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -445,6 +498,7 @@ int main(void)
 		cmocka_unit_test(test_leadership_lost_mid_pass),
 		cmocka_unit_test(test_sold_out_next_offering),
 		cmocka_unit_test(test_transient_failure),
+		cmocka_unit_test(test_leadership_gained_mid_pass),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }
