@@ -42,6 +42,9 @@ struct pass {
 	/* Leading when the pass began: the one read that decided whether to observe. A pass
 	 * may lose leadership midway (every action checks again), never gain it. */
 	bool active;
+	/* The wall time (s) and monotonic ms the pass observed at: every plan of the pass
+	 * judges the observation (the launch grace, the sold-out memory) at that time. */
+	int64_t now, now_ms;
 	struct creds creds;
 	bool insecure;
 	int observe_code;            /* < 0: credentials or the cloud could not be read */
@@ -338,11 +341,10 @@ static void observe(struct pass *p)
 	if (resolve_credentials(p) == 0)
 		observe_cloud(p);
 	offer_build(p->spec, &p->offers);
-	int64_t now = now_ms(p);
 	for (size_t i = 0; i < p->offers.n; i++) {
 		struct soldout_key k = offer_key(p, p->offers.v[i].zone, p->offers.v[i].instance_type);
 		p->probe_at[i] = INT64_MAX;
-		p->offer_state[i] = soldout_peek(p->r->soldout, &k, now, &p->probe_at[i]);
+		p->offer_state[i] = soldout_peek(p->r->soldout, &k, p->now_ms, &p->probe_at[i]);
 	}
 }
 
@@ -577,13 +579,13 @@ static void fill_input(const struct pass *p, struct pass_input *in)
 		.plan = {
 			.spec = p->spec, .instances = p->instances, .n_instances = p->n_instances,
 			.seen = &p->seen, .seen_live = &p->seen_live, .foreign = &p->foreign,
-			.ledger = p->has_found ? &p->found : NULL, .now = now_s(p),
+			.ledger = p->has_found ? &p->found : NULL, .now = p->now,
 			.launch_grace = p->r->opt->launch_grace_seconds, .deleting = p->deleting,
 			.can_repeat_launch = p->spec_valid && !p->r->opt->dry_run, .swept = p->swept,
 		},
 		.ledger = p->has_ledger ? &p->ledger : NULL, .launch_seq = p->launch_seq,
 		.terminated = &p->terminated, .offers = &p->offers, .offer_state = p->offer_state,
-		.probe_at_ms = p->probe_at, .now_ms = now_ms(p), .soldout_ttl_ms = soldout_ttl(p->r->soldout),
+		.probe_at_ms = p->probe_at, .now_ms = p->now_ms, .soldout_ttl_ms = soldout_ttl(p->r->soldout),
 	};
 }
 
@@ -721,7 +723,9 @@ void reconcile_pool(struct reconciler *r, cJSON *obj, struct reconcile_result *r
 	p.owner = pool_owner_tag(p.ns, p.name);
 
 	read_object(&p);
-	p.active = now_ms(&p) < atomic_load(r->active_until_ms);
+	p.now_ms = now_ms(&p);
+	p.now = now_s(&p);
+	p.active = p.now_ms < atomic_load(r->active_until_ms);
 	if (p.spec && p.active && !(p.deleting && !pool_has_finalizer(p.obj)))
 		observe(&p);
 	execute(&p);

@@ -435,11 +435,14 @@ static void test_transient_failure(void **state)
 }
 
 /* A clock over the world's test clock that makes this process the leader at its k-th
- * monotonic read: a Lease renewed (or acquired) while a pass runs. */
+ * monotonic read (a Lease renewed or acquired while a pass runs), or moves wall time
+ * jump_s ahead after its first wall-time read (time passing during the pass's calls). */
 struct flip_clock {
 	struct test_clock *c;
 	_Atomic int64_t *active_until;
 	int mono_calls, lead_at;
+	int now_calls;
+	int64_t jump_s;
 };
 
 static int64_t flip_mono_ms(void *ctx)
@@ -452,7 +455,8 @@ static int64_t flip_mono_ms(void *ctx)
 
 static int64_t flip_now(void *ctx)
 {
-	return ((struct flip_clock *)ctx)->c->now;
+	struct flip_clock *x = ctx;
+	return x->c->now + (x->now_calls++ ? x->jump_s : 0);
 }
 
 /* A pass that began as a standby never acts, whenever during it leadership comes: had
@@ -487,6 +491,27 @@ static void test_leadership_gained_mid_pass(void **state)
 	}
 }
 
+/* A launch 59 s into its 60 s grace, not listed yet: a pass whose calls take 2 s judges
+ * the grace at the time it observed, so it waits (judged at the time of a later plan,
+ * the launch would look lost: the ledger cleared and a second instance launched). */
+static void test_grace_judged_at_observation(void **state)
+{
+	(void)state;
+	struct world w;
+	world_init(&w, 1, 1, false);
+	world_pass(&w);  /* launches ins-new1, remembered */
+	assert_int_equal(w.f.launched, 1);
+	test_clock_advance_ms(&w.f.clock, 59000);
+	struct flip_clock x = {.c = &w.f.clock, .active_until = &w.f.active_until, .jump_s = 2};
+	w.r.clock = (struct sp_clock){.now = flip_now, .mono_ms = flip_mono_ms, .ctx = &x};
+	world_pass(&w);
+	for (size_t i = 0; i < w.f.n_calls; i++)
+		assert_null(strstr(w.f.calls[i], "RunInstances"));
+	assert_int_equal(w.f.launched, 1);
+	assert_true(ledger_recorded(&w));
+	world_free(&w);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -499,6 +524,7 @@ int main(void)
 		cmocka_unit_test(test_sold_out_next_offering),
 		cmocka_unit_test(test_transient_failure),
 		cmocka_unit_test(test_leadership_gained_mid_pass),
+		cmocka_unit_test(test_grace_judged_at_observation),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }
