@@ -329,19 +329,20 @@ static void launch_shortfall(struct walk *w)
 			launched = true;
 			break;
 		}
+		/* Only a definitive "sold out" marks the offering and moves on: the same code
+		 * after an attempt of unknown outcome is reported as transient and proves
+		 * nothing. A probe that reached the cloud was this TTL's probe. Marked before
+		 * any write: a write that conflicts ends the pass, and the mark must not go
+		 * with it. */
+		if (run->sold_out || pick.probe) {
+			emit_soldout(w, PASS_SOLDOUT_MARK, base + 3, o);
+			state[pick.index] = OFFER_SOLD_OUT;
+			probe_at[pick.index] = in->now_ms + in->soldout_ttl_ms;
+		}
 		fail_answer(w, run, "launch of %d instance(s) failed", pick.count);
 		/* A refusal of a fresh token proves nothing was launched: the record goes. */
 		if (refused(run->code))
 			record_ledger(w, PASS_CLEAR_LEDGER, base + 3, NULL, in->launch_seq);
-		/* Only a definitive "sold out" marks the offering and moves on: the same code
-		 * after an attempt of unknown outcome is reported as transient and proves
-		 * nothing. A probe that reached the cloud was this TTL's probe. */
-		if (run->sold_out || pick.probe)
-			emit_soldout(w, PASS_SOLDOUT_MARK, base + 3, o);
-		if (run->sold_out || pick.probe) {
-			state[pick.index] = OFFER_SOLD_OUT;
-			probe_at[pick.index] = in->now_ms + in->soldout_ttl_ms;
-		}
 		over = !run->sold_out;
 		if (over)
 			w->error = run->code;

@@ -64,6 +64,11 @@ struct pass {
 	struct offer_list offers;
 	enum offer_state offer_state[OFFER_MAX];
 	int64_t probe_at[OFFER_MAX];
+	/* A sold-out offering's probe this pass took and has not launched on yet: given
+	 * back when the pass ends early (a conflict, leadership lost), not held for the
+	 * probe lease against every pool of the account. */
+	bool holding_probe;
+	char probe_zone[POOL_ZONE_MAX + 1], probe_type[POOL_INSTANCE_TYPE_MAX + 1];
 	struct pass_done done;
 	/* The failure the pass ends with (pass_actions.degraded_*), NULL: none. */
 	const char *degraded_reason;
@@ -417,6 +422,7 @@ static int do_launch(struct pass *p, const struct pass_action *a, struct sp_erro
 {
 	struct strv ids = {0};
 	int64_t started = now_ms(p);
+	p->holding_probe = false;  /* from here the probe's outcome is the launch's */
 	int r = run_instances(p, a, false, &ids, err);
 	metrics_launch_request(p->ns, p->name, r, err->reason);
 	metrics_offering_launch(a->zone, a->instance_type, r, err->reason);
@@ -464,11 +470,33 @@ static int do_soldout(struct pass *p, const struct pass_action *a, struct sp_err
 	(void)err;
 	struct soldout_key k = offer_key(p, a->zone, a->instance_type);
 	switch (a->kind) {
-	case PASS_TAKE_PROBE: return soldout_probe(p->r->soldout, &k, now_ms(p)) ? 0 : SP_ECAPACITY;
+	case PASS_TAKE_PROBE:
+		if (!soldout_probe(p->r->soldout, &k, now_ms(p)))
+			return SP_ECAPACITY;
+		p->holding_probe = true;
+		snprintf(p->probe_zone, sizeof(p->probe_zone), "%s", a->zone);
+		snprintf(p->probe_type, sizeof(p->probe_type), "%s", a->instance_type);
+		return 0;
 	case PASS_SOLDOUT_MARK: soldout_mark(p->r->soldout, &k, now_ms(p), 0); return 0;
 	case PASS_SOLDOUT_FORGET: soldout_clear(p->r->soldout, &k); return 0;
-	default: soldout_return_probe(p->r->soldout, &k); return 0;
+	default:
+		p->holding_probe = false;
+		soldout_return_probe(p->r->soldout, &k);
+		return 0;
 	}
+}
+
+/* The pass ended before the probe it holds reached the cloud: given back. */
+static void return_held_probe(struct pass *p)
+{
+	if (!p->holding_probe)
+		return;
+	struct pass_action a = {.kind = PASS_SOLDOUT_RETURN};
+	snprintf(a.zone, sizeof(a.zone), "%s", p->probe_zone);
+	snprintf(a.instance_type, sizeof(a.instance_type), "%s", p->probe_type);
+	pool_log(p, LOG_LVL_DEBUG, "plan", NULL, "pass ended holding the probe of %s/%s: given back", a.zone,
+		 a.instance_type);
+	do_soldout(p, &a, NULL);
 }
 
 static int do_terminate(struct pass *p, const struct pass_action *a, struct sp_error *err)
@@ -729,6 +757,7 @@ void reconcile_pool(struct reconciler *r, cJSON *obj, struct reconcile_result *r
 	if (p.spec && p.active && !(p.deleting && !pool_has_finalizer(p.obj)))
 		observe(&p);
 	execute(&p);
+	return_held_probe(&p);
 	/* A failure that leaves the pool short is visible in three places: the Degraded
 	 * condition, one Warning event per episode (both planned), and this line. */
 	if (p.degraded_reason)

@@ -14,8 +14,8 @@ struct fake {
 	int rv;
 	char calls[CALLS_MAX][256];
 	size_t n_calls;
-	/* PATCH of the status with a ledger: this code (0: accepted) */
-	int ledger_patch_code;
+	/* The PATCH (as the call list names it, "status ledger" say) answered 409 */
+	const char *conflict_patch;
 	struct pool_instance listed[8];  /* what the inventory lists for the pool */
 	size_t n_listed;
 	/* RunInstances: zones answering "sold out"; a transient failure; losing leadership */
@@ -94,7 +94,7 @@ static int fake_kube_request(void *ctx, const char *method, const char *path, co
 		cJSON_GetObjectItemCaseSensitive(body, "metadata"), "resourceVersion"));
 	char cur[16];
 	snprintf(cur, sizeof(cur), "%d", f->rv);
-	if (!rv || strcmp(rv, cur) != 0 || (strcmp(what, "status ledger") == 0 && f->ledger_patch_code))
+	if (!rv || strcmp(rv, cur) != 0 || (f->conflict_patch && strcmp(what, f->conflict_patch) == 0))
 		return sp_fail(err, SP_ECONFLICT, "the object has been modified");
 	cJSON *p = cJSON_Duplicate(body, true);
 	cJSON_DeleteItemFromObject(cJSON_GetObjectItemCaseSensitive(p, "metadata"), "resourceVersion");
@@ -369,7 +369,7 @@ static void test_ledger_conflict(void **state)
 	(void)state;
 	struct world w;
 	world_init(&w, 1, 1, false);
-	w.f.ledger_patch_code = SP_ECONFLICT;
+	w.f.conflict_patch = "status ledger";
 	world_pass(&w);
 	ASSERT_CALLS(&w, "list ns/p", "PATCH status ledger", "GET");
 	assert_int_equal(w.res.requeue_ms, PASS_REQUEUE_CONFLICT_MS);
@@ -512,6 +512,37 @@ static void test_grace_judged_at_observation(void **state)
 	world_free(&w);
 }
 
+static const struct soldout_key t1_zone1 = {.secret_id = "AKIDtest", .region = "ap-singapore",
+					  .zone = "ap-singapore-1", .instance_type = "T1"};
+
+/* A conflict ends the pass at once, never with the sold-out memory wrong: a probe taken
+ * whose ledger write conflicted is given back (held, it would keep the offering sold
+ * out for the probe lease for every pool of the account); a sold-out answer whose
+ * ledger clear conflicted is still marked. */
+static void test_conflict_keeps_soldout_memory(void **state)
+{
+	(void)state;
+	struct world w;
+	world_init(&w, 1, 1, false);
+	soldout_mark(w.r.soldout, &t1_zone1, w.f.clock.mono_ms - SOLDOUT_TTL_DEFAULT_MS - 1000, 0);
+	int64_t probe_at = 0;
+	assert_int_equal(soldout_peek(w.r.soldout, &t1_zone1, w.f.clock.mono_ms, &probe_at), OFFER_PROBE_ALLOWED);
+	w.f.conflict_patch = "status ledger";
+	world_pass(&w);
+	ASSERT_CALLS(&w, "list ns/p", "PATCH status ledger", "GET");
+	assert_int_equal(soldout_peek(w.r.soldout, &t1_zone1, w.f.clock.mono_ms, &probe_at), OFFER_PROBE_ALLOWED);
+	world_free(&w);
+
+	world_init(&w, 1, 1, false);
+	w.f.sold_out_zone = "ap-singapore-1";
+	w.f.conflict_patch = "status clear-ledger";
+	world_pass(&w);
+	ASSERT_CALLS(&w, "list ns/p", "PATCH status ledger", "RunInstances count=1 ap-singapore-1",
+		     "POST event CapacityUnavailable", "PATCH status clear-ledger", "GET");
+	assert_int_equal(soldout_peek(w.r.soldout, &t1_zone1, w.f.clock.mono_ms, &probe_at), OFFER_SOLD_OUT);
+	world_free(&w);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -525,6 +556,7 @@ int main(void)
 		cmocka_unit_test(test_transient_failure),
 		cmocka_unit_test(test_leadership_gained_mid_pass),
 		cmocka_unit_test(test_grace_judged_at_observation),
+		cmocka_unit_test(test_conflict_keeps_soldout_memory),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }
