@@ -648,7 +648,9 @@ static void execute(struct pass *p)
 		p->degraded_reason = acts.degraded_reason;
 		snprintf(p->degraded_message, sizeof(p->degraded_message), "%s", acts.degraded_message);
 		const struct pass_action *a = acts.n ? &acts.v[0] : NULL;
-		bool go_on = a && (a->kind == PASS_REQUEUE || still_leading(p) == 0);
+		/* Shutting down: the cloud calls in flight were aborted (the observation too),
+		 * so what the plan makes of their failure is no failure of the pool. */
+		bool go_on = a && (a->kind == PASS_REQUEUE || (!http_aborting() && still_leading(p) == 0));
 		struct sp_error err = {0};
 		int r = go_on ? executors[a->kind](p, a, &err) : 0;
 		if (r < 0) {

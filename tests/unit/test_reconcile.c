@@ -6,6 +6,8 @@
 #include "pass.h"
 #include "reconcile.h"
 
+#include <sys/wait.h>
+
 #define NOW 1800000000
 #define CALLS_MAX 64
 
@@ -543,6 +545,42 @@ static void test_conflict_keeps_soldout_memory(void **state)
 	world_free(&w);
 }
 
+static int aborting_inv_read(void *ctx, const struct cvm_credentials *cred, const char *region,
+			     const char *owner, bool unsettled, int64_t timeout_ms, struct pool_instance **ret,
+			     size_t *ret_n, struct sp_error *err)
+{
+	(void)cred, (void)region, (void)unsettled, (void)timeout_ms, (void)ret, (void)ret_n;
+	record(ctx, "list %s", owner);
+	http_abort_all();
+	return sp_fail(err, SP_ETRANSIENT, "aborted (shutting down)");
+}
+
+/* SIGTERM aborts the observation's read: the pass ends there, with no CloudAPIError
+ * event and no Degraded status written on the way out. In a child: the abort cannot be
+ * undone. */
+static void test_shutdown_during_observation(void **state)
+{
+	(void)state;
+	fflush(NULL);
+	pid_t pid = fork();
+	assert_true(pid >= 0);
+	if (pid == 0) {
+		struct world w;
+		world_init(&w, 1, 1, false);
+		w.r.inv.read = aborting_inv_read;
+		world_pass(&w);
+		bool ok = w.f.n_calls == 1 && strcmp(w.f.calls[0], "list ns/p") == 0 && w.res.error == SP_ETRANSIENT;
+		for (size_t i = 0; !ok && i < w.f.n_calls; i++)
+			fprintf(stderr, "call %zu: %s\n", i, w.f.calls[i]);
+		world_free(&w);
+		_exit(ok ? 0 : 1);
+	}
+	int status = 0;
+	assert_int_equal(waitpid(pid, &status, 0), pid);
+	assert_true(WIFEXITED(status));
+	assert_int_equal(WEXITSTATUS(status), 0);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -557,6 +595,7 @@ int main(void)
 		cmocka_unit_test(test_leadership_gained_mid_pass),
 		cmocka_unit_test(test_grace_judged_at_observation),
 		cmocka_unit_test(test_conflict_keeps_soldout_memory),
+		cmocka_unit_test(test_shutdown_during_observation),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }
