@@ -276,8 +276,12 @@ static void launch_shortfall(struct walk *w)
 	}
 	int zone_live[OFFER_ZONES_MAX];
 	offer_zone_live(offers, in->plan.instances, in->plan.n_instances, zone_live);
-	bool launched = false, over = false;
+	bool launched = false, over = false, capped = false;
 	for (size_t k = 0; k <= offers->n && !launched && !over; k++) {
+		if (k == PASS_LAUNCH_ATTEMPTS_MAX) {
+			capped = true;  /* the next offerings next pass */
+			break;
+		}
 		struct offer_input oin = {.list = offers, .state = state, .zone_live = zone_live,
 					  .strategy = in->spec->allocation, .want = w->plan->launch};
 		struct offer_pick pick;
@@ -351,7 +355,7 @@ static void launch_shortfall(struct walk *w)
 	describe_scarcity(w, state, probe_at, &next_probe);
 	if (launched) {
 		w->degraded_reason = NULL;  /* short of nothing: a sold-out first choice shows in CapacityAvailable */
-	} else if (!over && w->error == 0 && *w->capacity) {
+	} else if (!over && !capped && w->error == 0 && *w->capacity) {
 		fail(w, STEP_NO_OFFERING, SP_ECAPACITY, "no offering of the pool is available", w->capacity);
 		/* Nothing to call before a probe is due: come back then, not on a backoff. */
 		if (next_probe != INT64_MAX)

@@ -9,7 +9,7 @@
 #include <sys/wait.h>
 
 #define NOW 1800000000
-#define CALLS_MAX 64
+#define CALLS_MAX 512
 
 struct fake {
 	cJSON *obj;                 /* the pool as the apiserver has it */
@@ -22,6 +22,7 @@ struct fake {
 	size_t n_listed;
 	/* RunInstances: zones answering "sold out"; a transient failure; losing leadership */
 	const char *sold_out_zone;
+	bool sold_out_everywhere;
 	int run_code;
 	bool lose_leadership_on_run;
 	int launched;
@@ -149,7 +150,7 @@ static int fake_cvm_run(void *ctx, const struct cvm_credentials *cred, const str
 	record(f, "RunInstances%s count=%d %s", l->dry_run ? " DryRun" : "", l->count, l->zone);
 	if (f->lose_leadership_on_run)
 		atomic_store(&f->active_until, 0);
-	if (f->sold_out_zone && strcmp(l->zone, f->sold_out_zone) == 0) {
+	if (f->sold_out_everywhere || (f->sold_out_zone && strcmp(l->zone, f->sold_out_zone) == 0)) {
 		snprintf(err->reason, sizeof(err->reason), "ResourcesSoldOut.SpecifiedInstanceType");
 		return sp_fail(err, SP_ECAPACITY, "sold out");
 	}
@@ -581,6 +582,45 @@ static void test_shutdown_during_observation(void **state)
 	assert_int_equal(WEXITSTATUS(status), 0);
 }
 
+static size_t calls_starting(const struct world *w, const char *prefix)
+{
+	size_t n = 0;
+	for (size_t i = 0; i < w->f.n_calls; i++)
+		n += strncmp(w->f.calls[i], prefix, strlen(prefix)) == 0;
+	return n;
+}
+
+/* 11 zones x 11 types, every one sold out: each pass tries PASS_LAUNCH_ATTEMPTS_MAX
+ * offerings, leaves no ledger behind, writes its status and comes back soon for the
+ * next ones (the ones tried stay marked). */
+static void test_many_offerings_sold_out(void **state)
+{
+	(void)state;
+	struct world w;
+	world_init(&w, 1, 1, false);
+	cJSON *spec = cJSON_GetObjectItemCaseSensitive(w.f.obj, "spec");
+	cJSON *zones = cJSON_AddArrayToObject(spec, "availabilityZones");
+	cJSON *types = cJSON_AddArrayToObject(spec, "instanceTypes");
+	for (int i = 2; i <= 11; i++) {
+		char name[32];
+		snprintf(name, sizeof(name), "ap-singapore-%d", i);
+		cJSON_AddItemToArray(zones, cJSON_CreateString(name));
+		snprintf(name, sizeof(name), "T%d", i);
+		cJSON_AddItemToArray(types, cJSON_CreateString(name));
+	}
+	w.f.sold_out_everywhere = true;
+	for (int pass = 1; pass <= 2; pass++) {
+		world_pass(&w);
+		assert_int_equal(calls_starting(&w, "RunInstances"), PASS_LAUNCH_ATTEMPTS_MAX);
+		assert_string_equal(w.f.calls[w.f.n_calls - 1], "PATCH status");
+		assert_false(ledger_recorded(&w));
+		assert_int_equal(w.res.error, 0);
+		assert_int_equal(w.res.requeue_ms, PASS_REQUEUE_PROGRESS_MS);
+		assert_int_equal(soldout_unavailable(w.r.soldout, w.f.clock.mono_ms), pass * PASS_LAUNCH_ATTEMPTS_MAX);
+	}
+	world_free(&w);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -596,6 +636,7 @@ int main(void)
 		cmocka_unit_test(test_grace_judged_at_observation),
 		cmocka_unit_test(test_conflict_keeps_soldout_memory),
 		cmocka_unit_test(test_shutdown_during_observation),
+		cmocka_unit_test(test_many_offerings_sold_out),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }
