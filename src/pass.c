@@ -317,7 +317,7 @@ static void launch_shortfall(struct walk *w)
 		}
 		const struct pass_answer *run = answer(w, base + 2, PASS_LAUNCH);
 		if (!run) {
-			emit_launch(w, base + 2, in->ledger, pick.count, true);
+			emit_launch(w, base + 2, in->ledger, in->ledger->count, true);
 			return;
 		}
 		if (run->code == 0) {
