@@ -472,7 +472,7 @@ static int do_soldout(struct pass *p, const struct pass_action *a, struct sp_err
 	switch (a->kind) {
 	case PASS_TAKE_PROBE:
 		if (!soldout_probe(p->r->soldout, &k, now_ms(p)))
-			return SP_ECAPACITY;
+			return sp_fail(err, SP_ECAPACITY, "another pool holds the probe");
 		p->holding_probe = true;
 		snprintf(p->probe_zone, sizeof(p->probe_zone), "%s", a->zone);
 		snprintf(p->probe_type, sizeof(p->probe_type), "%s", a->instance_type);
@@ -657,9 +657,12 @@ static void execute(struct pass *p)
 			char line[256], msg[SP_ERROR_MAX];
 			pass_action_line(a, line, sizeof(line));
 			log_redact_copy(msg, sizeof(msg), err.msg);
-			pool_log(p, r == SP_ECONFLICT ? LOG_LVL_INFO : LOG_LVL_WARN, line, *err.reason ? err.reason : NULL,
-				 "%s: %s", r == SP_ECONFLICT ? "pool changed since it was read (planning again)"
-							  : "failed", msg);
+			/* A probe another pool holds is refused every pass until it answers: the
+			 * offering counts as sold out, nothing failed. */
+			enum log_level level = a->kind == PASS_TAKE_PROBE ? LOG_LVL_DEBUG
+					       : r == SP_ECONFLICT ? LOG_LVL_INFO : LOG_LVL_WARN;
+			pool_log(p, level, line, *err.reason ? err.reason : NULL, "%s: %s",
+				 r == SP_ECONFLICT ? "pool changed since it was read (planning again)" : "failed", msg);
 			/* Shutting down, or leadership ended mid-call: not a failure of the pool
 			 * (no episode); the next leader finds the pool as it is. */
 			go_on = !http_aborting() && still_leading(p) == 0;

@@ -3,6 +3,7 @@
  * bumped), a CVM API and an inventory answering from a small table, a test clock. Every
  * call is recorded; each test asserts the calls in order. */
 #include "testutil.h"
+#include "log.h"
 #include "pass.h"
 #include "reconcile.h"
 
@@ -437,13 +438,18 @@ static void test_transient_failure(void **state)
 	world_free(&w);
 }
 
-/* A clock over the world's test clock that makes this process the leader at its k-th
- * monotonic read (a Lease renewed or acquired while a pass runs), or moves wall time
- * jump_s ahead after its first wall-time read (time passing during the pass's calls). */
+static const struct soldout_key t1_zone1 = {.secret_id = "AKIDtest", .region = "ap-singapore",
+					  .zone = "ap-singapore-1", .instance_type = "T1"};
+
+/* A clock over the world's test clock that at its k-th monotonic read (at) makes this
+ * process the leader (a Lease renewed or acquired while a pass runs) or has another
+ * pool take t1_zone1's probe; and that moves wall time jump_s ahead after its first
+ * wall-time read (time passing during the pass's calls). */
 struct flip_clock {
 	struct test_clock *c;
-	_Atomic int64_t *active_until;
-	int mono_calls, lead_at;
+	int mono_calls, at;
+	_Atomic int64_t *active_until;  /* set: leading from the at-th read */
+	struct soldout *soldout;        /* set: the probe taken at the at-th read */
 	int now_calls;
 	int64_t jump_s;
 };
@@ -451,8 +457,10 @@ struct flip_clock {
 static int64_t flip_mono_ms(void *ctx)
 {
 	struct flip_clock *x = ctx;
-	if (++x->mono_calls == x->lead_at)
+	if (++x->mono_calls == x->at && x->active_until)
 		atomic_store(x->active_until, INT64_MAX);
+	if (x->mono_calls == x->at && x->soldout)
+		assert_true(soldout_probe(x->soldout, &t1_zone1, x->c->mono_ms));
 	return x->c->mono_ms;
 }
 
@@ -476,7 +484,7 @@ static void test_leadership_gained_mid_pass(void **state)
 			world_pass(&w);  /* records ins-a */
 			if (deleting)
 				set_deleting(&w, NULL);
-			struct flip_clock x = {.c = &w.f.clock, .active_until = &w.f.active_until, .lead_at = k};
+			struct flip_clock x = {.c = &w.f.clock, .active_until = &w.f.active_until, .at = k};
 			w.r.clock = (struct sp_clock){.now = flip_now, .mono_ms = flip_mono_ms, .ctx = &x};
 			atomic_store(&w.f.active_until, 0);
 			world_pass(&w);
@@ -505,7 +513,7 @@ static void test_grace_judged_at_observation(void **state)
 	world_pass(&w);  /* launches ins-new1, remembered */
 	assert_int_equal(w.f.launched, 1);
 	test_clock_advance_ms(&w.f.clock, 59000);
-	struct flip_clock x = {.c = &w.f.clock, .active_until = &w.f.active_until, .jump_s = 2};
+	struct flip_clock x = {.c = &w.f.clock, .jump_s = 2};
 	w.r.clock = (struct sp_clock){.now = flip_now, .mono_ms = flip_mono_ms, .ctx = &x};
 	world_pass(&w);
 	for (size_t i = 0; i < w.f.n_calls; i++)
@@ -514,9 +522,6 @@ static void test_grace_judged_at_observation(void **state)
 	assert_true(ledger_recorded(&w));
 	world_free(&w);
 }
-
-static const struct soldout_key t1_zone1 = {.secret_id = "AKIDtest", .region = "ap-singapore",
-					  .zone = "ap-singapore-1", .instance_type = "T1"};
 
 /* A conflict ends the pass at once, never with the sold-out memory wrong: a probe taken
  * whose ledger write conflicted is given back (held, it would keep the offering sold
@@ -621,6 +626,32 @@ static void test_many_offerings_sold_out(void **state)
 	world_free(&w);
 }
 
+/* A sold-out offering whose probe another pool takes between this pass's observation
+ * and its own take: counted as sold out, nothing launched, and no warning (nothing
+ * failed). */
+static void test_probe_taken_elsewhere(void **state)
+{
+	(void)state;
+	struct world w;
+	world_init(&w, 1, 1, false);
+	soldout_mark(w.r.soldout, &t1_zone1, w.f.clock.mono_ms - SOLDOUT_TTL_DEFAULT_MS - 1000, 0);
+	struct flip_clock x = {.c = &w.f.clock, .at = 2, .soldout = w.r.soldout};
+	w.r.clock = (struct sp_clock){.now = flip_now, .mono_ms = flip_mono_ms, .ctx = &x};
+	char *text = NULL;
+	size_t size = 0;
+	FILE *out = open_memstream(&text, &size);
+	log_set_output(out);
+	world_pass(&w);
+	log_set_output(NULL);
+	fclose(out);
+	assert_int_equal(calls_starting(&w, "RunInstances"), 0);
+	assert_int_equal(calls_starting(&w, "PATCH status ledger"), 0);
+	assert_true(x.mono_calls >= 2);
+	assert_null(strstr(text, "take-probe"));
+	free(text);
+	world_free(&w);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -637,6 +668,7 @@ int main(void)
 		cmocka_unit_test(test_conflict_keeps_soldout_memory),
 		cmocka_unit_test(test_shutdown_during_observation),
 		cmocka_unit_test(test_many_offerings_sold_out),
+		cmocka_unit_test(test_probe_taken_elsewhere),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }
