@@ -467,7 +467,6 @@ static int do_remember(struct pass *p, const struct pass_action *a, struct sp_er
 
 static int do_soldout(struct pass *p, const struct pass_action *a, struct sp_error *err)
 {
-	(void)err;
 	struct soldout_key k = offer_key(p, a->zone, a->instance_type);
 	switch (a->kind) {
 	case PASS_TAKE_PROBE:
@@ -657,8 +656,8 @@ static void execute(struct pass *p)
 			char line[256], msg[SP_ERROR_MAX];
 			pass_action_line(a, line, sizeof(line));
 			log_redact_copy(msg, sizeof(msg), err.msg);
-			/* A probe another pool holds is refused every pass until it answers: the
-			 * offering counts as sold out, nothing failed. */
+			/* A probe another pool took first (after this pass observed) is refused:
+			 * the offering counts as sold out, nothing failed. */
 			enum log_level level = a->kind == PASS_TAKE_PROBE ? LOG_LVL_DEBUG
 					       : r == SP_ECONFLICT ? LOG_LVL_INFO : LOG_LVL_WARN;
 			pool_log(p, level, line, *err.reason ? err.reason : NULL, "%s: %s",
