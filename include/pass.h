@@ -17,7 +17,12 @@
 #define PASS_REQUEUE_PROGRESS_MS 2000
 /* A conflict means the object changed under us: look again almost at once. */
 #define PASS_REQUEUE_CONFLICT_MS 200
-/* Most actions a pass records the answers of (a pass takes a few dozen at most). */
+/* Most launch attempts (offerings tried) in one pass: a pool whose many offerings all
+ * answer "sold out" goes on with the next ones a pass later (they stay marked), and
+ * each pass ends with its status written. */
+#define PASS_LAUNCH_ATTEMPTS_MAX 8
+/* Most actions a pass records the answers of (a pass takes a few dozen at most: about
+ * 6 per launch attempt, and up to PASS_LAUNCH_ATTEMPTS_MAX attempts). */
 #define PASS_DONE_MAX 256
 
 enum pass_kind {

@@ -276,8 +276,12 @@ static void launch_shortfall(struct walk *w)
 	}
 	int zone_live[OFFER_ZONES_MAX];
 	offer_zone_live(offers, in->plan.instances, in->plan.n_instances, zone_live);
-	bool launched = false, over = false;
+	bool launched = false, over = false, capped = false;
 	for (size_t k = 0; k <= offers->n && !launched && !over; k++) {
+		if (k == PASS_LAUNCH_ATTEMPTS_MAX) {
+			capped = true;  /* the next offerings next pass */
+			break;
+		}
 		struct offer_input oin = {.list = offers, .state = state, .zone_live = zone_live,
 					  .strategy = in->spec->allocation, .want = w->plan->launch};
 		struct offer_pick pick;
@@ -313,7 +317,7 @@ static void launch_shortfall(struct walk *w)
 		}
 		const struct pass_answer *run = answer(w, base + 2, PASS_LAUNCH);
 		if (!run) {
-			emit_launch(w, base + 2, in->ledger, pick.count, true);
+			emit_launch(w, base + 2, in->ledger, in->ledger->count, true);
 			return;
 		}
 		if (run->code == 0) {
@@ -329,19 +333,20 @@ static void launch_shortfall(struct walk *w)
 			launched = true;
 			break;
 		}
+		/* Only a definitive "sold out" marks the offering and moves on: the same code
+		 * after an attempt of unknown outcome is reported as transient and proves
+		 * nothing. A probe that reached the cloud was this TTL's probe. Marked before
+		 * any write: a write that conflicts ends the pass, and the mark must not go
+		 * with it. */
+		if (run->sold_out || pick.probe) {
+			emit_soldout(w, PASS_SOLDOUT_MARK, base + 3, o);
+			state[pick.index] = OFFER_SOLD_OUT;
+			probe_at[pick.index] = in->now_ms + in->soldout_ttl_ms;
+		}
 		fail_answer(w, run, "launch of %d instance(s) failed", pick.count);
 		/* A refusal of a fresh token proves nothing was launched: the record goes. */
 		if (refused(run->code))
 			record_ledger(w, PASS_CLEAR_LEDGER, base + 3, NULL, in->launch_seq);
-		/* Only a definitive "sold out" marks the offering and moves on: the same code
-		 * after an attempt of unknown outcome is reported as transient and proves
-		 * nothing. A probe that reached the cloud was this TTL's probe. */
-		if (run->sold_out || pick.probe)
-			emit_soldout(w, PASS_SOLDOUT_MARK, base + 3, o);
-		if (run->sold_out || pick.probe) {
-			state[pick.index] = OFFER_SOLD_OUT;
-			probe_at[pick.index] = in->now_ms + in->soldout_ttl_ms;
-		}
 		over = !run->sold_out;
 		if (over)
 			w->error = run->code;
@@ -350,7 +355,7 @@ static void launch_shortfall(struct walk *w)
 	describe_scarcity(w, state, probe_at, &next_probe);
 	if (launched) {
 		w->degraded_reason = NULL;  /* short of nothing: a sold-out first choice shows in CapacityAvailable */
-	} else if (!over && w->error == 0 && *w->capacity) {
+	} else if (!over && !capped && w->error == 0 && *w->capacity) {
 		fail(w, STEP_NO_OFFERING, SP_ECAPACITY, "no offering of the pool is available", w->capacity);
 		/* Nothing to call before a probe is due: come back then, not on a backoff. */
 		if (next_probe != INT64_MAX)

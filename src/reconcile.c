@@ -39,6 +39,12 @@ struct pass {
 	bool spec_valid;
 	char spec_error[SP_ERROR_MAX];
 	bool deleting;
+	/* Leading when the pass began: the one read that decided whether to observe. A pass
+	 * may lose leadership midway (every action checks again), never gain it. */
+	bool active;
+	/* The wall time (s) and monotonic ms the pass observed at: every plan of the pass
+	 * judges the observation (the launch grace, the sold-out memory) at that time. */
+	int64_t now, now_ms;
 	struct creds creds;
 	bool insecure;
 	int observe_code;            /* < 0: credentials or the cloud could not be read */
@@ -58,6 +64,11 @@ struct pass {
 	struct offer_list offers;
 	enum offer_state offer_state[OFFER_MAX];
 	int64_t probe_at[OFFER_MAX];
+	/* A sold-out offering's probe this pass took and has not launched on yet: given
+	 * back when the pass ends early (a conflict, leadership lost), not held for the
+	 * probe lease against every pool of the account. */
+	bool holding_probe;
+	char probe_zone[POOL_ZONE_MAX + 1], probe_type[POOL_INSTANCE_TYPE_MAX + 1];
 	struct pass_done done;
 	/* The failure the pass ends with (pass_actions.degraded_*), NULL: none. */
 	const char *degraded_reason;
@@ -335,11 +346,10 @@ static void observe(struct pass *p)
 	if (resolve_credentials(p) == 0)
 		observe_cloud(p);
 	offer_build(p->spec, &p->offers);
-	int64_t now = now_ms(p);
 	for (size_t i = 0; i < p->offers.n; i++) {
 		struct soldout_key k = offer_key(p, p->offers.v[i].zone, p->offers.v[i].instance_type);
 		p->probe_at[i] = INT64_MAX;
-		p->offer_state[i] = soldout_peek(p->r->soldout, &k, now, &p->probe_at[i]);
+		p->offer_state[i] = soldout_peek(p->r->soldout, &k, p->now_ms, &p->probe_at[i]);
 	}
 }
 
@@ -412,6 +422,7 @@ static int do_launch(struct pass *p, const struct pass_action *a, struct sp_erro
 {
 	struct strv ids = {0};
 	int64_t started = now_ms(p);
+	p->holding_probe = false;  /* from here the probe's outcome is the launch's */
 	int r = run_instances(p, a, false, &ids, err);
 	metrics_launch_request(p->ns, p->name, r, err->reason);
 	metrics_offering_launch(a->zone, a->instance_type, r, err->reason);
@@ -456,14 +467,35 @@ static int do_remember(struct pass *p, const struct pass_action *a, struct sp_er
 
 static int do_soldout(struct pass *p, const struct pass_action *a, struct sp_error *err)
 {
-	(void)err;
 	struct soldout_key k = offer_key(p, a->zone, a->instance_type);
 	switch (a->kind) {
-	case PASS_TAKE_PROBE: return soldout_probe(p->r->soldout, &k, now_ms(p)) ? 0 : SP_ECAPACITY;
+	case PASS_TAKE_PROBE:
+		if (!soldout_probe(p->r->soldout, &k, now_ms(p)))
+			return sp_fail(err, SP_ECAPACITY, "another pool holds the probe");
+		p->holding_probe = true;
+		snprintf(p->probe_zone, sizeof(p->probe_zone), "%s", a->zone);
+		snprintf(p->probe_type, sizeof(p->probe_type), "%s", a->instance_type);
+		return 0;
 	case PASS_SOLDOUT_MARK: soldout_mark(p->r->soldout, &k, now_ms(p), 0); return 0;
 	case PASS_SOLDOUT_FORGET: soldout_clear(p->r->soldout, &k); return 0;
-	default: soldout_return_probe(p->r->soldout, &k); return 0;
+	default:
+		p->holding_probe = false;
+		soldout_return_probe(p->r->soldout, &k);
+		return 0;
 	}
+}
+
+/* The pass ended before the probe it holds reached the cloud: given back. */
+static void return_held_probe(struct pass *p)
+{
+	if (!p->holding_probe)
+		return;
+	struct pass_action a = {.kind = PASS_SOLDOUT_RETURN};
+	snprintf(a.zone, sizeof(a.zone), "%s", p->probe_zone);
+	snprintf(a.instance_type, sizeof(a.instance_type), "%s", p->probe_type);
+	pool_log(p, LOG_LVL_DEBUG, "plan", NULL, "pass ended holding the probe of %s/%s: given back", a.zone,
+		 a.instance_type);
+	do_soldout(p, &a, NULL);
 }
 
 static int do_terminate(struct pass *p, const struct pass_action *a, struct sp_error *err)
@@ -578,7 +610,7 @@ static void fill_input(const struct pass *p, struct pass_input *in)
 	*in = (struct pass_input){
 		.ns = p->ns, .name = p->name, .spec = p->spec, .spec_valid = p->spec_valid,
 		.spec_error = p->spec_error, .deleting = p->deleting, .finalizer = pool_has_finalizer(p->obj),
-		.active = now_ms(p) < atomic_load(p->r->active_until_ms), .dry_run = p->r->opt->dry_run,
+		.active = p->active && now_ms(p) < atomic_load(p->r->active_until_ms), .dry_run = p->r->opt->dry_run,
 		.old_status = p->old_status,
 		.generation = pool_json_int64(cJSON_GetObjectItemCaseSensitive(
 			cJSON_GetObjectItemCaseSensitive(p->obj, "metadata"), "generation")),
@@ -587,13 +619,13 @@ static void fill_input(const struct pass *p, struct pass_input *in)
 		.plan = {
 			.spec = p->spec, .instances = p->instances, .n_instances = p->n_instances,
 			.seen = &p->seen, .seen_live = &p->seen_live, .foreign = &p->foreign,
-			.ledger = p->has_found ? &p->found : NULL, .now = now_s(p),
+			.ledger = p->has_found ? &p->found : NULL, .now = p->now,
 			.launch_grace = p->r->opt->launch_grace_seconds, .deleting = p->deleting,
 			.can_repeat_launch = p->spec_valid && !p->r->opt->dry_run, .swept = p->swept,
 		},
 		.ledger = p->has_ledger ? &p->ledger : NULL, .launch_seq = p->launch_seq,
 		.terminated = &p->terminated, .offers = &p->offers, .offer_state = p->offer_state,
-		.probe_at_ms = p->probe_at, .now_ms = now_ms(p), .soldout_ttl_ms = soldout_ttl(p->r->soldout),
+		.probe_at_ms = p->probe_at, .now_ms = p->now_ms, .soldout_ttl_ms = soldout_ttl(p->r->soldout),
 	};
 }
 
@@ -628,15 +660,20 @@ static void execute(struct pass *p)
 		p->degraded_reason = acts.degraded_reason;
 		snprintf(p->degraded_message, sizeof(p->degraded_message), "%s", acts.degraded_message);
 		const struct pass_action *a = acts.n ? &acts.v[0] : NULL;
-		bool go_on = a && (a->kind == PASS_REQUEUE || still_leading(p) == 0);
+		/* Shutting down: the cloud calls in flight were aborted (the observation too),
+		 * so what the plan makes of their failure is no failure of the pool. */
+		bool go_on = a && (a->kind == PASS_REQUEUE || (!http_aborting() && still_leading(p) == 0));
 		struct sp_error err = {0};
 		int r = go_on ? executors[a->kind](p, a, &err) : 0;
 		if (r < 0) {
 			char line[256], msg[SP_ERROR_MAX];
 			pass_action_line(a, line, sizeof(line));
 			log_redact_copy(msg, sizeof(msg), err.msg);
-			pool_log(p, r == SP_ECONFLICT ? LOG_LVL_INFO : LOG_LVL_WARN, log_actions[a->kind],
-				 *err.reason ? err.reason : NULL, "%s: %s: %s", line,
+			/* A probe another pool took first (after this pass observed) is refused:
+			 * the offering counts as sold out, nothing failed. */
+			enum log_level level = a->kind == PASS_TAKE_PROBE ? LOG_LVL_DEBUG
+					       : r == SP_ECONFLICT ? LOG_LVL_INFO : LOG_LVL_WARN;
+			pool_log(p, level, log_actions[a->kind], *err.reason ? err.reason : NULL, "%s: %s: %s", line,
 				 r == SP_ECONFLICT ? "pool changed since it was read (planning again)" : "failed", msg);
 			/* Shutting down, or leadership ended mid-call: not a failure of the pool
 			 * (no episode); the next leader finds the pool as it is. */
@@ -731,10 +768,13 @@ void reconcile_pool(struct reconciler *r, cJSON *obj, struct reconcile_result *r
 	p.owner = pool_owner_tag(p.ns, p.name);
 
 	read_object(&p);
-	bool active = now_ms(&p) < atomic_load(r->active_until_ms);
-	if (p.spec && active && !(p.deleting && !pool_has_finalizer(p.obj)))
+	p.now_ms = now_ms(&p);
+	p.now = now_s(&p);
+	p.active = p.now_ms < atomic_load(r->active_until_ms);
+	if (p.spec && p.active && !(p.deleting && !pool_has_finalizer(p.obj)))
 		observe(&p);
 	execute(&p);
+	return_held_probe(&p);
 	/* A failure that leaves the pool short is visible in three places: the Degraded
 	 * condition, one Warning event per episode (both planned), and this line. */
 	if (p.degraded_reason)

@@ -616,6 +616,7 @@ int cli_run(int argc, char **argv)
 		d.kube = kube;
 		rc = get_identity(&d) ? serve(&d, kube, &defaults, identity) : CLI_ECLOUD;
 		free(identity);
+		stop_destroy(&daemon_stop);  /* a signal from now on only sets its flag */
 	}
 	free(creds_path);
 	kube_config_free(kube);

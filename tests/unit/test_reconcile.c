@@ -3,23 +3,27 @@
  * bumped), a CVM API and an inventory answering from a small table, a test clock. Every
  * call is recorded; each test asserts the calls in order. */
 #include "testutil.h"
+#include "log.h"
 #include "pass.h"
 #include "reconcile.h"
 
+#include <sys/wait.h>
+
 #define NOW 1800000000
-#define CALLS_MAX 64
+#define CALLS_MAX 512
 
 struct fake {
 	cJSON *obj;                 /* the pool as the apiserver has it */
 	int rv;
 	char calls[CALLS_MAX][256];
 	size_t n_calls;
-	/* PATCH of the status with a ledger: this code (0: accepted) */
-	int ledger_patch_code;
+	/* The PATCH (as the call list names it, "status ledger" say) answered 409 */
+	const char *conflict_patch;
 	struct pool_instance listed[8];  /* what the inventory lists for the pool */
 	size_t n_listed;
 	/* RunInstances: zones answering "sold out"; a transient failure; losing leadership */
 	const char *sold_out_zone;
+	bool sold_out_everywhere;
 	int run_code;
 	bool lose_leadership_on_run;
 	int launched;
@@ -94,7 +98,7 @@ static int fake_kube_request(void *ctx, const char *method, const char *path, co
 		cJSON_GetObjectItemCaseSensitive(body, "metadata"), "resourceVersion"));
 	char cur[16];
 	snprintf(cur, sizeof(cur), "%d", f->rv);
-	if (!rv || strcmp(rv, cur) != 0 || (strcmp(what, "status ledger") == 0 && f->ledger_patch_code))
+	if (!rv || strcmp(rv, cur) != 0 || (f->conflict_patch && strcmp(what, f->conflict_patch) == 0))
 		return sp_fail(err, SP_ECONFLICT, "the object has been modified");
 	cJSON *p = cJSON_Duplicate(body, true);
 	cJSON_DeleteItemFromObject(cJSON_GetObjectItemCaseSensitive(p, "metadata"), "resourceVersion");
@@ -147,7 +151,7 @@ static int fake_cvm_run(void *ctx, const struct cvm_credentials *cred, const str
 	record(f, "RunInstances%s count=%d %s", l->dry_run ? " DryRun" : "", l->count, l->zone);
 	if (f->lose_leadership_on_run)
 		atomic_store(&f->active_until, 0);
-	if (f->sold_out_zone && strcmp(l->zone, f->sold_out_zone) == 0) {
+	if (f->sold_out_everywhere || (f->sold_out_zone && strcmp(l->zone, f->sold_out_zone) == 0)) {
 		snprintf(err->reason, sizeof(err->reason), "ResourcesSoldOut.SpecifiedInstanceType");
 		return sp_fail(err, SP_ECAPACITY, "sold out");
 	}
@@ -369,7 +373,7 @@ static void test_ledger_conflict(void **state)
 	(void)state;
 	struct world w;
 	world_init(&w, 1, 1, false);
-	w.f.ledger_patch_code = SP_ECONFLICT;
+	w.f.conflict_patch = "status ledger";
 	world_pass(&w);
 	ASSERT_CALLS(&w, "list ns/p", "PATCH status ledger", "GET");
 	assert_int_equal(w.res.requeue_ms, PASS_REQUEUE_CONFLICT_MS);
@@ -434,6 +438,220 @@ static void test_transient_failure(void **state)
 	world_free(&w);
 }
 
+static const struct soldout_key t1_zone1 = {.secret_id = "AKIDtest", .region = "ap-singapore",
+					  .zone = "ap-singapore-1", .instance_type = "T1"};
+
+/* A clock over the world's test clock that at its k-th monotonic read (at) makes this
+ * process the leader (a Lease renewed or acquired while a pass runs) or has another
+ * pool take t1_zone1's probe; and that moves wall time jump_s ahead after its first
+ * wall-time read (time passing during the pass's calls). */
+struct flip_clock {
+	struct test_clock *c;
+	int mono_calls, at;
+	_Atomic int64_t *active_until;  /* set: leading from the at-th read */
+	struct soldout *soldout;        /* set: the probe taken at the at-th read */
+	int now_calls;
+	int64_t jump_s;
+};
+
+static int64_t flip_mono_ms(void *ctx)
+{
+	struct flip_clock *x = ctx;
+	if (++x->mono_calls == x->at && x->active_until)
+		atomic_store(x->active_until, INT64_MAX);
+	if (x->mono_calls == x->at && x->soldout)
+		assert_true(soldout_probe(x->soldout, &t1_zone1, x->c->mono_ms));
+	return x->c->mono_ms;
+}
+
+static int64_t flip_now(void *ctx)
+{
+	struct flip_clock *x = ctx;
+	return x->c->now + (x->now_calls++ ? x->jump_s : 0);
+}
+
+/* A pass that began as a standby never acts, whenever during it leadership comes: had
+ * it planned without observing, a deleted pool would be released with its instance
+ * running and a live one would report its instance reclaimed and write size 0. */
+static void test_leadership_gained_mid_pass(void **state)
+{
+	(void)state;
+	for (int deleting = 0; deleting <= 1; deleting++) {
+		for (int k = 1; k <= 8; k++) {
+			struct world w;
+			world_init(&w, 1, 2, false);
+			world_list(&w, "ins-a", "RUNNING");
+			world_pass(&w);  /* records ins-a */
+			if (deleting)
+				set_deleting(&w, NULL);
+			struct flip_clock x = {.c = &w.f.clock, .active_until = &w.f.active_until, .at = k};
+			w.r.clock = (struct sp_clock){.now = flip_now, .mono_ms = flip_mono_ms, .ctx = &x};
+			atomic_store(&w.f.active_until, 0);
+			world_pass(&w);
+			/* Leading from the pass's first read: it observes and acts. */
+			if (k == 1)
+				assert_true(w.f.n_calls > 0);
+			if (w.f.n_calls)
+				assert_string_equal(w.f.calls[0], "list ns/p");
+			for (size_t i = 0; i < w.f.n_calls; i++) {
+				assert_string_not_equal(w.f.calls[i], "PATCH finalizers=0");
+				assert_string_not_equal(w.f.calls[i], "POST event InstanceReclaimed");
+			}
+			world_free(&w);
+		}
+	}
+}
+
+/* A launch 59 s into its 60 s grace, not listed yet: a pass whose calls take 2 s judges
+ * the grace at the time it observed, so it waits (judged at the time of a later plan,
+ * the launch would look lost: the ledger cleared and a second instance launched). */
+static void test_grace_judged_at_observation(void **state)
+{
+	(void)state;
+	struct world w;
+	world_init(&w, 1, 1, false);
+	world_pass(&w);  /* launches ins-new1, remembered */
+	assert_int_equal(w.f.launched, 1);
+	test_clock_advance_ms(&w.f.clock, 59000);
+	struct flip_clock x = {.c = &w.f.clock, .jump_s = 2};
+	w.r.clock = (struct sp_clock){.now = flip_now, .mono_ms = flip_mono_ms, .ctx = &x};
+	world_pass(&w);
+	for (size_t i = 0; i < w.f.n_calls; i++)
+		assert_null(strstr(w.f.calls[i], "RunInstances"));
+	assert_int_equal(w.f.launched, 1);
+	assert_true(ledger_recorded(&w));
+	world_free(&w);
+}
+
+/* A conflict ends the pass at once, never with the sold-out memory wrong: a probe taken
+ * whose ledger write conflicted is given back (held, it would keep the offering sold
+ * out for the probe lease for every pool of the account); a sold-out answer whose
+ * ledger clear conflicted is still marked. */
+static void test_conflict_keeps_soldout_memory(void **state)
+{
+	(void)state;
+	struct world w;
+	world_init(&w, 1, 1, false);
+	soldout_mark(w.r.soldout, &t1_zone1, w.f.clock.mono_ms - SOLDOUT_TTL_DEFAULT_MS - 1000, 0);
+	int64_t probe_at = 0;
+	assert_int_equal(soldout_peek(w.r.soldout, &t1_zone1, w.f.clock.mono_ms, &probe_at), OFFER_PROBE_ALLOWED);
+	w.f.conflict_patch = "status ledger";
+	world_pass(&w);
+	ASSERT_CALLS(&w, "list ns/p", "PATCH status ledger", "GET");
+	assert_int_equal(soldout_peek(w.r.soldout, &t1_zone1, w.f.clock.mono_ms, &probe_at), OFFER_PROBE_ALLOWED);
+	world_free(&w);
+
+	world_init(&w, 1, 1, false);
+	w.f.sold_out_zone = "ap-singapore-1";
+	w.f.conflict_patch = "status clear-ledger";
+	world_pass(&w);
+	ASSERT_CALLS(&w, "list ns/p", "PATCH status ledger", "RunInstances count=1 ap-singapore-1",
+		     "POST event CapacityUnavailable", "PATCH status clear-ledger", "GET");
+	assert_int_equal(soldout_peek(w.r.soldout, &t1_zone1, w.f.clock.mono_ms, &probe_at), OFFER_SOLD_OUT);
+	world_free(&w);
+}
+
+static int aborting_inv_read(void *ctx, const struct cvm_credentials *cred, const char *region,
+			     const char *owner, bool unsettled, int64_t timeout_ms, struct pool_instance **ret,
+			     size_t *ret_n, struct sp_error *err)
+{
+	(void)cred, (void)region, (void)unsettled, (void)timeout_ms, (void)ret, (void)ret_n;
+	record(ctx, "list %s", owner);
+	http_abort_all();
+	return sp_fail(err, SP_ETRANSIENT, "aborted (shutting down)");
+}
+
+/* SIGTERM aborts the observation's read: the pass ends there, with no CloudAPIError
+ * event and no Degraded status written on the way out. In a child: the abort cannot be
+ * undone. */
+static void test_shutdown_during_observation(void **state)
+{
+	(void)state;
+	fflush(NULL);
+	pid_t pid = fork();
+	assert_true(pid >= 0);
+	if (pid == 0) {
+		struct world w;
+		world_init(&w, 1, 1, false);
+		w.r.inv.read = aborting_inv_read;
+		world_pass(&w);
+		bool ok = w.f.n_calls == 1 && strcmp(w.f.calls[0], "list ns/p") == 0 && w.res.error == SP_ETRANSIENT;
+		for (size_t i = 0; !ok && i < w.f.n_calls; i++)
+			fprintf(stderr, "call %zu: %s\n", i, w.f.calls[i]);
+		world_free(&w);
+		_exit(ok ? 0 : 1);
+	}
+	int status = 0;
+	assert_int_equal(waitpid(pid, &status, 0), pid);
+	assert_true(WIFEXITED(status));
+	assert_int_equal(WEXITSTATUS(status), 0);
+}
+
+static size_t calls_starting(const struct world *w, const char *prefix)
+{
+	size_t n = 0;
+	for (size_t i = 0; i < w->f.n_calls; i++)
+		n += strncmp(w->f.calls[i], prefix, strlen(prefix)) == 0;
+	return n;
+}
+
+/* 11 zones x 11 types, every one sold out: each pass tries PASS_LAUNCH_ATTEMPTS_MAX
+ * offerings, leaves no ledger behind, writes its status and comes back soon for the
+ * next ones (the ones tried stay marked). */
+static void test_many_offerings_sold_out(void **state)
+{
+	(void)state;
+	struct world w;
+	world_init(&w, 1, 1, false);
+	cJSON *spec = cJSON_GetObjectItemCaseSensitive(w.f.obj, "spec");
+	cJSON *zones = cJSON_AddArrayToObject(spec, "availabilityZones");
+	cJSON *types = cJSON_AddArrayToObject(spec, "instanceTypes");
+	for (int i = 2; i <= 11; i++) {
+		char name[32];
+		snprintf(name, sizeof(name), "ap-singapore-%d", i);
+		cJSON_AddItemToArray(zones, cJSON_CreateString(name));
+		snprintf(name, sizeof(name), "T%d", i);
+		cJSON_AddItemToArray(types, cJSON_CreateString(name));
+	}
+	w.f.sold_out_everywhere = true;
+	for (int pass = 1; pass <= 2; pass++) {
+		world_pass(&w);
+		assert_int_equal(calls_starting(&w, "RunInstances"), PASS_LAUNCH_ATTEMPTS_MAX);
+		assert_string_equal(w.f.calls[w.f.n_calls - 1], "PATCH status");
+		assert_false(ledger_recorded(&w));
+		assert_int_equal(w.res.error, 0);
+		assert_int_equal(w.res.requeue_ms, PASS_REQUEUE_PROGRESS_MS);
+		assert_int_equal(soldout_unavailable(w.r.soldout, w.f.clock.mono_ms), pass * PASS_LAUNCH_ATTEMPTS_MAX);
+	}
+	world_free(&w);
+}
+
+/* A sold-out offering whose probe another pool takes between this pass's observation
+ * and its own take: counted as sold out, nothing launched, and no warning (nothing
+ * failed). */
+static void test_probe_taken_elsewhere(void **state)
+{
+	(void)state;
+	struct world w;
+	world_init(&w, 1, 1, false);
+	soldout_mark(w.r.soldout, &t1_zone1, w.f.clock.mono_ms - SOLDOUT_TTL_DEFAULT_MS - 1000, 0);
+	struct flip_clock x = {.c = &w.f.clock, .at = 2, .soldout = w.r.soldout};
+	w.r.clock = (struct sp_clock){.now = flip_now, .mono_ms = flip_mono_ms, .ctx = &x};
+	char *text = NULL;
+	size_t size = 0;
+	FILE *out = open_memstream(&text, &size);
+	log_set_output(out);
+	world_pass(&w);
+	log_set_output(NULL);
+	fclose(out);
+	assert_int_equal(calls_starting(&w, "RunInstances"), 0);
+	assert_int_equal(calls_starting(&w, "PATCH status ledger"), 0);
+	assert_true(x.mono_calls >= 2);
+	assert_null(strstr(text, "take-probe"));
+	free(text);
+	world_free(&w);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -445,6 +663,12 @@ int main(void)
 		cmocka_unit_test(test_leadership_lost_mid_pass),
 		cmocka_unit_test(test_sold_out_next_offering),
 		cmocka_unit_test(test_transient_failure),
+		cmocka_unit_test(test_leadership_gained_mid_pass),
+		cmocka_unit_test(test_grace_judged_at_observation),
+		cmocka_unit_test(test_conflict_keeps_soldout_memory),
+		cmocka_unit_test(test_shutdown_during_observation),
+		cmocka_unit_test(test_many_offerings_sold_out),
+		cmocka_unit_test(test_probe_taken_elsewhere),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }
