@@ -11,7 +11,7 @@
  * STEP_ATTEMPT + k * ATTEMPT_STRIDE + (0 probe, 1 ledger, 2 launch, 3 what follows). */
 enum {
 	STEP_VALIDATE = 1, STEP_FINALIZER, STEP_OBSERVE, STEP_SWEEP, STEP_RECLAIMS, STEP_CHECK,
-	STEP_DRY_EVENT, STEP_RESUME, STEP_ABANDON, STEP_LEDGER_DONE, STEP_SCALE_DOWN,
+	STEP_DRY_EVENT, STEP_RESUME, STEP_ABANDON, STEP_LEDGER_DONE, STEP_SCALE_DOWN_INTENT, STEP_SCALE_DOWN,
 	STEP_CLEANUP, STEP_RETAIN, STEP_RELEASE, STEP_NO_OFFERING, STEP_STATUS, STEP_REREAD,
 	STEP_END,
 	STEP_ATTEMPT = 100, ATTEMPT_STRIDE = 10,
@@ -419,6 +419,34 @@ static void terminate(struct walk *w, int step, const struct strv *ids, enum pas
 	}
 }
 
+/* A scale-down follows the spec the pass read. Before a victim is terminated, a guarded
+ * status write showing it TERMINATING proves that spec is still the pool's: a stale copy
+ * (a new leader's cache, a lagging watch) would otherwise terminate on an old size and
+ * launch again once the current one arrives (fault campaign seed 44). True once written. */
+static bool scale_down_recorded(struct walk *w)
+{
+	/* The ledger as it stands goes along (a status without one clears it). */
+	enum pass_kind kind = w->in->ledger ? PASS_RECORD_LEDGER : PASS_CLEAR_LEDGER;
+	const struct pass_answer *r = answer(w, STEP_SCALE_DOWN_INTENT, kind);
+	if (r) {
+		if (r->code < 0 && w->error == 0)
+			w->error = r->code;
+		return r->code == 0;
+	}
+	struct strv going = {0};
+	for (size_t i = 0; w->in->terminated && i < w->in->terminated->n; i++)
+		strv_push(&going, w->in->terminated->v[i]);
+	for (size_t i = 0; i < w->plan->scale_down.n; i++)
+		strv_push(&going, w->plan->scale_down.v[i]);
+	struct pass_input shown = *w->in;
+	shown.terminated = &going;
+	struct walk as = *w;
+	as.in = &shown;
+	record_ledger(&as, kind, STEP_SCALE_DOWN_INTENT, w->in->ledger, w->in->launch_seq);
+	strv_clear(&going);
+	return false;
+}
+
 static void release(struct walk *w, const char *why)
 {
 	struct pass_action *a = emit(w, PASS_RELEASE, STEP_RELEASE);
@@ -541,7 +569,8 @@ static void act(struct walk *w)
 			w->error = c->code;
 	}
 	if (!w->in->dry_run) {
-		terminate(w, STEP_SCALE_DOWN, &plan->scale_down, PASS_WHY_SCALE_DOWN);
+		if (plan->scale_down.n && scale_down_recorded(w))
+			terminate(w, STEP_SCALE_DOWN, &plan->scale_down, PASS_WHY_SCALE_DOWN);
 		terminate(w, STEP_CLEANUP, &plan->cleanup, PASS_WHY_CLEANUP);
 	}
 	bool progress = plan->launch || plan->resume || plan->waiting || plan->scale_down.n || plan->cleanup.n;

@@ -318,9 +318,29 @@ static void test_scale_down(void **state)
 	world_list(&w, "ins-b", "RUNNING");
 	w.f.listed[1].created = NOW - 60;
 	world_pass(&w);
-	ASSERT_CALLS(&w, "list ns/p", "TerminateInstances ins-b", "POST event Terminated", "PATCH status");
+	/* The guarded write showing the victim TERMINATING comes first (the status after
+	 * the terminate says the same: not written again). */
+	ASSERT_CALLS(&w, "list ns/p", "PATCH status clear-ledger", "TerminateInstances ins-b",
+		     "POST event Terminated");
 	assert_int_equal(w.res.error, 0);
 	assert_int_equal(w.res.requeue_ms, PASS_REQUEUE_PROGRESS_MS);
+	world_free(&w);
+}
+
+/* Fault campaign seed 44: a pass that read an old spec (a new leader's cache, a lagging
+ * watch) must not scale down on it: the guarded write before the terminate conflicts,
+ * the pool is read again and nothing is terminated. */
+static void test_scale_down_on_stale_spec(void **state)
+{
+	(void)state;
+	struct world w;
+	world_init(&w, 0, 1, false);
+	world_list(&w, "ins-a", "RUNNING");
+	world_list(&w, "ins-b", "RUNNING");
+	w.f.conflict_patch = "status clear-ledger";
+	world_pass(&w);
+	ASSERT_CALLS(&w, "list ns/p", "PATCH status clear-ledger", "GET");
+	assert_int_equal(w.res.requeue_ms, PASS_REQUEUE_CONFLICT_MS);
 	world_free(&w);
 }
 
@@ -657,6 +677,7 @@ int main(void)
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_launch),
 		cmocka_unit_test(test_scale_down),
+		cmocka_unit_test(test_scale_down_on_stale_spec),
 		cmocka_unit_test(test_deletion_delete),
 		cmocka_unit_test(test_deletion_retain),
 		cmocka_unit_test(test_ledger_conflict),
