@@ -4,7 +4,7 @@
  * Keyed by (credentials identity, region, zone, instance type); the identity is the
  * SecretId only, never the key. A RunInstances answer meaning "no capacity here"
  * (cvm_code_is_sold_out) marks the offering SOLD_OUT for a TTL (default 180 s,
- * soldout_new, soldout_set_ttl). Once the TTL is over, exactly one caller is granted the probe
+ * soldout_new). Once the TTL is over, exactly one caller is granted the probe
  * (PROBE_ALLOWED); the offering stays SOLD_OUT for everyone else until the prober calls
  * soldout_mark (still sold out: a new TTL), soldout_clear (it launched: available
  * again) or soldout_return_probe (the probe never reached the cloud), or until the probe lease (SOLDOUT_PROBE_LEASE_MS) expires (the prober died or
@@ -45,8 +45,7 @@ struct soldout;
 /* An empty table; ttl_ms <= 0: SOLDOUT_TTL_DEFAULT_MS. */
 struct soldout *soldout_new(int64_t ttl_ms);
 void soldout_free(struct soldout *s);
-/* ttl_ms <= 0 restores SOLDOUT_TTL_DEFAULT_MS. */
-void soldout_set_ttl(struct soldout *s, int64_t ttl_ms);
+/* The TTL soldout_new was given (it does not change). */
 int64_t soldout_ttl(struct soldout *s);
 
 /* The offering answered sold out at now_ms: SOLD_OUT until now_ms + ttl_ms (ttl_ms <= 0:

@@ -76,19 +76,9 @@ static void remove_entry(struct soldout *s, struct entry *e)
 	*e = s->table[--s->n_entries];
 }
 
-void soldout_set_ttl(struct soldout *s, int64_t ms)
-{
-	pthread_mutex_lock(&s->lock);
-	s->ttl_ms = ms > 0 ? ms : SOLDOUT_TTL_DEFAULT_MS;
-	pthread_mutex_unlock(&s->lock);
-}
-
 int64_t soldout_ttl(struct soldout *s)
 {
-	pthread_mutex_lock(&s->lock);
-	int64_t t = s->ttl_ms;
-	pthread_mutex_unlock(&s->lock);
-	return t;
+	return s->ttl_ms;  /* set once, by soldout_new */
 }
 
 void soldout_mark(struct soldout *s, const struct soldout_key *k, int64_t now_ms, int64_t ttl)

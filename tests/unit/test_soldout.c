@@ -79,18 +79,20 @@ static void test_ttl_then_one_probe(void **state)
 static void test_ttl_is_configurable(void **state)
 {
 	(void)state;
-	soldout_set_ttl(so, 5000);
-	assert_int_equal(soldout_ttl(so), 5000);
-	soldout_mark(so, &k1, 0, 0);
-	assert_int_equal(soldout_peek(so, &k1, 4999, NULL), OFFER_SOLD_OUT);
-	assert_int_equal(soldout_peek(so, &k1, 5000, NULL), OFFER_PROBE_ALLOWED);
+	struct soldout *five = soldout_new(5000);
+	assert_int_equal(soldout_ttl(five), 5000);
+	soldout_mark(five, &k1, 0, 0);
+	assert_int_equal(soldout_peek(five, &k1, 4999, NULL), OFFER_SOLD_OUT);
+	assert_int_equal(soldout_peek(five, &k1, 5000, NULL), OFFER_PROBE_ALLOWED);
 	/* An explicit TTL wins over the configured one. */
-	soldout_mark(so, &k1, 0, 100);
-	assert_int_equal(soldout_peek(so, &k1, 100, NULL), OFFER_PROBE_ALLOWED);
-	soldout_set_ttl(so, 0);
-	assert_int_equal(soldout_ttl(so), SOLDOUT_TTL_DEFAULT_MS);
-	soldout_set_ttl(so, -7);
-	assert_int_equal(soldout_ttl(so), SOLDOUT_TTL_DEFAULT_MS);
+	soldout_mark(five, &k1, 0, 100);
+	assert_int_equal(soldout_peek(five, &k1, 100, NULL), OFFER_PROBE_ALLOWED);
+	soldout_free(five);
+	for (int64_t none = 0; none >= -7; none -= 7) {
+		struct soldout *dflt = soldout_new(none);
+		assert_int_equal(soldout_ttl(dflt), SOLDOUT_TTL_DEFAULT_MS);
+		soldout_free(dflt);
+	}
 }
 
 static void test_keys_are_distinct(void **state)
