@@ -61,8 +61,6 @@ void kube_client_free(struct kube_client *c);
 int kube_request(struct kube_client *c, const char *method, const char *path,
 		 const char *content_type, const cJSON *body, cJSON **ret, struct sp_error *err);
 int kube_get(struct kube_client *c, const char *path, cJSON **ret, struct sp_error *err);
-int kube_merge_patch(struct kube_client *c, const char *path, const cJSON *patch, cJSON **ret,
-		     struct sp_error *err);
 
 /* Receives each watch event: type ADDED/MODIFIED/DELETED/BOOKMARK/ERROR and the object.
  * Returning non-zero stops the watch. */

@@ -414,12 +414,6 @@ int kube_get(struct kube_client *c, const char *path, cJSON **ret, struct sp_err
 	return kube_request(c, "GET", path, NULL, NULL, ret, err);
 }
 
-int kube_merge_patch(struct kube_client *c, const char *path, const cJSON *patch, cJSON **ret,
-		     struct sp_error *err)
-{
-	return kube_request(c, "PATCH", path, "application/merge-patch+json", patch, ret, err);
-}
-
 static int client_request(void *ctx, const char *method, const char *path, const char *content_type,
 			  const cJSON *body, cJSON **ret, struct sp_error *err)
 {
