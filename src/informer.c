@@ -50,7 +50,7 @@ struct informer {
 	const struct sp_clock *clock;
 	pthread_mutex_t lock;
 	struct cached_pool *pools;
-	size_t n_pools;
+	size_t n_pools, cap_pools;
 	char tombstones[INFORMER_TOMBSTONES][64];
 	size_t next_tombstone;
 	struct watcher *watchers;
@@ -226,7 +226,7 @@ static bool remember(struct informer *inf, const char *key, const cJSON *obj)
 		}
 		changed = !same_object || p->generation != generation || p->deleting != deleting;
 	} else {
-		inf->pools = xrealloc(inf->pools, (inf->n_pools + 1) * sizeof(*inf->pools));
+		inf->pools = sp_vec_fit(inf->pools, inf->n_pools + 1, &inf->cap_pools, sizeof(*inf->pools));
 		p = &inf->pools[inf->n_pools++];
 		*p = (struct cached_pool){.key = xstrdup(key), .live = -1};
 	}
@@ -242,6 +242,7 @@ static void drop(struct informer *inf, size_t i)
 	free(inf->pools[i].key);
 	free(inf->pools[i].packed);
 	inf->pools[i] = inf->pools[--inf->n_pools];
+	inf->pools = sp_vec_fit(inf->pools, inf->n_pools, &inf->cap_pools, sizeof(*inf->pools));
 }
 
 /* A deletion is final for its uid: it drops the cached object of that uid whatever the

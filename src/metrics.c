@@ -148,15 +148,6 @@ static size_t offerings_unavailable(void)
 	return n;
 }
 
-/* Makes room for one more element of size sz in *p holding n of *cap. */
-static void *grow(void *p, size_t n, size_t *cap, size_t sz)
-{
-	if (n < *cap)
-		return p;
-	*cap = *cap ? *cap * 2 : 16;
-	return xrealloc(p, *cap * sz);
-}
-
 /* Appends ,k="v" (no comma first) with backslash, double quote and newline escaped. */
 static void label_into(struct buf *b, const char *k, const char *v)
 {
@@ -197,7 +188,7 @@ static struct series *series_get(struct series_vec *sv, const char *prefix, cons
 	label_into(&l, ka, a);
 	if (b)
 		label_into(&l, kb, b);
-	sv->v = grow(sv->v, sv->n, &sv->cap, sizeof(*sv->v));
+	sv->v = sp_vec_fit(sv->v, sv->n + 1, &sv->cap, sizeof(*sv->v));
 	struct series *s = &sv->v[sv->n++];
 	*s = (struct series){.a = xstrdup(a), .b = b ? xstrdup(b) : NULL, .labels = buf_steal(&l)};
 	return s;
@@ -260,7 +251,7 @@ static struct pool_series *pool_get(const char *ns, const char *pool)
 		reg.pools_full_logged = true;
 		return NULL;
 	}
-	reg.pools = grow(reg.pools, reg.n_pools, &reg.cap_pools, sizeof(*reg.pools));
+	reg.pools = sp_vec_fit(reg.pools, reg.n_pools + 1, &reg.cap_pools, sizeof(*reg.pools));
 	p = &reg.pools[reg.n_pools++];
 	*p = (struct pool_series){.ns = xstrdup(ns), .pool = xstrdup(pool),
 				  .labels = label_pair("namespace", ns, "pool", pool)};
@@ -370,6 +361,7 @@ void metrics_pool_forget(const char *ns, const char *pool)
 		size_t i = (size_t)(p - reg.pools);
 		memmove(p, p + 1, (reg.n_pools - i - 1) * sizeof(*p));
 		reg.n_pools--;
+		reg.pools = sp_vec_fit(reg.pools, reg.n_pools, &reg.cap_pools, sizeof(*reg.pools));
 	}
 	pthread_mutex_unlock(&lock);
 }
@@ -394,7 +386,7 @@ void metrics_offering_launch(const char *zone, const char *instance_type, int co
 		if (strcmp(reg.offerings[i].zone, zone) == 0 && strcmp(reg.offerings[i].type, instance_type) == 0)
 			o = &reg.offerings[i];
 	if (!o) {
-		reg.offerings = grow(reg.offerings, reg.n_offerings, &reg.cap_offerings, sizeof(*reg.offerings));
+		reg.offerings = sp_vec_fit(reg.offerings, reg.n_offerings + 1, &reg.cap_offerings, sizeof(*reg.offerings));
 		o = &reg.offerings[reg.n_offerings++];
 		*o = (struct offering_series){.zone = xstrdup(zone), .type = xstrdup(instance_type),
 					      .labels = label_pair("zone", zone, "instance_type", instance_type)};

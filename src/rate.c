@@ -10,6 +10,8 @@
 #include <time.h>
 
 #define RATE_CHAINS 1024  /* hash chains; a power of two */
+/* How often, and after how long unused, buckets at rest are dropped. */
+#define RATE_PRUNE_EVERY_US (10 * 1000000LL)
 
 /* A caller waiting at a bucket; lives on its stack while it is queued. */
 struct waiter {
@@ -51,6 +53,7 @@ struct rate {
 	pthread_mutex_t lock;
 	struct bucket *chains[RATE_CHAINS];
 	size_t n_buckets;
+	int64_t pruned_us;  /* last prune_at_rest */
 	double limits[4];  /* by limit_of(); set once by rate_new */
 	struct rate_hooks hooks;
 	rate_clock_fn clock_fn;
@@ -146,9 +149,46 @@ static bool evict_one(struct rate *r)
 	return true;
 }
 
+static void advance(struct bucket *b, int64_t now);
+
+/* Whether b, brought up to now, is what bucket_get would create afresh: nobody waits,
+ * the rate is back to the configured one and no longer held, a throttle report would
+ * halve it, the tokens are full. Unused for RATE_PRUNE_EVERY_US, so a caller's grants
+ * keep their order. */
+static bool at_rest(struct bucket *b, int64_t now)
+{
+	if (b->waiting || now - b->used_us < RATE_PRUNE_EVERY_US)
+		return false;
+	advance(b, now);
+	return b->per_second >= b->configured && b->hold_until_us <= now &&
+	       (b->halved_us == INT64_MIN || now - b->halved_us >= RATE_THROTTLE_GAP_MS * 1000LL) &&
+	       b->tokens >= burst_of(b->configured);
+}
+
+/* Drops the buckets at rest, at most every RATE_PRUNE_EVERY_US: the keys of pools gone
+ * (each SecretId has its own) would otherwise stay up to RATE_BUCKETS_MAX. */
+static void prune_at_rest(struct rate *r, int64_t now)
+{
+	if (now - r->pruned_us < RATE_PRUNE_EVERY_US)
+		return;
+	r->pruned_us = now;
+	for (size_t i = 0; i < RATE_CHAINS; i++)
+		for (struct bucket **p = &r->chains[i]; *p;) {
+			struct bucket *b = *p;
+			if (at_rest(b, now)) {
+				*p = b->next;
+				bucket_free(b);
+				r->n_buckets--;
+			} else {
+				p = &b->next;
+			}
+		}
+}
+
 /* The key's bucket, created full if new; NULL when the limiter is full of busy ones. */
 static struct bucket *bucket_get(struct rate *r, const struct key *k, int64_t now)
 {
+	prune_at_rest(r, now);
 	struct bucket *b = bucket_find(r, k);
 	if (b)
 		return b;

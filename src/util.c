@@ -84,6 +84,22 @@ void *xrealloc(void *p, size_t n)
 	return q ? q : oom();
 }
 
+void *sp_vec_fit(void *p, size_t n, size_t *cap, size_t size)
+{
+	enum { SMALLEST = 16 };
+	size_t c = *cap;
+	if (n > c) {
+		for (c = c ? c : SMALLEST; c < n; c *= 2)
+			;
+	} else if (c > SMALLEST && n <= c / 4) {
+		c /= 2;
+	} else {
+		return p;
+	}
+	*cap = c;
+	return xrealloc(p, c * size);
+}
+
 char *xstrdup(const char *s)
 {
 	char *p = strdup(s);

@@ -70,21 +70,20 @@ static struct wq_entry *find_or_add(struct wq *q, const char *key)
 	struct wq_entry *e = find(q, key);
 	if (e)
 		return e;
-	if (q->n == q->cap) {
-		q->cap = q->cap ? q->cap * 2 : 64;
-		q->entries = xrealloc(q->entries, q->cap * sizeof(*q->entries));
-	}
+	q->entries = sp_vec_fit(q->entries, q->n + 1, &q->cap, sizeof(*q->entries));
 	e = &q->entries[q->n++];
 	*e = (struct wq_entry){.key = xstrdup(key), .state = WQ_IDLE};
 	return e;
 }
 
+/* Moves entries: e and every other entry pointer are stale afterwards. */
 static void drop_if_idle(struct wq *q, struct wq_entry *e)
 {
 	if (e->state != WQ_IDLE || e->failures)
 		return;
 	free(e->key);
 	*e = q->entries[--q->n];
+	q->entries = sp_vec_fit(q->entries, q->n, &q->cap, sizeof(*q->entries));
 }
 
 static double seconds_since(int64_t then_ms, int64_t now_ms)

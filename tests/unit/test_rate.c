@@ -536,6 +536,37 @@ static void test_registry_bounded(void **state)
 	assert_int_equal(rate_peek(lim, id, "ap-a", "DescribeInstances", &st), SP_ENOTFOUND);
 }
 
+/* Buckets at rest (unused 10 s, full, at the configured rate) go at the next call 10 s
+ * after the last prune, as if never made; a throttled one still recovering, and one used
+ * recently, stay. */
+static void test_at_rest_pruned(void **state)
+{
+	(void)state;
+	configure(10, 0, 0, 0);
+	char id[32];
+	for (int i = 0; i < 100; i++) {
+		snprintf(id, sizeof(id), "AKIDgone%d", i);
+		assert_int_equal(rate_acquire(lim, id, "ap-a", "DescribeInstances", NULL, NULL), 0);
+	}
+	assert_int_equal(rate_acquire(lim, "AKIDslow", "ap-a", "DescribeInstances", NULL, NULL), 0);
+	assert_int_equal(rate_buckets(lim), 101);
+	fake_advance(9 * SEC);
+	rate_throttled(lim, "AKIDslow", "ap-a", "DescribeInstances");
+	assert_int_equal(rate_buckets(lim), 101);  /* not a minute since the last prune */
+	fake_advance(2 * SEC);
+	assert_int_equal(rate_acquire(lim, "AKIDnew", "ap-a", "DescribeInstances", NULL, NULL), 0);
+	assert_int_equal(rate_buckets(lim), 2);
+	struct rate_state st;
+	assert_int_equal(rate_peek(lim, "AKIDgone0", "ap-a", "DescribeInstances", &st), SP_ENOTFOUND);
+	assert_true(peek("AKIDslow", "ap-a", "DescribeInstances").throttled);
+	/* Recovered and unused for 10 s: it goes too, and comes back full if asked. */
+	fake_advance(600 * SEC);
+	assert_int_equal(rate_acquire(lim, "AKIDnew", "ap-a", "DescribeInstances", NULL, NULL), 0);
+	assert_int_equal(rate_buckets(lim), 1);
+	assert_int_equal(rate_acquire(lim, "AKIDslow", "ap-a", "DescribeInstances", NULL, NULL), 0);
+	assert_near(peek("AKIDslow", "ap-a", "DescribeInstances").per_second, 10);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -549,6 +580,7 @@ int main(void)
 		cmocka_unit_test_setup_teardown(test_limiters_are_independent, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_abort, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_acquire_until, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_at_rest_pruned, setup, teardown),
 	};
 	return cmocka_run_group_tests_name("rate", tests, NULL, NULL);
 }

@@ -95,11 +95,44 @@ static void test_nearest(void **state)
 	assert_string_equal(sp_nearest("aa", tie, 2), "ab");  /* ties: the first */
 }
 
+/* Grows by doubling from 16; shrinks by halves once a quarter full, never below 16; the
+ * elements kept survive both. */
+static void test_vec_fit(void **state)
+{
+	(void)state;
+	int *v = NULL;
+	size_t cap = 0, n = 0;
+	for (; n < 1000; n++) {
+		v = sp_vec_fit(v, n + 1, &cap, sizeof(*v));
+		v[n] = (int)n;
+	}
+	assert_int_equal(cap, 1024);
+	size_t caps[4] = {0}, seen = 0;
+	while (n > 3) {
+		n--;
+		size_t before = cap;
+		v = sp_vec_fit(v, n, &cap, sizeof(*v));
+		if (cap != before && seen < 4)
+			caps[seen++] = cap;
+		if (cap != before)
+			assert_true(n <= before / 4);
+	}
+	assert_int_equal(caps[0], 512);   /* at 256 = 1024 / 4 */
+	assert_int_equal(caps[1], 256);   /* at 128 */
+	assert_int_equal(cap, 16);
+	for (size_t i = 0; i < n; i++)
+		assert_int_equal(v[i], (int)i);
+	v = sp_vec_fit(v, 40, &cap, sizeof(*v));  /* more than twice at once */
+	assert_int_equal(cap, 64);
+	free(v);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_edit_distance),
 		cmocka_unit_test(test_nearest),
+		cmocka_unit_test(test_vec_fit),
 		cmocka_unit_test(test_base64_valid),
 		cmocka_unit_test(test_base64_malformed_padding),
 		cmocka_unit_test(test_cond_waits_on_the_monotonic_clock),
