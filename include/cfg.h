@@ -37,6 +37,7 @@ struct cfg {
 	int rate_describe_per_second;   /* DescribeInstances(Status) calls per second (rate.h) */
 	int rate_run_per_second;        /* RunInstances */
 	int rate_terminate_per_second;  /* TerminateInstances */
+	int rate_follow_per_minute;     /* DescribeInstancesStatus follow budget (inv.h); 0: off */
 	char *sources[32];         /* where each key's value came from, by table index */
 };
 

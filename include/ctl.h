@@ -28,6 +28,7 @@ struct ctl_options {
 	const char *identity;         /* this process, for events and leases */
 	int launch_grace_seconds;     /* plan.h; <= 0: PLAN_LAUNCH_GRACE_DEFAULT_SECONDS */
 	int64_t sold_out_ttl_ms;      /* soldout.h; <= 0: SOLDOUT_TTL_DEFAULT_MS */
+	int follow_calls_per_minute;  /* inv.h; 0: INV_FOLLOW_CALLS_PER_MINUTE; negative: off */
 	/* This cluster's identity (POOL_CLUSTER_TAG_KEY on launches; plan_owns): --cluster-name,
 	 * else the kube-system namespace's UID. spotpool run may fill the string only after
 	 * ctl_new, but always before the first ctl_set_active_until that lets passes act. */

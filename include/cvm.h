@@ -1,5 +1,5 @@
-/* cvm: Tencent Cloud CVM API client (DescribeInstances, RunInstances,
- * TerminateInstances) over http, signed with tc3. Request building, response
+/* cvm: Tencent Cloud CVM API client (DescribeInstances, DescribeInstancesStatus,
+ * RunInstances, TerminateInstances) over http, signed with tc3. Request building, response
  * parsing and error classification are pure and unit-tested on their own. */
 #ifndef SPOTPOOL_CVM_H
 #define SPOTPOOL_CVM_H
@@ -104,6 +104,16 @@ int cvm_list_tagged(struct cvm_client *c, const struct cvm_credentials *cred, co
 int cvm_describe_ids(struct cvm_client *c, const struct cvm_credentials *cred, const char *region,
 		     const struct strv *ids, const _Atomic int64_t *until,
 		     struct pool_instance **ret_instances, size_t *ret_n, struct sp_error *err);
+/* The states of the instances among ids that exist (DescribeInstancesStatus: its own
+ * rate limit, 40/s documented; batches of CVM_DESCRIBE_IDS_BATCH with Limit 100, each
+ * page of a batch asked until its TotalCount). An ID the cloud does not know is simply
+ * absent from the result (the API answers no NotFound), as is anything answered that
+ * was not asked for; a malformed ID is SP_EINVAL. Paging that does not add up
+ * (TotalCount above the IDs asked, a page larger than Limit, an empty page before
+ * TotalCount) is SP_EPROTO, never a short answer. */
+int cvm_describe_status(struct cvm_client *c, const struct cvm_credentials *cred, const char *region,
+			const struct strv *ids, struct pool_instance_status **ret_status, size_t *ret_n,
+			struct sp_error *err);
 /* The instances of region (in zone, when not NULL or empty) that carry the launch tag
  * client_token, found by listing them all without a tag filter: slower than a tag
  * listing (every instance of the zone, 100 per call) but answered from the instances
@@ -158,6 +168,10 @@ cJSON *cvm_run_request(const struct cvm_launch *launch);
  * integer in [0, CVM_DESCRIBE_MAX_INSTANCES]. */
 int cvm_parse_instances(const cJSON *response, struct pool_instance **ret_instances, size_t *ret_n,
 			size_t *ret_total, struct sp_error *err);
+/* One DescribeInstancesStatus page, as answered. TotalCount must be an integer in
+ * [0, CVM_DESCRIBE_MAX_INSTANCES]. */
+int cvm_parse_status(const cJSON *response, struct pool_instance_status **ret_status, size_t *ret_n,
+		     size_t *ret_total, struct sp_error *err);
 /* Parses "2026-11-21T11:45:00Z" (or with an offset) into epoch seconds; 0 if invalid. */
 int64_t cvm_parse_time(const char *iso);
 

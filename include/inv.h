@@ -7,10 +7,19 @@
  * Cadence. While any pool of the account is unsettled (launching, below target,
  * deleting) the account is listed every fast interval (2 s). When all are settled the
  * sweeps are spaced so the listing costs at most idle_calls_per_minute calls: a sweep
- * of N instances costs ceil(N/100) calls, so reclaim detection takes 2 s up to 100
- * instances and grows linearly past that (N = 10,000: 100 calls a sweep, one sweep
- * every 200 s at 30 calls/min). Past a few thousand instances per account, the
- * in-guest termination notice is the way to react within seconds.
+ * of N instances costs ceil(N/100) calls (N = 10,000: 100 calls a sweep, one sweep
+ * every 200 s at 30 calls/min).
+ *
+ * Follow. Between two listings the poller follows the instances its snapshot holds by
+ * ID (DescribeInstancesStatus, 100 a call, its own rate limit), spending at most
+ * follow_calls_per_minute calls a minute: one call every max(60 s / budget, fast
+ * interval / calls a round), so a round over N instances takes
+ * max(fast interval, ceil(N/100) x 60 s / budget) (N = 10,000 at 600/min: 10 s). An
+ * instance found gone or in another state (SHUTDOWN, TERMINATING, ...) makes a new
+ * snapshot, taken at the same time as the listing it came from, and wakes its pool
+ * exactly as a listing would. It does not follow when the listing comes at least as
+ * often as a round would (up to 100 instances, or while unsettled). New instances are
+ * found by the listing only.
  *
  * The listing goes through Tencent's lagging tag index: it is a hint. Reconcile still
  * confirms by ID what a pool recorded and the snapshot lacks (plan.h). */
@@ -23,6 +32,9 @@
 
 #define INV_FAST_INTERVAL_MS 2000
 #define INV_IDLE_CALLS_PER_MINUTE 30
+/* 10/s: a quarter of DescribeInstancesStatus's documented 40/s; 10,000 instances every
+ * 10 s. */
+#define INV_FOLLOW_CALLS_PER_MINUTE 600
 /* A pool counts as unsettled this long after it last said so. */
 #define INV_UNSETTLED_HOLD_MS 10000
 /* A poller no pool has read for this long is stopped and freed, whatever pools it
@@ -35,6 +47,7 @@ struct inv_config {
 	struct cvm_config cvm;            /* how the pollers call the cloud */
 	int64_t fast_interval_ms;         /* 0: INV_FAST_INTERVAL_MS */
 	int idle_calls_per_minute;        /* 0: INV_IDLE_CALLS_PER_MINUTE */
+	int follow_calls_per_minute;      /* 0: INV_FOLLOW_CALLS_PER_MINUTE; negative: no follow */
 	/* 0: INV_RETIRE_AFTER_MS. Keep it well above the resync period: a pool read less
 	 * often than this restarts its poller (and waits for a first listing) on each read,
 	 * and misses the wake-ups of a listing in between. */
@@ -119,5 +132,10 @@ struct inv_reader inv_reader_bind(struct inv_reader_binding *b);
 /* The pause before the next sweep: fast while unsettled, else spaced to the budget. */
 int64_t inv_next_interval_ms(size_t n_instances, bool unsettled, int64_t fast_interval_ms,
 			     int idle_calls_per_minute);
+/* The pause between two follow calls (one per 100 instances) of an account whose listing
+ * comes every list_interval_ms; 0 when following is off (follow_calls_per_minute <= 0),
+ * there is nothing to follow, or a round would not come sooner than the listing. */
+int64_t inv_follow_gap_ms(size_t n_instances, int64_t list_interval_ms, int64_t fast_interval_ms,
+			  int follow_calls_per_minute);
 
 #endif

@@ -60,6 +60,12 @@ struct pool_instance {
 				* cluster name (empty or too long): never ours */
 };
 
+/* One instance's state as DescribeInstancesStatus reports it. */
+struct pool_instance_status {
+	char id[32];
+	char state[24];
+};
+
 struct pool_tag {
 	char *key;
 	char *value;

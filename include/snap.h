@@ -22,6 +22,15 @@ void snap_seal(struct snap *s);
 size_t snap_count(const struct snap *s);
 /* The heap bytes the snapshot holds (records and strings). */
 size_t snap_bytes(const struct snap *s);
+/* The ID of the i-th record (i < snap_count) of a sealed snapshot, in its order. */
+const char *snap_id_at(const struct snap *s, size_t i);
+/* What a lookup by ID of the records [from, to) of a sealed snapshot changes in it: found
+ * is what DescribeInstancesStatus answered for their IDs. A record absent from found is
+ * gone (dropped), one found in another state takes that state; records outside
+ * [from, to) stay as they are. Returns a new sealed snapshot, or NULL when nothing
+ * differs. */
+struct snap *snap_follow(const struct snap *s, size_t from, size_t to, const struct pool_instance_status *found,
+			 size_t n_found);
 /* The instances tagged owner, as full records (the caller frees *ret_instances). */
 void snap_owner(const struct snap *s, const char *owner, struct pool_instance **ret_instances, size_t *ret_n);
 /* Calls changed(userdata, owner) once for every owner whose instances differ between

@@ -6,6 +6,7 @@
 #include "plan.h"
 #include "soldout.h"
 #include "pool.h"
+#include "inv.h"
 #include "rate.h"
 
 #include <ctype.h>
@@ -91,6 +92,9 @@ static const struct cfg_key keys[] = {
 	{{"rateLimits.terminatePerSecond", "SPOTPOOL_RATE_TERMINATE", "rate-terminate", "N",
 	  "TerminateInstances calls per second"},
 	 CFG_INT, F(rate_terminate_per_second), 1, 1000},
+	{{"rateLimits.followPerMinute", "SPOTPOOL_RATE_FOLLOW", "rate-follow", "N",
+	  "DescribeInstancesStatus calls per minute following known instances by ID; 0 = off"},
+	 CFG_INT, F(rate_follow_per_minute), 0, 2160},
 };
 #undef F
 #define N_KEYS (sizeof(keys) / sizeof(keys[0]))
@@ -120,6 +124,7 @@ void cfg_defaults(struct cfg *c)
 		.lease_namespace = xstrdup(""), .lease_duration_seconds = 15, .renew_deadline_seconds = 10,
 		.retry_period_seconds = 2, .rate_describe_per_second = RATE_DEFAULT_DESCRIBE,
 		.rate_run_per_second = RATE_DEFAULT_RUN, .rate_terminate_per_second = RATE_DEFAULT_TERMINATE,
+		.rate_follow_per_minute = INV_FOLLOW_CALLS_PER_MINUTE,
 	};
 	for (size_t i = 0; i < N_KEYS; i++)
 		c->sources[i] = xstrdup("default");

@@ -226,7 +226,8 @@ int ctl_start(struct ctl *c, struct sp_error *err)
 	struct cvm_config cvm_cfg = {.endpoint = c->opt.cvm_endpoint, .observe = metrics_cvm_observe,
 				     .user_agent = ua, .rate = c->rate};
 	struct inv_config inv_cfg = {.cvm = cvm_cfg, .changed = on_instances_changed, .userdata = c,
-				     .retire_after_ms = ctl_poller_retire_ms(c->opt.resync_seconds)};
+				     .retire_after_ms = ctl_poller_retire_ms(c->opt.resync_seconds),
+				     .follow_calls_per_minute = c->opt.follow_calls_per_minute};
 	c->inv = inv_new(&inv_cfg);
 	if (!c->opt.inv)
 		c->inv_port = inv_api_bind(c->inv);

@@ -463,57 +463,96 @@ static bool copy_tag(char *dst, size_t cap, const cJSON *tags, const char *tag_k
 	return present;
 }
 
-int cvm_parse_instances(const cJSON *response, struct pool_instance **ret_instances, size_t *ret_n,
-			size_t *ret_total, struct sp_error *err)
+/* A listing's items: TotalCount (an integer in [0, CVM_DESCRIBE_MAX_INSTANCES]) and the
+ * set set_name (an array, or null for none), each item with a valid InstanceId and
+ * InstanceState, written by fill into an array of elem_size records. */
+static int parse_set(const cJSON *response, const char *action, const char *set_name, size_t elem_size,
+		     void (*fill)(void *rec, const cJSON *item, const cJSON *id, const cJSON *state),
+		     void **ret_list, size_t *ret_n, size_t *ret_total, struct sp_error *err)
 {
 	const cJSON *total = cJSON_GetObjectItemCaseSensitive(response, "TotalCount");
-	const cJSON *set = cJSON_GetObjectItemCaseSensitive(response, "InstanceSet");
+	const cJSON *set = cJSON_GetObjectItemCaseSensitive(response, set_name);
 	if (!cJSON_IsNumber(total) || !(cJSON_IsArray(set) || cJSON_IsNull(set)))
-		return sp_fail(err, SP_EPROTO, "DescribeInstances: malformed response (TotalCount/InstanceSet)");
+		return sp_fail(err, SP_EPROTO, "%s: malformed response (TotalCount/%s)", action, set_name);
 	/* Written this way round so that NaN fails too. */
 	double t = total->valuedouble;
 	if (!(t >= 0 && t <= CVM_DESCRIBE_MAX_INSTANCES) || (double)(size_t)t != t)
-		return sp_fail(err, SP_EPROTO, "DescribeInstances: malformed response (TotalCount %g is not "
-			       "an integer from 0 to %d)", t, CVM_DESCRIBE_MAX_INSTANCES);
+		return sp_fail(err, SP_EPROTO, "%s: malformed response (TotalCount %g is not "
+			       "an integer from 0 to %d)", action, t, CVM_DESCRIBE_MAX_INSTANCES);
 	size_t cap = (size_t)cJSON_GetArraySize(set), n = 0;
-	struct pool_instance *list = cap ? xcalloc(cap, sizeof(*list)) : NULL;
+	char *list = cap ? xcalloc(cap, elem_size) : NULL;
 	const cJSON *it;
 	cJSON_ArrayForEach(it, set) {
 		const cJSON *id = cJSON_GetObjectItemCaseSensitive(it, "InstanceId");
 		const cJSON *state = cJSON_GetObjectItemCaseSensitive(it, "InstanceState");
 		if (!cJSON_IsString(id) || !cJSON_IsString(state) || !*id->valuestring ||
-		    strlen(id->valuestring) >= sizeof(list->id)) {
+		    strlen(id->valuestring) >= sizeof(((struct pool_instance *)0)->id)) {
 			free(list);
-			return sp_fail(err, SP_EPROTO, "DescribeInstances: malformed response (instance without a valid "
-				       "InstanceId/InstanceState)");
+			return sp_fail(err, SP_EPROTO, "%s: malformed response (an item of %s without a valid "
+				       "InstanceId/InstanceState)", action, set_name);
 		}
-		struct pool_instance *in = &list[n++];
-		copy_field(in->id, sizeof(in->id), id);
-		copy_field(in->state, sizeof(in->state), state);
-		copy_field(in->zone, sizeof(in->zone), cJSON_GetObjectItemCaseSensitive(
-				   cJSON_GetObjectItemCaseSensitive(it, "Placement"), "Zone"));
-		copy_field(in->instance_type, sizeof(in->instance_type),
-			   cJSON_GetObjectItemCaseSensitive(it, "InstanceType"));
-		copy_field(in->private_ip, sizeof(in->private_ip),
-			   cJSON_GetObjectItemCaseSensitive(it, "PrivateIpAddresses"));
-		copy_field(in->public_ip, sizeof(in->public_ip),
-			   cJSON_GetObjectItemCaseSensitive(it, "PublicIpAddresses"));
-		copy_field(in->created_time, sizeof(in->created_time),
-			   cJSON_GetObjectItemCaseSensitive(it, "CreatedTime"));
-		in->created = cvm_parse_time(in->created_time);
-		const cJSON *tags = cJSON_GetObjectItemCaseSensitive(it, "Tags");
-		copy_tag(in->pool_tag, sizeof(in->pool_tag), tags, POOL_TAG_KEY);
-		copy_tag(in->launch_tag, sizeof(in->launch_tag), tags, POOL_LAUNCH_TAG_KEY);
-		/* A cluster tag no spotpool writes (empty, too long) is still some other cluster's,
-		 * never "launched before the tag existed": "?" matches no cluster name. */
-		if (copy_tag(in->cluster_tag, sizeof(in->cluster_tag), tags, POOL_CLUSTER_TAG_KEY) &&
-		    !*in->cluster_tag)
-			snprintf(in->cluster_tag, sizeof(in->cluster_tag), "?");
+		fill(list + n++ * elem_size, it, id, state);
 	}
-	*ret_instances = list;
+	*ret_list = list;
 	*ret_n = n;
 	*ret_total = (size_t)t;
 	return 0;
+}
+
+static void fill_status(void *rec, const cJSON *item, const cJSON *id, const cJSON *state)
+{
+	(void)item;
+	struct pool_instance_status *st = rec;
+	copy_field(st->id, sizeof(st->id), id);
+	copy_field(st->state, sizeof(st->state), state);
+}
+
+int cvm_parse_status(const cJSON *response, struct pool_instance_status **ret_status, size_t *ret_n,
+		     size_t *ret_total, struct sp_error *err)
+{
+	void *list = NULL;
+	int r = parse_set(response, "DescribeInstancesStatus", "InstanceStatusSet", sizeof(**ret_status), fill_status,
+			  &list, ret_n, ret_total, err);
+	if (r == 0)
+		*ret_status = list;
+	return r;
+}
+
+static void fill_instance(void *rec, const cJSON *it, const cJSON *id, const cJSON *state)
+{
+	struct pool_instance *in = rec;
+	copy_field(in->id, sizeof(in->id), id);
+	copy_field(in->state, sizeof(in->state), state);
+	copy_field(in->zone, sizeof(in->zone), cJSON_GetObjectItemCaseSensitive(
+			   cJSON_GetObjectItemCaseSensitive(it, "Placement"), "Zone"));
+	copy_field(in->instance_type, sizeof(in->instance_type),
+		   cJSON_GetObjectItemCaseSensitive(it, "InstanceType"));
+	copy_field(in->private_ip, sizeof(in->private_ip),
+		   cJSON_GetObjectItemCaseSensitive(it, "PrivateIpAddresses"));
+	copy_field(in->public_ip, sizeof(in->public_ip),
+		   cJSON_GetObjectItemCaseSensitive(it, "PublicIpAddresses"));
+	copy_field(in->created_time, sizeof(in->created_time),
+		   cJSON_GetObjectItemCaseSensitive(it, "CreatedTime"));
+	in->created = cvm_parse_time(in->created_time);
+	const cJSON *tags = cJSON_GetObjectItemCaseSensitive(it, "Tags");
+	copy_tag(in->pool_tag, sizeof(in->pool_tag), tags, POOL_TAG_KEY);
+	copy_tag(in->launch_tag, sizeof(in->launch_tag), tags, POOL_LAUNCH_TAG_KEY);
+	/* A cluster tag no spotpool writes (empty, too long) is still some other cluster's,
+	 * never "launched before the tag existed": "?" matches no cluster name. */
+	if (copy_tag(in->cluster_tag, sizeof(in->cluster_tag), tags, POOL_CLUSTER_TAG_KEY) &&
+	    !*in->cluster_tag)
+		snprintf(in->cluster_tag, sizeof(in->cluster_tag), "?");
+}
+
+int cvm_parse_instances(const cJSON *response, struct pool_instance **ret_instances, size_t *ret_n,
+			size_t *ret_total, struct sp_error *err)
+{
+	void *list = NULL;
+	int r = parse_set(response, "DescribeInstances", "InstanceSet", sizeof(**ret_instances), fill_instance, &list,
+			  ret_n, ret_total, err);
+	if (r == 0)
+		*ret_instances = list;
+	return r;
 }
 
 /* Open-addressing set of instance IDs, so that a 100,000-instance sweep stays linear. */
@@ -793,6 +832,80 @@ int cvm_describe_ids(struct cvm_client *c, const struct cvm_credentials *cred, c
 	strv_clear(&unique);
 	idset_free(&wanted);
 	return sweep_finish(&sw, r, ret_instances, ret_n);
+}
+
+/* One batch (at most CVM_DESCRIBE_IDS_BATCH IDs) of DescribeInstancesStatus, every page,
+ * its asked-for answers appended to *v (*n of them, room for *cap). */
+static int status_batch(struct cvm_client *c, const struct cvm_credentials *cred, const char *region,
+			char *const *ids, size_t n_ids, struct pool_instance_status **v, size_t *n, size_t *cap,
+			struct sp_error *err)
+{
+	cJSON *query = ids_request(ids, n_ids);
+	cJSON_AddNumberToObject(query, "Limit", CVM_PAGE_LIMIT);
+	int r = 0;
+	/* TotalCount is at most n_ids <= Limit: one page, unless the cloud pages shorter. */
+	for (size_t offset = 0; r == 0;) {
+		cJSON_DeleteItemFromObjectCaseSensitive(query, "Offset");
+		cJSON_AddNumberToObject(query, "Offset", (double)offset);
+		cJSON *resp = NULL;
+		struct sp_error local = {0};
+		r = cvm_call(c, cred, region, "DescribeInstancesStatus", query, &resp, &local);
+		if (r < 0) {
+			const char *reason = local.reason;
+			if (strcmp(reason, "InvalidInstanceId.Malformed") == 0 ||
+			    strcmp(reason, "InvalidParameterValue.InstanceIdMalformed") == 0)
+				r = sp_fail(&local, SP_EINVAL, "DescribeInstancesStatus: a malformed instance ID "
+					    "among %zu from \"%s\": %s", n_ids, ids[0], local.msg);
+			if (err)
+				*err = local;
+			break;
+		}
+		struct pool_instance_status *page = NULL;
+		size_t got = 0, total = 0;
+		r = cvm_parse_status(resp, &page, &got, &total, err);
+		cJSON_Delete(resp);
+		if (r == 0 && (total > n_ids || got > CVM_PAGE_LIMIT || (got == 0 && offset < total)))
+			r = sp_fail(err, SP_EPROTO, "DescribeInstancesStatus: inconsistent paging (%zu statuses at "
+				    "offset %zu of TotalCount %zu, %zu IDs asked)", got, offset, total, n_ids);
+		for (size_t i = 0; r == 0 && i < got; i++) {
+			bool asked = false;
+			for (size_t k = 0; k < n_ids && !asked; k++)
+				asked = strcmp(ids[k], page[i].id) == 0;
+			if (!asked)
+				continue;
+			if (*n == *cap) {
+				*cap = *cap ? 2 * *cap : CVM_PAGE_LIMIT;
+				*v = xrealloc(*v, *cap * sizeof(**v));
+			}
+			(*v)[(*n)++] = page[i];
+		}
+		free(page);
+		offset += got;
+		if (offset >= total)
+			break;
+	}
+	cJSON_Delete(query);
+	return r;
+}
+
+int cvm_describe_status(struct cvm_client *c, const struct cvm_credentials *cred, const char *region,
+			const struct strv *ids, struct pool_instance_status **ret_status, size_t *ret_n,
+			struct sp_error *err)
+{
+	struct pool_instance_status *v = NULL;
+	size_t n = 0, cap = 0;
+	int r = 0;
+	for (size_t off = 0; off < ids->n && r == 0; off += CVM_DESCRIBE_IDS_BATCH) {
+		size_t k = ids->n - off < CVM_DESCRIBE_IDS_BATCH ? ids->n - off : CVM_DESCRIBE_IDS_BATCH;
+		r = status_batch(c, cred, region, ids->v + off, k, &v, &n, &cap, err);
+	}
+	if (r < 0) {
+		free(v);
+		return r;
+	}
+	*ret_status = v;
+	*ret_n = n;
+	return 0;
 }
 
 static void add_strv_array(cJSON *obj, const char *name, const struct strv *l)

@@ -36,6 +36,9 @@ struct poller {
 	int64_t unsettled_until_ms;
 	int64_t next_due_ms;
 	int64_t last_sweep_ms;
+	int64_t last_follow_ms;       /* when the last follow call started (monotonic) */
+	size_t follow_at;             /* the next record of snap to follow */
+	bool follow_failing;          /* the last follow call failed (logged once) */
 	bool poke;
 	struct mutation *muts;
 	size_t n_muts;
@@ -85,6 +88,19 @@ int64_t inv_next_interval_ms(size_t n_instances, bool unsettled, int64_t fast_in
 	int64_t pages = n_instances ? (int64_t)((n_instances + CVM_PAGE_LIMIT - 1) / CVM_PAGE_LIMIT) : 1;
 	int64_t spaced = pages * 60000 / idle_calls_per_minute;
 	return spaced > fast_interval_ms ? spaced : fast_interval_ms;
+}
+
+int64_t inv_follow_gap_ms(size_t n_instances, int64_t list_interval_ms, int64_t fast_interval_ms,
+			  int follow_calls_per_minute)
+{
+	if (follow_calls_per_minute <= 0 || n_instances == 0)
+		return 0;
+	int64_t calls = (int64_t)((n_instances + CVM_DESCRIBE_IDS_BATCH - 1) / CVM_DESCRIBE_IDS_BATCH);
+	int64_t gap = (60000 + follow_calls_per_minute - 1) / follow_calls_per_minute;
+	int64_t spread = (fast_interval_ms + calls - 1) / calls;
+	if (spread > gap)
+		gap = spread;
+	return gap * calls < list_interval_ms ? gap : 0;
 }
 
 static int64_t mutation_at(const struct poller *p, const char *owner)
@@ -226,6 +242,55 @@ static void sweep(struct poller *p, const struct cvm_credentials *view)
 	snap_free(before);
 }
 
+/* One follow call over the next (up to) 100 instances of the snapshot, called without
+ * the lock held. */
+static void follow(struct poller *p, const struct cvm_credentials *view)
+{
+	struct inv *inv = p->inv;
+	/* Only this thread replaces p->snap: reading it unlocked is safe here. */
+	size_t n = snap_count(p->snap);
+	size_t from = p->follow_at < n ? p->follow_at : 0;
+	size_t to = from + CVM_DESCRIBE_IDS_BATCH < n ? from + CVM_DESCRIBE_IDS_BATCH : n;
+	struct strv ids = {0};
+	for (size_t i = from; i < to; i++)
+		strv_push(&ids, snap_id_at(p->snap, i));
+	struct pool_instance_status *found = NULL;
+	size_t n_found = 0;
+	struct sp_error err = {0};
+	int r = cvm_describe_status(p->cvm, view, p->region, &ids, &found, &n_found, &err);
+	strv_clear(&ids);
+	struct snap *cur = r == 0 ? snap_follow(p->snap, from, to, found, n_found) : NULL;
+	free(found);
+	struct snap *before = NULL;
+	pthread_mutex_lock(&inv->lock);
+	if (r < 0 && !p->follow_failing)
+		log_warn("inventory %s (%s): following by ID failed (the listing goes on): %s", p->region,
+			 p->creds.secret_id, err.msg);
+	p->follow_failing = r < 0;
+	if (cur) {
+		log_debug("inventory %s (%s): following by ID: instances %zu-%zu changed", p->region,
+			  p->creds.secret_id, from, to);
+		before = p->snap;
+		p->snap = cur;  /* taken_ms stays the listing's: it shows no newer launch */
+		pthread_cond_broadcast(&inv->cond);
+	}
+	p->follow_at = to;
+	pthread_mutex_unlock(&inv->lock);
+	if (before && inv->cfg.changed)
+		snap_diff(before, cur, inv->cfg.changed, inv->cfg.userdata);
+	snap_free(before);
+}
+
+/* When the next follow call is due (INT64_MAX: none), with the lock held. */
+static int64_t follow_due(const struct inv *inv, const struct poller *p, int64_t now)
+{
+	size_t n = snap_count(p->snap);
+	int64_t list = inv_next_interval_ms(n, p->last_error || now < p->unsettled_until_ms,
+					    inv->cfg.fast_interval_ms, inv->cfg.idle_calls_per_minute);
+	int64_t gap = inv_follow_gap_ms(n, list, inv->cfg.fast_interval_ms, inv->cfg.follow_calls_per_minute);
+	return gap ? p->last_follow_ms + gap : INT64_MAX;
+}
+
 static void *poller_main(void *arg)
 {
 	struct poller *p = arg;
@@ -234,18 +299,27 @@ static void *poller_main(void *arg)
 	while (!inv->stopping && !p->retired) {
 		int64_t now = sp_mono_ms();
 		int64_t due = p->poke ? p->last_sweep_ms + INV_MIN_GAP_MS : p->next_due_ms;
-		if (now < due) {
-			timed_wait(inv, due - now);
+		int64_t follow_at = follow_due(inv, p, now);
+		if (now < due && now < follow_at) {
+			timed_wait(inv, (due < follow_at ? due : follow_at) - now);
 			continue;
 		}
-		p->poke = false;
-		p->last_sweep_ms = now;
-		/* Copies: a reader may replace rotated credentials while the sweep runs. */
+		bool listing = now >= due;
+		if (listing) {
+			p->poke = false;
+			p->last_sweep_ms = now;
+		} else {
+			p->last_follow_ms = now;
+		}
+		/* Copies: a reader may replace rotated credentials while the call runs. */
 		char *id = xstrdup(p->creds.secret_id), *key = xstrdup(p->creds.secret_key);
 		char *token = p->creds.token ? xstrdup(p->creds.token) : NULL;
 		pthread_mutex_unlock(&inv->lock);
 		struct cvm_credentials view = {.secret_id = id, .secret_key = key, .token = token};
-		sweep(p, &view);
+		if (listing)
+			sweep(p, &view);
+		else
+			follow(p, &view);
 		free(id);
 		sp_secure_free(key);
 		sp_secure_free(token);
@@ -338,6 +412,8 @@ struct inv *inv_new(const struct inv_config *cfg)
 		inv->cfg.fast_interval_ms = INV_FAST_INTERVAL_MS;
 	if (inv->cfg.idle_calls_per_minute <= 0)
 		inv->cfg.idle_calls_per_minute = INV_IDLE_CALLS_PER_MINUTE;
+	if (inv->cfg.follow_calls_per_minute == 0)
+		inv->cfg.follow_calls_per_minute = INV_FOLLOW_CALLS_PER_MINUTE;
 	if (inv->cfg.retire_after_ms <= 0)
 		inv->cfg.retire_after_ms = INV_RETIRE_AFTER_MS;
 	pthread_mutex_init(&inv->lock, NULL);

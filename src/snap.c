@@ -177,6 +177,47 @@ void snap_owner(const struct snap *s, const char *owner, struct pool_instance **
 		expand(s, &s->recs[i], &(*ret_instances)[i - lo]);
 }
 
+const char *snap_id_at(const struct snap *s, size_t i)
+{
+	return str(s, &s->recs[i], F_ID);
+}
+
+/* The state found for the i-th record of s, NULL when it was not found. */
+static const char *found_state(const struct snap *s, size_t i, const struct pool_instance_status *found, size_t n)
+{
+	for (size_t k = 0; k < n; k++)
+		if (strcmp(found[k].id, snap_id_at(s, i)) == 0)
+			return found[k].state;
+	return NULL;
+}
+
+struct snap *snap_follow(const struct snap *s, size_t from, size_t to, const struct pool_instance_status *found,
+			 size_t n_found)
+{
+	to = to < s->n ? to : s->n;
+	bool differs = false;
+	for (size_t i = from; i < to && !differs; i++) {
+		const char *state = found_state(s, i, found, n_found);
+		differs = !state || strcmp(state, str(s, &s->recs[i], F_STATE)) != 0;
+	}
+	if (!differs)
+		return NULL;
+	struct snap *out = snap_new();
+	for (size_t i = 0; i < s->n; i++) {
+		struct pool_instance inst;
+		expand(s, &s->recs[i], &inst);
+		if (i >= from && i < to) {
+			const char *state = found_state(s, i, found, n_found);
+			if (!state)
+				continue;
+			snprintf(inst.state, sizeof(inst.state), "%s", state);
+		}
+		snap_add(out, &inst);
+	}
+	snap_seal(out);
+	return out;
+}
+
 /* Whether an instance listed in both snapshots looks the same to its pool's status. */
 static bool same(const struct snap *a, const struct rec *x, const struct snap *b, const struct rec *y)
 {

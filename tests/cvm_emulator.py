@@ -33,7 +33,8 @@ against the three official worked examples and exits 0 or 1.
 
 Cloud API (POST /, JSON body)
 -----------------------------
-Actions: DescribeInstances, RunInstances, TerminateInstances. Every answer is HTTP 200
+Actions: DescribeInstances, DescribeInstancesStatus, RunInstances, TerminateInstances.
+Every answer is HTTP 200
 with {"Response": {..., "RequestId"}}; errors carry Response.Error {Code, Message}.
 Checks, in order (the first failure answers):
   1. Authorization "TC3-HMAC-SHA256 Credential=<id>/<date>/cvm/tc3_request,
@@ -52,7 +53,8 @@ Checks, in order (the first failure answers):
   8. X-TC-Action present (MissingParameter) and known              InvalidAction
   9. X-TC-Region present (MissingParameter), shaped like ap-xxx    UnsupportedRegion
  10. Content-Type application/json (any parameters), body a JSON object  InvalidParameter
- 11. token bucket per (secret id, action): Run/Terminate 10/s, Describe 40/s
+ 11. token bucket per (secret id, action): Run/Terminate 10/s, DescribeInstances 40/s,
+     DescribeInstancesStatus 40/s (a bucket of its own)
                                                          RequestLimitExceeded
  12. injected faults (control API), then the action itself. Parameters are checked
      against the SDK models: an unknown parameter (also inside Placement,
@@ -78,6 +80,14 @@ instance and per listing, for tagIndexDropSeconds, then comes back. TotalCount c
 what the index shows; the journal entry says "indexHidden": n. Lookups by InstanceIds
 and listings without a tag filter bypass the index, and once an instance has been
 returned by any DescribeInstances, a lookup by id keeps finding it until it is gone.
+
+DescribeInstancesStatus (SDK models.go): InstanceIds (<= 100, else InvalidParameterValue.
+LimitExceeded; ins-xxxxxxxx, else InvalidInstanceId.Malformed), Offset (default 0),
+Limit (default 20, 1..100); no InstanceIds: every instance of the region. Answers
+TotalCount and InstanceStatusSet [{InstanceId, InstanceState}] in DescribeInstances'
+order. An unknown id (never created, gone, or inside its visibility delay) is simply
+absent: the SDK lists no NotFound error for this action. No tag index: it reads the
+instances themselves.
 
 RunInstances: requires Placement.Zone (in the request's region), ImageId (img-...),
 InstanceType (FAMILY.SIZE). InstanceChargeType SPOTPAID or POSTPAID_BY_HOUR (default);
@@ -141,7 +151,7 @@ Bad input answers HTTP 400 {"ok": false, "error": "..."}; unknown paths 404.
                                           "errorCode"?, "message"?}; "*" matches any
   POST /_emulator/quota                   {"spot": n|null, "errorCode"?}
   POST /_emulator/fault                   one of the kinds below, with "action": one of
-                                          the three actions or "*", "times"?=1 (-1: until
+                                          the actions or "*", "times"?=1 (-1: until
                                           cleared) -> {"ok", "faultId"}; {"clear": true}
   GET  /_emulator/faults                  JSON list of pending faults
   POST /_emulator/killhook                {"action": A|"*", "when": "before"|"after", "pid": N,
@@ -232,8 +242,9 @@ MAX_SKEW_SECONDS = 300
 MAX_BODY_BYTES = 10 * 1024 * 1024
 JOURNAL_MAX_ENTRIES = 200_000
 
-ACTIONS = ("DescribeInstances", "RunInstances", "TerminateInstances")
-DEFAULT_RATES = {"DescribeInstances": 40.0, "RunInstances": 10.0, "TerminateInstances": 10.0}
+ACTIONS = ("DescribeInstances", "DescribeInstancesStatus", "RunInstances", "TerminateInstances")
+DEFAULT_RATES = {"DescribeInstances": 40.0, "DescribeInstancesStatus": 40.0, "RunInstances": 10.0,
+                 "TerminateInstances": 10.0}
 LIVE_STATES = frozenset({"PENDING", "RUNNING", "STARTING", "REBOOTING"})
 ALL_STATES = LIVE_STATES | {"LAUNCH_FAILED", "STOPPING", "STOPPED", "SHUTDOWN", "TERMINATING"}
 CHARGE_TYPES = ("SPOTPAID", "POSTPAID_BY_HOUR")
@@ -452,6 +463,7 @@ RUN_SCHEMA = {
 }
 DESCRIBE_SCHEMA = {"InstanceIds": [STRING], "Filters": [{"Name": STRING, "Values": [STRING]}],
                    "Offset": INTEGER, "Limit": INTEGER}
+STATUS_SCHEMA = {"InstanceIds": [STRING], "Offset": INTEGER, "Limit": INTEGER}
 TERMINATE_SCHEMA = {"InstanceIds": [STRING], "ReleaseNetworkResources": BOOLEAN,
                     "ReleasePrepaidDataDisk": BOOLEAN, "ReleaseAddress": BOOLEAN}
 SCALAR_CHECKS = {
@@ -1004,24 +1016,11 @@ class Emulator:
         filters = params.get("Filters") or []
         if ids and filters:
             raise ApiError("InvalidParameterCombination", "InstanceIds and Filters cannot be specified together.")
-        if len(ids) > 100:
-            raise ApiError("InvalidParameterValue.LimitExceeded", "At most 100 InstanceIds per request.")
-        malformed = [i for i in ids if not INSTANCE_ID_RE.fullmatch(i)]
-        if malformed:
-            raise ApiError("InvalidInstanceId.Malformed", f"Malformed instance id `{malformed[0]}`.")
+        check_ids(ids)
         if len(filters) > 10:
             raise ApiError("InvalidParameterValue.LimitExceeded", "At most 10 Filters per request.")
         predicates = [compile_filter(i, f) for i, f in enumerate(filters)]
-        offset = params.get("Offset")
-        offset = 0 if offset is None else offset
-        limit = params.get("Limit")
-        limit = 20 if limit is None else limit
-        if offset < 0:
-            raise ApiError("InvalidParameterValue.Range", "Offset must not be negative.")
-        if limit > 100:
-            raise ApiError("InvalidParameterValue.LimitExceeded", "Limit must not exceed 100.")
-        if limit < 1:
-            raise ApiError("InvalidParameterValue.Range", "Limit must be between 1 and 100.")
+        offset, limit = paging(params)
         # A paging sweep repeats one query per page; the cache is dropped on any change.
         query = (call.region, tuple(ids), json.dumps(filters, sort_keys=True))
         matches = self._query_cache.get(query)
@@ -1044,6 +1043,23 @@ class Emulator:
                            "offset": offset, "limit": limit, "totalCount": len(matches), "count": len(page),
                            **({"indexHidden": hidden} if hidden else {})})
         return {"TotalCount": len(matches), "InstanceSet": [describe_view(inst) for inst in page]}
+
+    def _describe_instances_status(self, params: dict, call: Call) -> dict:
+        check_schema(params, STATUS_SCHEMA)
+        ids = params.get("InstanceIds") or []
+        check_ids(ids)
+        offset, limit = paging(params)
+        wanted = set(ids)
+        matches = sorted((inst for inst in self.instances.values()
+                          if inst.region == call.region and (inst.visible_after <= call.now or inst.seen)
+                          and (not wanted or inst.instance_id in wanted)),
+                         key=lambda inst: (inst.created_time, inst.instance_id))
+        page = matches[offset:offset + limit]
+        call.entry.update({**({"instanceIds": ids} if ids else {}), "offset": offset, "limit": limit,
+                           "totalCount": len(matches), "count": len(page)})
+        return {"TotalCount": len(matches),
+                "InstanceStatusSet": [{"InstanceId": inst.instance_id, "InstanceState": inst.state}
+                                      for inst in page]}
 
     def _in_tag_index(self, inst: Instance, now: float) -> bool:
         """Whether the lagging, non-monotonic tag index lists the instance right now: not
@@ -1419,7 +1435,8 @@ class Emulator:
         return result
 
 
-HANDLERS = {"DescribeInstances": Emulator._describe_instances, "RunInstances": Emulator._run_instances,
+HANDLERS = {"DescribeInstances": Emulator._describe_instances,
+            "DescribeInstancesStatus": Emulator._describe_instances_status, "RunInstances": Emulator._run_instances,
             "TerminateInstances": Emulator._terminate_instances}
 CONTROL_ROUTES = {
     ("GET", "/_emulator/health"): Emulator.ctl_health,
@@ -1450,6 +1467,30 @@ FILTER_FIELDS = {
     "tag-key": lambda inst: [t["Key"] for t in inst.tags],
     "tag-value": lambda inst: [t["Value"] for t in inst.tags],
 }
+
+
+def check_ids(ids: list) -> None:
+    """InstanceIds of a describe: at most 100, each shaped ins-xxxxxxxx."""
+    if len(ids) > 100:
+        raise ApiError("InvalidParameterValue.LimitExceeded", "At most 100 InstanceIds per request.")
+    malformed = [i for i in ids if not INSTANCE_ID_RE.fullmatch(i)]
+    if malformed:
+        raise ApiError("InvalidInstanceId.Malformed", f"Malformed instance id `{malformed[0]}`.")
+
+
+def paging(params: dict) -> tuple[int, int]:
+    """Offset (default 0, not negative) and Limit (default 20, 1..100) of a describe."""
+    offset = params.get("Offset")
+    offset = 0 if offset is None else offset
+    limit = params.get("Limit")
+    limit = 20 if limit is None else limit
+    if offset < 0:
+        raise ApiError("InvalidParameterValue.Range", "Offset must not be negative.")
+    if limit > 100:
+        raise ApiError("InvalidParameterValue.LimitExceeded", "Limit must not exceed 100.")
+    if limit < 1:
+        raise ApiError("InvalidParameterValue.Range", "Limit must be between 1 and 100.")
+    return offset, limit
 
 
 def compile_filter(index: int, spec: dict):

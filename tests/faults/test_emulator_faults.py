@@ -2,7 +2,8 @@
 """Unit tests of the CVM emulator's fault machinery used by the fault campaign:
 tag-index lag and drops (docs/how-it-works.md, "Visibility"), id lookups that keep
 finding an instance once returned, the per-launch tagIndexLagSeconds fault, kill hooks
-(before/after a call), live-count history, seeded ids. Runs a real emulator process
+(before/after a call), live-count history, seeded ids; DescribeInstancesStatus as the
+SDK documents it, with its own rate limit. Runs a real emulator process
 on 127.0.0.1 and talks to it over HTTP with signed requests.
 
     python3 tests/faults/test_emulator_faults.py [-v]
@@ -243,6 +244,34 @@ class EmulatorFaults(unittest.TestCase):
                 self.c.control("POST", "killhook", payload)
         with self.assertRaises(AssertionError):
             self.c.control("POST", "config", {"tagIndexDropProbability": 2})
+
+    def test_describe_instances_status(self):
+        ids = self.c.run(InstanceCount=3)
+        self.c.control("POST", "reclaim", {"instanceIds": [ids[1]], "shutdown": True})
+        gone = "ins-00000000"
+        answer = self.c.call("DescribeInstancesStatus", {"InstanceIds": ids + [gone], "Limit": 100})
+        self.assertEqual(answer["TotalCount"], 3)  # the unknown id is simply absent
+        states = {s["InstanceId"]: s["InstanceState"] for s in answer["InstanceStatusSet"]}
+        self.assertEqual(set(states), set(ids))
+        self.assertEqual(states[ids[1]], "SHUTDOWN")
+        self.assertIn("RequestId", answer)
+        page = self.c.call("DescribeInstancesStatus", {"InstanceIds": ids, "Offset": 1, "Limit": 1})
+        self.assertEqual((page["TotalCount"], len(page["InstanceStatusSet"])), (3, 1))
+        too_many = [f"ins-{i:08d}" for i in range(101)]
+        for params, code in (({"InstanceIds": too_many}, "InvalidParameterValue.LimitExceeded"),
+                             ({"InstanceIds": ["i-bad"]}, "InvalidInstanceId.Malformed"),
+                             ({"Limit": 101}, "InvalidParameterValue.LimitExceeded"),
+                             ({"Filters": []}, "UnknownParameter")):
+            self.assertEqual(self.c.call("DescribeInstancesStatus", params)["Error"]["Code"], code, params)
+
+    def test_describe_instances_status_rate_limit(self):
+        """40/s of its own: a burst past it is refused, while DescribeInstances still answers."""
+        self.c.control("POST", "throttle", {"action": "DescribeInstancesStatus", "perSecond": 2})
+        codes = [self.c.call("DescribeInstancesStatus", {}).get("Error", {}).get("Code") for _ in range(6)]
+        self.assertIn("RequestLimitExceeded", codes)
+        self.assertNotIn("Error", self.c.call("DescribeInstances", {}))
+        rates = self.c.control("POST", "throttle", {"action": "DescribeInstancesStatus", "perSecond": None})["rates"]
+        self.assertEqual(rates["DescribeInstancesStatus"], 40.0)
 
 
 class Plans(unittest.TestCase):

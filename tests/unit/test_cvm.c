@@ -799,6 +799,178 @@ static void test_describe_ids(void **state)
 	fake_free(&f);
 }
 
+/* Answers DescribeInstancesStatus: ins-0000000N exists for N < known (SHUTDOWN when N % 7
+ * == 3, else RUNNING), others are simply left out (the API has no NotFound for it);
+ * "ins-bad" is InvalidInstanceId.Malformed; each page holds at most page_max statuses
+ * whatever the Limit, and one status nobody asked for comes first when fewer than 100
+ * were asked. */
+struct status_world {
+	int known, page_max;
+};
+
+static char *answer_status(struct fake *f, const cJSON *request, int *status, int *delay_ms)
+{
+	(void)status, (void)delay_ms;
+	const struct status_world *w = f->userdata;
+	const cJSON *ids = cJSON_GetObjectItem(request, "InstanceIds"), *id;
+	cJSON *root = cJSON_CreateObject(), *resp = cJSON_AddObjectToObject(root, "Response");
+	cJSON *all = cJSON_CreateArray();
+	if (cJSON_GetArraySize(ids) < 100) {
+		cJSON *stray = cJSON_CreateObject();
+		cJSON_AddStringToObject(stray, "InstanceId", "ins-stray000");
+		cJSON_AddStringToObject(stray, "InstanceState", "RUNNING");
+		cJSON_AddItemToArray(all, stray);
+	}
+	cJSON_ArrayForEach(id, ids) {
+		if (strcmp(id->valuestring, "ins-bad") == 0) {
+			cJSON_Delete(all);
+			cJSON_AddStringToObject(cJSON_AddObjectToObject(resp, "Error"), "Code", "InvalidInstanceId.Malformed");
+			goto out;
+		}
+		int k = atoi(id->valuestring + 4);
+		if (k >= w->known)
+			continue;
+		cJSON *st = cJSON_CreateObject();
+		cJSON_AddStringToObject(st, "InstanceId", id->valuestring);
+		cJSON_AddStringToObject(st, "InstanceState", k % 7 == 3 ? "SHUTDOWN" : "RUNNING");
+		cJSON_AddItemToArray(all, st);
+	}
+	int offset = (int)num(request, "Offset"), total = cJSON_GetArraySize(all);
+	cJSON *page = cJSON_CreateArray();
+	for (int k = offset; k < total && k < offset + w->page_max; k++)
+		cJSON_AddItemReferenceToArray(page, cJSON_GetArrayItem(all, k));
+	cJSON_AddNumberToObject(resp, "TotalCount", total);
+	cJSON_AddItemToObject(resp, "InstanceStatusSet", page);
+	cJSON_AddStringToObject(resp, "RequestId", "r");
+	char *text = cJSON_PrintUnformatted(root);
+	cJSON_Delete(root);
+	cJSON_Delete(all);
+	return text;
+out:;
+	text = cJSON_PrintUnformatted(root);
+	cJSON_Delete(root);
+	return text;
+}
+
+static int status_of(struct fake *f, struct status_world *w, const struct strv *ids,
+		     struct pool_instance_status **list, size_t *n, struct sp_error *err)
+{
+	f->answer = answer_status;
+	f->userdata = w;
+	fake_start(f);
+	struct cvm_client *c = fake_client(f, 1);
+	int r = cvm_describe_status(c, &test_cred, "ap-singapore", ids, list, n, err);
+	cvm_client_free(c);
+	fake_stop(f);
+	return r;
+}
+
+static void test_describe_status(void **state)
+{
+	(void)state;
+	struct strv ids = {0};
+	char id[32];
+	for (int i = 0; i < 250; i++) {
+		snprintf(id, sizeof(id), "ins-%08d", i);
+		strv_push(&ids, id);
+	}
+	/* 250 IDs: three calls of 100, 100 and 50, each with Limit 100; 200 exist. */
+	struct fake f = {0};
+	struct status_world w = {.known = 200, .page_max = 100};
+	struct pool_instance_status *list = NULL;
+	size_t n = 0;
+	assert_int_equal(status_of(&f, &w, &ids, &list, &n, NULL), 0);
+	assert_int_equal(atomic_load(&f.n), 3);
+	for (int i = 0; i < 3; i++) {
+		assert_string_equal(f.actions[i], "DescribeInstancesStatus");
+		assert_int_equal(cJSON_GetArraySize(cJSON_GetObjectItem(f.requests[i], "InstanceIds")), i < 2 ? 100 : 50);
+		assert_int_equal(num(f.requests[i], "Limit"), 100);
+		assert_int_equal(num(f.requests[i], "Offset"), 0);
+	}
+	/* The unknown IDs are absent, the stray one left out, the states as answered. */
+	assert_int_equal(n, 200);
+	for (size_t i = 0; i < n; i++) {
+		assert_int_equal(atoi(list[i].id + 4), (int)i);
+		assert_string_equal(list[i].state, i % 7 == 3 ? "SHUTDOWN" : "RUNNING");
+	}
+	free(list);
+
+	/* A cloud that pages shorter than Limit: the batch is asked page by page. */
+	fake_free(&f);
+	w = (struct status_world){.known = 1000, .page_max = 40};
+	strv_clear(&ids);
+	for (int i = 0; i < 100; i++) {
+		snprintf(id, sizeof(id), "ins-%08d", i);
+		strv_push(&ids, id);
+	}
+	assert_int_equal(status_of(&f, &w, &ids, &list, &n, NULL), 0);
+	assert_int_equal(atomic_load(&f.n), 3);  /* 100 answers by 40 */
+	assert_int_equal(num(f.requests[1], "Offset"), 40);
+	assert_int_equal(num(f.requests[2], "Offset"), 80);
+	assert_int_equal(n, 100);
+	free(list);
+
+	/* A malformed ID is our mistake, named; nothing is returned. */
+	fake_free(&f);
+	strv_push(&ids, "ins-bad");
+	struct sp_error err = {0};
+	list = (struct pool_instance_status *)&f;
+	assert_int_equal(status_of(&f, &w, &ids, &list, &n, &err), SP_EINVAL);
+	assert_contains(err.msg, "malformed instance ID");
+	assert_string_equal(err.reason, "InvalidInstanceId.Malformed");
+	assert_ptr_equal(list, &f);
+
+	/* Nothing to ask: no call. */
+	fake_free(&f);
+	strv_clear(&ids);
+	list = NULL;
+	n = 7;
+	assert_int_equal(status_of(&f, &w, &ids, &list, &n, NULL), 0);
+	assert_int_equal(atomic_load(&f.n), 0);
+	assert_int_equal(n, 0);
+	free(list);
+	fake_free(&f);
+}
+
+/* Answers that do not add up are errors, never a short answer. */
+static void test_describe_status_bad_answers(void **state)
+{
+	(void)state;
+	const struct canned bad[] = {
+		/* TotalCount above the IDs asked */
+		{"{\"Response\": {\"TotalCount\": 3, \"InstanceStatusSet\": [{\"InstanceId\": \"ins-00000000\", "
+		 "\"InstanceState\": \"RUNNING\"}], \"RequestId\": \"r\"}}", 0, 0},
+		/* an empty page before TotalCount */
+		{"{\"Response\": {\"TotalCount\": 1, \"InstanceStatusSet\": [], \"RequestId\": \"r\"}}", 0, 0},
+		/* no state */
+		{"{\"Response\": {\"TotalCount\": 1, \"InstanceStatusSet\": [{\"InstanceId\": \"ins-00000000\"}], "
+		 "\"RequestId\": \"r\"}}", 0, 0},
+		/* no set */
+		{"{\"Response\": {\"TotalCount\": 1, \"RequestId\": \"r\"}}", 0, 0},
+		/* refused: the class of the code */
+		{"{\"Response\": {\"Error\": {\"Code\": \"UnauthorizedOperation.InvalidToken\", \"Message\": \"m\"}, "
+		 "\"RequestId\": \"r\"}}", 0, 0},
+	};
+	const int want[] = {SP_EPROTO, SP_EPROTO, SP_EPROTO, SP_EPROTO, SP_EAUTH};
+	struct strv ids = {0};
+	strv_push(&ids, "ins-00000000");
+	for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
+		struct fake f = {.script = &bad[i], .n_script = 1};
+		fake_start(&f);
+		struct cvm_client *c = fake_client(&f, 1);
+		struct pool_instance_status *list = NULL;
+		size_t n = 0;
+		struct sp_error err = {0};
+		assert_int_equal(cvm_describe_status(c, &test_cred, "ap-singapore", &ids, &list, &n, &err), want[i]);
+		assert_null(list);
+		assert_true(*err.msg);
+		cvm_client_free(c);
+		fake_stop(&f);
+		fake_free(&f);
+	}
+	strv_clear(&ids);
+}
+
 static int launch(struct fake *f, const struct canned *script, size_t n_script, struct sp_error *err)
 {
 	struct pool_spec s = sample_spec();
@@ -1153,6 +1325,8 @@ int main(int argc, char **argv)
 		cmocka_unit_test(test_describe_10k),
 		cmocka_unit_test(test_find_launched),
 		cmocka_unit_test(test_describe_ids),
+		cmocka_unit_test(test_describe_status),
+		cmocka_unit_test(test_describe_status_bad_answers),
 		cmocka_unit_test(test_refusal_after_uncertain_attempt),
 		cmocka_unit_test(test_rate_limit),
 		cmocka_unit_test(test_abort),

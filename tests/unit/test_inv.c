@@ -1,5 +1,6 @@
-/* inv: sweep cadence under the call budget; pollers retired when unread and when their
- * credentials are refused, against a fake CVM endpoint. */
+/* inv: sweep and follow cadence under the call budgets; pollers retired when unread and
+ * when their credentials are refused; a reclaim noticed by following known instances by
+ * ID, against a fake CVM endpoint. */
 #include "testutil.h"
 #include "inv.h"
 
@@ -10,6 +11,8 @@
 #include <stdatomic.h>
 #include <sys/socket.h>
 #include <unistd.h>
+
+#include <cjson/cJSON.h>
 
 static void test_interval_fast_while_unsettled_and_spaced_when_idle(void **state)
 {
@@ -29,17 +32,97 @@ static void test_interval_fast_while_unsettled_and_spaced_when_idle(void **state
 	}
 }
 
+/* The follow spends at most its budget, never rounds faster than the fast interval, and
+ * stays off where the listing already comes as often: at 10,000 instances and the
+ * default budget every instance is looked at every 10 s (the listing: every 200 s). */
+static void test_follow_cadence_under_the_budget(void **state)
+{
+	(void)state;
+	int64_t list_10k = inv_next_interval_ms(10000, false, 2000, 30);
+	assert_int_equal(list_10k, 200000);
+	int64_t gap = inv_follow_gap_ms(10000, list_10k, 2000, INV_FOLLOW_CALLS_PER_MINUTE);
+	assert_int_equal(gap, 100);
+	assert_int_equal(gap * 100, 10000);  /* a round: 100 calls */
+	/* 1,000 instances: 10 calls spread over the fast interval (2 s), 300 calls/min */
+	assert_int_equal(inv_follow_gap_ms(1000, inv_next_interval_ms(1000, false, 2000, 30), 2000, 600), 200);
+	/* up to 100 instances, or unsettled, the listing already comes every 2 s */
+	assert_int_equal(inv_follow_gap_ms(100, inv_next_interval_ms(100, false, 2000, 30), 2000, 600), 0);
+	assert_int_equal(inv_follow_gap_ms(10000, inv_next_interval_ms(10000, true, 2000, 30), 2000, 600), 0);
+	/* off, or nothing to follow */
+	assert_int_equal(inv_follow_gap_ms(10000, list_10k, 2000, -1), 0);
+	assert_int_equal(inv_follow_gap_ms(0, 2000, 2000, 600), 0);
+	/* a small budget stretches the round: 10,000 at 60/min is a round every 100 s */
+	assert_int_equal(inv_follow_gap_ms(10000, list_10k, 2000, 60), 1000);
+	/* whatever the fleet and budget: within the budget, rounds no faster than the fast
+	 * interval, and sooner than the listing */
+	for (size_t n = 1; n <= 100000; n = n * 3 + 1)
+		for (int budget = 1; budget <= 2160; budget *= 3) {
+			int64_t list = inv_next_interval_ms(n, false, 2000, 30);
+			int64_t g = inv_follow_gap_ms(n, list, 2000, budget);
+			if (!g)
+				continue;
+			int64_t calls = (int64_t)((n + 99) / 100);
+			assert_true(60000 / g <= budget);
+			assert_true(g * calls >= 2000);
+			assert_true(g * calls < list);
+		}
+}
+
 /* A fake CVM endpoint on loopback: every listing is empty, except that a SecretId
  * starting "AKIDbad" is refused (AuthFailure), region ap-nowhere is unknown
  * (UnsupportedRegion), "AKIDslow" is answered after 400 ms, and the "AKIDflip" account
  * holds instance ins-flip of pool ns/flip in every other listing, so each sweep changes
- * that pool. One connection per request. */
+ * that pool. The "AKIDfollow" account holds 300 RUNNING instances ins-00000000..299, ten
+ * for each pool ns/p0..ns/p29; once reclaimed is set, DescribeInstancesStatus leaves
+ * ins-00000007 out (gone) and answers ins-00000042 SHUTDOWN, while the tag listing (the
+ * lagging index) still shows both RUNNING. One connection per request. */
 struct fake {
 	int fd, port;
 	pthread_t thread;
-	atomic_int stop;
-	atomic_size_t n, refused, flips;
+	atomic_int stop, reclaimed;
+	atomic_size_t n, refused, flips, listings, follows;
 };
+
+#define FOLLOW_N 300
+
+/* The AKIDfollow account's answer to body (a DescribeInstances page or a
+ * DescribeInstancesStatus call). */
+static char *follow_reply(struct fake *f, const char *req)
+{
+	const char *start = strstr(req, "\r\n\r\n");
+	cJSON *body = cJSON_Parse(start ? start + 4 : "{}");
+	cJSON *root = cJSON_CreateObject(), *resp = cJSON_AddObjectToObject(root, "Response");
+	if (strcasestr(req, "\r\nX-TC-Action: DescribeInstancesStatus")) {
+		atomic_fetch_add(&f->follows, 1);
+		cJSON *set = cJSON_AddArrayToObject(resp, "InstanceStatusSet"), *it;
+		cJSON_ArrayForEach(it, cJSON_GetObjectItem(body, "InstanceIds")) {
+			int k = atoi(it->valuestring + 4);
+			if (atomic_load(&f->reclaimed) && k == 7)
+				continue;
+			cJSON *st = cJSON_CreateObject();
+			cJSON_AddStringToObject(st, "InstanceId", it->valuestring);
+			cJSON_AddStringToObject(st, "InstanceState", atomic_load(&f->reclaimed) && k == 42 ? "SHUTDOWN" : "RUNNING");
+			cJSON_AddItemToArray(set, st);
+		}
+		cJSON_AddNumberToObject(resp, "TotalCount", cJSON_GetArraySize(set));
+	} else {
+		atomic_fetch_add(&f->listings, 1);
+		int offset = cJSON_GetObjectItem(body, "Offset") ? cJSON_GetObjectItem(body, "Offset")->valueint : 0;
+		cJSON *set = cJSON_AddArrayToObject(resp, "InstanceSet");
+		for (int k = offset; k < FOLLOW_N && k < offset + 100; k++) {
+			char item[256];
+			snprintf(item, sizeof(item), "{\"InstanceId\": \"ins-%08d\", \"InstanceState\": \"RUNNING\", "
+				 "\"Tags\": [{\"Key\": \"%s\", \"Value\": \"ns/p%d\"}]}", k, POOL_TAG_KEY, k / 10);
+			cJSON_AddItemToArray(set, cJSON_Parse(item));
+		}
+		cJSON_AddNumberToObject(resp, "TotalCount", FOLLOW_N);
+	}
+	cJSON_AddStringToObject(resp, "RequestId", "r");
+	char *text = cJSON_PrintUnformatted(root);
+	cJSON_Delete(root);
+	cJSON_Delete(body);
+	return text;
+}
 
 #define FLIP_REPLY "{\"Response\": {\"TotalCount\": 1, \"InstanceSet\": [{\"InstanceId\": \"ins-flip\", " \
 	"\"InstanceState\": \"RUNNING\", \"Tags\": [{\"Key\": \"" POOL_TAG_KEY "\", \"Value\": \"ns/flip\"}]}], " \
@@ -61,7 +144,10 @@ static void *fake_main(void *arg)
 		if (strstr(req, "Credential=AKIDslow"))
 			usleep(400000);
 		const char *reply = "{\"Response\": {\"TotalCount\": 0, \"InstanceSet\": [], \"RequestId\": \"r\"}}";
-		if (strstr(req, "Credential=AKIDflip") && atomic_fetch_add(&f->flips, 1) % 2) {
+		char *owned = NULL;
+		if (strstr(req, "Credential=AKIDfollow")) {
+			reply = owned = follow_reply(f, req);
+		} else if (strstr(req, "Credential=AKIDflip") && atomic_fetch_add(&f->flips, 1) % 2) {
 			reply = FLIP_REPLY;
 		} else if (strstr(req, "Credential=AKIDbad")) {
 			atomic_fetch_add(&f->refused, 1);
@@ -77,6 +163,7 @@ static void *fake_main(void *arg)
 				  "Content-Length: %zu\r\nConnection: close\r\n\r\n", strlen(reply));
 		if (send(conn, head, (size_t)hn, MSG_NOSIGNAL) < 0 || send(conn, reply, strlen(reply), MSG_NOSIGNAL) < 0)
 			fprintf(stderr, "fake: write failed\n");
+		free(owned);
 		close(conn);
 	}
 	return NULL;
@@ -117,11 +204,15 @@ struct env {
 	struct inv *inv;
 	/* test_changed_is_called_without_the_lock: 1 the probe took the lock, 2 it could not */
 	atomic_int probed, unblocked;
+	/* test_followed_reclaim_wakes_its_pool: pools woken */
+	atomic_int woke_p0, woke_p4, woke_other;
 	struct test_probe probe;
 };
 
-/* changed, if not NULL, is called with e as its userdata. */
-static void env_start_notified(struct env *e, int64_t retire_after_ms, void (*changed)(void *, const char *))
+/* changed, if not NULL, is called with e as its userdata; follow is the follow budget
+ * (calls per minute; 0 the default, negative none). */
+static void env_start_notified(struct env *e, int64_t retire_after_ms, void (*changed)(void *, const char *),
+			       int follow)
 {
 	*e = (struct env){0};
 	fake_start(&e->f);
@@ -130,13 +221,13 @@ static void env_start_notified(struct env *e, int64_t retire_after_ms, void (*ch
 	e->rate = rate_new(&(struct rate_config){0});
 	struct inv_config cfg = {.cvm = {.endpoint = e->url, .max_attempts = 1, .timeout_ms = 5000, .rate = e->rate},
 				 .fast_interval_ms = 50, .retire_after_ms = retire_after_ms,
-				 .changed = changed, .userdata = e};
+				 .follow_calls_per_minute = follow, .changed = changed, .userdata = e};
 	e->inv = inv_new(&cfg);
 }
 
 static void env_start(struct env *e, int64_t retire_after_ms)
 {
-	env_start_notified(e, retire_after_ms, NULL);
+	env_start_notified(e, retire_after_ms, NULL, 0);
 }
 
 /* inv_free joins every thread it started. */
@@ -430,7 +521,7 @@ static void test_changed_is_called_without_the_lock(void **state)
 {
 	(void)state;
 	struct env e;
-	env_start_notified(&e, 0, changed_takes_the_lock);
+	env_start_notified(&e, 0, changed_takes_the_lock, 0);
 	/* The first listing is empty, the second (at the idle cadence, 2 s) is not. */
 	assert_int_equal(read_as(e.inv, "AKIDflip", "ns/flip"), 0);
 	for (int64_t until = sp_mono_ms() + 8000; !atomic_load(&e.unblocked) && sp_mono_ms() < until;)
@@ -442,10 +533,80 @@ static void test_changed_is_called_without_the_lock(void **state)
 	env_stop(&e);
 }
 
+static void note_follow_changes(void *userdata, const char *owner)
+{
+	struct env *e = userdata;
+	atomic_fetch_add(strcmp(owner, "ns/p0") == 0 ? &e->woke_p0 : strcmp(owner, "ns/p4") == 0 ? &e->woke_p4 :
+			 &e->woke_other, 1);
+}
+
+static void read_owner(struct env *e, const char *owner, struct pool_instance **list, size_t *n)
+{
+	struct cvm_credentials cred = {.secret_id = "AKIDfollow", .secret_key = "key"};
+	struct sp_error err = {0};
+	assert_int_equal(inv_read(e->inv, NULL, &cred, "ap-test", owner, false, 0, 5000, list, n, &err), 0);
+}
+
+/* 300 instances (three listing pages; idle, the listing comes every 6 s): one reclaimed
+ * and one shut down are noticed by following them by ID (a budget of 6,000 calls/min: a
+ * round of 3 calls every 51 ms) well before the next listing, and only their pools are
+ * woken, as a listing would wake them; their next reads show it. Without a budget
+ * nothing is followed. */
+static void test_followed_reclaim_wakes_its_pool(void **state)
+{
+	(void)state;
+	struct env e;
+	env_start_notified(&e, 0, note_follow_changes, 6000);
+	struct pool_instance *list = NULL;
+	size_t n = 0;
+	read_owner(&e, "ns/p0", &list, &n);
+	assert_int_equal(n, 10);
+	free(list);
+	size_t listings = atomic_load(&e.f.listings);
+	assert_int_equal(listings, 3);
+	usleep(300000);
+	size_t follows = atomic_load(&e.f.follows);
+	assert_true(follows > 0);
+	/* within the budget: 300 ms hold at most 300 / 17 + 1 calls */
+	assert_true(follows <= 19);
+	assert_int_equal(atomic_load(&e.woke_p0) + atomic_load(&e.woke_p4) + atomic_load(&e.woke_other), 0);
+	atomic_store(&e.f.reclaimed, 1);
+	int64_t start = sp_mono_ms();
+	while ((!atomic_load(&e.woke_p0) || !atomic_load(&e.woke_p4)) && sp_mono_ms() - start < 3000)
+		usleep(5000);
+	print_message("reclaim noticed by following in %lld ms\n", (long long)(sp_mono_ms() - start));
+	assert_int_equal(atomic_load(&e.woke_p0), 1);
+	assert_int_equal(atomic_load(&e.woke_p4), 1);
+	assert_int_equal(atomic_load(&e.woke_other), 0);
+	assert_int_equal(atomic_load(&e.f.listings), listings);  /* no listing did it */
+	read_owner(&e, "ns/p0", &list, &n);
+	assert_int_equal(n, 9);
+	for (size_t i = 0; i < n; i++)
+		assert_string_not_equal(list[i].id, "ins-00000007");
+	free(list);
+	read_owner(&e, "ns/p4", &list, &n);
+	assert_int_equal(n, 10);
+	assert_string_equal(list[2].id, "ins-00000042");
+	assert_string_equal(list[2].state, "SHUTDOWN");
+	free(list);
+	env_stop(&e);
+
+	env_start_notified(&e, 0, note_follow_changes, -1);
+	read_owner(&e, "ns/p0", &list, &n);
+	free(list);
+	atomic_store(&e.f.reclaimed, 1);
+	usleep(300000);
+	assert_int_equal(atomic_load(&e.f.follows), 0);
+	assert_int_equal(atomic_load(&e.woke_p0), 0);
+	env_stop(&e);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_interval_fast_while_unsettled_and_spaced_when_idle),
+		cmocka_unit_test(test_follow_cadence_under_the_budget),
+		cmocka_unit_test(test_followed_reclaim_wakes_its_pool),
 		cmocka_unit_test(test_unread_pollers_are_retired_and_joined),
 		cmocka_unit_test(test_rotations_leave_one_poller_per_id_in_use),
 		cmocka_unit_test(test_forgotten_pools_release_their_poller),

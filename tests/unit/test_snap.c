@@ -1,5 +1,5 @@
 /* snap: records come back exactly as added, grouped by owner; diffs wake only the
- * owners whose instances changed; 10,000 instances fit in about 100 bytes each. */
+ * owners whose instances changed; a lookup by ID drops the gone and takes new states; 10,000 instances fit in about 100 bytes each. */
 #include "testutil.h"
 #include "snap.h"
 
@@ -133,6 +133,61 @@ static void test_diff_reports_each_changed_owner_once(void **state)
 	snap_free(u);
 }
 
+/* The records of owner in s, which must be n (the caller frees them). */
+static struct pool_instance *owned(const struct snap *s, const char *owner, size_t n)
+{
+	struct pool_instance *list = NULL;
+	size_t got = 0;
+	snap_owner(s, owner, &list, &got);
+	assert_int_equal(got, n);
+	return list;
+}
+
+/* A lookup by ID of part of a snapshot: an instance not found is gone, one found in
+ * another state changes; what was not looked up stays; the diff then wakes exactly the
+ * pools a listing showing the same would wake. */
+static void test_follow_drops_the_gone_and_takes_new_states(void **state)
+{
+	(void)state;
+	struct pool_instance v[] = {
+		inst("ns/a", "ins-1", "RUNNING"), inst("ns/a", "ins-2", "RUNNING"), inst("ns/b", "ins-3", "RUNNING"),
+		inst("ns/c", "ins-4", "RUNNING"), inst("ns/d", "ins-5", "RUNNING"),
+	};
+	struct snap *s = snap_of(v, 5);
+	assert_string_equal(snap_id_at(s, 0), "ins-1");
+	assert_string_equal(snap_id_at(s, 4), "ins-5");
+	/* [0, 4) looked up: ins-2 gone, ins-4 SHUTDOWN; ins-5 (not looked up) stays */
+	const struct pool_instance_status found[] = {
+		{"ins-4", "SHUTDOWN"}, {"ins-1", "RUNNING"}, {"ins-3", "RUNNING"},
+	};
+	struct snap *f = snap_follow(s, 0, 4, found, 3);
+	assert_non_null(f);
+	assert_int_equal(snap_count(f), 4);
+	struct pool_instance *list = owned(f, "ns/a", 1);
+	assert_string_equal(list[0].id, "ins-1");
+	assert_string_equal(list[0].zone, "ap-singapore-2");  /* the rest of the record kept */
+	free(list);
+	list = owned(f, "ns/c", 1);
+	assert_string_equal(list[0].state, "SHUTDOWN");
+	free(list);
+	free(owned(f, "ns/d", 1));
+	struct seen seen = {0};
+	snap_diff(s, f, record, &seen);
+	assert_int_equal(seen.n, 2);
+	assert_string_equal(seen.owners[0], "ns/a");
+	assert_string_equal(seen.owners[1], "ns/c");
+	/* all found as they were: nothing new */
+	const struct pool_instance_status same_states[] = {{"ins-5", "RUNNING"}};
+	assert_null(snap_follow(s, 4, 5, same_states, 1));
+	/* a range past the end is cut at the end; nothing found there is gone */
+	struct snap *g = snap_follow(s, 4, 100, NULL, 0);
+	assert_non_null(g);
+	assert_int_equal(snap_count(g), 4);
+	snap_free(g);
+	snap_free(f);
+	snap_free(s);
+}
+
 /* What the inventory keeps at 1,000 pools x 10 instances: a full record is ~600 bytes;
  * shared strings are stored once, so a snapshot stays near 100 bytes an instance. */
 static void test_ten_thousand_instances_fit_in_about_a_megabyte(void **state)
@@ -173,6 +228,7 @@ int main(void)
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_owner_gets_its_records_back_sorted_by_id),
 		cmocka_unit_test(test_diff_reports_each_changed_owner_once),
+		cmocka_unit_test(test_follow_drops_the_gone_and_takes_new_states),
 		cmocka_unit_test(test_ten_thousand_instances_fit_in_about_a_megabyte),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
