@@ -12,9 +12,10 @@
  *
  * Follow. Between two listings the poller follows the instances its snapshot holds by
  * ID (DescribeInstancesStatus, 100 a call, its own rate limit), spending at most
- * follow_calls_per_minute calls a minute: one call every max(60 s / budget, fast
- * interval / calls a round), so a round over N instances takes
- * max(fast interval, ceil(N/100) x 60 s / budget) (N = 10,000 at 600/min: 10 s). An
+ * follow_calls_per_minute calls a minute: one call every max(60 s / budget, 5 fast
+ * intervals / calls a round), so a round over N instances takes
+ * max(10 s, ceil(N/100) x 60 s / budget) (N = 1,000: 10 calls in 10 s; N = 10,000 at
+ * 600/min: 100 calls in 10 s). An
  * instance found gone or in another state (SHUTDOWN, TERMINATING, ...) makes a new
  * snapshot, taken at the same time as the listing it came from, and wakes its pool
  * exactly as a listing would. It does not follow when the listing comes at least as
@@ -35,6 +36,10 @@
 /* 10/s: a quarter of DescribeInstancesStatus's documented 40/s; 10,000 instances every
  * 10 s. */
 #define INV_FOLLOW_CALLS_PER_MINUTE 600
+/* A follow round takes at least this many fast intervals (10 s by default): a reclaim
+ * is noticed within it at any fleet the budget covers, and 1,000 instances cost 60
+ * calls a minute, not 300. */
+#define INV_FOLLOW_ROUND_FAST_INTERVALS 5
 /* A pool counts as unsettled this long after it last said so. */
 #define INV_UNSETTLED_HOLD_MS 10000
 /* A poller no pool has read for this long is stopped and freed, whatever pools it
@@ -133,8 +138,10 @@ struct inv_reader inv_reader_bind(struct inv_reader_binding *b);
 int64_t inv_next_interval_ms(size_t n_instances, bool unsettled, int64_t fast_interval_ms,
 			     int idle_calls_per_minute);
 /* The pause between two follow calls (one per 100 instances) of an account whose listing
- * comes every list_interval_ms; 0 when following is off (follow_calls_per_minute <= 0),
- * there is nothing to follow, or a round would not come sooner than the listing. */
+ * comes every list_interval_ms: a round spread over INV_FOLLOW_ROUND_FAST_INTERVALS fast
+ * intervals, or longer if the budget needs; 0 when following is off
+ * (follow_calls_per_minute <= 0), there is nothing to follow, or a round would not come
+ * sooner than the listing. */
 int64_t inv_follow_gap_ms(size_t n_instances, int64_t list_interval_ms, int64_t fast_interval_ms,
 			  int follow_calls_per_minute);
 

@@ -97,7 +97,8 @@ int64_t inv_follow_gap_ms(size_t n_instances, int64_t list_interval_ms, int64_t 
 		return 0;
 	int64_t calls = (int64_t)((n_instances + CVM_DESCRIBE_IDS_BATCH - 1) / CVM_DESCRIBE_IDS_BATCH);
 	int64_t gap = (60000 + follow_calls_per_minute - 1) / follow_calls_per_minute;
-	int64_t spread = (fast_interval_ms + calls - 1) / calls;
+	int64_t round = INV_FOLLOW_ROUND_FAST_INTERVALS * fast_interval_ms;
+	int64_t spread = (round + calls - 1) / calls;
 	if (spread > gap)
 		gap = spread;
 	return gap * calls < list_interval_ms ? gap : 0;

@@ -32,7 +32,7 @@ static void test_interval_fast_while_unsettled_and_spaced_when_idle(void **state
 	}
 }
 
-/* The follow spends at most its budget, never rounds faster than the fast interval, and
+/* The follow spends at most its budget, never rounds faster than 5 fast intervals (10 s), and
  * stays off where the listing already comes as often: at 10,000 instances and the
  * default budget every instance is looked at every 10 s (the listing: every 200 s). */
 static void test_follow_cadence_under_the_budget(void **state)
@@ -43,8 +43,11 @@ static void test_follow_cadence_under_the_budget(void **state)
 	int64_t gap = inv_follow_gap_ms(10000, list_10k, 2000, INV_FOLLOW_CALLS_PER_MINUTE);
 	assert_int_equal(gap, 100);
 	assert_int_equal(gap * 100, 10000);  /* a round: 100 calls */
-	/* 1,000 instances: 10 calls spread over the fast interval (2 s), 300 calls/min */
-	assert_int_equal(inv_follow_gap_ms(1000, inv_next_interval_ms(1000, false, 2000, 30), 2000, 600), 200);
+	/* 1,000 instances: 10 calls spread over the round (10 s), 60 calls/min; the listing
+	 * alone comes every 20 s */
+	assert_int_equal(inv_follow_gap_ms(1000, inv_next_interval_ms(1000, false, 2000, 30), 2000, 600), 1000);
+	/* 500 instances: the listing comes every 10 s already */
+	assert_int_equal(inv_follow_gap_ms(500, inv_next_interval_ms(500, false, 2000, 30), 2000, 600), 0);
 	/* up to 100 instances, or unsettled, the listing already comes every 2 s */
 	assert_int_equal(inv_follow_gap_ms(100, inv_next_interval_ms(100, false, 2000, 30), 2000, 600), 0);
 	assert_int_equal(inv_follow_gap_ms(10000, inv_next_interval_ms(10000, true, 2000, 30), 2000, 600), 0);
@@ -53,8 +56,8 @@ static void test_follow_cadence_under_the_budget(void **state)
 	assert_int_equal(inv_follow_gap_ms(0, 2000, 2000, 600), 0);
 	/* a small budget stretches the round: 10,000 at 60/min is a round every 100 s */
 	assert_int_equal(inv_follow_gap_ms(10000, list_10k, 2000, 60), 1000);
-	/* whatever the fleet and budget: within the budget, rounds no faster than the fast
-	 * interval, and sooner than the listing */
+	/* whatever the fleet and budget: within the budget, rounds no faster than
+	 * 5 fast intervals, and sooner than the listing */
 	for (size_t n = 1; n <= 100000; n = n * 3 + 1)
 		for (int budget = 1; budget <= 2160; budget *= 3) {
 			int64_t list = inv_next_interval_ms(n, false, 2000, 30);
@@ -63,7 +66,7 @@ static void test_follow_cadence_under_the_budget(void **state)
 				continue;
 			int64_t calls = (int64_t)((n + 99) / 100);
 			assert_true(60000 / g <= budget);
-			assert_true(g * calls >= 2000);
+			assert_true(g * calls >= INV_FOLLOW_ROUND_FAST_INTERVALS * 2000);
 			assert_true(g * calls < list);
 		}
 }
