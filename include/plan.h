@@ -21,6 +21,7 @@
 #ifndef SPOTPOOL_PLAN_H
 #define SPOTPOOL_PLAN_H
 
+#include "drain.h"
 #include "pool.h"
 #include "spotpool.h"
 
@@ -56,7 +57,10 @@ struct plan {
 	 * it when the launch is known to have happened (its answer only is wanted). Also
 	 * when deleting. */
 	int resume;
-	struct strv scale_down; /* live instances to terminate, in preference order */
+	/* live instances to terminate, in preference order: by their nodes
+	 * (drain_victim_cmp) when plan_input.victims is given, then not RUNNING first, the
+	 * newest, the highest ID */
+	struct strv scale_down;
 	struct strv cleanup;    /* owned instances to terminate: dead ones, or all when deleting */
 	bool ledger_done;       /* the ledger's launch is resolved: drop the record */
 	bool waiting;           /* a launch is still unresolved (nothing new is launched meanwhile) */
@@ -80,6 +84,9 @@ struct plan_input {
 	const struct pool_spec *spec;            /* minimum/maximum/replicas; ignored when deleting */
 	const struct pool_instance *instances;   /* owned instances known this pass */
 	size_t n_instances;
+	/* What is known of each instance's node (parallel to instances), refining the
+	 * scale-down order (drain_victim_cmp), or NULL: the order is plan's alone. */
+	const struct drain_victim *victims;
 	const struct strv *seen;                 /* IDs recorded by earlier passes (status), or NULL */
 	const struct strv *seen_live;            /* of those, the ones recorded live, or NULL */
 	const struct strv *foreign;              /* recorded IDs a lookup showed to be someone else's */

@@ -38,6 +38,11 @@
 /* Most entries of spec.instanceTypes and of spec.availabilityZones (each besides the
  * seed's instanceType and availabilityZone). */
 #define POOL_OFFERING_LIST_MAX 10
+/* spec.drainTimeout: how long a node is drained before its instance is terminated (see
+ * docs/how-it-works.md, "Draining"); 0 = no drain. A duration of whole hours, minutes and
+ * seconds ("10m", "90s", "1h30m"), at most 5 digits per unit, within 0s..24h. */
+#define POOL_DRAIN_TIMEOUT_DEFAULT (10 * 60)
+#define POOL_DRAIN_TIMEOUT_MAX (24 * 3600)
 
 enum pool_deletion_policy { POOL_DELETE, POOL_RETAIN };
 /* spec.allocationStrategy: prioritized (default: the first available offering in
@@ -105,6 +110,10 @@ struct pool_spec {
 	struct pool_tag *tags;  /* extra instance tags */
 	size_t n_tags;
 	enum pool_deletion_policy deletion_policy;
+	int64_t drain_timeout;  /* seconds (drainTimeout); 0 = terminate without draining */
+	/* maximumIncludesDoomed: instances under a reclaim notice keep counting toward maximum
+	 * (the pool waits for them to go before it replaces them beyond maximum). */
+	bool maximum_includes_doomed;
 };
 
 /* Validates a whole Spotpool object (apiVersion, kind, metadata, spec) and builds
@@ -124,8 +133,9 @@ struct pool_errors {
  * or SP_EINVAL with errs->n >= 1 (ret_spec untouched). */
 int pool_spec_check(const cJSON *obj, const char *default_namespace, struct pool_spec **ret_spec,
 		    struct pool_errors *errs);
-/* Only what deleting a pool needs (metadata, credentials, region, deletionPolicy), so a
- * pool whose spec no longer validates can still be cleaned up. Other fields stay unset. */
+/* Only what deleting a pool needs (metadata, credentials, region, deletionPolicy,
+ * drainTimeout: the default when it does not validate), so a pool whose spec no longer
+ * validates can still be cleaned up. Other fields stay unset. */
 int pool_spec_for_cleanup(const cJSON *obj, const char *default_namespace,
 			  struct pool_spec **ret_spec, struct sp_error *err);
 void pool_spec_free(struct pool_spec *spec);
@@ -147,6 +157,9 @@ char *pool_label_value(const char *name);
 int64_t pool_json_int64(const cJSON *v);
 /* Whether our finalizer (POOL_FINALIZER) is in the object's metadata.finalizers. */
 bool pool_has_finalizer(const cJSON *obj);
+/* Reads a duration of whole units: one or more <1-5 digits><h|m|s> ("10m", "1h30m",
+ * "0s"), the form spec.drainTimeout takes; -1 when s is not one. */
+int64_t pool_parse_duration(const char *s);
 /* value limited to [minimum, maximum]. */
 int pool_clamp(int value, int minimum, int maximum);
 /* A DNS-1123 label (a namespace name): 1 to 63 of a-z 0-9 -, starting and ending with a

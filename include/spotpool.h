@@ -24,6 +24,8 @@
  *   client), pool_ (Spotpool spec model and validation), manifest_ (YAML files),
  *   plan_ (pure planner), pass_ (pure pass planner: a pass's ordered actions),
  *   offer_ (offerings: zone x type preference and choice),
+ *   drain_ (pure: a node's drain before termination, victim order),
+ *   evict_ (a drain's apiserver calls: taint, cordon, list and evict pods),
  *   soldout_ (sold-out memory, one per controller),
  *   status_ (a pool's .status), reconcile_ (one pass over one pool),
  *   answers_ (launch answers kept in memory),

@@ -116,11 +116,20 @@ void plan_merge_owned(struct pool_instance **list, size_t *n, const struct pool_
 	free(x.v);
 }
 
-/* Scale-down preference: not yet RUNNING first, then the newest, then by ID for determinism. */
+struct victim {
+	const struct pool_instance *i;
+	const struct drain_victim *node; /* NULL: nothing known of its node */
+};
+
+/* Scale-down preference: by the nodes as far as they decide (drain_victim_cmp), then not yet
+ * RUNNING first, then the newest, then by ID for determinism. */
 static int scale_down_order(const void *pa, const void *pb)
 {
-	const struct pool_instance *a = *(const struct pool_instance *const *)pa;
-	const struct pool_instance *b = *(const struct pool_instance *const *)pb;
+	const struct victim *va = pa, *vb = pb;
+	const struct pool_instance *a = va->i, *b = vb->i;
+	int c = va->node && vb->node ? drain_victim_cmp(va->node, vb->node) : 0;
+	if (c)
+		return c;
 	bool ar = strcmp(a->state, "RUNNING") == 0, br = strcmp(b->state, "RUNNING") == 0;
 	if (ar != br)
 		return ar ? 1 : -1;
@@ -131,15 +140,15 @@ static int scale_down_order(const void *pa, const void *pb)
 
 static void pick_scale_down(const struct plan_input *in, int excess, struct strv *out)
 {
-	const struct pool_instance **live = xcalloc(in->n_instances ? in->n_instances : 1, sizeof(*live));
+	struct victim *live = xcalloc(in->n_instances ? in->n_instances : 1, sizeof(*live));
 	size_t n = 0;
 	for (size_t i = 0; i < in->n_instances; i++)
 		if (plan_classify_state(in->instances[i].state) == PLAN_LIVE)
-			live[n++] = &in->instances[i];
+			live[n++] = (struct victim){&in->instances[i], in->victims ? &in->victims[i] : NULL};
 	if (n)
 		qsort(live, n, sizeof(*live), scale_down_order);
 	for (size_t i = 0; i < n && (int)i < excess; i++)
-		strv_push(out, live[i]->id);
+		strv_push(out, live[i].i->id);
 	free(live);
 }
 

@@ -12,7 +12,8 @@ static const char *const known_spec_fields[] = {
 	"instanceType", "minimum", "maximum", "replicas", "subnetId", "vpcId",
 	"securityGroupIds", "imageId", "instanceChargeType", "maxPrice",
 	"internetMaxBandwidthOut", "systemDisk", "keyIds", "userData", "tags",
-	"deletionPolicy", "instanceTypes", "availabilityZones", "allocationStrategy", NULL,
+	"deletionPolicy", "instanceTypes", "availabilityZones", "allocationStrategy", "drainTimeout",
+	"maximumIncludesDoomed", NULL,
 };
 
 static const char *json_type_name(const cJSON *v)
@@ -560,6 +561,55 @@ static int parse_user_data(const cJSON *spec, struct pool_spec *p, struct sp_err
 	return 0;
 }
 
+int64_t pool_parse_duration(const char *s)
+{
+	int64_t total = 0;
+	if (!*s)
+		return -1;
+	while (*s) {
+		size_t digits = strspn(s, "0123456789");
+		if (digits == 0 || digits > 5 || !s[digits] || !strchr("hms", s[digits]))
+			return -1;
+		/* A unit adds at most 99999h (3.6e8 s) per 6 characters: no string that fits in
+		 * memory (150 GB) reaches int64's range. */
+		int64_t n = strtol(s, NULL, 10);
+		total += n * (s[digits] == 'h' ? 3600 : s[digits] == 'm' ? 60 : 1);
+		s += digits + 1;
+	}
+	return total;
+}
+
+static int parse_drain(const cJSON *spec, struct pool_spec *p, struct sp_error *err)
+{
+	char *v = NULL;
+	int r = get_string(spec, "spec", "drainTimeout", false, 24, &v, err);
+	p->drain_timeout = POOL_DRAIN_TIMEOUT_DEFAULT;
+	if (r < 0 || !v)
+		return r;
+	int64_t t = pool_parse_duration(v);
+	if (t < 0)
+		r = sp_fail(err, SP_EINVAL, "spec.drainTimeout: \"%s\" is not a duration such as 10m, 90s or "
+			    "1h30m", v);
+	else if (t > POOL_DRAIN_TIMEOUT_MAX)
+		r = sp_fail(err, SP_EINVAL, "spec.drainTimeout: \"%s\" is longer than 24h", v);
+	else
+		p->drain_timeout = t;
+	free(v);
+	return r;
+}
+
+static int parse_doomed(const cJSON *spec, struct pool_spec *p, struct sp_error *err)
+{
+	const cJSON *v = cJSON_GetObjectItemCaseSensitive(spec, "maximumIncludesDoomed");
+	if (!v || cJSON_IsNull(v))
+		return 0;
+	if (!cJSON_IsBool(v))
+		return sp_fail(err, SP_EINVAL, "spec.maximumIncludesDoomed: must be true or false, got %s",
+			       json_type_name(v));
+	p->maximum_includes_doomed = cJSON_IsTrue(v);
+	return 0;
+}
+
 typedef int (*spec_check)(const cJSON *spec, struct pool_spec *p, struct sp_error *err);
 
 /* Runs each check, recording every failure. */
@@ -610,7 +660,7 @@ static void check_spec(const cJSON *spec, struct pool_spec *p, struct pool_error
 	};
 	static const spec_check launch[] = {
 		parse_charge_type, parse_max_price, parse_bandwidth, parse_system_disk, parse_key_ids,
-		parse_user_data, parse_tags, parse_deletion_policy,
+		parse_user_data, parse_tags, parse_deletion_policy, parse_drain, parse_doomed,
 	};
 	check_known_fields(spec, "spec", known_spec_fields, errs);
 	run_checks(placement, sizeof(placement) / sizeof(placement[0]), spec, p, errs);
@@ -663,6 +713,10 @@ int pool_spec_for_cleanup(const cJSON *obj, const char *default_namespace,
 		r = sp_fail(err, SP_EINVAL, "spec: required object is missing");
 	if (r == 0 && (r = parse_credentials(spec, p, err)) == 0 && (r = parse_region(spec, p, err)) == 0)
 		r = parse_deletion_policy(spec, p, err);
+	/* Deleting drains the nodes first; a drainTimeout that no longer validates drains
+	 * for the default rather than holding the pool. */
+	if (r == 0)
+		parse_drain(spec, p, NULL);
 	if (r < 0) {
 		pool_spec_free(p);
 		return r;

@@ -92,6 +92,19 @@ cases=(
 	'spec.instanceTypes|1|3|  instanceTypes: ["GN7 LARGE"]'
 	'spec.instanceTypes|1|3|  instanceTypes: [A, B, C, D, E, F, G, H, I, J, K]'
 	'spec.allocationStrategy|1|3|  allocationStrategy: balanced'
+	# Draining: drainTimeout within 0s..24h, maximumIncludesDoomed a boolean.
+	'ok|1|3|  drainTimeout: 10m'
+	'ok|1|3|  drainTimeout: 1h30m'
+	'ok|1|3|  drainTimeout: 0s'
+	'ok|1|3|  drainTimeout: 1440m'
+	'ok|1|3|  maximumIncludesDoomed: true'
+	'spec.drainTimeout|1|3|  drainTimeout: 25h'
+	'spec.drainTimeout|1|3|  drainTimeout: 86401s'
+	'spec.drainTimeout|1|3|  drainTimeout: "10"'
+	'spec.drainTimeout|1|3|  drainTimeout: 1.5h'
+	'spec.drainTimeout|1|3|  drainTimeout: 100000s'
+	'spec.drainTimeout|1|3|  drainTimeout: 600'
+	'spec.maximumIncludesDoomed|1|3|  maximumIncludesDoomed: "yes"'
 )
 agree=0
 for c in "${cases[@]}"; do

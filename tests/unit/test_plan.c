@@ -111,6 +111,47 @@ static void test_above_maximum_terminates_pending_then_newest(void **state)
 	plan_free(&p);
 }
 
+/* The nodes refine the order (drain_victim_cmp): scale-down-disabled last, no Node first,
+ * then nodes without blocking pods, then the fewest evictable pods; plan's own order
+ * (not RUNNING, newest, ID) breaks the ties the nodes leave. */
+static void test_scale_down_order_refined_by_nodes(void **state)
+{
+	(void)state;
+	struct pool_spec s = spec(0, 6);
+	s.has_replicas = true;
+	struct pool_instance in[] = {
+		inst("disabled-empty", "RUNNING", 900), inst("busy3", "RUNNING", 800),
+		inst("blocking", "RUNNING", 700), inst("empty-old", "RUNNING", 100),
+		inst("no-node", "RUNNING", 50), inst("empty-new", "RUNNING", 200),
+		inst("busy1", "RUNNING", 600),
+	};
+	struct drain_victim v[] = {
+		{.has_node = true, .scale_down_disabled = true}, {.has_node = true, .evictable = 3},
+		{.has_node = true, .blocking = 1}, {.has_node = true}, {.has_node = false},
+		{.has_node = true}, {.has_node = true, .evictable = 1},
+	};
+	static const char *const order[] = {"no-node", "empty-new", "empty-old", "busy1", "busy3",
+					    "blocking", "disabled-empty"};
+	for (int keep = 6; keep >= 0; keep--) {
+		s.replicas = keep;
+		struct plan_input input = {.spec = &s, .instances = in, .n_instances = 7, .victims = v,
+					   .now = NOW, .launch_grace = GRACE};
+		struct plan p;
+		plan_compute(&input, &p);
+		assert_int_equal(p.scale_down.n, 7 - keep);
+		for (size_t i = 0; i < p.scale_down.n; i++)
+			assert_string_equal(p.scale_down.v[i], order[i]);
+		plan_free(&p);
+	}
+	/* Without node facts the order is plan's alone: the newest first. */
+	s.replicas = 5;
+	struct plan p = run(&s, in, 7, NULL);
+	assert_int_equal(p.scale_down.n, 2);
+	assert_string_equal(p.scale_down.v[0], "disabled-empty");
+	assert_string_equal(p.scale_down.v[1], "busy3");
+	plan_free(&p);
+}
+
 static void test_dead_instances_are_cleaned_and_replaced(void **state)
 {
 	(void)state;
@@ -771,6 +812,7 @@ int main(void)
 		cmocka_unit_test(test_empty_pool_launches_minimum),
 		cmocka_unit_test(test_in_range_does_nothing),
 		cmocka_unit_test(test_above_maximum_terminates_pending_then_newest),
+		cmocka_unit_test(test_scale_down_order_refined_by_nodes),
 		cmocka_unit_test(test_dead_instances_are_cleaned_and_replaced),
 		cmocka_unit_test(test_pending_and_no_public_ip_count_as_live),
 		cmocka_unit_test(test_replicas_scale_up_and_down),

@@ -1,5 +1,6 @@
 /* pool: identities derived from a pool's namespace and name (the owner tag and the /scale
- * selector's label value) for every length Kubernetes accepts. */
+ * selector's label value) for every length Kubernetes accepts; the drain fields of the
+ * spec (drainTimeout, maximumIncludesDoomed). */
 #include "testutil.h"
 #include "pool.h"
 
@@ -98,12 +99,117 @@ static void test_label_value(void **state)
 	free(y);
 }
 
+/* A valid pool object with extra spec fields given as JSON members ("" for none). */
+static cJSON *pool_with(const char *extra)
+{
+	char *text = xasprintf("{\"apiVersion\":\"devops.jokerbai.com/v1\",\"kind\":\"Spotpool\","
+			       "\"metadata\":{\"name\":\"p\"},\"spec\":{\"region\":\"ap-singapore\","
+			       "\"availabilityZone\":\"ap-singapore-2\",\"instanceType\":\"S5.MEDIUM2\","
+			       "\"imageId\":\"img-1\",\"minimum\":0,\"maximum\":2%s}}", extra);
+	cJSON *obj = cJSON_Parse(text);
+	assert_non_null(obj);
+	free(text);
+	return obj;
+}
+
+static void test_drain_fields_parsed(void **state)
+{
+	(void)state;
+	static const struct {
+		const char *extra;
+		int64_t timeout;
+		bool doomed;
+	} cases[] = {
+		{"", POOL_DRAIN_TIMEOUT_DEFAULT, false},
+		{",\"drainTimeout\":\"10m\"", 600, false},
+		{",\"drainTimeout\":\"90s\"", 90, false},
+		{",\"drainTimeout\":\"1h30m\"", 5400, false},
+		{",\"drainTimeout\":\"1m30s\"", 90, false},
+		{",\"drainTimeout\":\"0s\"", 0, false},
+		{",\"drainTimeout\":\"24h\"", 86400, false},
+		{",\"drainTimeout\":\"1440m\"", 86400, false},
+		{",\"drainTimeout\":null", POOL_DRAIN_TIMEOUT_DEFAULT, false},
+		{",\"maximumIncludesDoomed\":true", POOL_DRAIN_TIMEOUT_DEFAULT, true},
+		{",\"maximumIncludesDoomed\":false", POOL_DRAIN_TIMEOUT_DEFAULT, false},
+	};
+	for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+		cJSON *obj = pool_with(cases[i].extra);
+		struct pool_spec *spec = NULL;
+		struct sp_error err = {0};
+		if (pool_spec_from_object(obj, "default", &spec, &err) != 0)
+			fail_msg("%s: %s", cases[i].extra, err.msg);
+		assert_int_equal(spec->drain_timeout, cases[i].timeout);
+		assert_int_equal(spec->maximum_includes_doomed, cases[i].doomed);
+		pool_spec_free(spec);
+		cJSON_Delete(obj);
+	}
+}
+
+static void test_drain_fields_rejected(void **state)
+{
+	(void)state;
+	static const struct {
+		const char *extra, *msg;
+	} cases[] = {
+		{",\"drainTimeout\":\"25h\"", "spec.drainTimeout: \"25h\" is longer than 24h"},
+		{",\"drainTimeout\":\"86401s\"", "spec.drainTimeout: \"86401s\" is longer than 24h"},
+		{",\"drainTimeout\":\"10\"", "spec.drainTimeout: \"10\" is not a duration such as 10m"},
+		{",\"drainTimeout\":\"\"", "spec.drainTimeout: \"\" is not a duration"},
+		{",\"drainTimeout\":\"-1m\"", "spec.drainTimeout: \"-1m\" is not a duration"},
+		{",\"drainTimeout\":\"1.5h\"", "spec.drainTimeout: \"1.5h\" is not a duration"},
+		{",\"drainTimeout\":\"10ms\"", "spec.drainTimeout: \"10ms\" is not a duration"},
+		{",\"drainTimeout\":\"100000s\"", "spec.drainTimeout: \"100000s\" is not a duration"},
+		{",\"drainTimeout\":\"1d\"", "spec.drainTimeout: \"1d\" is not a duration"},
+		{",\"drainTimeout\":\"m\"", "spec.drainTimeout: \"m\" is not a duration"},
+		{",\"drainTimeout\":600", "spec.drainTimeout: must be a string, got number"},
+		{",\"drainTimeout\":\"0s0s0s0s0s0s0s0s0s0s0s0s0s\"", "spec.drainTimeout: 26 characters, longer than the maximum 24"},
+		{",\"maximumIncludesDoomed\":\"true\"", "spec.maximumIncludesDoomed: must be true or false, got string"},
+		{",\"maximumIncludesDoomed\":1", "spec.maximumIncludesDoomed: must be true or false, got number"},
+		{",\"drainTimeOut\":\"10m\"", "spec.drainTimeOut: unknown field (did you mean \"drainTimeout\"?)"},
+	};
+	for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+		cJSON *obj = pool_with(cases[i].extra);
+		struct pool_spec *spec = NULL;
+		struct sp_error err = {0};
+		assert_int_equal(pool_spec_from_object(obj, "default", &spec, &err), SP_EINVAL);
+		assert_null(spec);
+		assert_contains(err.msg, cases[i].msg);
+		cJSON_Delete(obj);
+	}
+}
+
+/* Deleting drains too: cleanup reads drainTimeout, and one that no longer validates
+ * falls back to the default instead of holding the pool. */
+static void test_drain_timeout_for_cleanup(void **state)
+{
+	(void)state;
+	static const struct {
+		const char *extra;
+		int64_t timeout;
+	} cases[] = {
+		{",\"drainTimeout\":\"2m\"", 120},
+		{",\"drainTimeout\":\"forever\"", POOL_DRAIN_TIMEOUT_DEFAULT},
+		{"", POOL_DRAIN_TIMEOUT_DEFAULT},
+	};
+	for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+		cJSON *obj = pool_with(cases[i].extra);
+		struct pool_spec *spec = NULL;
+		assert_int_equal(pool_spec_for_cleanup(obj, "default", &spec, NULL), 0);
+		assert_int_equal(spec->drain_timeout, cases[i].timeout);
+		pool_spec_free(spec);
+		cJSON_Delete(obj);
+	}
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_owner_tag_literal),
 		cmocka_unit_test(test_owner_tag_digest),
 		cmocka_unit_test(test_label_value),
+		cmocka_unit_test(test_drain_fields_parsed),
+		cmocka_unit_test(test_drain_fields_rejected),
+		cmocka_unit_test(test_drain_timeout_for_cleanup),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }
