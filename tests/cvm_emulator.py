@@ -186,8 +186,10 @@ is served under /metadata/<instance id>/latest/meta-data/ (an agent under test g
                            noticeSeconds), then 200 text/plain "YYYY-MM-DD HH:MM:SS", the
                            reclaim time in UTC+8 cut to the second, as Tencent documents
                            ("Querying the Reclamation Status of a Spot Instance"); 404
-                           again after /_emulator/notice cancels it
-Both answer 404 (an HTML body) for an instance that does not exist (or no longer does).
+                           again after /_emulator/notice cancels it; a reclaim that left
+                           the instance SHUTDOWN leaves the time in place
+For an instance that does not exist (or no longer does) the connection closes without a
+reply: its metadata service is gone with it.
 
 Fault kinds. The first pending fault of each kind matching the action applies; a fault
 is used up when it applies. Outcome kinds exclude each other (first match wins):
@@ -1329,7 +1331,6 @@ class Emulator:
         return {"ok": True, "reclaimed": ids}
 
     def _reclaim(self, inst: Instance, shutdown: bool) -> None:
-        inst.reclaim_at = 0.0
         for key in inst.stat_keys():
             self.reclaimed[key] += 1
         if shutdown:
@@ -1365,6 +1366,8 @@ class Emulator:
                 value = inst.instance_id
             elif inst is not None and item == "spot/termination-time" and inst.reclaim_at:
                 value = termination_time(inst.reclaim_at)
+        if inst is None:  # gone, and its metadata service with it
+            return Reply(0, b"", drop=True, summary=f"metadata {item}: no such instance")
         if value is None:
             return Reply(404, b"<html><body><h1>404 Not Found</h1></body></html>\n", "text/html",
                          summary=f"metadata {item}")

@@ -260,7 +260,8 @@ class EmulatorFaults(unittest.TestCase):
         self.assertEqual(self.c.by_id(ids), ids, "announced, not reclaimed yet")
         time.sleep(1.7)
         self.assertEqual(self.c.by_id(ids), [])
-        self.assertEqual(self.metadata(ids[0], "spot/termination-time")[0], 404)
+        with self.assertRaises(http.client.RemoteDisconnected):  # gone with its instance
+            self.metadata(ids[0], "spot/termination-time")
         self.assertEqual(self.c.control("GET", f"stats?tagKey={TAG_KEY}&tagValue=ns/n")["reclaimed"], 1)
 
     def test_cancelled_notice(self):
@@ -272,6 +273,14 @@ class EmulatorFaults(unittest.TestCase):
         self.assertEqual(self.metadata(ids[0], "spot/termination-time")[0], 404)
         with self.assertRaises(AssertionError):
             self.c.control("POST", "notice", {"instanceIds": ids})
+
+    def test_noticed_reclaim_to_shutdown(self):
+        ids = self.c.run("ns/s")
+        answer = self.c.control("POST", "reclaim", {"instanceIds": ids, "noticeSeconds": 0.3, "shutdown": True})
+        time.sleep(0.5)
+        self.assertEqual([i["InstanceState"] for i in self.c.control("GET", "instances") if i["InstanceId"] == ids[0]],
+                         ["SHUTDOWN"])
+        self.assertEqual(self.metadata(ids[0], "spot/termination-time"), (200, answer["terminationTime"]))
 
     def test_bad_control_input(self):
         for payload in ({"action": "X", "when": "before", "pid": 5}, {"action": "*", "when": "never", "pid": 5},
