@@ -294,8 +294,11 @@ static void report_due(struct agent *a, int64_t mono)
 	if (a->backoff_ms > AGENT_BACKOFF_MAX_MS)
 		a->backoff_ms = AGENT_BACKOFF_MAX_MS;
 	a->next_report_ms = mono + a->backoff_ms;
-	log_warn("agent: reporting the notice (reclaim at %s) failed, retrying in %lld ms: %s", at,
-		 (long long)a->backoff_ms, log_redact(err.msg, sizeof(err.msg)));
+	char what[64] = "the withdrawal of the notice";
+	if (a->announced)
+		snprintf(what, sizeof(what), "the notice (reclaim at %s)", at);
+	log_warn("agent: reporting %s failed, retrying in %lld ms: %s", what, (long long)a->backoff_ms,
+		 log_redact(err.msg, sizeof(err.msg)));
 }
 
 int64_t agent_step(struct agent *a)
