@@ -326,7 +326,7 @@ static const char *resource_of(const char *path)
 	size_t n = strcspn(path, "?");
 	if (memmem(path, n, "/spotpools", 10))
 		return n >= 7 && memcmp(path + n - 7, "/status", 7) == 0 ? "spotpools/status" : "spotpools";
-	static const char *const known[] = {"events", "leases", "secrets"};
+	static const char *const known[] = {"events", "leases", "secrets", "nodes"};
 	for (size_t i = 0; i < sizeof(known) / sizeof(known[0]); i++) {
 		char seg[16];
 		int len = snprintf(seg, sizeof(seg), "/%s", known[i]);
