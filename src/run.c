@@ -74,6 +74,8 @@ static const char run_usage[] =
 	"                             only its own cluster's instances (1-63 of A-Z a-z 0-9 . _ -;\n"
 	"                             default: the UID of the kube-system namespace, read at start-up)\n"
 	"      --dry-run              plan, log, write status and events, never change the cloud\n"
+	"      --no-nodes             read no Nodes: no node or ready per instance in status, no\n"
+	"                             deletion of gone instances' Nodes (namespaced RBAC without nodes)\n"
 	"      --listen HOST:PORT     /metrics, /healthz, /readyz (default 127.0.0.1:9464; \"\" = off)\n"
 	"      --leader-elect         only the holder of a Lease acts (for several replicas)\n"
 	"      --lease-name NAME      default spotpool\n"
