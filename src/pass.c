@@ -524,7 +524,9 @@ static int cmp_str(const void *a, const void *b)
 }
 
 /* The Nodes of recorded instances now gone: not observed (a lookup by ID confirmed what
- * the listing lacks) and not someone else's. Deleted, or in a dry run told. */
+ * the listing lacks) or going away (TERMINATING, SHUTTING_DOWN: the status records such
+ * an instance no more, so this pass is the last to know it was the pool's), and not
+ * someone else's. Deleted, or in a dry run told. */
 static void delete_gone_nodes(struct walk *w)
 {
 	const struct pass_input *in = w->in;
@@ -532,15 +534,17 @@ static void delete_gone_nodes(struct walk *w)
 	if (!in->recorded_nodes || !seen)
 		return;
 	const char **live = xcalloc(in->plan.n_instances ? in->plan.n_instances : 1, sizeof(*live));
+	size_t n_live = 0;
 	for (size_t i = 0; i < in->plan.n_instances; i++)
-		live[i] = in->plan.instances[i].id;
-	qsort(live, in->plan.n_instances, sizeof(*live), cmp_str);
+		if (plan_classify_state(in->plan.instances[i].state) != PLAN_GOING)
+			live[n_live++] = in->plan.instances[i].id;
+	qsort(live, n_live, sizeof(*live), cmp_str);
 	struct strv names = {0};
 	char gone[1024] = "";
 	for (size_t i = 0; i < seen->n; i++) {
 		const char *id = seen->v[i];
 		if (!*in->recorded_nodes[i].name ||
-		    bsearch(&id, live, in->plan.n_instances, sizeof(*live), cmp_str) ||
+		    bsearch(&id, live, n_live, sizeof(*live), cmp_str) ||
 		    (in->plan.foreign && strv_contains(in->plan.foreign, id)))
 			continue;
 		strv_push(&names, in->recorded_nodes[i].name);
