@@ -145,9 +145,10 @@ struct pass_input {
 	int64_t soldout_ttl_ms;
 	/* Nodes (node.h), NULL when not known (node features off, the Node cache not listed
 	 * yet): nodes[i] is the Node of plan.instances[i] for i < n_nodes (name empty: none);
-	 * recorded_nodes[i] the Node of plan.seen->v[i], matched by ID only. A Node of a
-	 * recorded instance that is gone (neither observed nor someone else's) is deleted:
-	 * no other controller deletes the Nodes of spot instances. */
+	 * recorded_nodes[i] the Node of plan.seen->v[i] when it is not observed, matched by
+	 * ID only. A Node of a recorded instance that is gone (neither observed nor someone
+	 * else's) or going away (observed TERMINATING, SHUTTING_DOWN) is deleted: no other
+	 * controller deletes the Nodes of spot instances. */
 	const struct node_view *nodes;
 	size_t n_nodes;
 	const struct node_view *recorded_nodes;

@@ -523,32 +523,44 @@ static int cmp_str(const void *a, const void *b)
 	return strcmp(*(const char *const *)a, *(const char *const *)b);
 }
 
-/* The Nodes of recorded instances now gone: not observed (a lookup by ID confirmed what
- * the listing lacks) or going away (TERMINATING, SHUTTING_DOWN: the status records such
- * an instance no more, so this pass is the last to know it was the pool's), and not
- * someone else's. Deleted, or in a dry run told. */
+/* The Node of recorded instance id if it is gone or going, else NULL. Gone: not
+ * observed (a lookup by ID confirmed what the listing lacks) and not someone else's; its
+ * Node is recorded_nodes[i] (matched by ID only). Going away (observed TERMINATING,
+ * SHUTTING_DOWN: the status records such an instance no more, so this pass is the last
+ * to know it was the pool's): its Node is the observed instance's. */
+static const struct node_view *gone_node(const struct pass_input *in, size_t i, const char *const *live,
+					 size_t n_live)
+{
+	const char *id = in->plan.seen->v[i];
+	for (size_t j = 0; j < in->plan.n_instances; j++)
+		if (strcmp(in->plan.instances[j].id, id) == 0 &&
+		    plan_classify_state(in->plan.instances[j].state) == PLAN_GOING)
+			return j < in->n_nodes ? &in->nodes[j] : NULL;
+	if (bsearch(&id, live, n_live, sizeof(*live), cmp_str) || (in->plan.foreign && strv_contains(in->plan.foreign, id)))
+		return NULL;
+	return &in->recorded_nodes[i];
+}
+
+/* The Nodes of recorded instances gone or going away: deleted, or in a dry run told. */
 static void delete_gone_nodes(struct walk *w)
 {
 	const struct pass_input *in = w->in;
 	const struct strv *seen = in->plan.seen;
-	if (!in->recorded_nodes || !seen)
+	if (!in->recorded_nodes || !in->nodes || !seen)
 		return;
+	/* The observed instances (going away too: those are found by the walk above). */
 	const char **live = xcalloc(in->plan.n_instances ? in->plan.n_instances : 1, sizeof(*live));
-	size_t n_live = 0;
 	for (size_t i = 0; i < in->plan.n_instances; i++)
-		if (plan_classify_state(in->plan.instances[i].state) != PLAN_GOING)
-			live[n_live++] = in->plan.instances[i].id;
-	qsort(live, n_live, sizeof(*live), cmp_str);
+		live[i] = in->plan.instances[i].id;
+	qsort(live, in->plan.n_instances, sizeof(*live), cmp_str);
 	struct strv names = {0};
 	char gone[1024] = "";
 	for (size_t i = 0; i < seen->n; i++) {
-		const char *id = seen->v[i];
-		if (!*in->recorded_nodes[i].name ||
-		    bsearch(&id, live, n_live, sizeof(*live), cmp_str) ||
-		    (in->plan.foreign && strv_contains(in->plan.foreign, id)))
+		const struct node_view *node = gone_node(in, i, live, in->plan.n_instances);
+		if (!node || !*node->name)
 			continue;
-		strv_push(&names, in->recorded_nodes[i].name);
-		snprintf(gone + strlen(gone), sizeof(gone) - strlen(gone), "%s%s", *gone ? ", " : "", id);
+		strv_push(&names, node->name);
+		snprintf(gone + strlen(gone), sizeof(gone) - strlen(gone), "%s%s", *gone ? ", " : "", seen->v[i]);
 	}
 	free(live);
 	struct pass_action *a = names.n ? emit(w, in->dry_run ? PASS_WOULD_DELETE_NODE : PASS_DELETE_NODE,

@@ -351,18 +351,32 @@ static struct soldout_key offer_key(const struct pass *p, const char *zone, cons
 				    .zone = zone, .instance_type = type};
 }
 
+static int cmp_str(const void *a, const void *b)
+{
+	return strcmp(*(const char *const *)a, *(const char *const *)b);
+}
+
 /* The Nodes of the observed instances (by ID, then private IP) and of the recorded ones
- * (by ID only: a gone instance's address may be another's by now). */
+ * not observed (by ID only: a gone instance's address may be another's by now; an
+ * observed one's Node is its instance's, which a second want of its ID would not get). */
 static void observe_nodes(struct pass *p)
 {
 	if (!p->r->nodes.find)
 		return;
 	size_t n = p->n_instances + p->seen.n;
 	struct node_want *want = xcalloc(n ? n : 1, sizeof(*want));
-	for (size_t i = 0; i < p->n_instances; i++)
+	const char **observed = xcalloc(p->n_instances ? p->n_instances : 1, sizeof(*observed));
+	for (size_t i = 0; i < p->n_instances; i++) {
 		want[i] = (struct node_want){.id = p->instances[i].id, .ip = p->instances[i].private_ip};
-	for (size_t i = 0; i < p->seen.n; i++)
-		want[p->n_instances + i] = (struct node_want){.id = p->seen.v[i]};
+		observed[i] = p->instances[i].id;
+	}
+	qsort(observed, p->n_instances, sizeof(*observed), cmp_str);
+	for (size_t i = 0; i < p->seen.n; i++) {
+		const char *id = p->seen.v[i];
+		if (!bsearch(&id, observed, p->n_instances, sizeof(*observed), cmp_str))
+			want[p->n_instances + i] = (struct node_want){.id = id};
+	}
+	free(observed);
 	p->nodes = xcalloc(n ? n : 1, sizeof(*p->nodes));
 	enum node_by *by = xcalloc(n ? n : 1, sizeof(*by));
 	char *pool = xasprintf("%s/%s", p->ns, p->name);

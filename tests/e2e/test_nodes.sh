@@ -5,8 +5,8 @@
 # spotpool.jokerbai.com/instance-id, one named by and with the InternalIP of the
 # instance's private IP) and sets them Ready. The status shows each instance's node and
 # ready, readyNodes 3 (READYNODES 3 in `kubectl get sp -o wide`) and the launch ->
-# Ready metric; a reclaimed instance's Node is deleted (with an event), a Node of an
-# instance spotpool does not know is left alone.
+# Ready metric; a reclaimed instance's Node is deleted (with an event), and a
+# scale-down victim's; a Node of an instance spotpool does not know is left alone.
 source "$(dirname "$0")/lib.sh"
 
 start_emulator
@@ -63,6 +63,19 @@ check "event NodeDeleted names the Node and the instance" bash -c \
 check "the Node of an unknown instance is left alone" kubectl get node stranger
 check "the other Nodes stay" kubectl get node by-label "${ips[2]}"
 check "the pool refills to 3" wait_for 60 at_size gpu 3
+# A scale-down: the victim (whichever spotpool picks) loses its Node, the others keep theirs.
+new_id=$(sp_field gpu "[.status.instances[].instanceId | select(. != \"${ids[1]}\" and . != \"${ids[2]}\")][0]")
+check "Node by label for the replacement $new_id" node replacement "" "$new_id" 192.0.2.12
+check "the replacement's node shows" wait_for 30 bash -c "[[ \$(kubectl get sp gpu -o json | jq -r '.status.instances[] | select(.instanceId == \"$new_id\") | .node') == replacement ]]"
+kubectl patch sp gpu --type=merge -p '{"spec":{"minimum":2,"maximum":2}}' >/dev/null
+check "scaled down to 2" wait_for 60 at_size gpu 2
+nodes_of_instances() { # the Nodes left but the stranger's == the Nodes of the 2 RUNNING instances
+	local want
+	want=$(sp_field gpu '[.status.instances[] | select(.state == "RUNNING") | .node] | sort | join(" ")')
+	[[ $(wc -w <<<"$want") == 2 &&
+		$(kubectl get nodes -o json | jq -r '[.items[].metadata.name | select(. != "stranger")] | sort | join(" ")') == "$want" ]]
+}
+check "scale-down: the victim's Node is deleted, the others stay" wait_for 30 nodes_of_instances
 check "log: the deletion" grep -q "deleted Node(s) by-provider of gone instance(s) ${ids[0]}" "$E2E_TMP/ctl.log"
 check "no node-related errors in the log" bash -c "! grep -E 'may not list nodes|delete-node.*failed' '$E2E_TMP/ctl.log'"
 finish

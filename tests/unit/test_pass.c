@@ -447,8 +447,11 @@ static void test_gone_nodes_deleted(void **state)
 	struct pool_instance in[2] = {running("i1", "RUNNING"), running("i6", "TERMINATING")};
 	char *seen_v[] = {"i1", "i2", "i3", "i4", "i5", "i6"}, *live_v[] = {"i1", "i2"}, *foreign_v[] = {"i4"};
 	struct strv seen = {.v = seen_v, .n = 6}, live = {.v = live_v, .n = 2}, foreign = {.v = foreign_v, .n = 1};
-	struct node_view nodes[2 + 6] = {named("n1"), named("n6"), named("n1"), named("n2"), named("n3"),
-					 named("n4"), named(""), named("n6")};
+	/* As reconcile asks: the observed instances' Nodes, then the recorded instances'
+	 * not observed (i1 and i6 are; when nothing is observed, all are asked). */
+	struct node_view nodes[2 + 6] = {named("n1"), named("n6"), named(""), named("n2"), named("n3"),
+					 named("n4"), named(""), named("")};
+	struct node_view none_observed[6] = {named("n1"), named("n2"), named("n3"), named("n4"), named(""), named("n6")};
 	for (int c = 0; c < 5; c++) {
 		struct sim s;
 		sim_init(&s, 1, 1);
@@ -459,7 +462,7 @@ static void test_gone_nodes_deleted(void **state)
 		s.in.plan.foreign = &foreign;
 		s.in.nodes = c == 2 ? NULL : nodes;
 		s.in.n_nodes = 2;
-		s.in.recorded_nodes = c == 2 ? NULL : nodes + 2;
+		s.in.recorded_nodes = c == 2 ? NULL : c == 3 ? none_observed : nodes + 2;
 		s.in.dry_run = c == 1;
 		s.in.deleting = c == 3;
 		s.answer = c == 4 ? refuse_delete_node : NULL;
@@ -675,7 +678,8 @@ static void test_property_action_lists(void **state)
 				continue;
 			strv_push(&seen, id);
 			nodes[n + seen.n - 1] = (struct node_view){0};
-			snprintf(nodes[n + seen.n - 1].name, sizeof(nodes[0].name), "node-%s", id);
+			if (i >= 6)  /* as reconcile asks: only the recorded instances not observed */
+				snprintf(nodes[n + seen.n - 1].name, sizeof(nodes[0].name), "node-%s", id);
 		}
 		if (rnd() % 2)
 			strv_push(&foreign, "g7");

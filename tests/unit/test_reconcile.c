@@ -349,6 +349,14 @@ static void test_scale_down(void **state)
 /* Fault campaign seed 44: a pass that read an old spec (a new leader's cache, a lagging
  * watch) must not scale down on it: the guarded write before the terminate conflicts,
  * the pool is read again and nothing is terminated. */
+static size_t calls_starting(const struct world *w, const char *prefix)
+{
+	size_t n = 0;
+	for (size_t i = 0; i < w->f.n_calls; i++)
+		n += strncmp(w->f.calls[i], prefix, strlen(prefix)) == 0;
+	return n;
+}
+
 static const cJSON *status_entry(const struct world *w, int i)
 {
 	return cJSON_GetArrayItem(cJSON_GetObjectItemCaseSensitive(
@@ -391,6 +399,12 @@ static void test_nodes(void **state)
 	/* Nothing more to delete: the gone instance is no longer recorded. */
 	world_pass(&w);
 	ASSERT_CALLS(&w, "list ns/p");
+	/* ins-b goes away (TERMINATING: the last pass that records it): its Node (matched by
+	 * its private IP, as an observed instance's) is deleted. */
+	snprintf(w.f.listed[0].state, sizeof(w.f.listed[0].state), "TERMINATING");
+	world_pass(&w);
+	assert_true(calls_starting(&w, "DELETE /api/v1/nodes/10.0.0.2") == 1);
+	assert_true(calls_starting(&w, "DELETE /api/v1/nodes/n-x") == 0);
 	world_free(&w);
 }
 
@@ -669,14 +683,6 @@ static void test_shutdown_during_observation(void **state)
 	assert_int_equal(waitpid(pid, &status, 0), pid);
 	assert_true(WIFEXITED(status));
 	assert_int_equal(WEXITSTATUS(status), 0);
-}
-
-static size_t calls_starting(const struct world *w, const char *prefix)
-{
-	size_t n = 0;
-	for (size_t i = 0; i < w->f.n_calls; i++)
-		n += strncmp(w->f.calls[i], prefix, strlen(prefix)) == 0;
-	return n;
 }
 
 /* 11 zones x 11 types, every one sold out: each pass tries PASS_LAUNCH_ATTEMPTS_MAX
