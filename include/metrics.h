@@ -59,6 +59,9 @@ void metrics_instances_terminated(const char *ns, const char *pool, enum metrics
 /* One instance disappeared without spotpool terminating it (spot reclaim, or someone
  * else): spotpool_instances_reclaimed_total. */
 void metrics_instance_reclaimed(const char *ns, const char *pool);
+/* An instance's Node became Ready this long after its launch (observed once per instance:
+ * status nodeReadySeconds). */
+void metrics_node_ready(double seconds);
 /* The pool was deleted: drops every one of its series. */
 void metrics_pool_forget(const char *ns, const char *pool);
 /* spotpool_pool_below_minimum_seconds_total{namespace,pool} accumulates, from successive

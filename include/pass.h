@@ -8,6 +8,7 @@
 #ifndef SPOTPOOL_PASS_H
 #define SPOTPOOL_PASS_H
 
+#include "node.h"
 #include "offer.h"
 #include "plan.h"
 #include "status.h"
@@ -40,6 +41,8 @@ enum pass_kind {
 	PASS_CLEAR_LEDGER,   /* write status without the ledger */
 	PASS_TERMINATE,      /* ids, reason */
 	PASS_WOULD_TERMINATE,/* dry-run: the ids a terminate would take, told, not done */
+	PASS_DELETE_NODE,    /* ids: Nodes of gone instances (message: those instances) */
+	PASS_WOULD_DELETE_NODE, /* dry-run: the Nodes a delete would take, told, not done */
 	PASS_EVENT,          /* type, reason, message */
 	PASS_RELEASE,        /* remove the finalizer: the deleted pool goes */
 	PASS_WRITE_STATUS,   /* the final status (without ledger keys), if it changed */
@@ -65,7 +68,7 @@ struct pass_action {
 	char instance_type[POOL_INSTANCE_TYPE_MAX + 1];
 	int count;
 	bool fresh;                  /* launch: a new ClientToken (else a repeat of the ledger's) */
-	struct strv ids;             /* terminate, reclaimed */
+	struct strv ids;             /* terminate, reclaimed: instances; delete node: Nodes */
 	enum pass_why why;
 	const char *event_type, *reason;  /* event: Normal/Warning, reason */
 	char *message;               /* event message, log line of terminate/release */
@@ -140,6 +143,15 @@ struct pass_input {
 	const int64_t *probe_at_ms;
 	int64_t now_ms;
 	int64_t soldout_ttl_ms;
+	/* Nodes (node.h), NULL when not known (node features off, the Node cache not listed
+	 * yet): nodes[i] is the Node of plan.instances[i] for i < n_nodes (name empty: none);
+	 * recorded_nodes[i] the Node of plan.seen->v[i] when it is not observed, matched by
+	 * ID only. A Node of a recorded instance that is gone (neither observed nor someone
+	 * else's) or going away (observed TERMINATING, SHUTTING_DOWN) is deleted: no other
+	 * controller deletes the Nodes of spot instances. */
+	const struct node_view *nodes;
+	size_t n_nodes;
+	const struct node_view *recorded_nodes;
 };
 
 /* The credentials source that wins: spec.credentialsSecretRef, else inline keys, else

@@ -12,7 +12,7 @@
 enum {
 	STEP_VALIDATE = 1, STEP_FINALIZER, STEP_OBSERVE, STEP_SWEEP, STEP_RECLAIMS, STEP_CHECK,
 	STEP_DRY_EVENT, STEP_RESUME, STEP_ABANDON, STEP_LEDGER_DONE, STEP_SCALE_DOWN_INTENT, STEP_SCALE_DOWN,
-	STEP_CLEANUP, STEP_RETAIN, STEP_RELEASE, STEP_NO_OFFERING, STEP_STATUS, STEP_REREAD,
+	STEP_CLEANUP, STEP_RETAIN, STEP_RELEASE, STEP_NO_OFFERING, STEP_STATUS, STEP_REREAD, STEP_DELETE_NODES,
 	STEP_END,
 	STEP_ATTEMPT = 100, ATTEMPT_STRIDE = 10,
 	STEP_FAIL_EVENT = 10000,  /* + the failing step: its event */
@@ -134,6 +134,21 @@ static bool refused(int code)
 	return code == SP_ECAPACITY || code == SP_EAUTH || code == SP_ECONFIG;
 }
 
+/* The Nodes of the recorded instances (plan_recorded keeps the order of the known ones,
+ * so one walk pairs them): NULL for none. */
+static const struct node_view **recorded_nodes(const struct pass_input *in, const struct pool_instance *recorded,
+					       size_t n)
+{
+	const struct node_view **out = xcalloc(n ? n : 1, sizeof(*out));
+	for (size_t k = 0, j = 0; k < n; k++) {
+		while (j < in->plan.n_instances && strcmp(in->plan.instances[j].id, recorded[k].id) != 0)
+			j++;
+		if (j < in->n_nodes && *in->nodes[j].name)
+			out[k] = &in->nodes[j];
+	}
+	return out;
+}
+
 /* final: the pass's last word. A write in the middle of a pass (the ledger) does not
  * know yet whether the pass will fail: it keeps the Degraded condition the pool had, so
  * conditions do not flap and a failure right after is no new episode. */
@@ -151,6 +166,7 @@ static cJSON *build_status(const struct walk *w, bool final)
 	size_t n = 0;
 	struct pool_instance *recorded = w->plan ? plan_recorded(in->plan.instances, in->plan.n_instances,
 								 in->terminated, &n) : NULL;
+	const struct node_view **nodes = in->nodes ? recorded_nodes(in, recorded, n) : NULL;
 	struct status_input s = {
 		.selector = selector, .old_status = in->old_status, .generation = in->generation,
 		.instances = recorded, .n_instances = n, .plan = w->plan,
@@ -160,8 +176,10 @@ static cJSON *build_status(const struct walk *w, bool final)
 		.progress_message = *w->progress ? w->progress : NULL,
 		.capacity_message = w->plan && !in->deleting ? w->capacity : NULL,
 		.insecure_credentials = in->insecure_credentials, .now = in->plan.now,
+		.nodes = nodes,
 	};
 	cJSON *st = status_build(&s);
+	free(nodes);
 	free(recorded);
 	free(selector);
 	return st;
@@ -500,6 +518,61 @@ static void deletion(struct walk *w)
 	release(w, "every recorded instance is confirmed gone");
 }
 
+static int cmp_str(const void *a, const void *b)
+{
+	return strcmp(*(const char *const *)a, *(const char *const *)b);
+}
+
+/* The Node of recorded instance id if it is gone or going, else NULL. Gone: not
+ * observed (a lookup by ID confirmed what the listing lacks) and not someone else's; its
+ * Node is recorded_nodes[i] (matched by ID only). Going away (observed TERMINATING,
+ * SHUTTING_DOWN: the status records such an instance no more, so this pass is the last
+ * to know it was the pool's): its Node is the observed instance's. */
+static const struct node_view *gone_node(const struct pass_input *in, size_t i, const char *const *live,
+					 size_t n_live)
+{
+	const char *id = in->plan.seen->v[i];
+	for (size_t j = 0; j < in->plan.n_instances; j++)
+		if (strcmp(in->plan.instances[j].id, id) == 0 &&
+		    plan_classify_state(in->plan.instances[j].state) == PLAN_GOING)
+			return j < in->n_nodes ? &in->nodes[j] : NULL;
+	if (bsearch(&id, live, n_live, sizeof(*live), cmp_str) || (in->plan.foreign && strv_contains(in->plan.foreign, id)))
+		return NULL;
+	return &in->recorded_nodes[i];
+}
+
+/* The Nodes of recorded instances gone or going away: deleted, or in a dry run told. */
+static void delete_gone_nodes(struct walk *w)
+{
+	const struct pass_input *in = w->in;
+	const struct strv *seen = in->plan.seen;
+	if (!in->recorded_nodes || !in->nodes || !seen)
+		return;
+	/* The observed instances (going away too: those are found by the walk above). */
+	const char **live = xcalloc(in->plan.n_instances ? in->plan.n_instances : 1, sizeof(*live));
+	for (size_t i = 0; i < in->plan.n_instances; i++)
+		live[i] = in->plan.instances[i].id;
+	qsort(live, in->plan.n_instances, sizeof(*live), cmp_str);
+	struct strv names = {0};
+	char gone[1024] = "";
+	for (size_t i = 0; i < seen->n; i++) {
+		const struct node_view *node = gone_node(in, i, live, in->plan.n_instances);
+		if (!node || !*node->name)
+			continue;
+		strv_push(&names, node->name);
+		snprintf(gone + strlen(gone), sizeof(gone) - strlen(gone), "%s%s", *gone ? ", " : "", seen->v[i]);
+	}
+	free(live);
+	struct pass_action *a = names.n ? emit(w, in->dry_run ? PASS_WOULD_DELETE_NODE : PASS_DELETE_NODE,
+					       STEP_DELETE_NODES) : NULL;
+	if (a) {
+		a->ids = names;
+		a->message = xstrdup(gone);
+	} else {
+		strv_clear(&names);
+	}
+}
+
 static void dry_run(struct walk *w)
 {
 	const struct plan *plan = w->plan;
@@ -646,7 +719,9 @@ static void planned(struct walk *w)
 		int64_t next_probe;
 		describe_scarcity(w, in->offer_state, in->probe_at_ms, &next_probe);
 	}
+	/* Launches first; a deleted pool's gone Nodes before it is released. */
 	if (in->deleting) {
+		delete_gone_nodes(w);
 		deletion(w);
 		if (released(w))
 			return;
@@ -655,6 +730,7 @@ static void planned(struct walk *w)
 			w->error = r->code;
 	} else {
 		act(w);
+		delete_gone_nodes(w);
 	}
 	write_status(w);
 }
@@ -799,6 +875,8 @@ void pass_action_line(const struct pass_action *a, char *out, size_t size)
 	case PASS_CLEAR_LEDGER: snprintf(out, size, "clear-ledger"); break;
 	case PASS_TERMINATE: snprintf(out, size, "terminate %s %s", why[a->why], ids); break;
 	case PASS_WOULD_TERMINATE: snprintf(out, size, "would-terminate %s %s", why[a->why], ids); break;
+	case PASS_DELETE_NODE: snprintf(out, size, "delete-node %s", ids); break;
+	case PASS_WOULD_DELETE_NODE: snprintf(out, size, "would-delete-node %s", ids); break;
 	case PASS_EVENT: snprintf(out, size, "event %s %s", a->event_type, a->reason); break;
 	case PASS_RELEASE: snprintf(out, size, "release"); break;
 	case PASS_WRITE_STATUS: snprintf(out, size, "write-status"); break;

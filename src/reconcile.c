@@ -15,6 +15,7 @@
 #include "reconcile.h"
 #include "log.h"
 #include "metrics.h"
+#include "nodes.h"
 #include "offer.h"
 #include "plan.h"
 #include "pass.h"
@@ -54,6 +55,9 @@ struct pass {
 	struct strv seen, seen_live; /* recorded by earlier passes (.status.instances) */
 	struct strv foreign;         /* recorded IDs that turned out not to be ours */
 	struct strv terminated;      /* terminated by this pass */
+	/* The Nodes of instances[0..n_nodes) and then of seen (by ID only), NULL: unknown. */
+	struct node_view *nodes;
+	size_t n_nodes;
 	struct plan_launch found;    /* the ledger as the pass found it */
 	bool has_found;
 	struct plan_launch ledger;   /* the ledger as the status says now */
@@ -210,13 +214,19 @@ static int set_finalizer(struct pass *p, bool present, struct sp_error *err)
 	return apply_patch(p, p->path, patch, err);
 }
 
+/* Writes status; the launch -> Node Ready times it shows first go to the metric once
+ * written (status_newly_ready). */
 static int write_status(struct pass *p, const cJSON *status, struct sp_error *err)
 {
+	int64_t ready[64];
+	size_t n_ready = status_newly_ready(p->old_status, status, ready, sizeof(ready) / sizeof(*ready));
 	cJSON *patch = cJSON_CreateObject();
 	cJSON_AddItemToObject(patch, "status", cJSON_Duplicate(status, true));
 	char *path = xasprintf("%s/status", p->path);
 	int r = apply_patch(p, path, patch, err);
 	free(path);
+	for (size_t i = 0; r == 0 && i < n_ready; i++)
+		metrics_node_ready((double)ready[i]);
 	return r;
 }
 
@@ -341,11 +351,50 @@ static struct soldout_key offer_key(const struct pass *p, const char *zone, cons
 				    .zone = zone, .instance_type = type};
 }
 
+static int cmp_str(const void *a, const void *b)
+{
+	return strcmp(*(const char *const *)a, *(const char *const *)b);
+}
+
+/* The Nodes of the observed instances (by ID, then private IP) and of the recorded ones
+ * not observed (by ID only: a gone instance's address may be another's by now; an
+ * observed one's Node is its instance's, which a second want of its ID would not get). */
+static void observe_nodes(struct pass *p)
+{
+	if (!p->r->nodes.find)
+		return;
+	size_t n = p->n_instances + p->seen.n;
+	struct node_want *want = xcalloc(n ? n : 1, sizeof(*want));
+	const char **observed = xcalloc(p->n_instances ? p->n_instances : 1, sizeof(*observed));
+	for (size_t i = 0; i < p->n_instances; i++) {
+		want[i] = (struct node_want){.id = p->instances[i].id, .ip = p->instances[i].private_ip};
+		observed[i] = p->instances[i].id;
+	}
+	qsort(observed, p->n_instances, sizeof(*observed), cmp_str);
+	for (size_t i = 0; i < p->seen.n; i++) {
+		const char *id = p->seen.v[i];
+		if (!bsearch(&id, observed, p->n_instances, sizeof(*observed), cmp_str))
+			want[p->n_instances + i] = (struct node_want){.id = id};
+	}
+	free(observed);
+	p->nodes = xcalloc(n ? n : 1, sizeof(*p->nodes));
+	enum node_by *by = xcalloc(n ? n : 1, sizeof(*by));
+	char *pool = xasprintf("%s/%s", p->ns, p->name);
+	if (p->r->nodes.find(p->r->nodes.ctx, pool, want, n, p->nodes, by) < 0) {
+		free(p->nodes);
+		p->nodes = NULL;
+	}
+	p->n_nodes = p->n_instances;
+	free(pool);
+	free(by);
+	free(want);
+}
+
 /* Everything the pass knows before it acts. */
 static void observe(struct pass *p)
 {
-	if (resolve_credentials(p) == 0)
-		observe_cloud(p);
+	if (resolve_credentials(p) == 0 && observe_cloud(p) == 0)
+		observe_nodes(p);
 	offer_build(p->spec, &p->offers);
 	for (size_t i = 0; i < p->offers.n; i++) {
 		struct soldout_key k = offer_key(p, p->offers.v[i].zone, p->offers.v[i].instance_type);
@@ -526,9 +575,25 @@ static int do_terminate(struct pass *p, const struct pass_action *a, struct sp_e
 	return 0;
 }
 
-/* Dry-run: what a terminate would take goes to the log (and, summed up, to the DryRun
- * event); nothing is called. */
-static int do_would_terminate(struct pass *p, const struct pass_action *a, struct sp_error *err)
+/* The Nodes of gone instances (a 404 is a Node already gone). */
+static int do_delete_node(struct pass *p, const struct pass_action *a, struct sp_error *err)
+{
+	for (size_t i = 0; i < a->ids.n; i++) {
+		int r = nodes_delete(&p->r->kube, a->ids.v[i], err);
+		if (r < 0)
+			return r;
+	}
+	char names[1024] = "";
+	for (size_t i = 0; i < a->ids.n; i++)
+		snprintf(names + strlen(names), sizeof(names) - strlen(names), "%s%s", i ? ", " : "", a->ids.v[i]);
+	pool_log(p, LOG_LVL_INFO, "node", NULL, "deleted Node(s) %s of gone instance(s) %s", names, a->message);
+	emit_event(p, "Normal", "NodeDeleted", "deleted Node(s) %s of gone instance(s) %s", names, a->message);
+	return 0;
+}
+
+/* Dry-run: what a terminate or a Node deletion would take goes to the log (and, summed
+ * up, to the DryRun event); nothing is called. */
+static int do_would(struct pass *p, const struct pass_action *a, struct sp_error *err)
 {
 	(void)err;
 	char line[1024];
@@ -588,7 +653,7 @@ static int (*const executors[])(struct pass *, const struct pass_action *, struc
 	[PASS_CHECK_LAUNCH] = do_check_launch, [PASS_REMEMBER] = do_remember,
 	[PASS_SOLDOUT_MARK] = do_soldout, [PASS_SOLDOUT_FORGET] = do_soldout,
 	[PASS_SOLDOUT_RETURN] = do_soldout, [PASS_CLEAR_LEDGER] = do_ledger, [PASS_TERMINATE] = do_terminate,
-	[PASS_WOULD_TERMINATE] = do_would_terminate,
+	[PASS_WOULD_TERMINATE] = do_would, [PASS_DELETE_NODE] = do_delete_node, [PASS_WOULD_DELETE_NODE] = do_would,
 	[PASS_EVENT] = do_event, [PASS_RELEASE] = do_finalizer, [PASS_WRITE_STATUS] = do_write_status,
 	[PASS_REREAD] = do_reread, [PASS_REQUEUE] = do_requeue,
 };
@@ -601,6 +666,7 @@ static const char *const log_actions[] = {
 	[PASS_CHECK_LAUNCH] = "RunInstances", [PASS_REMEMBER] = "ledger", [PASS_SOLDOUT_MARK] = "offering",
 	[PASS_SOLDOUT_FORGET] = "offering", [PASS_SOLDOUT_RETURN] = "offering", [PASS_CLEAR_LEDGER] = "ledger",
 	[PASS_TERMINATE] = "TerminateInstances", [PASS_WOULD_TERMINATE] = "TerminateInstances",
+	[PASS_DELETE_NODE] = "node", [PASS_WOULD_DELETE_NODE] = "node",
 	[PASS_EVENT] = "event", [PASS_RELEASE] = "finalize", [PASS_WRITE_STATUS] = "status",
 	[PASS_REREAD] = "read", [PASS_REQUEUE] = "requeue",
 };
@@ -627,6 +693,7 @@ static void fill_input(const struct pass *p, struct pass_input *in)
 		.ledger = p->has_ledger ? &p->ledger : NULL, .launch_seq = p->launch_seq,
 		.terminated = &p->terminated, .offers = &p->offers, .offer_state = p->offer_state,
 		.probe_at_ms = p->probe_at, .now_ms = p->now_ms, .soldout_ttl_ms = soldout_ttl(p->r->soldout),
+		.nodes = p->nodes, .n_nodes = p->n_nodes, .recorded_nodes = p->nodes ? p->nodes + p->n_nodes : NULL,
 	};
 }
 
@@ -703,6 +770,7 @@ static void free_pass(struct pass *p)
 	plan_launch_clear(&p->ledger);
 	creds_clear(&p->creds);
 	free(p->instances);
+	free(p->nodes);
 	strv_clear(&p->seen);
 	strv_clear(&p->seen_live);
 	strv_clear(&p->foreign);

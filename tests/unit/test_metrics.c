@@ -84,6 +84,7 @@ static const char *const families[][2] = {
 	{"spotpool_cvm_rate_limit_wait_seconds_total", "counter"},
 	{"spotpool_cvm_rate_limit", "gauge"},
 	{"spotpool_reconcile_duration_seconds", "histogram"},
+	{"spotpool_node_ready_seconds", "histogram"},
 	{"spotpool_reconciles_total", "counter"},
 	{"spotpool_reconcile_errors_total", "counter"},
 	{"spotpool_leader", "gauge"},
@@ -275,7 +276,15 @@ static void test_histograms_and_counters(void **state)
 	metrics_reconcile_observe(0.125, false);
 	metrics_reconcile_observe(3, true);
 	metrics_set_leader(true);
+	metrics_node_ready(90);
+	metrics_node_ready(7200);
 	char *page = metrics_render();
+	assert_contains(page, "\nspotpool_node_ready_seconds_bucket{le=\"60\"} 0\n"
+			      "spotpool_node_ready_seconds_bucket{le=\"90\"} 1\n");
+	assert_contains(page, "\nspotpool_node_ready_seconds_bucket{le=\"3600\"} 1\n"
+			      "spotpool_node_ready_seconds_bucket{le=\"+Inf\"} 2\n"
+			      "spotpool_node_ready_seconds_sum 7290\n"
+			      "spotpool_node_ready_seconds_count 2\n");
 	assert_contains(page, "\nspotpool_cvm_requests_total{action=\"DescribeInstances\",code=\"Success\"} 3\n");
 	assert_contains(page, "\nspotpool_cvm_requests_total{action=\"DescribeInstances\","
 			      "code=\"RequestLimitExceeded\"} 1\n");

@@ -422,6 +422,73 @@ static void test_ledger_clear_and_resume_order(void **state)
 	sim_free(&s);
 }
 
+static int refuse_delete_node(const struct pass_action *a, bool *sold_out)
+{
+	*sold_out = false;
+	return a->kind == PASS_DELETE_NODE ? SP_EFORBIDDEN : 0;
+}
+
+static struct node_view named(const char *name)
+{
+	struct node_view v = {.ready = true};
+	snprintf(v.name, sizeof(v.name), "%s", name);
+	return v;
+}
+
+/* The Nodes of recorded instances that are gone (reclaimed i2, terminated earlier i3)
+ * or going away (i6 TERMINATING: the last pass that records it) are deleted after the
+ * pool's own work; never the Node of a live instance (i1), of a
+ * recorded instance that turned out to be someone else's (i4), nor any when Nodes are
+ * not known; a dry run only tells; a deleted pool deletes them before it is released;
+ * a failed delete fails nothing else. */
+static void test_gone_nodes_deleted(void **state)
+{
+	(void)state;
+	struct pool_instance in[2] = {running("i1", "RUNNING"), running("i6", "TERMINATING")};
+	char *seen_v[] = {"i1", "i2", "i3", "i4", "i5", "i6"}, *live_v[] = {"i1", "i2"}, *foreign_v[] = {"i4"};
+	struct strv seen = {.v = seen_v, .n = 6}, live = {.v = live_v, .n = 2}, foreign = {.v = foreign_v, .n = 1};
+	/* As reconcile asks: the observed instances' Nodes, then the recorded instances'
+	 * not observed (i1 and i6 are; when nothing is observed, all are asked). */
+	struct node_view nodes[2 + 6] = {named("n1"), named("n6"), named(""), named("n2"), named("n3"),
+					 named("n4"), named(""), named("")};
+	struct node_view none_observed[6] = {named("n1"), named("n2"), named("n3"), named("n4"), named(""), named("n6")};
+	for (int c = 0; c < 5; c++) {
+		struct sim s;
+		sim_init(&s, 1, 1);
+		s.in.plan.instances = in;
+		s.in.plan.n_instances = c == 3 ? 0 : 2;
+		s.in.plan.seen = &seen;
+		s.in.plan.seen_live = &live;
+		s.in.plan.foreign = &foreign;
+		s.in.nodes = c == 2 ? NULL : nodes;
+		s.in.n_nodes = 2;
+		s.in.recorded_nodes = c == 2 ? NULL : c == 3 ? none_observed : nodes + 2;
+		s.in.dry_run = c == 1;
+		s.in.deleting = c == 3;
+		s.answer = c == 4 ? refuse_delete_node : NULL;
+		sim_run(&s);
+		switch (c) {
+		case 0:
+		case 4:
+			assert_true(index_of(&s, "reclaimed i2") < index_of(&s, "delete-node n2,n3,n6"));
+			assert_true(index_of(&s, "delete-node n2,n3,n6") < index_of(&s, "write-status"));
+			assert_int_equal(s.error, 0);
+			break;
+		case 1:
+			assert_true(taken(&s, "would-delete-node n2,n3,n6"));
+			assert_false(taken(&s, "delete-node"));
+			break;
+		case 2:
+			assert_false(taken(&s, "delete-node"));
+			break;
+		case 3:
+			assert_true(index_of(&s, "delete-node n1,n2,n3,n6") < index_of(&s, "release"));
+			break;
+		}
+		sim_free(&s);
+	}
+}
+
 /* Look again soon (PASS_REQUEUE_PROGRESS_MS) while anything is on its way: an instance
  * settling (plan_state_settling: PENDING, TERMINATING), a launch or a terminate; never
  * for a settled pool at its size. */
@@ -538,15 +605,32 @@ static int random_answer(const struct pass_action *a, bool *sold_out)
 static int prop_max;
 static bool prop_no_mutation, prop_deleting;
 
+/* A Node deleted is "node-<id>" of a recorded instance neither observed (but going
+ * away) nor foreign. */
+static void check_node_deletion(const struct sim *s, const struct pass_action *a)
+{
+	for (size_t k = 0; k < a->ids.n; k++) {
+		const char *id = a->ids.v[k] + strlen("node-");
+		assert_true(strv_contains(s->in.plan.seen, id));
+		assert_false(strv_contains(s->in.plan.foreign, id));
+		for (size_t i = 0; i < s->in.plan.n_instances; i++)
+			if (plan_classify_state(s->in.plan.instances[i].state) != PLAN_GOING)
+				assert_string_not_equal(s->in.plan.instances[i].id, id);
+	}
+}
+
 /* Every list: at most one launch, never above maximum (live + what the launch asks,
- * as if it created all of it), nothing launched or terminated where not allowed. */
+ * as if it created all of it), nothing launched, terminated or deleted where not
+ * allowed, no Node deleted but a gone instance's. */
 static void check_list(const struct sim *s, const struct pass_actions *acts)
 {
-	(void)s;
 	int launches = 0;
 	for (size_t i = 0; i < acts->n; i++) {
 		const struct pass_action *a = &acts->v[i];
-		if (a->kind != PASS_LAUNCH && a->kind != PASS_TERMINATE && a->kind != PASS_RECORD_LEDGER)
+		if (a->kind == PASS_DELETE_NODE || a->kind == PASS_WOULD_DELETE_NODE)
+			check_node_deletion(s, a);
+		if (a->kind != PASS_LAUNCH && a->kind != PASS_TERMINATE && a->kind != PASS_RECORD_LEDGER &&
+		    a->kind != PASS_DELETE_NODE)
 			continue;
 		assert_false(prop_no_mutation);
 		if (a->kind != PASS_LAUNCH)
@@ -564,7 +648,7 @@ static void test_property_action_lists(void **state)
 {
 	(void)state;
 	static const char *const states[] = {"RUNNING", "PENDING", "LAUNCH_FAILED", "TERMINATING", "STOPPED"};
-	int passes_launching = 0, passes_terminating = 0;
+	int passes_launching = 0, passes_terminating = 0, passes_deleting_nodes = 0;
 	for (int iter = 0; iter < 5000; iter++) {
 		unsigned r = rnd();
 		int min = (int)(r % 4), max = min + (int)((r >> 2) % 4);
@@ -583,6 +667,29 @@ static void test_property_action_lists(void **state)
 		}
 		s.in.plan.instances = in;
 		s.in.plan.n_instances = (size_t)n;
+		/* Recorded: some of the observed and two gone (one of which may be foreign), each
+		 * with its Node "node-<id>". */
+		struct strv seen = {0}, foreign = {0};
+		struct node_view nodes[6 + 8];
+		for (int i = 0; i < 8; i++) {
+			char id[16];
+			snprintf(id, sizeof(id), i < 6 ? "i%d" : "g%d", i);
+			if (i < 6 && (i >= n || rnd() % 2))
+				continue;
+			strv_push(&seen, id);
+			nodes[n + seen.n - 1] = (struct node_view){0};
+			if (i >= 6)  /* as reconcile asks: only the recorded instances not observed */
+				snprintf(nodes[n + seen.n - 1].name, sizeof(nodes[0].name), "node-%s", id);
+		}
+		if (rnd() % 2)
+			strv_push(&foreign, "g7");
+		for (int i = 0; i < n; i++)
+			snprintf(nodes[i].name, sizeof(nodes[i].name), "node-i%d", i);
+		s.in.plan.seen = &seen;
+		s.in.plan.foreign = &foreign;
+		s.in.nodes = nodes;
+		s.in.n_nodes = (size_t)n;
+		s.in.recorded_nodes = nodes + n;
 		int kind = (int)((r >> 8) % 3);  /* no ledger, outcome unknown, IDs known */
 		struct plan_launch found = {.count = 1 + (int)((r >> 10) % 3), .started = NOW - (int64_t)((r >> 12) % 120),
 					    .ids_known = kind == 2};
@@ -616,11 +723,14 @@ static void test_property_action_lists(void **state)
 		assert_true(launched <= 1);
 		passes_launching += launched;
 		passes_terminating += taken(&s, "terminate ");
+		passes_deleting_nodes += taken(&s, "delete-node ");
 		plan_launch_clear(&found);
+		strv_clear(&seen);
+		strv_clear(&foreign);
 		sim_free(&s);
 	}
 	/* The states drawn do reach the cloud-changing paths. */
-	assert_true(passes_launching > 200 && passes_terminating > 200);
+	assert_true(passes_launching > 200 && passes_terminating > 200 && passes_deleting_nodes > 200);
 }
 
 static void test_credentials_precedence(void **state)
@@ -650,6 +760,7 @@ int main(void)
 		cmocka_unit_test(test_no_offering_available),
 		cmocka_unit_test(test_ledger_clear_and_resume_order),
 		cmocka_unit_test(test_requeue_progress),
+		cmocka_unit_test(test_gone_nodes_deleted),
 		cmocka_unit_test(test_status_update_failed),
 		cmocka_unit_test(test_launch_abandoned),
 		cmocka_unit_test(test_deletion_sweep),
