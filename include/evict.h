@@ -17,9 +17,9 @@
  * status updates move its resourceVersion every few seconds). */
 #define EVICT_NODE_ATTEMPTS 4
 
-/* Starts the drain of node: adds the DRAIN_TAINT_KEY NoSchedule taint (keeping every
- * other taint), sets spec.unschedulable and the annotations DRAIN_STARTED_ANNOTATION
- * (now, RFC 3339 UTC) and DRAIN_WAS_UNSCHEDULABLE_ANNOTATION (whether it was cordoned
+/* Starts the drain of node: adds the NODE_TAINT_DRAINING NoSchedule taint (keeping every
+ * other taint), sets spec.unschedulable and the annotations NODE_ANNOTATION_DRAIN_STARTED
+ * (now, RFC 3339 UTC) and NODE_ANNOTATION_WAS_UNSCHEDULABLE (whether it was cordoned
  * before). A drain already started keeps its annotations (a repeated start changes
  * nothing). A merge patch guarded by the resourceVersion read, repeated on a conflict up
  * to EVICT_NODE_ATTEMPTS times. SP_ENOTFOUND when there is no such node. */

@@ -19,7 +19,9 @@
 #define NODE_ANNOTATION_DRAIN_STARTED "spotpool.jokerbai.com/drain-started"
 #define NODE_ANNOTATION_WAS_UNSCHEDULABLE "spotpool.jokerbai.com/was-unschedulable"
 #define NODE_ANNOTATION_SCALE_DOWN_DISABLED "cluster-autoscaler.kubernetes.io/scale-down-disabled"
+/* The notice agent's condition (agent.h), True with the message "reclaim at <RFC3339>". */
 #define NODE_CONDITION_TERMINATING "SpotTerminating"
+#define NODE_TERMINATING_PREFIX "reclaim at "
 
 /* What spotpool knows of a Node (about 420 bytes). Strings are empty when absent or
  * when the value does not fit (an ID longer than an instance ID is no instance's). */

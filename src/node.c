@@ -48,7 +48,7 @@ static void read_conditions(const cJSON *status, struct node_view *v)
 			v->ready_since = sp_parse_time(string_of(c, "lastTransitionTime"));
 		} else if (strcmp(type, NODE_CONDITION_TERMINATING) == 0) {
 			const char *m = string_of(c, "message");
-			static const char prefix[] = "reclaim at ";
+			static const char prefix[] = NODE_TERMINATING_PREFIX;
 			if (m && strncmp(m, prefix, sizeof(prefix) - 1) == 0)
 				v->terminating_at = sp_parse_time(m + sizeof(prefix) - 1);
 		}
