@@ -50,6 +50,11 @@ bool drain_pod_holds(enum drain_pod_class cls);
 /* What a scale-down's choice of victims knows of an instance's node. */
 struct drain_victim {
 	bool has_node;            /* false: the instance never joined; nothing to drain */
+	bool draining;            /* its Node carries spotpool's drain taint: a drain goes on */
+	/* Its Node carries SpotTerminating: reclaimed at this time (epoch seconds), 0: not
+	 * doomed. A doomed instance counts toward neither target nor (unless
+	 * maximumIncludesDoomed) maximum, and is never a scale-down victim. */
+	int64_t doomed_at;
 	bool scale_down_disabled; /* NODE_ANNOTATION_SCALE_DOWN_DISABLED is "true" */
 	int blocking;             /* pods with safe-to-evict "false" */
 	int evictable;            /* pods the drain evicts or waits for (evict, going) */
@@ -58,8 +63,9 @@ struct drain_victim {
 void drain_victim_count(const struct drain_pod *pods, size_t n, struct drain_victim *v);
 /* The order in which victims are chosen, as far as their nodes decide it (negative: a goes
  * first; 0: the nodes do not decide, plan's order does): not scale-down-disabled first;
- * then no Node; then nodes without blocking pods; then the fewest evictable pods (an
- * empty node first). plan_compute refines its own order with this. */
+ * then nodes already draining (a drain once started goes on, not one more); then no
+ * Node; then nodes without blocking pods; then the fewest evictable pods (an empty node
+ * first). plan_compute refines its own order with this. */
 int drain_victim_cmp(const struct drain_victim *a, const struct drain_victim *b);
 
 /* One node's drain as its annotations show it. */

@@ -41,6 +41,10 @@ enum pass_kind {
 	PASS_CLEAR_LEDGER,   /* write status without the ledger */
 	PASS_TERMINATE,      /* ids, reason */
 	PASS_WOULD_TERMINATE,/* dry-run: the ids a terminate would take, told, not done */
+	PASS_LIST_PODS,      /* ids: Nodes whose pods the drains need (pass_input.pods) */
+	PASS_DRAIN_START,    /* ids: one Node: taint, cordon, annotate (evict_start) */
+	PASS_EVICT,          /* ids: "namespace/name" of pods to evict (evict_pod) */
+	PASS_DRAIN_UNDO,     /* ids: one Node: the drain given up or no longer wanted (evict_undo) */
 	PASS_DELETE_NODE,    /* ids: Nodes of gone instances (message: those instances) */
 	PASS_WOULD_DELETE_NODE, /* dry-run: the Nodes a delete would take, told, not done */
 	PASS_EVENT,          /* type, reason, message */
@@ -55,6 +59,7 @@ enum pass_why {
 	PASS_WHY_SCALE_DOWN,  /* terminate: above target */
 	PASS_WHY_CLEANUP,     /* terminate: dead instances */
 	PASS_WHY_DELETION,    /* terminate: the pool is deleted */
+	PASS_WHY_NOTICE,      /* terminate: doomed (a reclaim notice), drained or at its deadline */
 };
 
 /* Which credentials a pool uses: its Secret, else inline keys, else the controller's. */
@@ -108,6 +113,13 @@ struct pass_done {
 	size_t n;
 };
 
+/* A Node's pods, classified (drain.h). */
+struct pass_pods {
+	bool listed;
+	const struct drain_pod *v;
+	size_t n;
+};
+
 struct pass_input {
 	const char *ns, *name;
 	/* The spec: validated (spec_valid), or only what cleanup needs (deleting), or NULL
@@ -152,6 +164,9 @@ struct pass_input {
 	const struct node_view *nodes;
 	size_t n_nodes;
 	const struct node_view *recorded_nodes;
+	/* The pods of nodes[i] as PASS_LIST_PODS found them (pods[i], for i < n_nodes), or
+	 * NULL: none listed this pass. */
+	const struct pass_pods *pods;
 };
 
 /* The credentials source that wins: spec.credentialsSecretRef, else inline keys, else

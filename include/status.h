@@ -38,6 +38,9 @@ struct status_input {
 	 * first time it was, launch -> Ready in seconds (nodeReadySeconds, kept); the pool
 	 * shows how many are Ready (readyNodes). */
 	const struct node_view *const *nodes;
+	/* DrainBlocked: NULL keeps the old condition, "" is False, otherwise True with this
+	 * message (a scale-down's drain timed out and was given up). */
+	const char *drain_blocked;
 };
 
 cJSON *status_build(const struct status_input *in);

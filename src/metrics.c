@@ -64,7 +64,7 @@ struct series_vec {
 
 enum { G_MINIMUM, G_MAXIMUM, G_DESIRED, G_CURRENT, N_GAUGES };
 enum { O_SUCCESS, O_CAPACITY, O_AUTH, O_CONFIG, O_THROTTLED, O_TRANSIENT, O_UNKNOWN, N_OUTCOMES };
-#define N_TERMINATIONS (METRICS_TERMINATED_DELETION + 1)
+#define N_TERMINATIONS (METRICS_TERMINATED_NOTICE + 1)
 /* Plain counters of a pool: C_TERMINATED + t counts terminations for reason t. */
 enum { C_LAUNCHED, C_RECLAIMED, C_TERMINATED, N_COUNTERS = C_TERMINATED + N_TERMINATIONS };
 
@@ -76,7 +76,7 @@ static const char *const kube_verbs[] = {"GET", "POST", "PUT", "PATCH", "DELETE"
 #define N_KUBE_VERBS N_ELEMS(kube_verbs)
 static const char *const termination_names[N_TERMINATIONS] = {
 	[METRICS_TERMINATED_SCALE_DOWN] = "scale_down", [METRICS_TERMINATED_CLEANUP] = "cleanup",
-	[METRICS_TERMINATED_DELETION] = "deletion",
+	[METRICS_TERMINATED_DELETION] = "deletion", [METRICS_TERMINATED_NOTICE] = "notice",
 };
 
 struct pool_series {
@@ -124,6 +124,7 @@ struct registry {
 	struct histogram reconcile;
 	uint64_t reconciles, reconcile_errors;
 	struct histogram node_ready;
+	uint64_t evicted, eviction_refused;
 	bool leader;
 	size_t wq_depth;
 	struct histogram wq_queue, wq_work;
@@ -471,6 +472,14 @@ void metrics_node_ready(double seconds)
 	pthread_mutex_unlock(&lock);
 }
 
+void metrics_evictions(size_t evicted, size_t refused)
+{
+	pthread_mutex_lock(&lock);
+	reg.evicted += evicted;
+	reg.eviction_refused += refused;
+	pthread_mutex_unlock(&lock);
+}
+
 void metrics_set_leader(bool leading)
 {
 	pthread_mutex_lock(&lock);
@@ -711,6 +720,11 @@ static void render_controller(struct page *pg)
 	family(pg, "spotpool_node_ready_seconds", "histogram",
 	       "Time from an instance's launch (CreatedTime) to its Node's Ready condition, once per instance.");
 	histogram_render(pg, "spotpool_node_ready_seconds", "", &reg.node_ready, &node_ready_buckets);
+	family(pg, "spotpool_evictions_total", "counter",
+	       "Pods evicted by drains (evicted), and evictions refused for now by a PodDisruptionBudget or a "
+	       "conflict (refused).");
+	counter_line(pg, "spotpool_evictions_total", "", "result", "evicted", reg.evicted);
+	counter_line(pg, "spotpool_evictions_total", "", "result", "refused", reg.eviction_refused);
 	family(pg, "spotpool_leader", "gauge", "1 when this process leads (or election is off), else 0.");
 	emit(pg, "spotpool_leader %d\n", reg.leader ? 1 : 0);
 	family(pg, "spotpool_kube_requests_total", "counter",

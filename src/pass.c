@@ -13,10 +13,16 @@ enum {
 	STEP_VALIDATE = 1, STEP_FINALIZER, STEP_OBSERVE, STEP_SWEEP, STEP_RECLAIMS, STEP_CHECK,
 	STEP_DRY_EVENT, STEP_RESUME, STEP_ABANDON, STEP_LEDGER_DONE, STEP_SCALE_DOWN_INTENT, STEP_SCALE_DOWN,
 	STEP_CLEANUP, STEP_RETAIN, STEP_RELEASE, STEP_NO_OFFERING, STEP_STATUS, STEP_REREAD, STEP_DELETE_NODES,
-	STEP_END,
+	STEP_LIST_PODS, STEP_NOTICE, STEP_END,
 	STEP_ATTEMPT = 100, ATTEMPT_STRIDE = 10,
 	STEP_FAIL_EVENT = 10000,  /* + the failing step: its event */
+	/* Drains: STEP_DRAIN + group * DRAIN_GROUP + k * DRAIN_STRIDE + a drain_part, k the
+	 * victim's place in its group (the instance's index for GROUP_UNDO). */
+	STEP_DRAIN = 20000, DRAIN_GROUP = 20000, DRAIN_STRIDE = 8,
 };
+
+enum drain_group { GROUP_SCALE_DOWN, GROUP_NOTICE, GROUP_DELETION, GROUP_UNDO };
+enum drain_part { PART_START, PART_STARTED_EVENT, PART_EVICT, PART_UNDO, PART_END_EVENT };
 
 struct walk {
 	const struct pass_input *in;
@@ -30,6 +36,9 @@ struct walk {
 	int64_t requeue_ms;
 	char progress[SP_ERROR_MAX];
 	char capacity[SP_ERROR_MAX];
+	/* DrainBlocked: NULL keeps the old condition, "" is False, else True with this. */
+	const char *drain_blocked;
+	char drain_message[512];
 };
 
 enum pass_creds pass_credentials_source(const struct pool_spec *spec, bool have_default)
@@ -176,7 +185,7 @@ static cJSON *build_status(const struct walk *w, bool final)
 		.progress_message = *w->progress ? w->progress : NULL,
 		.capacity_message = w->plan && !in->deleting ? w->capacity : NULL,
 		.insecure_credentials = in->insecure_credentials, .now = in->plan.now,
-		.nodes = nodes,
+		.nodes = nodes, .drain_blocked = w->drain_blocked,
 	};
 	cJSON *st = status_build(&s);
 	free(nodes);
@@ -427,7 +436,7 @@ static void terminate(struct walk *w, int step, const struct strv *ids, enum pas
 	if (t && t->code < 0) {
 		static const char *const what[] = {
 			[PASS_WHY_SCALE_DOWN] = "scale down", [PASS_WHY_CLEANUP] = "dead instances",
-			[PASS_WHY_DELETION] = "pool deleted",
+			[PASS_WHY_DELETION] = "pool deleted", [PASS_WHY_NOTICE] = "reclaim notice",
 		};
 		char m[SP_ERROR_MAX];
 		snprintf(m, sizeof(m), "terminate failed (%s)", what[why]);
@@ -441,7 +450,7 @@ static void terminate(struct walk *w, int step, const struct strv *ids, enum pas
  * status write showing it TERMINATING proves that spec is still the pool's: a stale copy
  * (a new leader's cache, a lagging watch) would otherwise terminate on an old size and
  * launch again once the current one arrives (fault campaign seed 44). True once written. */
-static bool scale_down_recorded(struct walk *w)
+static bool scale_down_recorded(struct walk *w, const struct strv *victims)
 {
 	/* The ledger as it stands goes along (a status without one clears it). */
 	enum pass_kind kind = w->in->ledger ? PASS_RECORD_LEDGER : PASS_CLEAR_LEDGER;
@@ -454,8 +463,8 @@ static bool scale_down_recorded(struct walk *w)
 	struct strv going = {0};
 	for (size_t i = 0; w->in->terminated && i < w->in->terminated->n; i++)
 		strv_push(&going, w->in->terminated->v[i]);
-	for (size_t i = 0; i < w->plan->scale_down.n; i++)
-		strv_push(&going, w->plan->scale_down.v[i]);
+	for (size_t i = 0; i < victims->n; i++)
+		strv_push(&going, victims->v[i]);
 	struct pass_input shown = *w->in;
 	shown.terminated = &going;
 	struct walk as = *w;
@@ -463,6 +472,213 @@ static bool scale_down_recorded(struct walk *w)
 	record_ledger(&as, kind, STEP_SCALE_DOWN_INTENT, w->in->ledger, w->in->launch_seq);
 	strv_clear(&going);
 	return false;
+}
+
+/* Sooner than the requeue set so far: in ms from now. */
+static void look_again(struct walk *w, int64_t ms)
+{
+	if (ms < 1000)
+		ms = 1000;
+	if (!w->requeue_ms || ms < w->requeue_ms)
+		w->requeue_ms = ms;
+}
+
+static int instance_index(const struct pass_input *in, const char *id)
+{
+	for (size_t i = 0; i < in->plan.n_instances; i++)
+		if (strcmp(in->plan.instances[i].id, id) == 0)
+			return (int)i;
+	return -1;
+}
+
+static const struct node_view *node_at(const struct pass_input *in, size_t i)
+{
+	return in->nodes && i < in->n_nodes && *in->nodes[i].name ? &in->nodes[i] : NULL;
+}
+
+static const struct pass_pods *pods_at(const struct pass_input *in, size_t i)
+{
+	return in->pods && i < in->n_nodes && in->pods[i].listed ? &in->pods[i] : NULL;
+}
+
+/* What the planner knows of each instance's Node, for plan_compute (NULL without
+ * Nodes): doomed, draining, scale-down-disabled, and its pods once listed. */
+static struct drain_victim *victims_of(const struct pass_input *in)
+{
+	if (!in->nodes)
+		return NULL;
+	struct drain_victim *v = xcalloc(in->plan.n_instances ? in->plan.n_instances : 1, sizeof(*v));
+	for (size_t i = 0; i < in->plan.n_instances; i++) {
+		const struct node_view *node = node_at(in, i);
+		const struct pass_pods *pods = pods_at(in, i);
+		if (pods)
+			drain_victim_count(pods->v, pods->n, &v[i]);
+		if (!node)
+			continue;
+		v[i].has_node = true;
+		v[i].scale_down_disabled = node->scale_down_disabled;
+		v[i].draining = node->drain_taint && node->drain_started;
+		v[i].doomed_at = node->terminating_at;
+	}
+	return v;
+}
+
+/* The pods of every Node of the pool, listed once a drain needs them: the victims are
+ * chosen by them too (emptiest first). */
+static bool pods_listed(struct walk *w)
+{
+	const struct pass_input *in = w->in;
+	const struct pass_answer *l = answer(w, STEP_LIST_PODS, PASS_LIST_PODS);
+	if (l) {
+		if (l->code < 0 && w->error == 0)
+			w->error = l->code;
+		return l->code == 0;
+	}
+	struct pass_action *a = emit(w, PASS_LIST_PODS, STEP_LIST_PODS);
+	for (size_t i = 0; i < in->plan.n_instances; i++)
+		if (node_at(in, i))
+			strv_push(&a->ids, node_at(in, i)->name);
+	return false;
+}
+
+/* A scale-down drain given up (DrainBlocked True) starts no other before this time. */
+static int64_t drain_blocked_until(const struct pass_input *in)
+{
+	const char *st = status_condition(in->old_status, "DrainBlocked", "status");
+	const char *at = status_condition(in->old_status, "DrainBlocked", "lastTransitionTime");
+	if (!st || strcmp(st, "True") != 0 || !at)
+		return 0;
+	return sp_parse_time(at) + in->spec->drain_timeout;
+}
+
+static const char *const group_names[] = {
+	[GROUP_SCALE_DOWN] = "scale-down", [GROUP_NOTICE] = "reclaim notice", [GROUP_DELETION] = "pool deleted",
+	[GROUP_UNDO] = "no longer needed",
+};
+
+/* Takes the next step of one victim's drain (instance i, its Node node); true when it
+ * is drained (terminate it now). */
+static bool drain_one(struct walk *w, enum drain_group g, size_t k, const struct node_view *node,
+		      const struct pass_pods *pods, const char *id)
+{
+	const struct pass_input *in = w->in;
+	int64_t now = in->plan.now, timeout = in->spec->drain_timeout;
+	int step = STEP_DRAIN + (int)g * DRAIN_GROUP + (int)k * DRAIN_STRIDE;
+	int64_t started = node->drain_taint ? node->drain_started : 0;
+	const struct pass_answer *st = answer(w, step + PART_START, PASS_DRAIN_START);
+	if (!started && st && st->code == 0)
+		started = now;
+	if (!started && g == GROUP_SCALE_DOWN && now < drain_blocked_until(in)) {
+		look_again(w, (drain_blocked_until(in) - now) * 1000);
+		return false;  /* the last drain was given up: not another one yet */
+	}
+	struct drain_step_input din = {
+		.node = {.has_node = true, .started = started, .was_unschedulable = node->was_unschedulable},
+		.pods = pods->v, .n_pods = pods->n, .now = now, .timeout = timeout,
+		.deadline = g == GROUP_NOTICE ? node->terminating_at
+			    : g == GROUP_DELETION && started ? started + timeout : 0,
+	};
+	struct drain_step s;
+	drain_step(&din, &s);
+	bool done = false;
+	struct pass_action *a;
+	switch (s.action) {
+	case DRAIN_START:
+		if ((a = emit(w, PASS_DRAIN_START, step + PART_START))) {
+			strv_push(&a->ids, node->name);
+			emit_event(w, step + PART_STARTED_EVENT, "Normal", "DrainStarted", "draining node %s of instance %s "
+				   "(%s)", node->name, id, group_names[g]);
+		} else if (st && st->code < 0 && w->error == 0) {
+			w->error = st->code;
+		}
+		look_again(w, DRAIN_RECHECK_SECONDS * 1000);
+		break;
+	case DRAIN_EVICT:
+		if ((a = emit(w, PASS_EVICT, step + PART_EVICT)))
+			for (size_t e = 0; e < s.n_evict; e++) {
+				char *ref = xasprintf("%s/%s", pods->v[s.evict[e]].namespace, pods->v[s.evict[e]].name);
+				strv_push(&a->ids, ref);
+				free(ref);
+			}
+		look_again(w, (s.until - now) * 1000);
+		break;
+	case DRAIN_WAIT:
+		look_again(w, (s.until - now) * 1000);
+		break;
+	case DRAIN_DONE:
+		if (*s.reason)
+			emit_event(w, step + PART_END_EVENT, "Warning", s.reason, "%s", s.message);
+		done = true;
+		break;
+	case DRAIN_GIVE_UP:
+		if ((a = emit(w, PASS_DRAIN_UNDO, step + PART_UNDO)))
+			strv_push(&a->ids, node->name);
+		emit_event(w, step + PART_END_EVENT, "Warning", s.reason, "%s", s.message);
+		snprintf(w->drain_message, sizeof(w->drain_message), "%s", s.message);
+		w->drain_blocked = w->drain_message;
+		break;
+	}
+	drain_step_free(&s);
+	return done;
+}
+
+/* Of ids (a group's victims), those to terminate now into ready: without a Node, not
+ * drained by the spec (drainTimeout 0; a notice's drain is forced all the same), not
+ * live, or drained. The others take their drain's next step, each on its own. */
+static void drain_then(struct walk *w, enum drain_group g, const struct strv *ids, struct strv *ready)
+{
+	const struct pass_input *in = w->in;
+	bool listed = true;
+	for (size_t k = 0; k < ids->n; k++) {
+		int i = instance_index(in, ids->v[k]);
+		const struct node_view *node = i >= 0 ? node_at(in, (size_t)i) : NULL;
+		bool live = i >= 0 && plan_classify_state(in->plan.instances[i].state) == PLAN_LIVE;
+		if (!node || !live || (g != GROUP_NOTICE && in->spec->drain_timeout <= 0)) {
+			strv_push(ready, ids->v[k]);
+			continue;
+		}
+		if (!(listed = listed && pods_listed(w)))
+			continue;
+		static const struct pass_pods none = {.listed = true};  /* its Node went meanwhile */
+		const struct pass_pods *pods = pods_at(in, (size_t)i);
+		if (drain_one(w, g, k, node, pods ? pods : &none, ids->v[k]))
+			strv_push(ready, ids->v[k]);
+	}
+}
+
+/* Drains of spotpool's that no group wants any more (replicas raised again, a notice
+ * withdrawn): undone, the Node as it was. */
+static void undo_unwanted_drains(struct walk *w, const struct strv *const *wanted, size_t n_wanted)
+{
+	const struct pass_input *in = w->in;
+	for (size_t i = 0; i < in->plan.n_instances; i++) {
+		const struct node_view *node = node_at(in, i);
+		if (!node || !node->drain_taint || !node->drain_started)
+			continue;
+		bool kept = false;
+		for (size_t g = 0; g < n_wanted && !kept; g++)
+			kept = strv_contains(wanted[g], in->plan.instances[i].id);
+		struct pass_action *a = kept ? NULL : emit(w, PASS_DRAIN_UNDO, STEP_DRAIN + GROUP_UNDO * DRAIN_GROUP +
+							   (int)i * DRAIN_STRIDE + PART_UNDO);
+		if (a)
+			strv_push(&a->ids, node->name);
+	}
+}
+
+/* A doomed instance goes at its deadline, or once drained when its replacement runs:
+ * the pool is at its target with every other instance RUNNING. */
+static bool replaced(const struct walk *w)
+{
+	const struct plan *plan = w->plan;
+	if (plan->launch || plan->resume || plan->waiting || plan->observed < plan->target)
+		return false;
+	for (size_t i = 0; i < w->in->plan.n_instances; i++) {
+		const struct pool_instance *p = &w->in->plan.instances[i];
+		if (plan_classify_state(p->state) == PLAN_LIVE && !strv_contains(&plan->doomed, p->id) &&
+		    strcmp(p->state, "RUNNING") != 0)
+			return false;
+	}
+	return true;
 }
 
 static void release(struct walk *w, const char *why)
@@ -504,11 +720,14 @@ static void deletion(struct walk *w)
 			return;
 	}
 	if (plan->cleanup.n) {
-		terminate(w, STEP_CLEANUP, &plan->cleanup, PASS_WHY_DELETION);
+		struct strv ready = {0};
+		drain_then(w, GROUP_DELETION, &plan->cleanup, &ready);
+		terminate(w, STEP_CLEANUP, &ready, PASS_WHY_DELETION);
 		const struct pass_answer *t = answer(w, STEP_CLEANUP, PASS_TERMINATE);
-		if (t && t->code == 0 && plan->ledger_done && w->in->ledger)
+		if (t && t->code == 0 && plan->ledger_done && w->in->ledger && ready.n == plan->cleanup.n)
 			record_ledger(w, PASS_CLEAR_LEDGER, STEP_LEDGER_DONE, NULL, w->in->launch_seq);
-		w->requeue_ms = PASS_REQUEUE_PROGRESS_MS;
+		strv_clear(&ready);
+		look_again(w, PASS_REQUEUE_PROGRESS_MS);
 		return;
 	}
 	if (plan->waiting) {
@@ -618,8 +837,29 @@ static void dry_run(struct walk *w)
 		emit_event(w, STEP_DRY_EVENT, "Normal", "DryRun", "%s", m);
 }
 
+/* Doomed instances: drained (forced), and terminated once drained and replaced, or at
+ * their deadline whatever is left (a notice that was not followed by the reclaim must
+ * not leave the pool above maximum). */
+static void doomed_go(struct walk *w)
+{
+	struct strv ready = {0}, go = {0};
+	drain_then(w, GROUP_NOTICE, &w->plan->doomed, &ready);
+	bool done_replacing = replaced(w);
+	for (size_t k = 0; k < ready.n; k++) {
+		int i = instance_index(w->in, ready.v[k]);
+		const struct node_view *node = i >= 0 ? node_at(w->in, (size_t)i) : NULL;
+		if (done_replacing || !node || w->in->plan.now >= node->terminating_at)
+			strv_push(&go, ready.v[k]);
+		else
+			look_again(w, (node->terminating_at - w->in->plan.now) * 1000);
+	}
+	terminate(w, STEP_NOTICE, &go, PASS_WHY_NOTICE);
+	strv_clear(&go);
+	strv_clear(&ready);
+}
+
 /* The pool's own work: reclaims noticed, the launch (a repeat, or the shortfall), the
- * resolved ledger cleared, excess and dead instances terminated. */
+ * resolved ledger cleared, excess and dead instances terminated, drains. */
 static void act(struct walk *w)
 {
 	const struct plan *plan = w->plan;
@@ -642,11 +882,20 @@ static void act(struct walk *w)
 			w->error = c->code;
 	}
 	if (!w->in->dry_run) {
-		if (plan->scale_down.n && scale_down_recorded(w))
-			terminate(w, STEP_SCALE_DOWN, &plan->scale_down, PASS_WHY_SCALE_DOWN);
+		struct strv ready = {0};
+		drain_then(w, GROUP_SCALE_DOWN, &plan->scale_down, &ready);
+		if (ready.n && scale_down_recorded(w, &ready))
+			terminate(w, STEP_SCALE_DOWN, &ready, PASS_WHY_SCALE_DOWN);
+		strv_clear(&ready);
+		if (!plan->scale_down.n && w->in->nodes)
+			w->drain_blocked = "";
+		doomed_go(w);
 		terminate(w, STEP_CLEANUP, &plan->cleanup, PASS_WHY_CLEANUP);
+		const struct strv *wanted[] = {&plan->scale_down, &plan->doomed};
+		undo_unwanted_drains(w, wanted, 2);
 	}
-	bool progress = plan->launch || plan->resume || plan->waiting || plan->scale_down.n || plan->cleanup.n;
+	bool progress = plan->launch || plan->resume || plan->waiting || plan->scale_down.n || plan->cleanup.n ||
+			plan->doomed.n;
 	for (size_t i = 0; i < w->in->plan.n_instances && !progress; i++)
 		progress = plan_state_settling(w->in->plan.instances[i].state);
 	if (!w->requeue_ms && progress)
@@ -803,6 +1052,8 @@ static void plan_pass(struct walk *w)
 	struct plan_input plan_in = in->plan;
 	plan_in.retain = in->deleting && in->spec && in->spec->deletion_policy == POOL_RETAIN;
 	plan_in.dry_run = in->dry_run;
+	struct drain_victim *victims = victims_of(in);
+	plan_in.victims = victims;
 	struct plan plan;
 	plan_compute(&plan_in, &plan);
 	w->plan = &plan;
@@ -812,6 +1063,7 @@ static void plan_pass(struct walk *w)
 	if (!released(w))
 		requeue(w);
 	plan_free(&plan);
+	free(victims);
 }
 
 void pass_actions_free(struct pass_actions *a)
@@ -848,7 +1100,7 @@ void pass_action_line(const struct pass_action *a, char *out, size_t size)
 {
 	static const char *const why[] = {
 		[PASS_WHY_NONE] = "", [PASS_WHY_SCALE_DOWN] = "scale-down", [PASS_WHY_CLEANUP] = "cleanup",
-		[PASS_WHY_DELETION] = "deletion",
+		[PASS_WHY_DELETION] = "deletion", [PASS_WHY_NOTICE] = "notice",
 	};
 	char ids[768];
 	join_ids(&a->ids, ids, sizeof(ids));
@@ -875,6 +1127,10 @@ void pass_action_line(const struct pass_action *a, char *out, size_t size)
 	case PASS_CLEAR_LEDGER: snprintf(out, size, "clear-ledger"); break;
 	case PASS_TERMINATE: snprintf(out, size, "terminate %s %s", why[a->why], ids); break;
 	case PASS_WOULD_TERMINATE: snprintf(out, size, "would-terminate %s %s", why[a->why], ids); break;
+	case PASS_LIST_PODS: snprintf(out, size, "list-pods %s", ids); break;
+	case PASS_DRAIN_START: snprintf(out, size, "drain-start %s", ids); break;
+	case PASS_EVICT: snprintf(out, size, "evict %s", ids); break;
+	case PASS_DRAIN_UNDO: snprintf(out, size, "drain-undo %s", ids); break;
 	case PASS_DELETE_NODE: snprintf(out, size, "delete-node %s", ids); break;
 	case PASS_WOULD_DELETE_NODE: snprintf(out, size, "would-delete-node %s", ids); break;
 	case PASS_EVENT: snprintf(out, size, "event %s %s", a->event_type, a->reason); break;

@@ -15,6 +15,7 @@
 #include "reconcile.h"
 #include "log.h"
 #include "metrics.h"
+#include "evict.h"
 #include "nodes.h"
 #include "offer.h"
 #include "plan.h"
@@ -58,6 +59,8 @@ struct pass {
 	/* The Nodes of instances[0..n_nodes) and then of seen (by ID only), NULL: unknown. */
 	struct node_view *nodes;
 	size_t n_nodes;
+	/* The pods of nodes[0..n_nodes) once PASS_LIST_PODS listed them, NULL before. */
+	struct pass_pods *pods;
 	struct plan_launch found;    /* the ledger as the pass found it */
 	bool has_found;
 	struct plan_launch ledger;   /* the ledger as the status says now */
@@ -553,9 +556,11 @@ static int do_terminate(struct pass *p, const struct pass_action *a, struct sp_e
 	static const enum metrics_termination metric[] = {
 		[PASS_WHY_NONE] = METRICS_TERMINATED_CLEANUP, [PASS_WHY_SCALE_DOWN] = METRICS_TERMINATED_SCALE_DOWN,
 		[PASS_WHY_CLEANUP] = METRICS_TERMINATED_CLEANUP, [PASS_WHY_DELETION] = METRICS_TERMINATED_DELETION,
+		[PASS_WHY_NOTICE] = METRICS_TERMINATED_NOTICE,
 	};
 	static const char *const what[] = {
 		[PASS_WHY_NONE] = "", [PASS_WHY_SCALE_DOWN] = "scale down", [PASS_WHY_CLEANUP] = "dead instances",
+		[PASS_WHY_NOTICE] = "reclaim notice",
 		[PASS_WHY_DELETION] = "pool deleted",
 	};
 	struct cvm_credentials view = creds_view(&p->creds);
@@ -588,6 +593,60 @@ static int do_delete_node(struct pass *p, const struct pass_action *a, struct sp
 		snprintf(names + strlen(names), sizeof(names) - strlen(names), "%s%s", i ? ", " : "", a->ids.v[i]);
 	pool_log(p, LOG_LVL_INFO, "node", NULL, "deleted Node(s) %s of gone instance(s) %s", names, a->message);
 	emit_event(p, "Normal", "NodeDeleted", "deleted Node(s) %s of gone instance(s) %s", names, a->message);
+	return 0;
+}
+
+/* The pods of the Nodes asked for, for the drains (a Node gone meanwhile has none). */
+static int do_list_pods(struct pass *p, const struct pass_action *a, struct sp_error *err)
+{
+	if (!p->pods)
+		p->pods = xcalloc(p->n_nodes ? p->n_nodes : 1, sizeof(*p->pods));
+	for (size_t i = 0; i < p->n_nodes; i++) {
+		if (!*p->nodes[i].name || !strv_contains(&a->ids, p->nodes[i].name) || p->pods[i].listed)
+			continue;
+		struct drain_pod *pods = NULL;
+		size_t n = 0;
+		int r = evict_list_pods(&p->r->kube, p->nodes[i].name, &pods, &n, err);
+		if (r < 0 && r != SP_ENOTFOUND)
+			return r;
+		p->pods[i] = (struct pass_pods){.listed = true, .v = pods, .n = n};
+	}
+	return 0;
+}
+
+static int do_drain_node(struct pass *p, const struct pass_action *a, struct sp_error *err)
+{
+	const char *node = a->ids.v[0];
+	int r = a->kind == PASS_DRAIN_START ? evict_start(&p->r->kube, node, p->now, err)
+					    : evict_undo(&p->r->kube, node, err);
+	if (r == 0)
+		pool_log(p, LOG_LVL_INFO, "drain", NULL, "%s node %s",
+			 a->kind == PASS_DRAIN_START ? "tainted and cordoned" : "untainted", node);
+	return r;
+}
+
+/* Evictions a PodDisruptionBudget refuses (429) or that conflict (409) are asked again
+ * at the drain's next look; they are no failure of the pass. */
+static int do_evict(struct pass *p, const struct pass_action *a, struct sp_error *err)
+{
+	size_t evicted = 0, refused = 0;
+	for (size_t i = 0; i < a->ids.n; i++) {
+		char *ns = xstrdup(a->ids.v[i]), *name = strchr(ns, '/');
+		*name++ = '\0';
+		struct sp_error e = {0};
+		int r = evict_pod(&p->r->kube, ns, name, &e);
+		if (r == 0)
+			evicted++;
+		else if (r == SP_ETHROTTLED || r == SP_ECONFLICT)
+			refused++;
+		free(ns);
+		if (r < 0 && r != SP_ETHROTTLED && r != SP_ECONFLICT) {
+			*err = e;
+			return r;
+		}
+	}
+	metrics_evictions(evicted, refused);
+	pool_log(p, LOG_LVL_INFO, "evict", NULL, "evicted %zu pod(s), %zu refused for now", evicted, refused);
 	return 0;
 }
 
@@ -653,7 +712,9 @@ static int (*const executors[])(struct pass *, const struct pass_action *, struc
 	[PASS_CHECK_LAUNCH] = do_check_launch, [PASS_REMEMBER] = do_remember,
 	[PASS_SOLDOUT_MARK] = do_soldout, [PASS_SOLDOUT_FORGET] = do_soldout,
 	[PASS_SOLDOUT_RETURN] = do_soldout, [PASS_CLEAR_LEDGER] = do_ledger, [PASS_TERMINATE] = do_terminate,
-	[PASS_WOULD_TERMINATE] = do_would, [PASS_DELETE_NODE] = do_delete_node, [PASS_WOULD_DELETE_NODE] = do_would,
+	[PASS_WOULD_TERMINATE] = do_would, [PASS_LIST_PODS] = do_list_pods, [PASS_DRAIN_START] = do_drain_node,
+	[PASS_EVICT] = do_evict, [PASS_DRAIN_UNDO] = do_drain_node,
+	[PASS_DELETE_NODE] = do_delete_node, [PASS_WOULD_DELETE_NODE] = do_would,
 	[PASS_EVENT] = do_event, [PASS_RELEASE] = do_finalizer, [PASS_WRITE_STATUS] = do_write_status,
 	[PASS_REREAD] = do_reread, [PASS_REQUEUE] = do_requeue,
 };
@@ -666,7 +727,8 @@ static const char *const log_actions[] = {
 	[PASS_CHECK_LAUNCH] = "RunInstances", [PASS_REMEMBER] = "ledger", [PASS_SOLDOUT_MARK] = "offering",
 	[PASS_SOLDOUT_FORGET] = "offering", [PASS_SOLDOUT_RETURN] = "offering", [PASS_CLEAR_LEDGER] = "ledger",
 	[PASS_TERMINATE] = "TerminateInstances", [PASS_WOULD_TERMINATE] = "TerminateInstances",
-	[PASS_DELETE_NODE] = "node", [PASS_WOULD_DELETE_NODE] = "node",
+	[PASS_LIST_PODS] = "drain", [PASS_DRAIN_START] = "drain", [PASS_EVICT] = "evict",
+	[PASS_DRAIN_UNDO] = "drain", [PASS_DELETE_NODE] = "node", [PASS_WOULD_DELETE_NODE] = "node",
 	[PASS_EVENT] = "event", [PASS_RELEASE] = "finalize", [PASS_WRITE_STATUS] = "status",
 	[PASS_REREAD] = "read", [PASS_REQUEUE] = "requeue",
 };
@@ -694,6 +756,7 @@ static void fill_input(const struct pass *p, struct pass_input *in)
 		.terminated = &p->terminated, .offers = &p->offers, .offer_state = p->offer_state,
 		.probe_at_ms = p->probe_at, .now_ms = p->now_ms, .soldout_ttl_ms = soldout_ttl(p->r->soldout),
 		.nodes = p->nodes, .n_nodes = p->n_nodes, .recorded_nodes = p->nodes ? p->nodes + p->n_nodes : NULL,
+		.pods = p->pods,
 	};
 }
 
@@ -770,6 +833,9 @@ static void free_pass(struct pass *p)
 	plan_launch_clear(&p->ledger);
 	creds_clear(&p->creds);
 	free(p->instances);
+	for (size_t i = 0; p->pods && i < p->n_nodes; i++)
+		free((struct drain_pod *)p->pods[i].v);
+	free(p->pods);
 	free(p->nodes);
 	strv_clear(&p->seen);
 	strv_clear(&p->seen_live);

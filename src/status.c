@@ -121,8 +121,8 @@ static bool add_node(cJSON *o, const struct pool_instance *i, bool known, const 
 {
 	int64_t seconds = ready_seconds(old);
 	if (!known) {
-		static const char *const keys[] = {"node", "ready", "nodeReadySeconds"};
-		for (size_t k = 0; k < 3; k++) {
+		static const char *const keys[] = {"node", "ready", "nodeReadySeconds", "draining", "reclaimAt"};
+		for (size_t k = 0; k < 5; k++) {
 			const cJSON *v = cJSON_GetObjectItemCaseSensitive(old, keys[k]);
 			if (v)
 				cJSON_AddItemToObject(o, keys[k], cJSON_Duplicate(v, 1));
@@ -133,6 +133,13 @@ static bool add_node(cJSON *o, const struct pool_instance *i, bool known, const 
 	if (node)
 		cJSON_AddStringToObject(o, "node", node->name);
 	cJSON_AddBoolToObject(o, "ready", ready);
+	if (node && node->drain_taint && node->drain_started)
+		cJSON_AddBoolToObject(o, "draining", true);
+	if (node && node->terminating_at > 0) {
+		char at[32];
+		status_format_time(node->terminating_at, at);
+		cJSON_AddStringToObject(o, "reclaimAt", at);
+	}
 	if (seconds < 0 && ready && node->ready_since > 0 && i->created > 0)
 		seconds = node->ready_since > i->created ? node->ready_since - i->created : 0;
 	if (seconds >= 0)
@@ -288,6 +295,12 @@ cJSON *status_build(const struct status_input *in)
 			      *in->capacity_message ? in->capacity_message : "the pool's offerings are not marked sold out");
 	else if (find_condition(in->old_status, "CapacityAvailable"))
 		cJSON_AddItemToArray(conds, cJSON_Duplicate(find_condition(in->old_status, "CapacityAvailable"), 1));
+	if (in->drain_blocked)
+		add_condition(conds, in, "DrainBlocked", *in->drain_blocked != '\0',
+			      *in->drain_blocked ? DRAIN_REASON_TIMED_OUT : "NotBlocked",
+			      *in->drain_blocked ? in->drain_blocked : "no scale-down is waiting for a drain");
+	else if (find_condition(in->old_status, "DrainBlocked"))
+		cJSON_AddItemToArray(conds, cJSON_Duplicate(find_condition(in->old_status, "DrainBlocked"), 1));
 	if (in->insecure_credentials)
 		add_condition(conds, in, "InsecureCredentials", true, "InlineCredentials",
 			      "spec.secretId/secretKey are stored in the resource; move them to a Secret "
