@@ -566,6 +566,9 @@ static bool drain_one(struct walk *w, enum drain_group g, size_t k, const struct
 	int step = STEP_DRAIN + (int)g * DRAIN_GROUP + (int)k * DRAIN_STRIDE;
 	int64_t started = node->drain_taint ? node->drain_started : 0;
 	const struct pass_answer *st = answer(w, step + PART_START, PASS_DRAIN_START);
+	if (st && st->code == 0)
+		emit_event(w, step + PART_STARTED_EVENT, "Normal", "DrainStarted", "draining node %s of instance %s (%s)",
+			   node->name, id, group_names[g]);
 	if (!started && st && st->code == 0)
 		started = now;
 	if (!started && g == GROUP_SCALE_DOWN && now < drain_blocked_until(in)) {
@@ -584,13 +587,10 @@ static bool drain_one(struct walk *w, enum drain_group g, size_t k, const struct
 	struct pass_action *a;
 	switch (s.action) {
 	case DRAIN_START:
-		if ((a = emit(w, PASS_DRAIN_START, step + PART_START))) {
+		if ((a = emit(w, PASS_DRAIN_START, step + PART_START)))
 			strv_push(&a->ids, node->name);
-			emit_event(w, step + PART_STARTED_EVENT, "Normal", "DrainStarted", "draining node %s of instance %s "
-				   "(%s)", node->name, id, group_names[g]);
-		} else if (st && st->code < 0 && w->error == 0) {
+		else if (st && st->code < 0 && w->error == 0)
 			w->error = st->code;
-		}
 		look_again(w, DRAIN_RECHECK_SECONDS * 1000);
 		break;
 	case DRAIN_EVICT:
@@ -887,7 +887,8 @@ static void act(struct walk *w)
 		if (ready.n && scale_down_recorded(w, &ready))
 			terminate(w, STEP_SCALE_DOWN, &ready, PASS_WHY_SCALE_DOWN);
 		strv_clear(&ready);
-		if (!plan->scale_down.n && w->in->nodes)
+		/* A DrainBlocked once set goes False when no scale-down waits any more. */
+		if (!plan->scale_down.n && status_condition(w->in->old_status, "DrainBlocked", "status"))
 			w->drain_blocked = "";
 		doomed_go(w);
 		terminate(w, STEP_CLEANUP, &plan->cleanup, PASS_WHY_CLEANUP);

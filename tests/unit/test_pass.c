@@ -24,6 +24,10 @@ struct sim {
 	size_t n_taken;
 	int64_t requeue_ms;
 	int error;
+	/* What a PASS_LIST_PODS answers (pass_input.pods from then on). */
+	const struct pass_pods *pods_listed;
+	const cJSON *status_written;  /* the last status a write took (borrowed from the action) */
+	cJSON *last_status;
 };
 
 static void sim_init(struct sim *s, int min, int max)
@@ -83,6 +87,12 @@ static void sim_run(struct sim *s)
 		}
 		if (code == 0 && a->kind == PASS_SWEEP)
 			s->in.plan.swept = true;
+		if (code == 0 && a->kind == PASS_LIST_PODS)
+			s->in.pods = s->pods_listed;
+		if (a->status) {
+			cJSON_Delete(s->last_status);
+			s->last_status = cJSON_Duplicate(a->status, true);
+		}
 		if (code == 0 && a->kind == PASS_TERMINATE)
 			for (size_t i = 0; i < a->ids.n; i++)
 				strv_push(&s->terminated, a->ids.v[i]);
@@ -98,6 +108,7 @@ static void sim_run(struct sim *s)
 
 static void sim_free(struct sim *s)
 {
+	cJSON_Delete(s->last_status);
 	plan_launch_clear(&s->ledger);
 	strv_clear(&s->terminated);
 }
@@ -492,6 +503,217 @@ static void test_gone_nodes_deleted(void **state)
 /* Look again soon (PASS_REQUEUE_PROGRESS_MS) while anything is on its way: an instance
  * settling (plan_state_settling: PENDING, TERMINATING), a launch or a terminate; never
  * for a settled pool at its size. */
+static struct drain_pod pod(const char *name, enum drain_pod_class cls)
+{
+	struct drain_pod p = {.namespace = "app", .cls = cls};
+	snprintf(p.name, sizeof(p.name), "%s", name);
+	return p;
+}
+
+/* A scale-down of 3 to 1 on Nodes: the pods are listed first; the emptiest Nodes go
+ * (n2 without pods, n3 with one pod to evict; n1 has two); each is tainted and cordoned
+ * (DrainStarted), n2 with nothing to evict is terminated in the same pass, after the
+ * guarded status write; n3's pod is evicted and the pass looks again within 5 s. The
+ * next pass (n3 draining, only its DaemonSet pod left) terminates it; an instance
+ * without a Node goes without a drain; drainTimeout 0 terminates at once. */
+static void test_scale_down_drains(void **state)
+{
+	(void)state;
+	struct pool_instance in[3] = {running("i1", "RUNNING"), running("i2", "RUNNING"), running("i3", "RUNNING")};
+	struct node_view nodes[3] = {named("n1"), named("n2"), named("n3")};
+	struct drain_pod p1[2] = {pod("a", DRAIN_POD_EVICT), pod("b", DRAIN_POD_EVICT)};
+	struct drain_pod p3[2] = {pod("c", DRAIN_POD_EVICT), pod("ds", DRAIN_POD_DAEMONSET)};
+	struct pass_pods pods[3] = {{true, p1, 2}, {true, NULL, 0}, {true, p3, 2}};
+	for (int c = 0; c < 2; c++) {
+		struct sim s;
+		sim_init(&s, 0, 3);
+		s.spec.has_replicas = true;
+		s.spec.replicas = 1;
+		s.spec.drain_timeout = c == 0 ? 600 : 0;
+		s.in.plan.instances = in;
+		s.in.plan.n_instances = 3;
+		s.in.nodes = nodes;
+		s.in.n_nodes = 3;
+		s.pods_listed = pods;
+		sim_run(&s);
+		if (c == 1) {  /* drainTimeout 0: no drain */
+			assert_false(taken(&s, "list-pods"));
+			assert_true(taken(&s, "terminate scale-down i2,i3") || taken(&s, "terminate scale-down i3,i2"));
+			sim_free(&s);
+			continue;
+		}
+		assert_int_equal(index_of(&s, "list-pods n1,n2,n3"), 0);
+		size_t start2 = index_of(&s, "drain-start n2"), start3 = index_of(&s, "drain-start n3");
+		assert_true(start2 < index_of(&s, "terminate scale-down i2"));
+		assert_true(index_of(&s, "clear-ledger") < index_of(&s, "terminate scale-down i2"));
+		assert_true(start3 < index_of(&s, "evict app/c"));
+		assert_false(taken(&s, "drain-start n1"));
+		assert_false(taken(&s, "terminate scale-down i2,i3"));
+		assert_true(taken(&s, "event Normal DrainStarted"));
+		assert_true(s.requeue_ms > 0 && s.requeue_ms <= DRAIN_RECHECK_SECONDS * 1000);
+		sim_free(&s);
+
+		/* next pass: i2 gone, n3 draining since a moment ago, its pod evicted */
+		struct pool_instance left[2] = {running("i1", "RUNNING"), running("i3", "RUNNING")};
+		struct node_view n2[2] = {named("n1"), named("n3")};
+		n2[1].drain_taint = true;
+		n2[1].drain_started = NOW - 10;
+		n2[1].unschedulable = true;
+		struct pass_pods after[2] = {{true, p1, 2}, {true, p3 + 1, 1}};
+		sim_init(&s, 0, 3);
+		s.spec.has_replicas = true;
+		s.spec.replicas = 1;
+		s.spec.drain_timeout = 600;
+		s.in.plan.instances = left;
+		s.in.plan.n_instances = 2;
+		s.in.nodes = n2;
+		s.in.n_nodes = 2;
+		s.pods_listed = after;
+		sim_run(&s);
+		assert_true(taken(&s, "terminate scale-down i3"));
+		assert_false(taken(&s, "drain-start"));
+		assert_false(taken(&s, "evict"));
+		sim_free(&s);
+	}
+}
+
+/* A drain past drainTimeout with a pod a PodDisruptionBudget keeps: given up (the Node
+ * untainted and uncordoned by evict_undo, one DrainTimedOut event naming the pod), the
+ * instance kept, DrainBlocked True; while that condition is younger than drainTimeout
+ * no other drain starts, and the pass looks again when it ends. */
+static void test_drain_gives_up(void **state)
+{
+	(void)state;
+	struct pool_instance in[2] = {running("i1", "RUNNING"), running("i2", "RUNNING")};
+	struct node_view nodes[2] = {named("n1"), named("n2")};
+	nodes[1].drain_taint = true;
+	nodes[1].drain_started = NOW - 700;
+	struct drain_pod p2[1] = {pod("guarded", DRAIN_POD_EVICT)};
+	struct pass_pods pods[2] = {{true, NULL, 0}, {true, p2, 1}};
+	struct sim s;
+	sim_init(&s, 0, 2);
+	s.spec.has_replicas = true;
+	s.spec.replicas = 1;
+	s.spec.drain_timeout = 600;
+	s.in.plan.instances = in;
+	s.in.plan.n_instances = 2;
+	s.in.nodes = nodes;
+	s.in.n_nodes = 2;
+	s.pods_listed = pods;
+	sim_run(&s);
+	assert_true(index_of(&s, "drain-undo n2") < index_of(&s, "event Warning DrainTimedOut"));
+	assert_false(taken(&s, "terminate"));
+	assert_false(taken(&s, "drain-start"));
+	assert_non_null(s.last_status);
+	assert_string_equal(status_condition(s.last_status, "DrainBlocked", "status"), "True");
+	assert_string_equal(status_condition(s.last_status, "DrainBlocked", "reason"), "DrainTimedOut");
+	assert_non_null(strstr(status_condition(s.last_status, "DrainBlocked", "message"), "guarded"));
+	cJSON *blocked = cJSON_Duplicate(s.last_status, true);
+	sim_free(&s);
+
+	/* the next pass: n2 no longer draining, the condition 10 s old: no drain starts */
+	nodes[1].drain_taint = false;
+	nodes[1].drain_started = 0;
+	cJSON *conds = cJSON_GetObjectItem(blocked, "conditions"), *c;
+	cJSON_ArrayForEach(c, conds)
+		if (strcmp(cJSON_GetObjectItem(c, "type")->valuestring, "DrainBlocked") == 0)
+			cJSON_ReplaceItemInObject(c, "lastTransitionTime", cJSON_CreateString("2027-01-15T07:59:50Z"));
+	sim_init(&s, 0, 2);
+	s.spec.has_replicas = true;
+	s.spec.replicas = 1;
+	s.spec.drain_timeout = 600;
+	s.in.plan.instances = in;
+	s.in.plan.n_instances = 2;
+	s.in.nodes = nodes;
+	s.in.n_nodes = 2;
+	s.in.old_status = blocked;
+	s.pods_listed = pods;
+	sim_run(&s);
+	assert_false(taken(&s, "drain-start"));
+	assert_false(taken(&s, "terminate"));
+	assert_true(s.requeue_ms >= 589000 && s.requeue_ms <= 590000);
+	sim_free(&s);
+	cJSON_Delete(blocked);
+}
+
+/* A reclaim notice on i2's Node: i2 counts toward neither target nor maximum, so the
+ * replacement is launched at once even at maximum; its Node is drained (forced); it is
+ * not terminated before its deadline while the replacement is on its way, and is at the
+ * deadline. With maximumIncludesDoomed the replacement waits. A drain of spotpool's that
+ * no group wants any more (n1: replicas raised again) is undone. */
+static void test_noticed_reclaim(void **state)
+{
+	(void)state;
+	struct pool_instance in[2] = {running("i1", "RUNNING"), running("i2", "RUNNING")};
+	struct drain_pod p2[1] = {pod("w", DRAIN_POD_EVICT)};
+	struct pass_pods pods[2] = {{true, NULL, 0}, {true, p2, 1}};
+	for (int c = 0; c < 3; c++) {
+		struct node_view nodes[2] = {named("n1"), named("n2")};
+		nodes[1].terminating_at = c == 2 ? NOW - 1 : NOW + 120;
+		nodes[0].drain_taint = true;
+		nodes[0].drain_started = NOW - 30;
+		struct sim s;
+		sim_init(&s, 2, 2);
+		s.spec.drain_timeout = 600;
+		s.spec.maximum_includes_doomed = c == 1;
+		s.in.plan.instances = in;
+		s.in.plan.n_instances = 2;
+		s.in.nodes = nodes;
+		s.in.n_nodes = 2;
+		s.pods_listed = pods;
+		sim_run(&s);
+		assert_true(taken(&s, "drain-undo n1"));
+		if (c == 1) {
+			assert_false(taken(&s, "launch"));
+		} else {
+			assert_true(taken(&s, "launch fresh count=1"));
+		}
+		if (c < 2) {
+			assert_true(index_of(&s, "drain-start n2") < index_of(&s, "evict app/w"));
+			assert_false(taken(&s, "terminate"));
+		} else {
+			assert_true(taken(&s, "terminate notice i2"));
+		}
+		sim_free(&s);
+	}
+}
+
+/* A deleted pool drains each Node first, and terminates once drained or past
+ * drainTimeout (DrainCutShort naming what was left). */
+static void test_deletion_drains(void **state)
+{
+	(void)state;
+	struct pool_instance in[1] = {running("i1", "RUNNING")};
+	struct drain_pod p1[1] = {pod("w", DRAIN_POD_EVICT)};
+	struct pass_pods pods[1] = {{true, p1, 1}};
+	for (int c = 0; c < 2; c++) {
+		struct node_view nodes[1] = {named("n1")};
+		if (c == 1) {
+			nodes[0].drain_taint = true;
+			nodes[0].drain_started = NOW - 601;
+		}
+		struct sim s;
+		sim_init(&s, 0, 1);
+		s.spec.drain_timeout = 600;
+		s.in.deleting = true;
+		s.in.plan.deleting = true;
+		s.in.plan.instances = in;
+		s.in.plan.n_instances = 1;
+		s.in.nodes = nodes;
+		s.in.n_nodes = 1;
+		s.pods_listed = pods;
+		sim_run(&s);
+		if (c == 0) {
+			assert_true(index_of(&s, "drain-start n1") < index_of(&s, "evict app/w"));
+			assert_false(taken(&s, "terminate"));
+			assert_false(taken(&s, "release"));
+		} else {
+			assert_true(index_of(&s, "event Warning DrainCutShort") < index_of(&s, "terminate deletion i1"));
+		}
+		sim_free(&s);
+	}
+}
+
 static void test_requeue_progress(void **state)
 {
 	(void)state;
@@ -761,6 +983,10 @@ int main(void)
 		cmocka_unit_test(test_ledger_clear_and_resume_order),
 		cmocka_unit_test(test_requeue_progress),
 		cmocka_unit_test(test_gone_nodes_deleted),
+		cmocka_unit_test(test_scale_down_drains),
+		cmocka_unit_test(test_drain_gives_up),
+		cmocka_unit_test(test_noticed_reclaim),
+		cmocka_unit_test(test_deletion_drains),
 		cmocka_unit_test(test_status_update_failed),
 		cmocka_unit_test(test_launch_abandoned),
 		cmocka_unit_test(test_deletion_sweep),
