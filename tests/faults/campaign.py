@@ -44,6 +44,14 @@ cvm_emulator.py --seed SEED) and its own controller process(es) (`spotpool run
                       holds the Lease); 7.5 s after the cut one instance is shut down, for
                       the new leader to clean up and the deposed one to leave alone;
              lease_delete  kubectl delete lease spotpool, once or twice;
+             notice   spot notices (issue 18), 1-2: the campaign plays the kubelets (a
+                      Node per live instance of its pools, providerID qcloud:///900002/
+                      <id>, Ready) and the notice agent: the Node of one instance of a pool
+                      gets SpotTerminating=True "reclaim at <deadline>", and the emulator
+                      reclaims it at the deadline. Variants: early (20-45 s ahead), late
+                      (1-4 s ahead), repeated (written again 2-6 s later with the deadline
+                      moved by -5..+5 s), unreclaimed (10-30 s ahead, never reclaimed; half
+                      of them withdrawn, status False, halfway);
   settle   faults off (faults, kill hooks, throttles, tag-index lag/drops cleared),
            exactly one controller running;
   checks   see INVARIANTS below; then every pool is deleted and deletion is checked.
@@ -51,12 +59,16 @@ cvm_emulator.py --seed SEED) and its own controller process(es) (`spotpool run
 INVARIANTS (each violation names one, with evidence and the replay command):
   peak        per pool, the emulator's high-water mark of live instances tagged
               NS/NAME (stats maxLive) <= the highest `maximum` ever set for the pool;
+              with notices, live at each change (stats history) minus the doomed
+              instances then (noticed, deadline + 5 s not passed, not gone yet) <= it:
+              maximum is exceeded only by doomed instances and only until their deadline;
   peak-now    a fresh launch (first call with its ClientToken) never brings the live
-              count above the highest `maximum` in effect during the 10 s before it
-              (resumed launches are judged by `peak` only: their count was decided
+              count above the highest `maximum` in effect during the 10 s before it,
+              doomed instances not counted (resumed launches are judged by `peak` only: their count was decided
               earlier and the outcome must be resolved);
   launches    instances launched for a pool <= upward variation of its launch target
-              over the schedule + reclaimed + LAUNCH_FAILED. The launch target T(t) is
+              over the schedule + reclaimed + LAUNCH_FAILED + noticed instances the
+              emulator did not reclaim. The launch target T(t) is
               clamp(replicas, min, max) when replicas is set, else minimum, and 0 once
               the pool is deleted; its upward variation is the sum of every increase of
               T, starting from 0 (this covers instances spotpool terminated on a scale-
@@ -386,6 +398,8 @@ class Event:
             return f"killhook:{a['action'][:-9]}/{a['when']}"
         if self.kind in ("spec_edit", "scale", "reclaim", "delete_mid_launch", "restart_mid_launch"):
             return f"{self.kind}:{short(a['pool'])}"
+        if self.kind == "notice":
+            return f"notice:{a['variant']}:{short(a['pool'])}"
         return self.kind
 
 
@@ -444,7 +458,12 @@ class Plan:
 # The fault kinds of issue 19, drawn after every other draw of a seed (so the older kinds of
 # a seed keep their draws), each in some of the schedules.
 NEW_KINDS = ("restart_mid_launch", "cred_rotation", "lagging_watch", "long_names", "leader_cutoff",
-             "lease_delete")
+             "lease_delete", "notice")
+NOTICE_VARIANTS = ("early", "late", "repeated", "unreclaimed")
+# A doomed instance excuses going above maximum until its deadline, plus this much for the
+# TerminateInstances (or the emulator's reclaim) that ends it.
+NOTICE_SLACK_S = 5.0
+NODE_PROVIDER = "qcloud:///900002/"
 NEEDS_LEADER = ("leader_cutoff", "lease_delete")
 KINDS = ("kill9", "killhook", "lost_reply", "invisible", "tag_index", "throttle", "error_code", "http5xx", "latency",
          "launch_fail", "spec_edit", "scale", "reclaim", "delete_mid_launch", "leader_pause", "apiserver_restart",
@@ -598,6 +617,16 @@ def draw_new_kinds(rng: random.Random, plan: Plan) -> None:
     if rng.random() < 0.25:
         for _ in range(rng.randint(1, 2)):
             events.append(Event(round(rng.uniform(0, duration), 1), "lease_delete"))
+    if rng.random() < 0.3:
+        # Spot notices (issue 18), drawn last: a Node condition with a deadline, the
+        # instance reclaimed then (or, unreclaimed, never).
+        for _ in range(rng.randint(1, 2)):
+            variant = rng.choice(NOTICE_VARIANTS)
+            ahead = {"early": (20, 45), "late": (1, 4), "repeated": (15, 30), "unreclaimed": (10, 30)}[variant]
+            events.append(Event(round(rng.uniform(0, duration * 0.8), 1), "notice", {
+                "pool": rng.choice(pools).name, "variant": variant, "ahead": round(rng.uniform(*ahead), 1),
+                "index": rng.randint(0, 3), "again": round(rng.uniform(2, 6), 1),
+                "shift": round(rng.uniform(-5, 5), 1), "withdraw": rng.random() < 0.5}))
 
 
 # ----------------------------------------------------------------------------------
@@ -663,6 +692,13 @@ class Schedule:
         self.timers: list = []
         self.started_pids: set[str] = set()
         self.cutoffs: list[list] = []  # [pid, cut at, reconnected at] of each leader_cutoff
+        # Spot notices: {pool, id, t, deadline, reclaimed} each; the Nodes the campaign
+        # made (as kubelets would), its notice timers, and the thread making the Nodes.
+        self.notices: list[dict] = []
+        self.nodes: set[str] = set()
+        self.notice_timers: list[threading.Timer] = []
+        self.kubelet_stop = threading.Event()
+        self.kubelet: threading.Thread | None = None
 
     # -- small helpers ------------------------------------------------------------
     def log(self, msg: str) -> None:
@@ -808,6 +844,142 @@ class Schedule:
                     handle.write(ctl.proxy.kubeconfig(self.c.k8s_dir))
                 self.log(f"controller {ctl.index} reaches the apiserver through a proxy on port {ctl.proxy.port}")
             self.start_controller(ctl)
+        if any(e.kind == "notice" for e in self.plan.events):
+            self.kubelet = threading.Thread(target=self.kubelets, daemon=True)
+            self.kubelet.start()
+
+    # -- Nodes and notices (issue 18) ------------------------------------------------------
+    def node_name(self, instance_id: str) -> str:
+        return f"f{self.seed}-{instance_id}"
+
+    def ensure_node(self, instance_id: str) -> None:
+        """The Node a kubelet on the instance would register (matched by providerID), Ready."""
+        name = self.node_name(instance_id)
+        if name in self.nodes:
+            return
+        status, _ = self.kube.request("POST", "/api/v1/nodes", {
+            "apiVersion": "v1", "kind": "Node",
+            "metadata": {"name": name, "labels": {"faults-seed": str(self.seed)}},
+            "spec": {"providerID": NODE_PROVIDER + instance_id}})
+        if status not in (201, 409):
+            raise RuntimeError(f"creating Node {name}: HTTP {status}")
+        now = time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())
+        self.node_status(name, {"type": "Ready", "status": "True", "reason": "KubeletReady", "message": "faults",
+                                "lastHeartbeatTime": now, "lastTransitionTime": now})
+        self.nodes.add(name)
+
+    def node_status(self, name: str, condition: dict) -> int:
+        status, _ = self.kube.request("PATCH", f"/api/v1/nodes/{name}/status", {"status": {"conditions": [condition]}},
+                                      "application/strategic-merge-patch+json")
+        return status
+
+    def owned_live(self, pool: str | None = None) -> list[str]:
+        owners = {owner_tag(self.ns, p.name) for p in self.plan.pools if pool in (None, p.name)}
+        return sorted(i["InstanceId"] for i in self.emu.get("instances")
+                      if i["InstanceState"] in ("PENDING", "RUNNING")
+                      and any(t["Key"] == TAG_KEY and t["Value"] in owners for t in i["Tags"]))
+
+    def kubelets(self) -> None:
+        """Every second, a Node for each live instance of this schedule's pools."""
+        while not self.kubelet_stop.wait(1):
+            try:
+                for instance_id in self.owned_live():
+                    self.ensure_node(instance_id)
+            except Exception as err:  # the emulator restarting, the apiserver restarting: next round
+                self.log(f"kubelets: {err}")
+
+    def set_notice(self, instance_id: str, deadline: float | None) -> None:
+        """The agent's report: SpotTerminating True with the deadline, or False (withdrawn)."""
+        now = time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())
+        cond = {"type": "SpotTerminating", "status": "False", "reason": "SpotInstanceNotTerminating",
+                "message": "notice withdrawn", "lastHeartbeatTime": now, "lastTransitionTime": now}
+        if deadline is not None:
+            cond.update(status="True", reason="SpotInstanceTerminating",
+                        message="reclaim at " + time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime(deadline)))
+        self.node_status(self.node_name(instance_id), cond)
+
+    def later(self, seconds: float, fn, *args) -> None:
+        timer = threading.Timer(max(0.0, seconds), self.guarded, (fn, *args))
+        timer.daemon = True
+        timer.when = time.time() + max(0.0, seconds)
+        self.notice_timers.append(timer)
+        timer.start()
+
+    def guarded(self, fn, *args) -> None:
+        try:
+            fn(*args)
+        except Exception as err:
+            self.log(f"notice timer {fn.__name__} failed: {err}")
+
+    def notice(self, a: dict) -> str:
+        pool = a["pool"]
+        if pool in self.deleted_at:
+            return "(pool deleted)"
+        live = self.owned_live(pool)
+        if not live:
+            return "(no live instance)"
+        instance_id = live[a["index"] % len(live)]
+        self.ensure_node(instance_id)
+        deadline = int(time.time() + a["ahead"]) + 1.0  # whole seconds, as the message says
+        rec = {"pool": pool, "id": instance_id, "t": time.time(), "deadline": deadline, "reclaimed": False}
+        self.set_notice(instance_id, deadline)
+        self.notices.append(rec)
+        self.count("notices")
+        if a["variant"] == "repeated":
+            self.later(a["again"], self.notice_again, rec, a["shift"])
+        elif a["variant"] == "unreclaimed":
+            self.count("notices of instances then not reclaimed")
+            if a["withdraw"]:
+                self.later(a["ahead"] / 2, self.withdraw, rec)
+        else:
+            self.later(deadline - time.time(), self.reclaim_noticed, rec)
+        return f"({instance_id}, {deadline - time.time():.0f} s ahead)"
+
+    def notice_again(self, rec: dict, shift: float) -> None:
+        deadline = max(int(time.time()) + 2.0, rec["deadline"] + round(shift))
+        self.set_notice(rec["id"], deadline)
+        rec["deadline"] = max(rec["deadline"], deadline)
+        self.count("notices repeated")
+        self.log(f"notice repeated: {rec['id']} reclaim at {time.strftime('%H:%M:%S', time.localtime(deadline))}")
+        self.later(deadline - time.time(), self.reclaim_noticed, rec)
+
+    def withdraw(self, rec: dict) -> None:
+        self.set_notice(rec["id"], None)
+        self.count("notices withdrawn")
+        self.log(f"notice withdrawn: {rec['id']}")
+
+    def reclaim_noticed(self, rec: dict) -> None:
+        if rec["id"] not in self.owned_live(rec["pool"]):
+            self.count("noticed instances gone before their deadline")
+            return
+        rec["reclaimed"] = rec["id"] in self.emu.post("reclaim", {"instanceIds": [rec["id"]]})["reclaimed"]
+        self.count("noticed instances reclaimed at the deadline")
+        self.log(f"noticed instance {rec['id']} reclaimed at its deadline")
+
+    def doomed_at(self, pool: str, t: float, gone: dict[str, float]) -> int:
+        """Instances of the pool doomed at t: noticed, deadline (+ slack) not passed, not gone."""
+        return len({r["id"] for r in self.notices if r["pool"] == pool and r["t"] - 0.5 <= t
+                    <= r["deadline"] + NOTICE_SLACK_S and gone.get(r["id"], float("inf")) > t})
+
+    def wait_notices(self) -> None:
+        """Notices are not faults the campaign turns off: the schedule goes on until every
+        deadline (and a repeated notice's new one) has passed, so each reclaim happens."""
+        while not _stopping.is_set():
+            due = max([r["deadline"] for r in self.notices] + [t.when for t in self.notice_timers if t.is_alive()],
+                      default=0.0)
+            if time.time() > due + 1:
+                return
+            self.supervise()
+            time.sleep(0.5)
+
+    def stop_notices(self) -> None:
+        self.kubelet_stop.set()
+        for timer in self.notice_timers:
+            timer.cancel()
+        if self.kubelet:
+            self.kubelet.join(timeout=10)
+        if self.nodes:
+            self.kube.kubectl("delete", "nodes", "-l", f"faults-seed={self.seed}", "--wait=false", check=False)
 
     def wait_settled(self, bound: float) -> bool:
         deadline = time.time() + bound
@@ -931,6 +1103,8 @@ class Schedule:
             label += f"(delay {a['delay']}s, {len(a['cuts'])} cut(s), {a['replays']} replay(s), {a['window']}s)"
         elif ev.kind == "leader_cutoff":
             label += self.leader_cutoff(a, timers)
+        elif ev.kind == "notice":
+            label += self.notice(a)
         elif ev.kind == "lease_delete":
             result = self.kube.kubectl("-n", self.ns, "delete", "lease", "spotpool", "--wait=false", check=False)
             if result.returncode != 0:
@@ -1285,6 +1459,12 @@ class Schedule:
         runs = [e for e in journal if e.get("action") == "RunInstances" and e.get("requestId") and not e.get("dryRun")]
         self.count_evidence(journal)
         self.check_fenced(journal)
+        gone: dict[str, float] = {}  # instance -> when it went (terminated or reclaimed)
+        for e in journal:
+            if ((e.get("action") == "TerminateInstances" and e.get("requestId") and not e.get("error"))
+                    or e.get("action") == "_reclaim"):
+                for i in e.get("instanceIds") or []:
+                    gone.setdefault(i, e["time"])
         for pool in self.plan.pools:
             log = self.spec_log[pool.name]
             stats = self.emu.stats(self.ns, pool.name, history=True)
@@ -1294,7 +1474,20 @@ class Schedule:
             highest = max(entry[2] for entry in log if not entry[4])
             maxes = [f"{time.strftime('%H:%M:%S', time.localtime(e[0]))} {'deleted' if e[4] else f'{e[1]}..{e[2]} r={e[3]}'}"
                      for e in log]
-            if stats["maxLive"] > highest:
+            noticed = [r for r in self.notices if r["pool"] == pool.name]
+            over = [(t, live, self.doomed_at(pool.name, t, gone)) for t, live in stats["history"]
+                    if live > highest] if noticed else []
+            over = [(t, live, d) for t, live, d in over if live - d > highest]
+            if over:
+                self.violate("peak", f"{pool.name}: {over[0][1]} live at "
+                             f"{time.strftime('%H:%M:%S', time.localtime(over[0][0]))} of which {over[0][2]} doomed, "
+                             f"highest maximum ever set {highest}",
+                             [f"spec history: {'; '.join(maxes)}",
+                              "notices: " + "; ".join(f"{r['id']} at {time.strftime('%H:%M:%S', time.localtime(r['t']))}"
+                                                      f" deadline {time.strftime('%H:%M:%S', time.localtime(r['deadline']))}"
+                                                      for r in noticed),
+                              *self.launch_evidence(runs, pool.name)])
+            elif stats["maxLive"] > highest and not noticed:
                 peak = max(stats["history"], key=lambda p: p[1]) if stats["history"] else None
                 self.violate("peak", f"{pool.name}: {stats['maxLive']} live at once, highest maximum ever set {highest}",
                              [f"spec history: {'; '.join(maxes)}",
@@ -1302,6 +1495,11 @@ class Schedule:
                               *self.launch_evidence(runs, pool.name)])
             # peak-now: fresh launches judged against the maximum in effect just before them.
             prefix = self.token_prefix(pool.name)
+            for r in noticed:
+                if any(e["time"] >= r["t"] and e["time"] <= r["deadline"] and e.get("instanceIds")
+                       and not e.get("replay") and not e.get("error")
+                       and (e.get("clientToken") or "").startswith(prefix) for e in runs):
+                    self.count("replacements launched before the deadline")
             first_seen: dict[str, float] = {}
             for e in runs:
                 token = e.get("clientToken") or ""
@@ -1328,7 +1526,7 @@ class Schedule:
                          and e2.get("instanceIds") and not e2.get("replay") and not e2.get("error")
                          and e2["time"] > t]
                 end = min([t + 0.5] + [x - 0.001 for x in later])
-                after = [p[1] for p in history if t - 0.01 <= p[0] <= end]
+                after = [p[1] - self.doomed_at(pool.name, p[0], gone) for p in history if t - 0.01 <= p[0] <= end]
                 live_after = max(after) if after else None
                 if live_after is not None and live_after > allowed:
                     self.violate("peak-now", f"{pool.name}: fresh launch {token} of {len(e['instanceIds'])} at "
@@ -1344,10 +1542,14 @@ class Schedule:
                 last = target
             failed = sum(len(e.get("instanceIds") or []) for e in runs
                          if "launchFail" in (e.get("faults") or []) and (e.get("clientToken") or "").startswith(prefix))
-            bound = upvar + stats["reclaimed"] + failed
+            # A noticed instance the emulator did not reclaim (terminated at its deadline, or
+            # not at all) may have been replaced too.
+            unreclaimed = len({r["id"] for r in noticed} - {r["id"] for r in noticed if r["reclaimed"]})
+            bound = upvar + stats["reclaimed"] + failed + unreclaimed
             if stats["launched"] > bound:
                 self.violate("launches", f"{pool.name}: launched {stats['launched']} instance(s), bound {bound} "
-                             f"(target rises {upvar} + reclaimed {stats['reclaimed']} + LAUNCH_FAILED {failed})",
+                             f"(target rises {upvar} + reclaimed {stats['reclaimed']} + LAUNCH_FAILED {failed}"
+                             f" + noticed, not reclaimed {unreclaimed})",
                              [f"spec history: {'; '.join(maxes)}", *self.launch_evidence(runs, pool.name)])
         # foreign instances
         terminated = [(e, i) for e in journal if e.get("action") == "TerminateInstances" and e.get("requestId")
@@ -1489,6 +1691,7 @@ class Schedule:
             self.fault_phase()
             self.snapshot_statuses()
             self.faults_off()
+            self.wait_notices()
             self.check_convergence()
             self.snapshot_statuses()
             if self.counts.get("lease deletions"):
@@ -1509,6 +1712,7 @@ class Schedule:
             if not _stopping.is_set():
                 self.violate("harness", f"schedule aborted: {err}", traceback.format_exc().splitlines()[-6:])
         finally:
+            self.stop_notices()
             for ctl in self.controllers:
                 ctl.enabled = False
                 self.kill_controller(ctl, signal.SIGTERM)
@@ -1605,6 +1809,9 @@ EVIDENCE = [  # (fault kind, counter keys shown for it)
                        "leader cut-offs during a slow Describe", "standby took over",
                        "instances shut down while the leader was cut off"]),
     ("lease_delete", ["lease deletions", "Lease held again after its deletion"]),
+    ("notice", ["notices", "notices repeated", "notices withdrawn", "notices of instances then not reclaimed",
+                "noticed instances reclaimed at the deadline", "noticed instances gone before their deadline",
+                "replacements launched before the deadline"]),
 ]
 
 
