@@ -51,6 +51,7 @@ bool drain_pod_holds(enum drain_pod_class cls);
 struct drain_victim {
 	bool has_node;            /* false: the instance never joined; nothing to drain */
 	bool draining;            /* its Node carries spotpool's drain taint: a drain goes on */
+	bool given_up;            /* its last drain timed out less than a drainTimeout ago */
 	/* Its Node carries SpotTerminating: reclaimed at this time (epoch seconds), 0: not
 	 * doomed. A doomed instance counts toward neither target nor (unless
 	 * maximumIncludesDoomed) maximum, and is never a scale-down victim. */
@@ -63,7 +64,8 @@ struct drain_victim {
 void drain_victim_count(const struct drain_pod *pods, size_t n, struct drain_victim *v);
 /* The order in which victims are chosen, as far as their nodes decide it (negative: a goes
  * first; 0: the nodes do not decide, plan's order does): not scale-down-disabled first;
- * then nodes already draining (a drain once started goes on, not one more); then no
+ * then not given up lately; then nodes already draining (a drain once started goes on,
+ * not one more); then no
  * Node; then nodes without blocking pods; then the fewest evictable pods (an empty node
  * first). plan_compute refines its own order with this. */
 int drain_victim_cmp(const struct drain_victim *a, const struct drain_victim *b);

@@ -18,6 +18,7 @@
 #define NODE_TAINT_DRAINING "spotpool.jokerbai.com/draining"
 #define NODE_ANNOTATION_DRAIN_STARTED "spotpool.jokerbai.com/drain-started"
 #define NODE_ANNOTATION_WAS_UNSCHEDULABLE "spotpool.jokerbai.com/was-unschedulable"
+#define NODE_ANNOTATION_DRAIN_GIVEN_UP "spotpool.jokerbai.com/drain-given-up"
 #define NODE_ANNOTATION_SCALE_DOWN_DISABLED "cluster-autoscaler.kubernetes.io/scale-down-disabled"
 /* The notice agent's condition (agent.h), True with the message "reclaim at <RFC3339>". */
 #define NODE_CONDITION_TERMINATING "SpotTerminating"
@@ -36,6 +37,7 @@ struct node_view {
 	bool drain_taint;                           /* NODE_TAINT_DRAINING, effect NoSchedule */
 	int64_t drain_started;                      /* NODE_ANNOTATION_DRAIN_STARTED, 0: none */
 	bool was_unschedulable;                     /* NODE_ANNOTATION_WAS_UNSCHEDULABLE "true" */
+	int64_t drain_given_up;                     /* NODE_ANNOTATION_DRAIN_GIVEN_UP, 0: none */
 	bool scale_down_disabled;                   /* NODE_ANNOTATION_SCALE_DOWN_DISABLED "true" */
 	/* SpotTerminating True: the deadline of its message "reclaim at <RFC3339>", 0: none
 	 * (also when the message holds no time). */

@@ -84,9 +84,9 @@ static cJSON *start_change(const cJSON *node, int64_t now)
 	return patch;
 }
 
+/* now > 0: the drain was given up then (NODE_ANNOTATION_DRAIN_GIVEN_UP). */
 static cJSON *undo_change(const cJSON *node, int64_t now)
 {
-	(void)now;
 	bool had;
 	cJSON *taints = other_taints(node, &had);
 	const char *started = annotation(node, NODE_ANNOTATION_DRAIN_STARTED);
@@ -98,6 +98,11 @@ static cJSON *undo_change(const cJSON *node, int64_t now)
 	cJSON *annotations, *spec, *patch = guarded_patch(node, taints, &annotations, &spec);
 	cJSON_AddNullToObject(annotations, NODE_ANNOTATION_DRAIN_STARTED);
 	cJSON_AddNullToObject(annotations, NODE_ANNOTATION_WAS_UNSCHEDULABLE);
+	if (now > 0) {
+		char at[32];
+		status_format_time(now, at);
+		cJSON_AddStringToObject(annotations, NODE_ANNOTATION_DRAIN_GIVEN_UP, at);
+	}
 	if (started && !(was && strcmp(was, "true") == 0))
 		cJSON_AddBoolToObject(spec, "unschedulable", false);
 	return patch;
@@ -133,9 +138,9 @@ int evict_start(const struct kube_api *api, const char *node, int64_t now, struc
 	return change_node(api, node, start_change, now, err);
 }
 
-int evict_undo(const struct kube_api *api, const char *node, struct sp_error *err)
+int evict_undo(const struct kube_api *api, const char *node, int64_t gave_up_at, struct sp_error *err)
 {
-	int r = change_node(api, node, undo_change, 0, err);
+	int r = change_node(api, node, undo_change, gave_up_at, err);
 	return r == SP_ENOTFOUND ? 0 : r;
 }
 

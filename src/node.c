@@ -85,6 +85,7 @@ bool node_view_from_json(const cJSON *node, struct node_view *ret)
 	}
 	const cJSON *ann = field(md, "annotations");
 	v.drain_started = sp_parse_time(string_of(ann, NODE_ANNOTATION_DRAIN_STARTED));
+	v.drain_given_up = sp_parse_time(string_of(ann, NODE_ANNOTATION_DRAIN_GIVEN_UP));
 	v.was_unschedulable = is_true(string_of(ann, NODE_ANNOTATION_WAS_UNSCHEDULABLE));
 	v.scale_down_disabled = is_true(string_of(ann, NODE_ANNOTATION_SCALE_DOWN_DISABLED));
 	*ret = v;

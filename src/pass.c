@@ -518,6 +518,7 @@ static struct drain_victim *victims_of(const struct pass_input *in)
 		v[i].has_node = true;
 		v[i].scale_down_disabled = node->scale_down_disabled;
 		v[i].draining = node->drain_taint && node->drain_started;
+		v[i].given_up = node->drain_given_up && in->plan.now < node->drain_given_up + in->spec->drain_timeout;
 		v[i].doomed_at = node->terminating_at;
 	}
 	return v;
@@ -541,16 +542,6 @@ static bool pods_listed(struct walk *w)
 	return false;
 }
 
-/* A scale-down drain given up (DrainBlocked True) starts no other before this time. */
-static int64_t drain_blocked_until(const struct pass_input *in)
-{
-	const char *st = status_condition(in->old_status, "DrainBlocked", "status");
-	const char *at = status_condition(in->old_status, "DrainBlocked", "lastTransitionTime");
-	if (!st || strcmp(st, "True") != 0 || !at)
-		return 0;
-	return sp_parse_time(at) + in->spec->drain_timeout;
-}
-
 static const char *const group_names[] = {
 	[GROUP_SCALE_DOWN] = "scale-down", [GROUP_NOTICE] = "reclaim notice", [GROUP_DELETION] = "pool deleted",
 	[GROUP_UNDO] = "no longer needed",
@@ -571,9 +562,10 @@ static bool drain_one(struct walk *w, enum drain_group g, size_t k, const struct
 			   node->name, id, group_names[g]);
 	if (!started && st && st->code == 0)
 		started = now;
-	if (!started && g == GROUP_SCALE_DOWN && now < drain_blocked_until(in)) {
-		look_again(w, (drain_blocked_until(in) - now) * 1000);
-		return false;  /* the last drain was given up: not another one yet */
+	int64_t retry_at = node->drain_given_up + timeout;
+	if (!started && g == GROUP_SCALE_DOWN && node->drain_given_up && now < retry_at) {
+		look_again(w, (retry_at - now) * 1000);
+		return false;  /* its last drain timed out: not again before a drainTimeout */
 	}
 	struct drain_step_input din = {
 		.node = {.has_node = true, .started = started, .was_unschedulable = node->was_unschedulable},
@@ -606,14 +598,17 @@ static bool drain_one(struct walk *w, enum drain_group g, size_t k, const struct
 		look_again(w, (s.until - now) * 1000);
 		break;
 	case DRAIN_DONE:
+		/* The reasons are constants: an action outlives s. */
 		if (*s.reason)
-			emit_event(w, step + PART_END_EVENT, "Warning", s.reason, "%s", s.message);
+			emit_event(w, step + PART_END_EVENT, "Warning", DRAIN_REASON_CUT_SHORT, "%s", s.message);
 		done = true;
 		break;
 	case DRAIN_GIVE_UP:
-		if ((a = emit(w, PASS_DRAIN_UNDO, step + PART_UNDO)))
+		if ((a = emit(w, PASS_DRAIN_UNDO, step + PART_UNDO))) {
 			strv_push(&a->ids, node->name);
-		emit_event(w, step + PART_END_EVENT, "Warning", s.reason, "%s", s.message);
+			a->why = PASS_WHY_SCALE_DOWN;  /* given up: recorded on the Node */
+		}
+		emit_event(w, step + PART_END_EVENT, "Warning", DRAIN_REASON_TIMED_OUT, "%s", s.message);
 		snprintf(w->drain_message, sizeof(w->drain_message), "%s", s.message);
 		w->drain_blocked = w->drain_message;
 		break;
@@ -653,8 +648,10 @@ static void undo_unwanted_drains(struct walk *w, const struct strv *const *wante
 	const struct pass_input *in = w->in;
 	for (size_t i = 0; i < in->plan.n_instances; i++) {
 		const struct node_view *node = node_at(in, i);
-		if (!node || !node->drain_taint || !node->drain_started)
-			continue;
+		if (!node || !node->drain_taint || !node->drain_started ||
+		    plan_classify_state(in->plan.instances[i].state) != PLAN_LIVE ||
+		    (in->terminated && strv_contains(in->terminated, in->plan.instances[i].id)))
+			continue;  /* none, not ours, or its instance is going anyway */
 		bool kept = false;
 		for (size_t g = 0; g < n_wanted && !kept; g++)
 			kept = strv_contains(wanted[g], in->plan.instances[i].id);
@@ -666,16 +663,22 @@ static void undo_unwanted_drains(struct walk *w, const struct strv *const *wante
 }
 
 /* A doomed instance goes at its deadline, or once drained when its replacement runs:
- * the pool is at its target with every other instance RUNNING. */
+ * the pool is at its target with every other instance RUNNING and, in a pool whose
+ * instances join as Nodes, each one's Node Ready (the pods can move there). */
 static bool replaced(const struct walk *w)
 {
 	const struct plan *plan = w->plan;
+	const struct pass_input *in = w->in;
 	if (plan->launch || plan->resume || plan->waiting || plan->observed < plan->target)
 		return false;
-	for (size_t i = 0; i < w->in->plan.n_instances; i++) {
-		const struct pool_instance *p = &w->in->plan.instances[i];
-		if (plan_classify_state(p->state) == PLAN_LIVE && !strv_contains(&plan->doomed, p->id) &&
-		    strcmp(p->state, "RUNNING") != 0)
+	bool joins = false;
+	for (size_t i = 0; i < in->plan.n_instances && !joins; i++)
+		joins = node_at(in, i) != NULL;
+	for (size_t i = 0; i < in->plan.n_instances; i++) {
+		const struct pool_instance *p = &in->plan.instances[i];
+		if (plan_classify_state(p->state) != PLAN_LIVE || strv_contains(&plan->doomed, p->id))
+			continue;
+		if (strcmp(p->state, "RUNNING") != 0 || (joins && !(node_at(in, i) && node_at(in, i)->ready)))
 			return false;
 	}
 	return true;

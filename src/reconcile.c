@@ -618,7 +618,7 @@ static int do_drain_node(struct pass *p, const struct pass_action *a, struct sp_
 {
 	const char *node = a->ids.v[0];
 	int r = a->kind == PASS_DRAIN_START ? evict_start(&p->r->kube, node, p->now, err)
-					    : evict_undo(&p->r->kube, node, err);
+					    : evict_undo(&p->r->kube, node, a->why ? p->now : 0, err);
 	if (r == 0)
 		pool_log(p, LOG_LVL_INFO, "drain", NULL, "%s node %s",
 			 a->kind == PASS_DRAIN_START ? "tainted and cordoned" : "untainted", node);
