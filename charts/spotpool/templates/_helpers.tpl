@@ -153,11 +153,18 @@ mode and off in namespaced mode, where true adds the ClusterRole <fullname>-node
 alone in the ClusterRole <fullname>-nodes (namespaced). Same as the nodes rule of
 conf/kubernetes/clusterrole.yaml and conf/kubernetes/namespaced/nodes.yaml. */}}
 {{- define "spotpool.nodesRule" -}}
-# Nodes: each instance's Node and Ready in the pool's status, and the deletion
-# of the Nodes of instances that are gone.
+# Nodes: each instance's Node and Ready in the pool's status, the drain's taint
+# and cordon (patch), and the deletion of the Nodes of instances that are gone.
 - apiGroups: [""]
   resources: ["nodes"]
-  verbs: ["get", "list", "watch", "delete"]
+  verbs: ["get", "list", "watch", "patch", "delete"]
+# Draining: a Node's pods listed by spec.nodeName, each evicted.
+- apiGroups: [""]
+  resources: ["pods"]
+  verbs: ["list"]
+- apiGroups: [""]
+  resources: ["pods/eviction"]
+  verbs: ["create"]
 {{- end }}
 
 {{/* Refuse value combinations that would deploy something broken. */}}
