@@ -145,18 +145,21 @@ MAN_PAGES = man/spotpool.8 man/spotpool.yaml.5
 man: $(BUILD)/spotpool
 	scripts/gen-man $(BUILD)/spotpool $(MAN_PAGES)
 
-# Installs the binary, the unit (paths filled in), the configuration (kept if present),
-# the CRD and the man pages. DESTDIR stages the tree for packaging.
+# Installs the binary, the units of the controller and the notice agent (paths filled
+# in), the configuration (kept if present), the CRDs and the man pages. DESTDIR stages
+# the tree for packaging.
 install: $(BUILD)/spotpool
 	install -D -m 0755 $(BUILD)/spotpool $(DESTDIR)$(BINDIR)/spotpool
 	install -d -m 0755 $(DESTDIR)$(UNITDIR) $(DESTDIR)$(SYSCONFDIR)/spotpool $(DESTDIR)$(DATADIR)
-	sed -e 's|@BINDIR@|$(BINDIR)|g' -e 's|@SYSCONFDIR@|$(SYSCONFDIR)|g' systemd/spotpool.service.in \
-		> $(DESTDIR)$(UNITDIR)/spotpool.service
-	chmod 0644 $(DESTDIR)$(UNITDIR)/spotpool.service
+	for unit in spotpool spotpool-agent; do \
+		sed -e 's|@BINDIR@|$(BINDIR)|g' -e 's|@SYSCONFDIR@|$(SYSCONFDIR)|g' systemd/$$unit.service.in \
+			> $(DESTDIR)$(UNITDIR)/$$unit.service && chmod 0644 $(DESTDIR)$(UNITDIR)/$$unit.service || exit 1; \
+	done
 	[ -e $(DESTDIR)$(SYSCONFDIR)/spotpool/spotpool.yaml ] || \
 		install -m 0644 conf/spotpool.yaml $(DESTDIR)$(SYSCONFDIR)/spotpool/spotpool.yaml
 	install -m 0644 conf/tencentcloud.yaml.example $(DESTDIR)$(DATADIR)/tencentcloud.yaml.example
 	install -m 0644 crds/spotpool.yaml $(DESTDIR)$(DATADIR)/spotpool-crd.yaml
+	install -m 0644 crds/spotnotice.yaml $(DESTDIR)$(DATADIR)/spotnotice-crd.yaml
 	install -D -m 0644 man/spotpool.8 $(DESTDIR)$(MANDIR)/man8/spotpool.8
 	install -D -m 0644 man/spotpool.yaml.5 $(DESTDIR)$(MANDIR)/man5/spotpool.yaml.5
 

@@ -31,6 +31,12 @@ enum cli_exit {
 
 int cli_dry_run(int argc, char **argv);
 int cli_run(int argc, char **argv);
+int cli_agent(int argc, char **argv);
+/* Cluster access for run and agent: the flag's kubeconfig, else the systemd credential
+ * "kubeconfig" ($CREDENTIALS_DIRECTORY), else kube_config_load's defaults. */
+struct kube_config;
+struct sp_error;
+int cli_load_kube(const char *flag, struct kube_config **ret, struct sp_error *err);
 /* Endpoint precedence: flag > SPOTPOOL_CVM_ENDPOINT > NULL (the real cloud). */
 const char *cli_cvm_endpoint(const char *flag);
 

@@ -34,7 +34,8 @@
  *   kube_ (Kubernetes API client), informer_ (list+watch cache of pools),
  *   wq_ (work queue), ctl_ (controller), lease_ (leader election), cfg_ (daemon
  *   config), metrics_ (Prometheus and health endpoints), stop_ (a stop request that
- *   wakes every waiting thread at once).
+ *   wakes every waiting thread at once), agent_ (the spot notice agent: reclaim notices
+ *   from the instance metadata to a Node condition or a SpotNotice).
  */
 #ifndef SPOTPOOL_H
 #define SPOTPOOL_H

@@ -18,6 +18,8 @@ static const char usage[] =
 	"  run        run the controller against a cluster (spotpool run --help)\n"
 	"  dry-run    show what would be done for manifests on disk, changing nothing\n"
 	"             (spotpool dry-run --help)\n"
+	"  agent      on a spot instance: report Tencent's reclaim notice to the cluster\n"
+	"             (spotpool agent --help)\n"
 	"  version    print the version\n"
 	"  help       this text; `spotpool help COMMAND` is `spotpool COMMAND --help`\n"
 	"\n"
@@ -56,7 +58,8 @@ static const struct command {
 	const char *name;
 	int (*fn)(int argc, char **argv);
 } commands[] = {
-	{"run", cli_run}, {"dry-run", cli_dry_run}, {"version", cmd_version}, {"help", cmd_help},
+	{"run", cli_run}, {"dry-run", cli_dry_run}, {"agent", cli_agent},
+	{"version", cmd_version}, {"help", cmd_help},
 };
 
 static const struct command *find_command(const char *name)

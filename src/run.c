@@ -286,11 +286,11 @@ static int load_default_creds(const struct cfg *cfg, struct creds *out, char **r
 	return r;
 }
 
-static int load_kube(const struct cfg *cfg, struct kube_config **ret, struct sp_error *err)
+int cli_load_kube(const char *flag, struct kube_config **ret, struct sp_error *err)
 {
 	const char *dir = getenv("CREDENTIALS_DIRECTORY");
 	char *systemd_cred = dir ? xasprintf("%s/kubeconfig", dir) : NULL;
-	const char *path = *cfg->kubeconfig ? cfg->kubeconfig :
+	const char *path = flag && *flag ? flag :
 			   systemd_cred && access(systemd_cred, R_OK) == 0 ? systemd_cred : NULL;
 	int r = kube_config_load(path, ret, err);
 	free(systemd_cred);
@@ -602,7 +602,7 @@ int cli_run(int argc, char **argv)
 	struct kube_config *kube = NULL;
 	struct creds defaults = {0};
 	char *creds_path = NULL;
-	if (load_default_creds(&d.cfg, &defaults, &creds_path, &err) < 0 || load_kube(&d.cfg, &kube, &err) < 0) {
+	if (load_default_creds(&d.cfg, &defaults, &creds_path, &err) < 0 || cli_load_kube(d.cfg.kubeconfig, &kube, &err) < 0) {
 		fprintf(stderr, "spotpool run: %s\n", log_redact(err.msg, sizeof(err.msg)));
 		rc = CLI_EINPUT;
 	} else if (check_only) {

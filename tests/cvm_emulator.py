@@ -146,7 +146,18 @@ Bad input answers HTTP 400 {"ok": false, "error": "..."}; unknown paths 404.
   POST /_emulator/reclaim                 {"instanceIds": [...]} or {"tag": {"Key","Value"},
                                           "count"?=1, "region"?} (the n newest live
                                           matches); "shutdown": true leaves them SHUTDOWN
-                                          instead of removing them -> {"ok", "reclaimed"}
+                                          instead of removing them -> {"ok", "reclaimed"}.
+                                          With "noticeSeconds": N the reclaim is announced
+                                          now (the instances' spot/termination-time, see
+                                          Instance metadata) and done N s later, as above
+                                          (unless the instance is TERMINATING by then; a
+                                          "_reclaimed" journal entry records it) -> {"ok",
+                                          "announced", "reclaimAt" (epoch s),
+                                          "terminationTime" (what the metadata answers)}
+  POST /_emulator/notice                  {"instanceIds": [...], "cancel": true}: an
+                                          announced reclaim does not happen and the notice
+                                          is withdrawn (termination-time answers 404 again)
+                                          -> {"ok", "cancelled" (those that had a notice)}
   POST /_emulator/stock                   {"zone", "instanceType", "count": n|null,
                                           "errorCode"?, "message"?}; "*" matches any
   POST /_emulator/quota                   {"spot": n|null, "errorCode"?}
@@ -174,6 +185,21 @@ Bad input answers HTTP 400 {"ok": false, "error": "..."}; unknown paths 404.
                                           that tag (key only: any value; none: all);
                                           history=1 adds "history": [[epoch s, live], ...],
                                           one point per change of live (last 20000)
+
+Instance metadata (unsigned GET on the same port, as the instance itself asks)
+-----------------------------------------------------------------------------
+The in-guest service http://metadata.tencentyun.com/latest/meta-data/ of every instance
+is served under /metadata/<instance id>/latest/meta-data/ (an agent under test gets
+--metadata-url http://HOST:PORT/metadata/<id>/latest/meta-data):
+  instance-id              200 text/plain, the instance's id
+  spot/termination-time    404 until a reclaim is announced (/_emulator/reclaim with
+                           noticeSeconds), then 200 text/plain "YYYY-MM-DD HH:MM:SS", the
+                           reclaim time in UTC+8 cut to the second, as Tencent documents
+                           ("Querying the Reclamation Status of a Spot Instance"); 404
+                           again after /_emulator/notice cancels it; a reclaim that left
+                           the instance SHUTDOWN leaves the time in place
+For an instance that does not exist (or no longer does) the connection closes without a
+reply: its metadata service is gone with it.
 
 Fault kinds. The first pending fault of each kind matching the action applies; a fault
 is used up when it applies. Outcome kinds exclude each other (first match wins):
@@ -569,6 +595,8 @@ class Instance:
     launch_fail: bool = False
     boot_at: float = 0.0
     gone_at: float = 0.0
+    reclaim_at: float = 0.0            # an announced reclaim happens then (0: none announced)
+    reclaim_shutdown: bool = False     # ... leaving the instance SHUTDOWN instead of removed
     latest_operation: str | None = None
     latest_operation_state: str | None = None
     latest_request_id: str | None = None
@@ -857,6 +885,10 @@ class Emulator:
                     inst.latest_operation_state = "FAILED" if inst.launch_fail else "SUCCESS"
             elif kind == "gone" and inst.state == "TERMINATING" and inst.gone_at == due:
                 self._remove(inst)
+            elif kind == "reclaim" and inst.reclaim_at == due and inst.state != "TERMINATING":
+                self._reclaim(inst, inst.reclaim_shutdown)
+                self._record({"action": "_reclaimed", "instanceIds": [instance_id],
+                              "shutdown": inst.reclaim_shutdown}, now)
             elif kind == "visible":
                 self._changed()
 
@@ -1299,16 +1331,63 @@ class Emulator:
         else:
             raise ControlError("give instanceIds or tag")
         shutdown = payload.get("shutdown") is True
-        for inst in victims:
-            for key in inst.stat_keys():
-                self.reclaimed[key] += 1
-            if shutdown:
-                self._set_state(inst, "SHUTDOWN")
-            else:
-                self._remove(inst)
         ids = [inst.instance_id for inst in victims]
+        if "noticeSeconds" in payload:
+            notice = control_number(payload, "noticeSeconds")
+            for inst in victims:
+                inst.reclaim_at, inst.reclaim_shutdown = now + notice, shutdown
+                heapq.heappush(self._timers, (inst.reclaim_at, inst.instance_id, "reclaim"))
+            self._record({"action": "_reclaim", "instanceIds": ids, "shutdown": shutdown,
+                          "noticeSeconds": notice}, now)
+            return {"ok": True, "announced": ids, "reclaimAt": round(now + notice, 3),
+                    "terminationTime": termination_time(now + notice)}
+        for inst in victims:
+            self._reclaim(inst, shutdown)
         self._record({"action": "_reclaim", "instanceIds": ids, "shutdown": shutdown}, now)
         return {"ok": True, "reclaimed": ids}
+
+    def _reclaim(self, inst: Instance, shutdown: bool) -> None:
+        for key in inst.stat_keys():
+            self.reclaimed[key] += 1
+        if shutdown:
+            self._set_state(inst, "SHUTDOWN")
+        else:
+            self._remove(inst)
+
+    def ctl_notice(self, payload, query, now):
+        ids = payload.get("instanceIds")
+        if not isinstance(ids, list) or not all(isinstance(i, str) for i in ids):
+            raise ControlError("instanceIds must be a list of strings")
+        if payload.get("cancel") is not True:
+            raise ControlError("give \"cancel\": true (announce a reclaim with /_emulator/reclaim)")
+        unknown = [i for i in ids if i not in self.instances]
+        if unknown:
+            raise ControlError(f"unknown instance(s): {', '.join(unknown)}")
+        cancelled = [i for i in dict.fromkeys(ids) if self.instances[i].reclaim_at]
+        for instance_id in cancelled:
+            self.instances[instance_id].reclaim_at = 0.0
+        self._record({"action": "_notice", "instanceIds": ids, "cancelled": cancelled}, now)
+        return {"ok": True, "cancelled": cancelled}
+
+    # -- instance metadata (in-guest) ---------------------------------------------------
+
+    def metadata(self, instance_id: str, item: str) -> Reply:
+        """GET /metadata/<id>/latest/meta-data/<item>, as the instance itself would ask."""
+        now = time.time()
+        with self.lock:
+            self._advance(now)
+            inst = self.instances.get(instance_id)
+            value = None
+            if inst is not None and item == "instance-id":
+                value = inst.instance_id
+            elif inst is not None and item == "spot/termination-time" and inst.reclaim_at:
+                value = termination_time(inst.reclaim_at)
+        if inst is None:  # gone, and its metadata service with it
+            return Reply(0, b"", drop=True, summary=f"metadata {item}: no such instance")
+        if value is None:
+            return Reply(404, b"<html><body><h1>404 Not Found</h1></body></html>\n", "text/html",
+                         summary=f"metadata {item}")
+        return Reply(200, value.encode(), "text/plain", summary=f"metadata {item}")
 
     def ctl_stock(self, payload, query, now):
         key = (control_string(payload, "zone"), control_string(payload, "instanceType"))
@@ -1446,6 +1525,7 @@ CONTROL_ROUTES = {
     ("GET", "/_emulator/instances"): Emulator.ctl_list_instances,
     ("POST", "/_emulator/instances"): Emulator.ctl_create_instances,
     ("POST", "/_emulator/reclaim"): Emulator.ctl_reclaim,
+    ("POST", "/_emulator/notice"): Emulator.ctl_notice,
     ("POST", "/_emulator/stock"): Emulator.ctl_stock,
     ("POST", "/_emulator/quota"): Emulator.ctl_quota,
     ("POST", "/_emulator/fault"): Emulator.ctl_fault,
@@ -1491,6 +1571,16 @@ def paging(params: dict) -> tuple[int, int]:
     if limit < 1:
         raise ApiError("InvalidParameterValue.Range", "Limit must be between 1 and 100.")
     return offset, limit
+
+
+METADATA_PATH_RE = re.compile(r"/metadata/(?P<id>[^/]+)/latest/meta-data/(?P<item>instance-id|spot/termination-time)")
+UTC_PLUS_8 = 8 * 3600
+
+
+def termination_time(epoch: float) -> str:
+    """The metadata service's spot/termination-time: the reclaim time, UTC+8, whole
+    seconds (cut, so never later than the reclaim)."""
+    return time.strftime("%Y-%m-%d %H:%M:%S", time.gmtime(int(epoch) + UTC_PLUS_8))
 
 
 def compile_filter(index: int, spec: dict):
@@ -1679,6 +1769,8 @@ class Handler(BaseHTTPRequestHandler):
         try:
             if url.path.startswith("/_emulator/"):
                 reply = emulator.control(method, url.path, parse_qs(url.query), body)
+            elif (match := METADATA_PATH_RE.fullmatch(url.path)) and method == "GET":
+                reply = emulator.metadata(match["id"], match["item"])
             elif url.path == "/" and method == "POST":
                 headers: dict[str, str] = {}
                 for name, value in self.headers.items():

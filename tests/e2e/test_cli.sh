@@ -74,6 +74,9 @@ help_cases=(
 	"-h|Usage: spotpool COMMAND [OPTIONS]"
 	"help run|Usage: spotpool run [OPTIONS]"
 	"help dry-run|Usage: spotpool dry-run"
+	"agent --help|Usage: spotpool agent [OPTIONS]"
+	"agent --kubeconfig $E2E_TMP/kubeconfig --node-name n1 --metadata-url http://127.0.0.1:$fake_port -h|Usage: spotpool agent [OPTIONS]"
+	"help agent|Usage: spotpool agent [OPTIONS]"
 )
 help_ok() { # WANT START: exit 0 within 2 s, WANT on stdout's first line, stderr empty
 	[[ $(rc_of help) == 0 && $((SECONDS - $2)) -le 2 ]] && head -1 "$E2E_TMP/help.out" | grep -qF -- "$1" &&
@@ -126,6 +129,13 @@ error_cases=(
 	"run --lease-namespace a.b|--lease-namespace: leaderElection.leaseNamespace: must be a namespace name|Usage: spotpool run [OPTIONS]|spotpool run --help"
 	"run --endpoint cvm.example.com|--endpoint: cvmEndpoint: must be an http:// or https:// URL|Usage: spotpool run [OPTIONS]|spotpool run --help"
 	"run --listen nonsense --check-config|--listen: listenAddress|Usage: spotpool run [OPTIONS]|spotpool run --help"
+	"agent --bogus|unrecognized option '--bogus'|Usage: spotpool agent [OPTIONS]|spotpool agent --help"
+	"agent --interval 0|--interval: \"0\" is not a number of seconds from 0.1 to 60|Usage: spotpool agent [OPTIONS]|spotpool agent --help"
+	"agent --interval 2s|--interval: \"2s\" is not a number of seconds|Usage: spotpool agent [OPTIONS]|spotpool agent --help"
+	"agent --node-name Bad_Node|--node-name (or NODE_NAME): \"Bad_Node\" is not a Node name|Usage: spotpool agent [OPTIONS]|spotpool agent --help"
+	"agent --namespace a.b|--namespace: \"a.b\" is not a namespace name|Usage: spotpool agent [OPTIONS]|spotpool agent --help"
+	"agent --metadata-url metadata.tencentyun.com|--metadata-url: \"metadata.tencentyun.com\" is not an http:// or https:// URL|Usage: spotpool agent [OPTIONS]|spotpool agent --help"
+	"agent stray|unexpected argument \"stray\"|Usage: spotpool agent [OPTIONS]|spotpool agent --help"
 	"version extra|unexpected argument \"extra\"|Usage: spotpool version|spotpool version --help"
 	"bogus|unknown command \"bogus\"|Usage: spotpool COMMAND [OPTIONS]|spotpool --help"
 	"help bogus|unknown command \"bogus\"|Usage: spotpool COMMAND [OPTIONS]|spotpool --help"

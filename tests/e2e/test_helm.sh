@@ -1,11 +1,13 @@
 #!/usr/bin/env bash
 # The Helm chart (charts/spotpool) and the namespaced kustomize overlay
 # (conf/kubernetes/namespaced), against a real apiserver:
-#   - one source of truth: the chart's CRD is crds/spotpool.yaml byte for byte,
+#   - one source of truth: the chart's CRDs are crds/*.yaml byte for byte,
 #     its appVersion is VERSION, the overlay's shared files are the base's;
 #   - `helm template` renders the main value combinations and
 #     `kubectl apply --dry-run=server` accepts every object of each (no Pod
 #     Security warning under "restricted"); bad combinations are refused;
+#   - the notice agent (DaemonSet, its ClusterRole, the notice reporter's Role) as
+#     conf/kubernetes/agent has them; on by default in clusterWide mode only;
 #   - RBAC: the cluster-wide rendering has exactly the rules of
 #     `kubectl kustomize conf/kubernetes`; the namespaced rendering's only
 #     cluster-wide grant is `get` on the namespace kube-system (the cluster's
@@ -41,8 +43,10 @@ check "helm $helm_version runs from the cache ($HELM_DIR)" test -n "$helm_versio
 app_version=$(sed -n 's/^appVersion: *"\{0,1\}\([^"]*\)"\{0,1\}$/\1/p' "$CHART/Chart.yaml")
 check "Chart.yaml appVersion ($app_version) equals VERSION ($(cat "$E2E_ROOT/VERSION"))" \
 	test "$app_version" = "$(cat "$E2E_ROOT/VERSION")"
-check "charts/spotpool/crds/spotpool.yaml is identical to crds/spotpool.yaml (cp crds/spotpool.yaml charts/spotpool/crds/)" \
-	cmp "$E2E_ROOT/crds/spotpool.yaml" "$CHART/crds/spotpool.yaml"
+for crd in spotpool spotnotice; do
+	check "charts/spotpool/crds/$crd.yaml is identical to crds/$crd.yaml (cp crds/$crd.yaml charts/spotpool/crds/)" \
+		cmp "$E2E_ROOT/crds/$crd.yaml" "$CHART/crds/$crd.yaml"
+done
 for f in namespace.yaml serviceaccount.yaml leader-election-role.yaml leader-election-rolebinding.yaml deployment.yaml; do
 	check "conf/kubernetes/namespaced/$f is identical to conf/kubernetes/$f" cmp "$CONF/$f" "$CONF/namespaced/$f"
 done
@@ -56,7 +60,7 @@ render() {
 	shift
 	"$HELM" template spotpool "$CHART" -n "$NS" "$@" >"$E2E_TMP/$name.yaml" 2>"$E2E_TMP/$name.err"
 }
-COMBOS=(default namespaced namespaced-named existing-secret created-secret monitoring single)
+COMBOS=(default namespaced namespaced-named existing-secret created-secret monitoring single agent-reporter namespaced-agent)
 declare -A COMBO_ARGS=(
 	[default]=""
 	[namespaced]="--set mode=namespaced --set watchNamespaces={team-a,team-b}"
@@ -65,6 +69,8 @@ declare -A COMBO_ARGS=(
 	[created-secret]="--set credentials.create=true --set credentials.secretId=$EMU_SECRET_ID --set credentials.secretKey=$EMU_SECRET_KEY"
 	[monitoring]="--set serviceMonitor.enabled=true --set serviceMonitor.labels.release=prom --set podDisruptionBudget.enabled=true"
 	[single]="--set replicas=1 --set leaderElection.enabled=false"
+	[agent-reporter]="--set agent.noticeReporter.enabled=true"
+	[namespaced-agent]="--set mode=namespaced --set watchNamespaces={team-a,team-b} --set agent.enabled=true"
 )
 for c in "${COMBOS[@]}"; do
 	# shellcheck disable=SC2086 # word splitting of the value list is intended
@@ -129,6 +135,8 @@ kubectl kustomize "$CONF" >"$E2E_TMP/base.yaml" 2>&1
 check "kubectl kustomize conf/kubernetes" tojson base
 kubectl kustomize "$CONF/namespaced" >"$E2E_TMP/overlay.yaml" 2>&1
 check "kubectl kustomize conf/kubernetes/namespaced" tojson overlay
+kubectl kustomize "$CONF/agent" >"$E2E_TMP/agent-base.yaml" 2>&1
+check "kubectl kustomize conf/kubernetes/agent" tojson agent-base
 
 # --- Server dry run of every rendering --------------------------------------------
 # dry_run NAME: the apiserver accepts every object (one "(server dry run)" line
@@ -145,14 +153,15 @@ for c in "${COMBOS[@]}" image; do
 	check "kubectl apply --dry-run=server accepts all $(grep -c '^kind:' "$E2E_TMP/$c.yaml") objects of $c, no PodSecurity warning" dry_run "$c"
 done
 check "kubectl apply --dry-run=server accepts conf/kubernetes/namespaced (all $(grep -c '^kind:' "$E2E_TMP/overlay.yaml") objects)" dry_run overlay
+check "kubectl apply --dry-run=server accepts conf/kubernetes/agent (all $(grep -c '^kind:' "$E2E_TMP/agent-base.yaml") objects), no PodSecurity warning" dry_run agent-base
 
 # --- Objects per combination -------------------------------------------------------
 # kinds NAME: sorted "Kind namespace/name" lines.
 kinds() { jq -r '.[] | "\(.kind) \(.metadata.namespace // "")/\(.metadata.name)"' "$E2E_TMP/$1.json" | sort | tr '\n' ';'; }
 # obj NAME KIND [OBJECT NAME]: the first (or named) object of KIND.
 obj() { jq -c --arg k "$2" --arg n "${3:-}" '[.[] | select(.kind == $k and ($n == "" or .metadata.name == $n))][0]' "$E2E_TMP/$1.json"; }
-expect_kinds="ClusterRole /spotpool;ClusterRoleBinding /spotpool;Deployment $NS/spotpool;PodDisruptionBudget $NS/spotpool;Role $NS/spotpool-leader-election;RoleBinding $NS/spotpool-leader-election;Service $NS/spotpool-metrics;ServiceAccount $NS/spotpool;"
-check "default: ClusterRole+binding, leader-election Role+binding, SA, Service, Deployment, PDB (replicas 2); no Secret, no ServiceMonitor" \
+expect_kinds="ClusterRole /spotpool;ClusterRole /spotpool-agent;ClusterRoleBinding /spotpool;ClusterRoleBinding /spotpool-agent;DaemonSet $NS/spotpool-agent;Deployment $NS/spotpool;PodDisruptionBudget $NS/spotpool;Role $NS/spotpool-leader-election;RoleBinding $NS/spotpool-leader-election;Service $NS/spotpool-metrics;ServiceAccount $NS/spotpool;ServiceAccount $NS/spotpool-agent;"
+check "default: ClusterRole+binding, leader-election Role+binding, SA, Service, Deployment, PDB (replicas 2), the notice agent (DaemonSet, SA, ClusterRole+binding); no Secret, no ServiceMonitor" \
 	test "$(kinds default)" = "$expect_kinds"
 
 # --- RBAC: chart == kustomize -----------------------------------------------------
@@ -173,7 +182,7 @@ check "clusterWide: chart ClusterRole rules == conf/kubernetes ClusterRole rules
 check "clusterWide: chart leader-election Role rules == conf/kubernetes's" \
 	same "$(rules default Role spotpool-leader-election $NS)" "$(rules base Role spotpool-leader-election $NS)"
 check "clusterWide: ClusterRoleBinding binds ClusterRole spotpool to $NS/spotpool" \
-	same "$(obj default ClusterRoleBinding | jq -cS '[.roleRef, .subjects]')" "$(obj base ClusterRoleBinding | jq -cS '[.roleRef, .subjects]')"
+	same "$(obj default ClusterRoleBinding spotpool | jq -cS '[.roleRef, .subjects]')" "$(obj base ClusterRoleBinding spotpool | jq -cS '[.roleRef, .subjects]')"
 # The cluster identity rule (get namespaces/kube-system): in the ClusterRole, or alone.
 CLUSTER_ID_RULES='[{"apiGroups":[""],"nonResourceURLs":[],"resourceNames":["kube-system"],"resources":["namespaces"],"verbs":["get"]}]'
 check "clusterWide: the ClusterRole may get the namespace kube-system (cluster identity), and no other namespace" \
@@ -211,6 +220,37 @@ rbac_set() {
 check "namespaced: the chart's Roles and RoleBindings == conf/kubernetes/namespaced's (namespaces, names, rules, bindings)" \
 	same "$(rbac_set namespaced)" "$(rbac_set overlay)"
 check "overlay: no cluster-wide grant but get namespaces/kube-system" same "$(cluster_objects overlay | jq -c '[.[].rules[]]')" "$CLUSTER_ID_RULES"
+
+# --- The notice agent: chart == conf/kubernetes/agent ----------------------------------
+check "agent: the chart's ClusterRole spotpool-agent rules == conf/kubernetes/agent's (patch nodes/status only)" \
+	same "$(rules agent-reporter ClusterRole spotpool-agent)" "$(rules agent-base ClusterRole spotpool-agent)"
+check "agent: ... which is exactly patch on nodes/status" same "$(rules agent-base ClusterRole spotpool-agent)" \
+	'[{"apiGroups":[""],"nonResourceURLs":[],"resourceNames":[],"resources":["nodes/status"],"verbs":["patch"]}]'
+check "agent: ClusterRoleBinding spotpool-agent binds it to $NS/spotpool-agent, as conf/kubernetes/agent's" \
+	same "$(obj agent-reporter ClusterRoleBinding spotpool-agent | jq -cS '[.roleRef, .subjects]')" "$(obj agent-base ClusterRoleBinding spotpool-agent | jq -cS '[.roleRef, .subjects]')"
+check "notice reporter: the chart's Role == conf/kubernetes/agent's (create SpotNotices only)" \
+	same "$(rules agent-reporter Role spotpool-notice-reporter $NS)" "$(rules agent-base Role spotpool-notice-reporter $NS)"
+check "notice reporter: bound to $NS/spotpool-notice-reporter, as conf/kubernetes/agent's" \
+	same "$(obj agent-reporter RoleBinding spotpool-notice-reporter | jq -cS '[.roleRef, .subjects]')" "$(obj agent-base RoleBinding spotpool-notice-reporter | jq -cS '[.roleRef, .subjects]')"
+check "notice reporter: off by default" bash -c "! jq -e '.[] | select(.metadata.name == \"spotpool-notice-reporter\")' '$E2E_TMP/default.json' >/dev/null"
+ds() { obj "$1" DaemonSet; }
+for part in '.spec.template.spec.securityContext' '.spec.template.spec.containers[0].securityContext' \
+	'.spec.template.spec.containers[0].resources' '.spec.template.spec.containers[0].env' '.spec.template.spec.affinity' \
+	'.spec.template.spec.tolerations' '.spec.template.spec.serviceAccountName' '.spec.updateStrategy' \
+	'.spec.template.spec.terminationGracePeriodSeconds'; do
+	check "agent DaemonSet $part == conf/kubernetes/agent's" same "$(ds default | jq -cS "$part")" "$(ds agent-base | jq -cS "$part")"
+done
+check "agent DaemonSet: spotpool agent --log-format json (--log-level info), NODE_NAME from spec.nodeName" \
+	same "$(ds default | jq -c '.spec.template.spec.containers[0].args')" "$(ds agent-base | jq -c '.spec.template.spec.containers[0].args + ["--log-level","info"]')"
+check "agent DaemonSet: only on nodes labelled spotpool.jokerbai.com/instance-id, every taint tolerated" \
+	same "$(ds default | jq -c '[.spec.template.spec.affinity.nodeAffinity.requiredDuringSchedulingIgnoredDuringExecution.nodeSelectorTerms[0].matchExpressions[0], .spec.template.spec.tolerations]')" \
+	'[{"key":"spotpool.jokerbai.com/instance-id","operator":"Exists"},[{"operator":"Exists"}]]'
+check "agent DaemonSet: its own pods only (component agent, not the controller's selector)" \
+	same "$(ds default | jq -c '.spec.selector.matchLabels["app.kubernetes.io/component"]')" '"agent"'
+check "namespaced: no agent by default (no DaemonSet, no ClusterRole spotpool-agent)" bash -c \
+	"! jq -e '.[] | select(.kind == \"DaemonSet\" or .metadata.name == \"spotpool-agent\")' '$E2E_TMP/namespaced.json' >/dev/null"
+check "namespaced with agent.enabled: the DaemonSet and ClusterRole spotpool-agent (patch nodes/status), as in clusterWide" \
+	same "$(rules namespaced-agent ClusterRole spotpool-agent)" "$(rules agent-base ClusterRole spotpool-agent)"
 
 # --- The Deployment: `spotpool run` with the flags of each mode -------------------
 dep() { obj "$1" Deployment; }

@@ -1,5 +1,6 @@
 #!/usr/bin/env bash
-# In-cluster mode for real: conf/kubernetes applies to a real apiserver, and
+# In-cluster mode for real: conf/kubernetes (and conf/kubernetes/agent, the notice
+# agent's DaemonSet and RBAC) applies to a real apiserver, and
 # `spotpool run` authenticates only with a TokenRequest token for the ServiceAccount
 # spotpool-system/spotpool, mounted (with the cluster CA and namespace, in the
 # kubelet's ..data symlink layout) at /var/run/secrets/kubernetes.io/serviceaccount
@@ -39,6 +40,23 @@ check "apply -k conf/kubernetes succeeds" test $? = 0
 check "no Pod Security warning for the Deployment (namespace warns on restricted)" \
 	bash -c "! grep -qi 'would violate PodSecurity' '$E2E_TMP/dry-k.out' '$E2E_TMP/apply-k.out'"
 check "all 7 objects exist" test "$(kubectl get -k "$CONF" -o name 2>/dev/null | wc -l)" = 7
+
+# --- conf/kubernetes/agent: the notice agent's DaemonSet and RBAC (docs/notice-agent.md) ---
+kubectl apply -k "$CONF/agent" --dry-run=server >"$E2E_TMP/dry-agent.out" 2>&1
+rc=$?
+n=$(grep -c '(server dry run)' "$E2E_TMP/dry-agent.out")
+check "apply -k conf/kubernetes/agent --dry-run=server accepts all 7 objects ($n)" test "$rc" = 0 -a "$n" = 7
+kubectl apply -k "$CONF/agent" >"$E2E_TMP/apply-agent.out" 2>&1
+check "apply -k conf/kubernetes/agent succeeds" test $? = 0
+check "no Pod Security warning for the DaemonSet (restricted)" \
+	bash -c "! grep -qi 'would violate PodSecurity' '$E2E_TMP/dry-agent.out' '$E2E_TMP/apply-agent.out'"
+check "DaemonSet spotpool-agent runs spotpool agent as spotpool-agent, NODE_NAME from the downward API" bash -c \
+	"kubectl get ds spotpool-agent -n spotpool-system -o json | jq -e '.spec.template.spec | .serviceAccountName == \"spotpool-agent\" and
+	.containers[0].args[0] == \"agent\" and .containers[0].env[0].valueFrom.fieldRef.fieldPath == \"spec.nodeName\"' >/dev/null"
+check "the agent may patch nodes/status and nothing else of Nodes; the controller may not" bash -c \
+	"[[ \$(kubectl auth can-i patch nodes --subresource=status --as=system:serviceaccount:spotpool-system:spotpool-agent) == yes &&
+	   \$(kubectl auth can-i patch nodes --as=system:serviceaccount:spotpool-system:spotpool-agent) == no &&
+	   \$(kubectl auth can-i patch nodes --subresource=status --as=$SA_USER) == no ]]"
 
 # --- RBAC as docs/install-kubernetes.md describes it ----------------------------
 can() { kubectl auth can-i "$@" --as="$SA_USER" 2>/dev/null; }

@@ -1,5 +1,6 @@
 #!/usr/bin/env bash
-# The systemd unit and installation: `systemd-analyze verify`, the offline security
+# The systemd units (the controller's and the notice agent's) and installation:
+# `systemd-analyze verify`, the offline security
 # rating (2.0 or better), `make install` with DESTDIR, and credentials handed over
 # the way LoadCredential= does ($CREDENTIALS_DIRECTORY).
 source "$(dirname "$0")/lib.sh"
@@ -16,12 +17,26 @@ check "systemd-analyze security --offline=yes: exposure ${score:-?} (2.0 or bett
 	python3 -c "import sys; sys.exit(0 if '$score' and float('$score') <= 2.0 else 1)"
 check "Type=notify with a watchdog" bash -c "grep -qx 'Type=notify' '$unit' && grep -q '^WatchdogSec=' '$unit'"
 
+# The notice agent's unit (docs/notice-agent.md#hosts-outside-kubernetes).
+agent_unit=$E2E_TMP/spotpool-agent.service
+sed -e "s|@BINDIR@|$bindir|g" -e "s|@SYSCONFDIR@|/etc|g" "$E2E_ROOT/systemd/spotpool-agent.service.in" >"$agent_unit"
+systemd-analyze verify "$agent_unit" >"$E2E_TMP/verify-agent.out" 2>&1
+rc=$?
+check "spotpool-agent.service: systemd-analyze verify passes without warnings" test "$rc:$(grep -c . "$E2E_TMP/verify-agent.out")" = 0:0
+systemd-analyze security --offline=yes "$agent_unit" >"$E2E_TMP/security-agent.out" 2>&1
+score=$(sed -n 's/.*Overall exposure level for spotpool-agent.service: \([0-9.]*\).*/\1/p' "$E2E_TMP/security-agent.out")
+check "spotpool-agent.service: security exposure ${score:-?} (2.0 or better)" \
+	python3 -c "import sys; sys.exit(0 if '$score' and float('$score') <= 2.0 else 1)"
+
 stage=$E2E_TMP/stage
 make -s -C "$E2E_ROOT" install DESTDIR="$stage" BUILD="$(realpath --relative-to="$E2E_ROOT" "$bindir")" >"$E2E_TMP/install.out" 2>&1
 check "make install DESTDIR=...: binary, unit, config, CRD" test -x "$stage/usr/local/bin/spotpool" -a \
 	-f "$stage/usr/local/lib/systemd/system/spotpool.service" -a -f "$stage/etc/spotpool/spotpool.yaml" -a \
 	-f "$stage/usr/local/share/spotpool/spotpool-crd.yaml"
 check "installed unit has its paths filled in" bash -c "grep -q '^ExecStart=/usr/local/bin/spotpool run --config /etc/spotpool/spotpool.yaml' '$stage/usr/local/lib/systemd/system/spotpool.service' && ! grep -qE '@(BINDIR|SYSCONFDIR)@' '$stage/usr/local/lib/systemd/system/spotpool.service'"
+check "installed agent unit has its paths filled in, and the SpotNotice CRD is installed" bash -c "grep -q '^ExecStart=/usr/local/bin/spotpool agent$' '$stage/usr/local/lib/systemd/system/spotpool-agent.service' &&
+	grep -q '^LoadCredential=kubeconfig:/etc/spotpool/agent-kubeconfig$' '$stage/usr/local/lib/systemd/system/spotpool-agent.service' &&
+	! grep -qE '@(BINDIR|SYSCONFDIR)@' '$stage/usr/local/lib/systemd/system/spotpool-agent.service' && test -f '$stage/usr/local/share/spotpool/spotnotice-crd.yaml'"
 echo "workers: 7" >"$stage/etc/spotpool/spotpool.yaml"
 make -s -C "$E2E_ROOT" install DESTDIR="$stage" BUILD="$(realpath --relative-to="$E2E_ROOT" "$bindir")" >/dev/null 2>&1
 check "make install keeps an existing configuration" grep -qx "workers: 7" "$stage/etc/spotpool/spotpool.yaml"

@@ -2,8 +2,9 @@
 """Unit tests of the CVM emulator's fault machinery used by the fault campaign:
 tag-index lag and drops (docs/how-it-works.md, "Visibility"), id lookups that keep
 finding an instance once returned, the per-launch tagIndexLagSeconds fault, kill hooks
-(before/after a call), live-count history, seeded ids; DescribeInstancesStatus as the
-SDK documents it, with its own rate limit. Runs a real emulator process
+(before/after a call), live-count history, seeded ids, noticed reclaims and the
+instance metadata that announces them; DescribeInstancesStatus as the SDK documents
+it, with its own rate limit. Runs a real emulator process
 on 127.0.0.1 and talks to it over HTTP with signed requests.
 
     python3 tests/faults/test_emulator_faults.py [-v]
@@ -236,6 +237,51 @@ class EmulatorFaults(unittest.TestCase):
             text = handle.read()
         self.assertIn(f"revoked-sid={rotated}", text)
         self.assertNotIn("revoked-sid=AKIDneverKnown", text, "only a removed id is called revoked")
+
+    def metadata(self, instance_id: str, item: str) -> tuple[int, str]:
+        conn = http.client.HTTPConnection("127.0.0.1", self.c.port, timeout=10)
+        try:
+            conn.request("GET", f"/metadata/{instance_id}/latest/meta-data/{item}")
+            response = conn.getresponse()
+            return response.status, response.read().decode()
+        finally:
+            conn.close()
+
+    def test_noticed_reclaim(self):
+        ids = self.c.run("ns/n")
+        self.assertEqual(self.metadata(ids[0], "instance-id"), (200, ids[0]))
+        self.assertEqual(self.metadata(ids[0], "spot/termination-time")[0], 404)
+        answer = self.c.control("POST", "reclaim", {"instanceIds": ids, "noticeSeconds": 1.5})
+        self.assertEqual(answer["announced"], ids)
+        status, text = self.metadata(ids[0], "spot/termination-time")
+        self.assertEqual(status, 200)
+        self.assertEqual(text, answer["terminationTime"])
+        # UTC+8, whole seconds, not after the reclaim
+        self.assertEqual(text, time.strftime("%Y-%m-%d %H:%M:%S", time.gmtime(int(answer["reclaimAt"]) + 8 * 3600)))
+        self.assertEqual(self.c.by_id(ids), ids, "announced, not reclaimed yet")
+        time.sleep(1.7)
+        self.assertEqual(self.c.by_id(ids), [])
+        with self.assertRaises(http.client.RemoteDisconnected):  # gone with its instance
+            self.metadata(ids[0], "spot/termination-time")
+        self.assertEqual(self.c.control("GET", f"stats?tagKey={TAG_KEY}&tagValue=ns/n")["reclaimed"], 1)
+
+    def test_cancelled_notice(self):
+        ids = self.c.run("ns/c")
+        self.c.control("POST", "reclaim", {"instanceIds": ids, "noticeSeconds": 0.5})
+        self.assertEqual(self.c.control("POST", "notice", {"instanceIds": ids, "cancel": True})["cancelled"], ids)
+        time.sleep(0.7)
+        self.assertEqual(self.c.by_id(ids), ids, "a withdrawn notice reclaims nothing")
+        self.assertEqual(self.metadata(ids[0], "spot/termination-time")[0], 404)
+        with self.assertRaises(AssertionError):
+            self.c.control("POST", "notice", {"instanceIds": ids})
+
+    def test_noticed_reclaim_to_shutdown(self):
+        ids = self.c.run("ns/s")
+        answer = self.c.control("POST", "reclaim", {"instanceIds": ids, "noticeSeconds": 0.3, "shutdown": True})
+        time.sleep(0.5)
+        self.assertEqual([i["InstanceState"] for i in self.c.control("GET", "instances") if i["InstanceId"] == ids[0]],
+                         ["SHUTDOWN"])
+        self.assertEqual(self.metadata(ids[0], "spot/termination-time"), (200, answer["terminationTime"]))
 
     def test_bad_control_input(self):
         for payload in ({"action": "X", "when": "before", "pid": 5}, {"action": "*", "when": "never", "pid": 5},

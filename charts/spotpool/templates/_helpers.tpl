@@ -73,6 +73,33 @@ app.kubernetes.io/component: controller
 {{- else if $e }}true{{ end }}
 {{- end }}
 
+{{/* The notice agent is on when agent.enabled is true, or when it is null
+(unset) and the mode is clusterWide. */}}
+{{- define "spotpool.agentEnabled" -}}
+{{- $e := .Values.agent.enabled }}
+{{- if kindIs "invalid" $e }}
+{{- if eq .Values.mode "clusterWide" }}true{{ end }}
+{{- else if $e }}true{{ end }}
+{{- end }}
+
+{{- define "spotpool.agentName" -}}
+{{- printf "%s-agent" (include "spotpool.fullname" .) | trunc 63 | trimSuffix "-" }}
+{{- end }}
+
+{{/* Labels of the agent's objects, and its pod selector. */}}
+{{- define "spotpool.agentSelectorLabels" -}}
+app.kubernetes.io/name: {{ include "spotpool.name" . }}
+app.kubernetes.io/instance: {{ .Release.Name }}
+app.kubernetes.io/component: agent
+{{- end }}
+{{- define "spotpool.agentLabels" -}}
+helm.sh/chart: {{ include "spotpool.chart" . }}
+{{ include "spotpool.agentSelectorLabels" . }}
+app.kubernetes.io/version: {{ .Chart.AppVersion | quote }}
+app.kubernetes.io/managed-by: {{ .Release.Service }}
+app.kubernetes.io/part-of: spotpool
+{{- end }}
+
 {{/* The rules the controller needs on pools, Secrets and Events: in a
 ClusterRole (clusterWide) or in a Role per watched namespace (namespaced).
 Same as conf/kubernetes/clusterrole.yaml (tests/e2e/test_helm.sh compares). */}}

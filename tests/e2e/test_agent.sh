@@ -1,0 +1,204 @@
+#!/usr/bin/env bash
+# The spot notice agent (`spotpool agent`, docs/notice-agent.md) against a real
+# apiserver and the emulator's instance metadata, authenticated only as the
+# ServiceAccounts of conf/kubernetes/agent (TokenRequest tokens in kubeconfigs):
+#   - on a Node (the test plays the kubelet's part and creates it): a noticed reclaim
+#     (emulator, noticeSeconds) sets SpotTerminating=True with the deadline in the
+#     message within 3 s of the announcement, touching no other condition and nothing
+#     else of the Node, once per notice; a withdrawn notice sets it False, a moved
+#     deadline is reported again; a Node that does not exist yet is retried with
+#     backoff until it does; SIGTERM exits 0 at once;
+#   - on a host that is not a Node: one SpotNotice per notice, still one after a
+#     restart (create-only RBAC, AlreadyExists = reported);
+#   - the RBAC is least: the agent may only patch nodes/status, the reporter only
+#     create SpotNotices in its namespace; no token appears in a log.
+source "$(dirname "$0")/lib.sh"
+
+unset NODE_NAME
+AGENT_CONF=$E2E_ROOT/conf/kubernetes/agent
+NS=spotpool-system
+start_emulator
+start_cluster
+K8S_URL=$(sed -n 's/^K8S_URL=//p' "$E2E_TMP/k8s/env")
+K8S_CA_FILE=$(sed -n 's/^K8S_CA_FILE=//p' "$E2E_TMP/k8s/env")
+
+kubectl apply -f "$E2E_ROOT/crds/spotnotice.yaml" >/dev/null
+check "SpotNotice CRD established" \
+	wait_for 30 kubectl wait --for condition=established --timeout=5s crd/spotnotices.devops.jokerbai.com
+kubectl apply -f "$E2E_ROOT/conf/kubernetes/namespace.yaml" >/dev/null
+check "kubectl apply -k conf/kubernetes/agent (DaemonSet, RBAC, notice reporter)" kubectl apply -k "$AGENT_CONF"
+
+# --- Least privilege ------------------------------------------------------------------
+AGENT_USER=system:serviceaccount:$NS:spotpool-agent
+REPORTER_USER=system:serviceaccount:$NS:spotpool-notice-reporter
+can() { kubectl auth can-i "$@" 2>/dev/null; }
+rbac_ok=true
+{
+	for q in "patch nodes --subresource=status --as=$AGENT_USER" "create spotnotices.devops.jokerbai.com -n $NS --as=$REPORTER_USER"; do
+		[[ $(can $q) == yes ]] || { rbac_ok=false; echo "denied: $q;"; }
+	done
+	for q in "patch nodes --as=$AGENT_USER" "get nodes --as=$AGENT_USER" "delete nodes --as=$AGENT_USER" \
+		"update nodes --subresource=status --as=$AGENT_USER" "list pods -A --as=$AGENT_USER" \
+		"create spotnotices.devops.jokerbai.com -n $NS --as=$AGENT_USER" \
+		"get spotnotices.devops.jokerbai.com -n $NS --as=$REPORTER_USER" "list spotnotices.devops.jokerbai.com -n $NS --as=$REPORTER_USER" \
+		"update spotnotices.devops.jokerbai.com -n $NS --as=$REPORTER_USER" "delete spotnotices.devops.jokerbai.com -n $NS --as=$REPORTER_USER" \
+		"create spotnotices.devops.jokerbai.com -n default --as=$REPORTER_USER" "patch nodes --subresource=status --as=$REPORTER_USER" \
+		"create events -n $NS --as=$REPORTER_USER"; do
+		[[ $(can $q) == no ]] || { rbac_ok=false; echo "allowed: $q;"; }
+	done
+} >"$E2E_TMP/rbac.out"
+check "agent: only patch nodes/status; reporter: only create SpotNotices in $NS $(tr '\n' ' ' <"$E2E_TMP/rbac.out")" $rbac_ok
+
+# sa_kubeconfig SA: a kubeconfig holding a token of $NS/SA (context namespace $NS).
+sa_kubeconfig() {
+	local k=$E2E_TMP/$1.kubeconfig token
+	token=$(kubectl create token "$1" -n "$NS" --duration=1h) || return 1
+	echo "$token" >>"$E2E_TMP/tokens"
+	kubectl config --kubeconfig="$k" set-cluster c --server="$K8S_URL" --certificate-authority="$K8S_CA_FILE" >/dev/null &&
+		kubectl config --kubeconfig="$k" set-credentials sa --token="$token" >/dev/null &&
+		kubectl config --kubeconfig="$k" set-context c --cluster=c --user=sa --namespace="$NS" >/dev/null &&
+		kubectl config --kubeconfig="$k" use-context c >/dev/null && chmod 600 "$k"
+}
+check "kubeconfig with a token of $NS/spotpool-agent" sa_kubeconfig spotpool-agent
+check "kubeconfig with a token of $NS/spotpool-notice-reporter" sa_kubeconfig spotpool-notice-reporter
+
+# holds KIND NAME [NAMESPACE] JQ: the object exists and JQ is true of it (jq 1.6 -e
+# succeeds on empty input, so kubectl's failure is checked first).
+holds() {
+	local j
+	j=$(kubectl get "${@:1:$#-1}" -o json 2>/dev/null) && jq -e "${!#}" <<<"$j" >/dev/null
+}
+# new_instance: a RUNNING spot instance in the emulator; its id on stdout.
+new_instance() { emu_post instances '{"region": "ap-singapore"}' | jq -r '.instanceIds[0]'; }
+# announce ID SECONDS: the emulator announces ID's reclaim SECONDS from now; its answer
+# is in $E2E_TMP/announce.json.
+announce() { emu_post reclaim "{\"instanceIds\": [\"$1\"], \"noticeSeconds\": $2}" >"$E2E_TMP/announce.json"; }
+# The deadline the last announcement promises, as the agent must report it (RFC 3339 UTC).
+announced_deadline() { date -u -d "@$(jq '.reclaimAt | floor' "$E2E_TMP/announce.json")" +%Y-%m-%dT%H:%M:%SZ; }
+# start_agent NAME KUBECONFIG INSTANCE [ARGS...]: `spotpool agent` on INSTANCE's metadata,
+# logging to $E2E_TMP/NAME.log; its pid in AGENT_PID. NODE_NAME comes from the caller.
+start_agent() {
+	local name=$1 kc=$2 id=$3
+	shift 3
+	env -u KUBECONFIG "$SPOTPOOL_BIN" agent --kubeconfig "$kc" --metadata-url "$EMU_URL/metadata/$id/latest/meta-data" \
+		--log-format plain "$@" >>"$E2E_TMP/$name.log" 2>&1 &
+	AGENT_PID=$!
+	E2E_PIDS+=("$AGENT_PID")
+}
+# stop_agent PID: SIGTERM; the exit status, and the milliseconds it took in STOP_MS.
+stop_agent() {
+	local t0 rc
+	t0=$(date +%s%N)
+	kill -TERM "$1"
+	wait "$1"
+	rc=$?
+	STOP_MS=$((($(date +%s%N) - t0) / 1000000))
+	return $rc
+}
+
+# --- A Node (the kubelet's part) ---------------------------------------------------------
+ID=$(new_instance)
+NODE=10.0.0.7
+kubectl create -f - >/dev/null <<YAML
+apiVersion: v1
+kind: Node
+metadata:
+  name: $NODE
+  labels: {spotpool.jokerbai.com/instance-id: $ID}
+spec:
+  providerID: qcloud:///900002/$ID
+status:
+  conditions:
+    - {type: Ready, status: "True", reason: KubeletReady, message: kubelet is posting ready status,
+       lastHeartbeatTime: "2026-01-01T00:00:00Z", lastTransitionTime: "2026-01-01T00:00:00Z"}
+YAML
+check "Node $NODE (instance $ID) created" kubectl get node "$NODE"
+cond() { kubectl get node "$NODE" -o json | jq -c --arg t "${1:-SpotTerminating}" '.status.conditions[]? | select(.type == $t) | {status, reason, message}'; }
+
+NODE_NAME=$NODE start_agent node "$E2E_TMP/spotpool-agent.kubeconfig" "$ID"
+agent=$AGENT_PID
+check "agent: reads the instance id from the metadata once" wait_for 10 grep -qF "this host is instance $ID" "$E2E_TMP/node.log"
+sleep 2.5
+check "no notice yet: no SpotTerminating condition, nothing written" test -z "$(cond)"
+rv=$(kubectl get node "$NODE" -o jsonpath='{.metadata.resourceVersion}')
+
+announce "$ID" 120
+t0=$(date +%s%N)
+deadline=$(announced_deadline)
+want="{\"status\":\"True\",\"reason\":\"SpotInstanceTerminating\",\"message\":\"reclaim at $deadline\"}"
+seen=false
+while (($(date +%s%N) - t0 < 10000000000)); do
+	[[ $(cond) == "$want" ]] && { seen=true; break; }
+	sleep 0.1
+done
+latency_ms=$((($(date +%s%N) - t0) / 1000000))
+echo "# notice -> Node condition in $latency_ms ms"
+check "notice (reclaim in 120 s): SpotTerminating=True, reason SpotInstanceTerminating, 'reclaim at $deadline'" $seen
+check "... within 3 s of the announcement ($latency_ms ms; polls every 2 s)" test "$latency_ms" -le 3000
+check "the emulator's termination time (UTC+8) is the deadline" \
+	test "$(jq -r .terminationTime "$E2E_TMP/announce.json")" = "$(TZ=Asia/Shanghai date -d "$deadline" '+%Y-%m-%d %H:%M:%S')"
+check "the Ready condition is untouched (strategic merge by type)" \
+	test "$(cond Ready)" = '{"status":"True","reason":"KubeletReady","message":"kubelet is posting ready status"}'
+check "labels, spec and annotations untouched" holds node "$NODE" ".spec == {providerID: \"qcloud:///900002/$ID\"} and
+	.metadata.labels[\"spotpool.jokerbai.com/instance-id\"] == \"$ID\" and (.metadata.annotations // {}) == {}"
+rv_after=$(kubectl get node "$NODE" -o jsonpath='{.metadata.resourceVersion}')
+sleep 5
+check "once per notice: no write in the 5 s after (resourceVersion $rv -> $rv_after, stays)" \
+	test "$(kubectl get node "$NODE" -o jsonpath='{.metadata.resourceVersion}')" = "$rv_after"
+check "once per notice: one 'reported on Node' line" test "$(grep -c 'reported on Node' "$E2E_TMP/node.log")" = 1
+
+emu_post notice "{\"instanceIds\": [\"$ID\"], \"cancel\": true}" >/dev/null
+check "withdrawn notice: SpotTerminating=False, reason SpotNoticeWithdrawn, within 3 s" wait_for 3 holds node "$NODE" \
+	'any(.status.conditions[]; .type == "SpotTerminating" and .status == "False" and .reason == "SpotNoticeWithdrawn")'
+announce "$ID" 60
+deadline2=$(announced_deadline)
+check "announced again (reclaim in 60 s): True with the new deadline $deadline2" wait_for 3 holds node "$NODE" \
+	"any(.status.conditions[]; .type == \"SpotTerminating\" and .status == \"True\" and .message == \"reclaim at $deadline2\")"
+stop_agent "$agent"
+check "SIGTERM: exit 0 ($?) within 1 s ($STOP_MS ms)" test $? = 0 -a "$STOP_MS" -le 1000
+check "log: stopping" grep -q 'agent: stopping' "$E2E_TMP/node.log"
+
+# --- A Node that does not exist yet: retried with backoff -------------------------------
+ID3=$(new_instance)
+NODE3=10.0.0.9
+NODE_NAME=$NODE3 start_agent late "$E2E_TMP/spotpool-agent.kubeconfig" "$ID3"
+announce "$ID3" 120
+deadline3=$(announced_deadline)
+check "no Node $NODE3 yet: the patch fails (404) and is retried with backoff" \
+	wait_for 10 bash -c "grep -q 'failed, retrying in 500 ms' '$E2E_TMP/late.log' && grep -q 'failed, retrying in 1000 ms' '$E2E_TMP/late.log'"
+kubectl create -f - >/dev/null <<YAML
+apiVersion: v1
+kind: Node
+metadata: {name: $NODE3}
+YAML
+check "once the Node exists, the condition is set (reclaim at $deadline3)" wait_for 15 holds node "$NODE3" \
+	"any(.status.conditions[]?; .type == \"SpotTerminating\" and .status == \"True\" and .message == \"reclaim at $deadline3\")"
+stop_agent "$AGENT_PID"
+check "SIGTERM: exit 0" test $? = 0
+
+# --- A host that is not a Node: a SpotNotice ----------------------------------------------
+ID2=$(new_instance)
+start_agent host "$E2E_TMP/spotpool-notice-reporter.kubeconfig" "$ID2"
+check "without a Node name it reports SpotNotices in $NS (the kubeconfig's namespace)" \
+	wait_for 10 grep -qF "reporting on SpotNotices in namespace $NS" "$E2E_TMP/host.log"
+announce "$ID2" 90
+deadline2=$(announced_deadline)
+notice=$ID2-$(jq '.reclaimAt | floor' "$E2E_TMP/announce.json")
+check "SpotNotice $NS/$notice within 3 s: instance $ID2, reclaim at $deadline2" wait_for 3 holds spotnotice "$notice" -n "$NS" \
+	".spec.instanceId == \"$ID2\" and .spec.reclaimAt == \"$deadline2\" and .spec.host != null"
+stop_agent "$AGENT_PID"
+check "SIGTERM: exit 0" test $? = 0
+start_agent host "$E2E_TMP/spotpool-notice-reporter.kubeconfig" "$ID2"
+check "restarted: the same notice counts as reported (AlreadyExists, no error)" wait_for 10 bash -c \
+	"[[ \$(grep -c 'reported on SpotNotice' '$E2E_TMP/host.log') == 2 ]] && ! grep -q 'failed, retrying' '$E2E_TMP/host.log'"
+check "... still one SpotNotice" test "$(kubectl get spotnotices -n $NS -o name | wc -l)" = 1
+stop_agent "$AGENT_PID"
+check "SIGTERM: exit 0" test $? = 0
+check "a SpotNotice cannot change once reported: the schema refuses a new spec, even from an admin" bash -c \
+	"! kubectl patch spotnotice $notice -n $NS --type=merge -p '{\"spec\":{\"reclaimAt\":\"2030-01-01T00:00:00Z\"}}'"
+
+# --- Logs --------------------------------------------------------------------------------
+check "no 403 in any agent log" bash -c "! grep -qE 'HTTP 403|forbidden' '$E2E_TMP/node.log' '$E2E_TMP/late.log' '$E2E_TMP/host.log'"
+leak=$(grep -lF -f "$E2E_TMP/tokens" "$E2E_TMP"/node.log "$E2E_TMP"/late.log "$E2E_TMP"/host.log)
+check "no ServiceAccount token in any agent log $leak" test -z "$leak"
+finish
