@@ -16,10 +16,11 @@
 #   d  a node annotated scale-down-disabled is not chosen while another can go; a pod
 #      with safe-to-evict "false" holds its node's drain until it ends
 #   e  a pool deleted with pods on its nodes: evicted before termination, then it goes
-#   f  a noticed reclaim (Node condition SpotTerminating, deadline 60 s ahead, the
-#      emulator reclaiming at the deadline): the replacement launched within 2 s (at
-#      maximum), the doomed node drained, gone at the deadline, its Node deleted; with
-#      maximumIncludesDoomed the replacement waits until the doomed instance is gone
+#   f  a noticed reclaim (the emulator announcing it 60 s ahead and reclaiming then,
+#      `spotpool agent` setting the Node condition SpotTerminating): the replacement
+#      launched within 2 s of the announcement (at maximum), the doomed node drained,
+#      gone at the deadline, its Node deleted; with maximumIncludesDoomed the
+#      replacement waits until the doomed instance is gone
 #   g  drainTimeout "10x" rejected naming spec.drainTimeout, nothing launched
 source "$(dirname "$0")/lib.sh"
 
@@ -214,22 +215,18 @@ kubectl scale sp/c1 -n c1 --replicas=1 >/dev/null
 kubectl scale sp/c2 -n c2 --replicas=1 >/dev/null
 kubectl scale sp/d -n d --replicas=2 >/dev/null
 kubectl delete sp e -n e --wait=false >/dev/null
-# f: the notice on node 0 with its deadline; the emulator reclaims at the deadline
-# (noticeSeconds when it has them, else a timer here).
-deadline=$(($(date +%s) + NOTICE_AHEAD))
-notice_time=$(date +%s.%N)
+# f: the notice of node 0: `spotpool agent` on each doomed instance (its metadata in the
+# emulator, polled every 0.1 s so the announcement is the notice to within 0.1 s) sets
+# SpotTerminating on its Node; the emulator reclaims at the deadline it announced.
 for p in f1 f2; do
-	kubectl patch node "$(N $p/0)" --subresource=status -p "{\"status\":{\"conditions\":[{\"type\":\"SpotTerminating\",
-		\"status\":\"True\",\"reason\":\"SpotInstanceTerminating\",
-		\"message\":\"reclaim at $(date -u -d "@$deadline" +%Y-%m-%dT%H:%M:%SZ)\",
-		\"lastHeartbeatTime\":\"$(date -u +%Y-%m-%dT%H:%M:%SZ)\",\"lastTransitionTime\":\"$(date -u +%Y-%m-%dT%H:%M:%SZ)\"}]}}" >/dev/null
-done
-if grep -q noticeSeconds "$E2E_ROOT/tests/cvm_emulator.py"; then
-	emu_post reclaim "{\"instanceIds\":[\"${ID[f1/0]}\",\"${ID[f2/0]}\"],\"noticeSeconds\":$((deadline - $(date +%s)))}" >/dev/null
-else
-	(sleep "$((deadline - $(date +%s)))" && emu_post reclaim "{\"instanceIds\":[\"${ID[f1/0]}\",\"${ID[f2/0]}\"]}") >/dev/null &
+	NODE_NAME=$(N $p/0) "$SPOTPOOL_BIN" agent --metadata-url "$EMU_URL/metadata/${ID[$p/0]}/latest/meta-data" \
+		--interval 0.1 --log-format plain >>"$E2E_TMP/agent-$p.log" 2>&1 &
 	E2E_PIDS+=($!)
-fi
+done
+notice_time=$(date +%s.%N)
+emu_post reclaim "{\"instanceIds\":[\"${ID[f1/0]}\",\"${ID[f2/0]}\"],\"noticeSeconds\":$NOTICE_AHEAD}" >"$E2E_TMP/announce.json"
+deadline=$(jq '.reclaimAt | floor' "$E2E_TMP/announce.json")
+noticed() { [[ $(node_json "$1" | jq -r '.status.conditions[] | select(.type == "SpotTerminating") | .status') == True ]]; }
 
 # --- a: the emptiest go, evicted before terminated ---------------------------------------
 # before POD INSTANCE: the pod was evicted (seen being deleted) before the instance's
@@ -322,10 +319,12 @@ f_evicted() { evicted "$1/$1-0-1" && evicted "$1/$1-0-keep"; }
 # running_others NS DOOMED: two instances besides DOOMED are RUNNING while DOOMED is still live.
 running_others() { [[ $(sp_field "$1" "[.status.instances[] | select(.state == \"RUNNING\" and .instanceId != \"$2\")] | length" "$1") -ge 2 ]] && live "$2"; }
 node_gone() { ! kubectl get node "$1" >/dev/null 2>&1; }
+f_noticed() { noticed "$(N f1/0)" && noticed "$(N f2/0)"; }
+check "f1, f2: the agents report the notice on the doomed Nodes" wait_for 5 f_noticed
 tok_f1=$(token_prefix f1 f1)
 tok_f2=$(token_prefix f2 f2)
 f1_within() { local t; t=$(run_after "$tok_f1"); [[ -n $t ]] && within "$notice_time" "$t" 2; }
-check "f1: the replacement's RunInstances within 2 s of the notice, at maximum" wait_for 5 f1_within
+check "f1: the replacement's RunInstances within 2 s of the announcement, at maximum" wait_for 5 f1_within
 f1_run=$(run_after "$tok_f1")
 check "f2 (maximumIncludesDoomed): no replacement while the doomed instance lives" test -z "$(run_after "$tok_f2")"
 echo "# f1: notice -> RunInstances $(python3 -c "print(round(${f1_run:-0} - $notice_time, 2))") s"

@@ -1499,7 +1499,7 @@ class Schedule:
                 if any(e["time"] >= r["t"] and e["time"] <= r["deadline"] and e.get("instanceIds")
                        and not e.get("replay") and not e.get("error")
                        and (e.get("clientToken") or "").startswith(prefix) for e in runs):
-                    self.count("replacements launched before the deadline")
+                    self.count("launches of the pool between a notice and its deadline")
             first_seen: dict[str, float] = {}
             for e in runs:
                 token = e.get("clientToken") or ""
@@ -1811,7 +1811,7 @@ EVIDENCE = [  # (fault kind, counter keys shown for it)
     ("lease_delete", ["lease deletions", "Lease held again after its deletion"]),
     ("notice", ["notices", "notices repeated", "notices withdrawn", "notices of instances then not reclaimed",
                 "noticed instances reclaimed at the deadline", "noticed instances gone before their deadline",
-                "replacements launched before the deadline"]),
+                "launches of the pool between a notice and its deadline"]),
 ]
 
 
