@@ -25,6 +25,9 @@
 /* Most actions a pass records the answers of (a pass takes a few dozen at most: about
  * 6 per launch attempt, and up to PASS_LAUNCH_ATTEMPTS_MAX attempts). */
 #define PASS_DONE_MAX 256
+/* Most drains of a group (scale-down, notice, deletion) one pass takes a step of (up to
+ * 3 actions each, within PASS_DONE_MAX); the others follow in the next passes. */
+#define PASS_DRAINS_MAX 16
 
 enum pass_kind {
 	PASS_ADD_FINALIZER,
@@ -167,6 +170,10 @@ struct pass_input {
 	/* The pods of nodes[i] as PASS_LIST_PODS found them (pods[i], for i < n_nodes), or
 	 * NULL: none listed this pass. */
 	const struct pass_pods *pods;
+	/* Node features are on but the Nodes are not listed yet (a fresh start, a new
+	 * leader): nothing spotpool chooses to terminate goes before they are, since its
+	 * Node may need draining. */
+	bool nodes_pending;
 };
 
 /* The credentials source that wins: spec.credentialsSecretRef, else inline keys, else

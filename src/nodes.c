@@ -25,6 +25,8 @@ struct nodes {
 	/* Only the watcher thread (or a test's rounds) touches these. */
 	struct informer_lw lw;
 	bool told_forbidden;
+	/* The last list was refused (RBAC): the watcher writes it, nodes_find reads it. */
+	atomic_bool forbidden;
 	struct stop stop;
 	pthread_t thread;
 	bool running;
@@ -165,6 +167,7 @@ int64_t nodes_round(struct nodes *n, const struct kube_api *api)
 		.item = on_item, .end_list = on_end_list, .event = on_event, .userdata = n,
 	};
 	int64_t delay = informer_lw_round(&n->lw, &ops, api, &n->stop);
+	atomic_store(&n->forbidden, n->lw.list_error == SP_EFORBIDDEN);
 	if (n->lw.list_error == SP_EFORBIDDEN && !n->told_forbidden) {
 		log_error("the controller may not list nodes (RBAC): node names, Ready and the deletion of the "
 			  "Nodes of gone instances stay off until its ServiceAccount is bound to a ClusterRole "
@@ -264,7 +267,7 @@ int nodes_find(struct nodes *n, const char *pool, const struct node_want *want, 
 			strv_push(&c->ips, want[i].ip);
 	}
 	if (!atomic_load(&n->lw.synced)) {
-		r = SP_ETRANSIENT;
+		r = atomic_load(&n->forbidden) ? SP_EFORBIDDEN : SP_ETRANSIENT;
 	} else {
 		node_match(n->v, n->n, want, n_want, index, ret_by);
 		for (size_t i = 0; i < n_want; i++) {

@@ -13,7 +13,7 @@ enum {
 	STEP_VALIDATE = 1, STEP_FINALIZER, STEP_OBSERVE, STEP_SWEEP, STEP_RECLAIMS, STEP_CHECK,
 	STEP_DRY_EVENT, STEP_RESUME, STEP_ABANDON, STEP_LEDGER_DONE, STEP_SCALE_DOWN_INTENT, STEP_SCALE_DOWN,
 	STEP_CLEANUP, STEP_RETAIN, STEP_RELEASE, STEP_NO_OFFERING, STEP_STATUS, STEP_REREAD, STEP_DELETE_NODES,
-	STEP_LIST_PODS, STEP_NOTICE, STEP_END,
+	STEP_LIST_PODS, STEP_NOTICE, STEP_DRAIN_INTENT, STEP_END,
 	STEP_ATTEMPT = 100, ATTEMPT_STRIDE = 10,
 	STEP_FAIL_EVENT = 10000,  /* + the failing step: its event */
 	/* Drains: STEP_DRAIN + group * DRAIN_GROUP + k * DRAIN_STRIDE + a drain_part, k the
@@ -34,6 +34,7 @@ struct walk {
 	const char *posted;              /* the failure episode this pass posts an event for */
 	int error;
 	int64_t requeue_ms;
+	int64_t drain_ms;                /* drains in progress want a look again then (0: none) */
 	char progress[SP_ERROR_MAX];
 	char capacity[SP_ERROR_MAX];
 	/* DrainBlocked: NULL keeps the old condition, "" is False, else True with this. */
@@ -474,13 +475,29 @@ static bool scale_down_recorded(struct walk *w, const struct strv *victims)
 	return false;
 }
 
-/* Sooner than the requeue set so far: in ms from now. */
+/* The guarded status write (with the ledger as it stands) before a scale-down's first
+ * drain start of the pass; true once it was written. */
+static bool intent_recorded(struct walk *w)
+{
+	enum pass_kind kind = w->in->ledger ? PASS_RECORD_LEDGER : PASS_CLEAR_LEDGER;
+	const struct pass_answer *r = answer(w, STEP_DRAIN_INTENT, kind);
+	if (r) {
+		if (r->code < 0 && w->error == 0)
+			w->error = r->code;
+		return r->code == 0;
+	}
+	record_ledger(w, kind, STEP_DRAIN_INTENT, w->in->ledger, w->in->launch_seq);
+	return false;
+}
+
+/* A drain in progress wants a look again in ms (at least 1 s): the pass's requeue is the
+ * sooner of this and what the rest of the pass asks for (requeue()). */
 static void look_again(struct walk *w, int64_t ms)
 {
 	if (ms < 1000)
 		ms = 1000;
-	if (!w->requeue_ms || ms < w->requeue_ms)
-		w->requeue_ms = ms;
+	if (!w->drain_ms || ms < w->drain_ms)
+		w->drain_ms = ms;
 }
 
 static int instance_index(const struct pass_input *in, const char *id)
@@ -554,6 +571,13 @@ static bool drain_one(struct walk *w, enum drain_group g, size_t k, const struct
 {
 	const struct pass_input *in = w->in;
 	int64_t now = in->plan.now, timeout = in->spec->drain_timeout;
+	/* A notice's drain is forced whatever drainTimeout says: the deadline governs. */
+	if (g == GROUP_NOTICE && node->terminating_at > now)
+		timeout = node->terminating_at - now + 1;
+	/* Victims above maximum (the first of the group: plan's order) are never kept: their
+	 * drain is cut short at the timeout, as a deleted pool's. */
+	bool forced = g == GROUP_DELETION ||
+		      (g == GROUP_SCALE_DOWN && (int)k < w->plan->observed - in->spec->maximum);
 	int step = STEP_DRAIN + (int)g * DRAIN_GROUP + (int)k * DRAIN_STRIDE;
 	int64_t started = node->drain_taint ? node->drain_started : 0;
 	const struct pass_answer *st = answer(w, step + PART_START, PASS_DRAIN_START);
@@ -570,8 +594,7 @@ static bool drain_one(struct walk *w, enum drain_group g, size_t k, const struct
 	struct drain_step_input din = {
 		.node = {.has_node = true, .started = started, .was_unschedulable = node->was_unschedulable},
 		.pods = pods->v, .n_pods = pods->n, .now = now, .timeout = timeout,
-		.deadline = g == GROUP_NOTICE ? node->terminating_at
-			    : g == GROUP_DELETION && started ? started + timeout : 0,
+		.deadline = g == GROUP_NOTICE ? node->terminating_at : forced && started ? started + timeout : 0,
 	};
 	struct drain_step s;
 	drain_step(&din, &s);
@@ -579,6 +602,12 @@ static bool drain_one(struct walk *w, enum drain_group g, size_t k, const struct
 	struct pass_action *a;
 	switch (s.action) {
 	case DRAIN_START:
+		/* A scale-down follows the spec the pass read: a guarded write proves it is still
+		 * the pool's before a pod is touched (as before a terminate, seed 44). */
+		if (g == GROUP_SCALE_DOWN && !intent_recorded(w)) {
+			look_again(w, DRAIN_RECHECK_SECONDS * 1000);
+			break;
+		}
 		if ((a = emit(w, PASS_DRAIN_START, step + PART_START)))
 			strv_push(&a->ids, node->name);
 		else if (st && st->code < 0 && w->error == 0)
@@ -623,13 +652,34 @@ static bool drain_one(struct walk *w, enum drain_group g, size_t k, const struct
 static void drain_then(struct walk *w, enum drain_group g, const struct strv *ids, struct strv *ready)
 {
 	const struct pass_input *in = w->in;
+	if (in->nodes_pending) {
+		if (ids->n)
+			look_again(w, 1000);
+		return;
+	}
 	bool listed = true;
+	size_t stepped = 0;
 	for (size_t k = 0; k < ids->n; k++) {
 		int i = instance_index(in, ids->v[k]);
 		const struct node_view *node = i >= 0 ? node_at(in, (size_t)i) : NULL;
 		bool live = i >= 0 && plan_classify_state(in->plan.instances[i].state) == PLAN_LIVE;
 		if (!node || !live || (g != GROUP_NOTICE && in->spec->drain_timeout <= 0)) {
 			strv_push(ready, ids->v[k]);
+			continue;
+		}
+		/* Past its deadline a doomed instance goes, pods listed or not (a listing that
+		 * fails must not keep the pool above maximum); so does a deleted pool's victim
+		 * past its drain's timeout. */
+		int64_t started = node->drain_taint ? node->drain_started : 0;
+		if ((g == GROUP_NOTICE && in->plan.now >= node->terminating_at) ||
+		    (g == GROUP_DELETION && started && in->plan.now >= started + in->spec->drain_timeout)) {
+			strv_push(ready, ids->v[k]);
+			continue;
+		}
+		/* A pass takes the next step of at most PASS_DRAINS_MAX drains per group (a few
+		 * actions each): the others come in the next passes, a few seconds later. */
+		if (stepped++ >= PASS_DRAINS_MAX) {
+			look_again(w, PASS_REQUEUE_PROGRESS_MS);
 			continue;
 		}
 		if (!(listed = listed && pods_listed(w)))
@@ -703,6 +753,8 @@ static void deletion(struct walk *w)
 	if (w->in->dry_run)
 		return;  /* a dry-run controller neither terminates nor releases */
 	if (w->in->spec->deletion_policy == POOL_RETAIN) {
+		/* The instances stay, and so do their Nodes: as they were before any drain. */
+		undo_unwanted_drains(w, NULL, 0);
 		emit_event(w, STEP_RETAIN, "Normal", "Retained", "deletionPolicy Retain: leaving %d instance(s) running",
 			   plan->observed);
 		release(w, "deletionPolicy Retain");
@@ -730,7 +782,7 @@ static void deletion(struct walk *w)
 		if (t && t->code == 0 && plan->ledger_done && w->in->ledger && ready.n == plan->cleanup.n)
 			record_ledger(w, PASS_CLEAR_LEDGER, STEP_LEDGER_DONE, NULL, w->in->launch_seq);
 		strv_clear(&ready);
-		look_again(w, PASS_REQUEUE_PROGRESS_MS);
+		w->requeue_ms = PASS_REQUEUE_PROGRESS_MS;
 		return;
 	}
 	if (plan->waiting) {
@@ -885,6 +937,7 @@ static void act(struct walk *w)
 			w->error = c->code;
 	}
 	if (!w->in->dry_run) {
+		doomed_go(w);
 		struct strv ready = {0};
 		drain_then(w, GROUP_SCALE_DOWN, &plan->scale_down, &ready);
 		if (ready.n && scale_down_recorded(w, &ready))
@@ -893,13 +946,13 @@ static void act(struct walk *w)
 		/* A DrainBlocked once set goes False when no scale-down waits any more. */
 		if (!plan->scale_down.n && status_condition(w->in->old_status, "DrainBlocked", "status"))
 			w->drain_blocked = "";
-		doomed_go(w);
 		terminate(w, STEP_CLEANUP, &plan->cleanup, PASS_WHY_CLEANUP);
 		const struct strv *wanted[] = {&plan->scale_down, &plan->doomed};
 		undo_unwanted_drains(w, wanted, 2);
 	}
-	bool progress = plan->launch || plan->resume || plan->waiting || plan->scale_down.n || plan->cleanup.n ||
-			plan->doomed.n;
+	/* Drains (scale-down with Nodes, doomed instances) set their own look again. */
+	bool progress = plan->launch || plan->resume || plan->waiting || plan->cleanup.n ||
+			(plan->scale_down.n && !w->drain_ms);
 	for (size_t i = 0; i < w->in->plan.n_instances && !progress; i++)
 		progress = plan_state_settling(w->in->plan.instances[i].state);
 	if (!w->requeue_ms && progress)
@@ -932,6 +985,8 @@ static void write_status(struct walk *w)
 
 static void requeue(struct walk *w)
 {
+	if (w->drain_ms && (!w->requeue_ms || w->drain_ms < w->requeue_ms))
+		w->requeue_ms = w->drain_ms;
 	struct pass_action *a = emit(w, PASS_REQUEUE, STEP_END);
 	if (a) {
 		a->requeue_ms = w->requeue_ms;

@@ -293,6 +293,8 @@ void plan_compute(const struct plan_input *in, struct plan *ret)
 		 * call did launch; if it did not, it launches only what is needed now (the spec
 		 * may have lowered maximum since). Nothing needed: keep waiting, never forget. */
 		int need = p.target - p.observed;
+		if (s->maximum_includes_doomed)  /* a hard budget: the doomed still count */
+			need = min_int(need, s->maximum - p.observed - (int)p.doomed.n);
 		if (need > 0)
 			p.resume = min_int(min_int(l->count, need), PLAN_MAX_LAUNCH_PER_CALL);
 		p.waiting = true;

@@ -59,6 +59,7 @@ struct pass {
 	/* The Nodes of instances[0..n_nodes) and then of seen (by ID only), NULL: unknown. */
 	struct node_view *nodes;
 	size_t n_nodes;
+	bool nodes_pending;          /* Nodes are on but not listed yet */
 	/* The pods of nodes[0..n_nodes) once PASS_LIST_PODS listed them, NULL before. */
 	struct pass_pods *pods;
 	struct plan_launch found;    /* the ledger as the pass found it */
@@ -383,9 +384,11 @@ static void observe_nodes(struct pass *p)
 	p->nodes = xcalloc(n ? n : 1, sizeof(*p->nodes));
 	enum node_by *by = xcalloc(n ? n : 1, sizeof(*by));
 	char *pool = xasprintf("%s/%s", p->ns, p->name);
-	if (p->r->nodes.find(p->r->nodes.ctx, pool, want, n, p->nodes, by) < 0) {
+	int r = p->r->nodes.find(p->r->nodes.ctx, pool, want, n, p->nodes, by);
+	if (r < 0) {
 		free(p->nodes);
 		p->nodes = NULL;
+		p->nodes_pending = r != SP_EFORBIDDEN;
 	}
 	p->n_nodes = p->n_instances;
 	free(pool);
@@ -756,7 +759,7 @@ static void fill_input(const struct pass *p, struct pass_input *in)
 		.terminated = &p->terminated, .offers = &p->offers, .offer_state = p->offer_state,
 		.probe_at_ms = p->probe_at, .now_ms = p->now_ms, .soldout_ttl_ms = soldout_ttl(p->r->soldout),
 		.nodes = p->nodes, .n_nodes = p->n_nodes, .recorded_nodes = p->nodes ? p->nodes + p->n_nodes : NULL,
-		.pods = p->pods,
+		.pods = p->pods, .nodes_pending = p->nodes_pending,
 	};
 }
 

@@ -682,7 +682,7 @@ static void test_noticed_reclaim(void **state)
 }
 
 /* A deleted pool drains each Node first, and terminates once drained or past
- * drainTimeout (DrainCutShort naming what was left). */
+ * drainTimeout (then without listing pods again). */
 static void test_deletion_drains(void **state)
 {
 	(void)state;
@@ -711,8 +711,132 @@ static void test_deletion_drains(void **state)
 			assert_false(taken(&s, "terminate"));
 			assert_false(taken(&s, "release"));
 		} else {
-			assert_true(index_of(&s, "event Warning DrainCutShort") < index_of(&s, "terminate deletion i1"));
+			assert_true(taken(&s, "terminate deletion i1"));
+			assert_false(taken(&s, "list-pods"));
 		}
+		sim_free(&s);
+	}
+}
+
+/* The review's cases of the drain wiring, each a regression test:
+ *  0 Nodes not listed yet (a restart, a new leader): no victim goes before they are;
+ *  1 a doomed instance past its deadline goes though its pods cannot be listed;
+ *  2 a hundred victims: a pass steps at most PASS_DRAINS_MAX drains and still writes
+ *    its status and lets the doomed instance go (within PASS_DONE_MAX);
+ *  3 excess above maximum is not kept when its drain times out: cut short;
+ *  4 drainTimeout 0 with a notice: the doomed Node is drained all the same;
+ *  5 a deleted pool with Retain undoes its drains before it goes;
+ *  6 a scale-down's first drain start comes after a guarded status write. */
+static int refuse_list_pods(const struct pass_action *a, bool *sold_out)
+{
+	*sold_out = false;
+	return a->kind == PASS_LIST_PODS ? SP_EFORBIDDEN : 0;
+}
+
+static void test_drain_review_cases(void **state)
+{
+	(void)state;
+	enum { N = 120 };
+	static struct pool_instance in[N];
+	static struct node_view nodes[N];
+	static struct pass_pods pods[N];
+	static struct drain_pod one[1];
+	one[0] = pod("w", DRAIN_POD_EVICT);
+	char name[32];
+	for (int c = 0; c < 7; c++) {
+		int n = c == 2 ? N : 2;
+		for (int i = 0; i < n; i++) {
+			snprintf(name, sizeof(name), "i%03d", i);
+			in[i] = running(name, "RUNNING");
+			snprintf(name, sizeof(name), "n%03d", i);
+			nodes[i] = named(name);
+			pods[i] = (struct pass_pods){true, one, 1};
+		}
+		struct sim s;
+		sim_init(&s, 0, c == 3 ? 1 : n);
+		s.spec.drain_timeout = c == 4 ? 0 : 600;
+		s.spec.has_replicas = c != 1 && c != 4;
+		s.spec.replicas = c == 2 ? 10 : 1;
+		s.spec.deletion_policy = c == 5 ? POOL_RETAIN : POOL_DELETE;
+		s.in.plan.instances = in;
+		s.in.plan.n_instances = (size_t)n;
+		s.in.nodes = nodes;
+		s.in.n_nodes = (size_t)n;
+		s.pods_listed = pods;
+		if (c == 1 || c == 2 || c == 4)
+			nodes[n - 1].terminating_at = c == 4 ? NOW + 100 : NOW - 5;
+		if (c == 1)
+			s.answer = refuse_list_pods;
+		if (c == 3) {  /* maximum lowered to 1: i000 is the excess, drained past the timeout */
+			for (int i = 0; i < n; i++) {
+				nodes[i].drain_taint = true;
+				nodes[i].drain_started = NOW - 700;
+			}
+		}
+		if (c == 5) {
+			s.in.deleting = s.in.plan.deleting = true;
+			nodes[0].drain_taint = true;
+			nodes[0].drain_started = NOW - 30;
+		}
+		if (c == 0) {
+			s.in.nodes = NULL;
+			s.in.nodes_pending = true;
+		}
+		sim_run(&s);
+		switch (c) {
+		case 0:
+			assert_false(taken(&s, "terminate"));
+			assert_int_equal(s.requeue_ms, 1000);
+			break;
+		case 1:
+			assert_true(taken(&s, "terminate notice i001"));
+			break;
+		case 2:
+			assert_true(taken(&s, "terminate notice i119"));
+			assert_true(taken(&s, "write-status"));
+			assert_true(s.n_taken < 120);
+			break;
+		case 3:
+			assert_true(taken(&s, "terminate scale-down"));
+			assert_false(taken(&s, "event Warning DrainTimedOut"));
+			break;
+		case 4:
+			assert_true(taken(&s, "drain-start n001"));
+			assert_false(taken(&s, "terminate"));
+			break;
+		case 5:
+			assert_true(index_of(&s, "drain-undo n000") < index_of(&s, "release"));
+			break;
+		case 6:
+			assert_true(index_of(&s, "clear-ledger") < index_of(&s, "drain-start"));
+			break;
+		}
+		sim_free(&s);
+	}
+}
+
+/* A launch of unknown outcome repeated under a hard budget (maximumIncludesDoomed) asks
+ * for no more than maximum leaves beside the doomed instances. */
+static void test_resume_hard_budget(void **state)
+{
+	(void)state;
+	struct pool_instance in[2] = {running("i1", "RUNNING"), running("i2", "RUNNING")};
+	struct node_view nodes[2] = {named("n1"), named("n2")};
+	nodes[1].terminating_at = NOW + 100;
+	struct plan_launch l;
+	for (int hard = 0; hard < 2; hard++) {
+		struct sim s;
+		sim_init(&s, 3, 3);
+		s.spec.maximum_includes_doomed = hard;
+		s.spec.drain_timeout = 0;
+		s.in.plan.instances = in;
+		s.in.plan.n_instances = 2;
+		s.in.nodes = nodes;
+		s.in.n_nodes = 2;
+		sim_ledger(&s, &l, 2, 5, NULL);
+		sim_run(&s);
+		assert_true(taken(&s, hard ? "launch repeat count=1" : "launch repeat count=2"));
+		plan_launch_clear(&l);
 		sim_free(&s);
 	}
 }
@@ -895,7 +1019,7 @@ static void test_property_action_lists(void **state)
 		/* Recorded: some of the observed and two gone (one of which may be foreign), each
 		 * with its Node "node-<id>". */
 		struct strv seen = {0}, foreign = {0};
-		struct node_view nodes[6 + 8];
+		struct node_view nodes[6 + 8] = {0};
 		for (int i = 0; i < 8; i++) {
 			char id[16];
 			snprintf(id, sizeof(id), i < 6 ? "i%d" : "g%d", i);
@@ -990,6 +1114,8 @@ int main(void)
 		cmocka_unit_test(test_drain_gives_up),
 		cmocka_unit_test(test_noticed_reclaim),
 		cmocka_unit_test(test_deletion_drains),
+		cmocka_unit_test(test_drain_review_cases),
+		cmocka_unit_test(test_resume_hard_budget),
 		cmocka_unit_test(test_status_update_failed),
 		cmocka_unit_test(test_launch_abandoned),
 		cmocka_unit_test(test_deletion_sweep),
