@@ -447,46 +447,34 @@ static void terminate(struct walk *w, int step, const struct strv *ids, enum pas
 	}
 }
 
-/* A scale-down follows the spec the pass read. Before a victim is terminated, a guarded
- * status write showing it TERMINATING proves that spec is still the pool's: a stale copy
- * (a new leader's cache, a lagging watch) would otherwise terminate on an old size and
- * launch again once the current one arrives (fault campaign seed 44). True once written. */
-static bool scale_down_recorded(struct walk *w, const struct strv *victims)
+/* A scale-down follows the spec the pass read. Before a victim is terminated (step
+ * STEP_SCALE_DOWN_INTENT, victims shown TERMINATING) or its Node drained
+ * (STEP_DRAIN_INTENT, victims NULL), a guarded status write proves that spec is still
+ * the pool's: a stale copy (a new leader's cache, a lagging watch) would otherwise act on
+ * an old size and launch again once the current one arrives (fault campaign seed 44).
+ * True once written. */
+static bool scale_down_recorded(struct walk *w, int step, const struct strv *victims)
 {
 	/* The ledger as it stands goes along (a status without one clears it). */
 	enum pass_kind kind = w->in->ledger ? PASS_RECORD_LEDGER : PASS_CLEAR_LEDGER;
-	const struct pass_answer *r = answer(w, STEP_SCALE_DOWN_INTENT, kind);
+	const struct pass_answer *r = answer(w, step, kind);
 	if (r) {
 		if (r->code < 0 && w->error == 0)
 			w->error = r->code;
 		return r->code == 0;
 	}
 	struct strv going = {0};
-	for (size_t i = 0; w->in->terminated && i < w->in->terminated->n; i++)
+	for (size_t i = 0; victims && w->in->terminated && i < w->in->terminated->n; i++)
 		strv_push(&going, w->in->terminated->v[i]);
-	for (size_t i = 0; i < victims->n; i++)
+	for (size_t i = 0; victims && i < victims->n; i++)
 		strv_push(&going, victims->v[i]);
 	struct pass_input shown = *w->in;
-	shown.terminated = &going;
+	if (victims)
+		shown.terminated = &going;
 	struct walk as = *w;
 	as.in = &shown;
-	record_ledger(&as, kind, STEP_SCALE_DOWN_INTENT, w->in->ledger, w->in->launch_seq);
+	record_ledger(&as, kind, step, w->in->ledger, w->in->launch_seq);
 	strv_clear(&going);
-	return false;
-}
-
-/* The guarded status write (with the ledger as it stands) before a scale-down's first
- * drain start of the pass; true once it was written. */
-static bool intent_recorded(struct walk *w)
-{
-	enum pass_kind kind = w->in->ledger ? PASS_RECORD_LEDGER : PASS_CLEAR_LEDGER;
-	const struct pass_answer *r = answer(w, STEP_DRAIN_INTENT, kind);
-	if (r) {
-		if (r->code < 0 && w->error == 0)
-			w->error = r->code;
-		return r->code == 0;
-	}
-	record_ledger(w, kind, STEP_DRAIN_INTENT, w->in->ledger, w->in->launch_seq);
 	return false;
 }
 
@@ -604,7 +592,7 @@ static bool drain_one(struct walk *w, enum drain_group g, size_t k, const struct
 	case DRAIN_START:
 		/* A scale-down follows the spec the pass read: a guarded write proves it is still
 		 * the pool's before a pod is touched (as before a terminate, seed 44). */
-		if (g == GROUP_SCALE_DOWN && !intent_recorded(w)) {
+		if (g == GROUP_SCALE_DOWN && !scale_down_recorded(w, STEP_DRAIN_INTENT, NULL)) {
 			look_again(w, DRAIN_RECHECK_SECONDS * 1000);
 			break;
 		}
@@ -940,7 +928,7 @@ static void act(struct walk *w)
 		doomed_go(w);
 		struct strv ready = {0};
 		drain_then(w, GROUP_SCALE_DOWN, &plan->scale_down, &ready);
-		if (ready.n && scale_down_recorded(w, &ready))
+		if (ready.n && scale_down_recorded(w, STEP_SCALE_DOWN_INTENT, &ready))
 			terminate(w, STEP_SCALE_DOWN, &ready, PASS_WHY_SCALE_DOWN);
 		strv_clear(&ready);
 		/* A DrainBlocked once set goes False when no scale-down waits any more. */
