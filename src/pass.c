@@ -292,6 +292,28 @@ static void emit_soldout(struct walk *w, enum pass_kind kind, int step, const st
 /* The shortfall, on the pool's first usable offering (spread: the least loaded zone),
  * and when that one answers "sold out", on the next, in the same pass. At most one probe
  * of a sold-out offering per TTL across all pools (soldout.h). */
+static int instance_index(const struct pass_input *in, const char *id);
+
+/* A doomed instance's offering is being reclaimed: its replacement goes to another one
+ * when the pool has another available (for this pick only; nothing is marked sold out). */
+static void avoid_doomed_offerings(const struct walk *w, enum offer_state *state)
+{
+	const struct offer_list *offers = w->in->offers;
+	bool avoid[OFFER_MAX] = {0}, other = false;
+	for (size_t d = 0; d < w->plan->doomed.n; d++) {
+		int i = instance_index(w->in, w->plan->doomed.v[d]);
+		const struct pool_instance *p = i >= 0 ? &w->in->plan.instances[i] : NULL;
+		for (size_t o = 0; p && o < offers->n; o++)
+			avoid[o] = avoid[o] || (strcmp(offers->v[o].zone, p->zone) == 0 &&
+						strcmp(offers->v[o].instance_type, p->instance_type) == 0);
+	}
+	for (size_t o = 0; o < offers->n; o++)
+		other = other || (!avoid[o] && state[o] == OFFER_AVAILABLE);
+	for (size_t o = 0; other && o < offers->n; o++)
+		if (avoid[o])
+			state[o] = OFFER_SOLD_OUT;
+}
+
 static void launch_shortfall(struct walk *w)
 {
 	const struct pass_input *in = w->in;
@@ -302,6 +324,7 @@ static void launch_shortfall(struct walk *w)
 		state[i] = in->offer_state[i];
 		probe_at[i] = in->probe_at_ms[i];
 	}
+	avoid_doomed_offerings(w, state);
 	int zone_live[OFFER_ZONES_MAX];
 	offer_zone_live(offers, in->plan.instances, in->plan.n_instances, zone_live);
 	bool launched = false, over = false, capped = false;

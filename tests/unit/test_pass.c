@@ -815,6 +815,40 @@ static void test_drain_review_cases(void **state)
 	}
 }
 
+/* The replacement of a doomed instance goes to another offering of the pool (z1/T2) when
+ * one is available, to the same one (z1/T1) when it is the only one left. */
+static void test_replacement_elsewhere(void **state)
+{
+	(void)state;
+	struct pool_instance in[2] = {running("i1", "RUNNING"), running("i2", "RUNNING")};
+	for (int k = 0; k < 2; k++) {
+		snprintf(in[k].zone, sizeof(in[k].zone), "z1");
+		snprintf(in[k].instance_type, sizeof(in[k].instance_type), "T1");
+	}
+	struct node_view nodes[2] = {named("n1"), named("n2")};
+	nodes[1].terminating_at = NOW + 100;
+	char *types[] = {"T2"};
+	for (int t2_sold_out = 0; t2_sold_out < 2; t2_sold_out++) {
+		struct sim s;
+		sim_init(&s, 2, 2);
+		s.spec.drain_timeout = 0;
+		s.spec.instance_types = (struct strv){.v = types, .n = 1};
+		s.in.plan.instances = in;
+		s.in.plan.n_instances = 2;
+		s.in.nodes = nodes;
+		s.in.n_nodes = 2;
+		sim_offers(&s);
+		assert_int_equal(s.offers.n, 2);
+		if (t2_sold_out) {
+			s.state[1] = OFFER_SOLD_OUT;
+			s.probe_at[1] = INT64_MAX;
+		}
+		sim_run(&s);
+		assert_true(taken(&s, t2_sold_out ? "launch fresh count=1 z1/T1" : "launch fresh count=1 z1/T2"));
+		sim_free(&s);
+	}
+}
+
 /* A launch of unknown outcome repeated under a hard budget (maximumIncludesDoomed) asks
  * for no more than maximum leaves beside the doomed instances. */
 static void test_resume_hard_budget(void **state)
@@ -1116,6 +1150,7 @@ int main(void)
 		cmocka_unit_test(test_deletion_drains),
 		cmocka_unit_test(test_drain_review_cases),
 		cmocka_unit_test(test_resume_hard_budget),
+		cmocka_unit_test(test_replacement_elsewhere),
 		cmocka_unit_test(test_status_update_failed),
 		cmocka_unit_test(test_launch_abandoned),
 		cmocka_unit_test(test_deletion_sweep),
