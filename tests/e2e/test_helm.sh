@@ -206,21 +206,23 @@ check "namespaced with clusterName: no ClusterRole and no ClusterRoleBinding at 
 check "namespaced: nothing grants secrets outside team-a and team-b" bash -c "jq -e '[.[] | select(.rules) |
 	select(any(.rules[]; .resources | index(\"secrets\"))) | .metadata.namespace] == [\"team-a\", \"team-b\"]' '$E2E_TMP/namespaced.json'"
 # Nodes (cluster-scoped): in the ClusterRole, off in namespaced mode (--no-nodes), or
-# opted in there with the ClusterRole of conf/kubernetes/namespaced/nodes.yaml.
-NODES_RULES='[{"apiGroups":[""],"nonResourceURLs":[],"resourceNames":[],"resources":["nodes"],"verbs":["delete","get","list","watch"]}]'
-check "clusterWide: the ClusterRole may get, list, watch and delete nodes" \
-	bash -c "jq -e --argjson n '$NODES_RULES' '[.[] | select(.resources == [\"nodes\"])] == \$n' <<<'$base_rules'"
-check "nodes=false: the ClusterRole's rules but nodes" same "$(rules no-nodes ClusterRole spotpool)" \
-	"$(jq -c 'map(select(.resources != ["nodes"]))' <<<"$base_rules")"
+# opted in there with the ClusterRole of conf/kubernetes/namespaced/nodes.yaml. With
+# them the drain's rules: pods list (any namespace) and pods/eviction create.
+NODES_RULES='[{"apiGroups":[""],"nonResourceURLs":[],"resourceNames":[],"resources":["nodes"],"verbs":["delete","get","list","patch","watch"]},{"apiGroups":[""],"nonResourceURLs":[],"resourceNames":[],"resources":["pods"],"verbs":["list"]},{"apiGroups":[""],"nonResourceURLs":[],"resourceNames":[],"resources":["pods/eviction"],"verbs":["create"]}]'
+NODE_RES='.resources == ["nodes"] or .resources == ["pods"] or .resources == ["pods/eviction"]'
+check "clusterWide: the ClusterRole may get, list, watch, patch and delete nodes, list pods and evict them" \
+	bash -c "jq -e --argjson n '$NODES_RULES' '[.[] | select($NODE_RES)] == \$n' <<<'$base_rules'"
+check "nodes=false: the ClusterRole's rules but nodes and pods" same "$(rules no-nodes ClusterRole spotpool)" \
+	"$(jq -c "map(select(($NODE_RES) | not))" <<<"$base_rules")"
 check "nodes=false: --no-nodes" bash -c "jq -e '[.[] | select(.kind==\"Deployment\")][0].spec.template.spec.containers[0].args | index(\"--no-nodes\")' '$E2E_TMP/no-nodes.json' >/dev/null"
 kubectl create --dry-run=client -o json -f "$CONF/namespaced/nodes.yaml" | jq -cs '[.[] | if .kind == "List" then .items[] else . end]' >"$E2E_TMP/nodes-optin.json"
 check "namespaced nodes=true: ClusterRole+binding spotpool-nodes == conf/kubernetes/namespaced/nodes.yaml" same \
 	"$(cluster_objects namespaced-nodes | jq -c '[.[] | select(.name == "spotpool-nodes")]')" "$(cluster_objects nodes-optin)"
-check "namespaced nodes=true: ClusterRole spotpool-nodes has the nodes rule only" same "$(rules namespaced-nodes ClusterRole spotpool-nodes)" "$NODES_RULES"
+check "namespaced nodes=true: ClusterRole spotpool-nodes has the nodes and drain rules only" same "$(rules namespaced-nodes ClusterRole spotpool-nodes)" "$NODES_RULES"
 check "namespaced nodes=true: no --no-nodes" bash -c "! jq -e '[.[] | select(.kind==\"Deployment\")][0].spec.template.spec.containers[0].args | index(\"--no-nodes\")' '$E2E_TMP/namespaced-nodes.json' >/dev/null"
 # The per-namespace Roles: the ClusterRole's rules but the cluster identity and nodes
 # (namespaces and nodes are cluster-scoped: a Role cannot grant them).
-role_rules=$(jq -c 'map(select(.resources != ["namespaces"] and .resources != ["nodes"]))' <<<"$base_rules")
+role_rules=$(jq -c "map(select(.resources != [\"namespaces\"] and (($NODE_RES) | not)))" <<<"$base_rules")
 for n in team-a team-b; do
 	check "namespaced: Role spotpool in $n has the ClusterRole's rules (but get namespaces/kube-system)" same "$(rules namespaced Role spotpool $n)" "$role_rules"
 	check "namespaced: RoleBinding spotpool in $n binds Role spotpool to $NS/spotpool" bash -c "jq -e --arg ns $n '[.[] |
