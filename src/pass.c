@@ -13,7 +13,7 @@ enum {
 	STEP_VALIDATE = 1, STEP_FINALIZER, STEP_OBSERVE, STEP_SWEEP, STEP_RECLAIMS, STEP_CHECK,
 	STEP_DRY_EVENT, STEP_RESUME, STEP_ABANDON, STEP_LEDGER_DONE, STEP_SCALE_DOWN_INTENT, STEP_SCALE_DOWN,
 	STEP_CLEANUP, STEP_RETAIN, STEP_RELEASE, STEP_NO_OFFERING, STEP_STATUS, STEP_REREAD, STEP_DELETE_NODES,
-	STEP_LIST_PODS, STEP_NOTICE, STEP_DRAIN_INTENT, STEP_END,
+	STEP_LIST_PODS, STEP_NOTICE, STEP_DRAIN_INTENT, STEP_DRAIN_FAILED, STEP_END,
 	STEP_ATTEMPT = 100, ATTEMPT_STRIDE = 10,
 	STEP_FAIL_EVENT = 10000,  /* + the failing step: its event */
 	/* Drains: STEP_DRAIN + group * DRAIN_GROUP + k * DRAIN_STRIDE + a drain_part, k the
@@ -611,6 +611,7 @@ static bool drain_one(struct walk *w, enum drain_group g, size_t k, const struct
 	drain_step(&din, &s);
 	bool done = false;
 	struct pass_action *a;
+	const struct pass_answer *ev;
 	switch (s.action) {
 	case DRAIN_START:
 		/* A scale-down follows the spec the pass read: a guarded write proves it is still
@@ -626,6 +627,13 @@ static bool drain_one(struct walk *w, enum drain_group g, size_t k, const struct
 		look_again(w, DRAIN_RECHECK_SECONDS * 1000);
 		break;
 	case DRAIN_EVICT:
+		/* A refusal for now (a PodDisruptionBudget, a conflict) is retried; any other
+		 * failure (RBAC, the apiserver) is the pool's: Degraded, with backoff. */
+		if ((ev = answer(w, step + PART_EVICT, PASS_EVICT)) && ev->code < 0 && ev->code != SP_ETHROTTLED) {
+			fail(w, STEP_DRAIN_FAILED, ev->code, "cannot evict the pods of a node being drained", ev->message);
+			if (w->error == 0)
+				w->error = ev->code;
+		}
 		if ((a = emit(w, PASS_EVICT, step + PART_EVICT)))
 			for (size_t e = 0; e < s.n_evict; e++) {
 				char *ref = xasprintf("%s/%s", pods->v[s.evict[e]].namespace, pods->v[s.evict[e]].name);

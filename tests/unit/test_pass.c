@@ -849,6 +849,39 @@ static void test_replacement_elsewhere(void **state)
 	}
 }
 
+/* An eviction that fails otherwise than "refused for now" (here RBAC) is the pool's
+ * failure: Degraded and the pass's error (backoff); a refusal for now (429) is not. */
+static void test_eviction_failure(void **state)
+{
+	(void)state;
+	struct pool_instance in[2] = {running("i1", "RUNNING"), running("i2", "RUNNING")};
+	struct node_view nodes[2] = {named("n1"), named("n2")};
+	struct drain_pod p[1] = {pod("w", DRAIN_POD_EVICT)};
+	struct pass_pods pods[2] = {{true, p, 1}, {true, p, 1}};
+	for (int c = 0; c < 2; c++) {
+		for (int k = 0; k < 2; k++) {
+			nodes[k].drain_taint = true;
+			nodes[k].drain_started = NOW - 10;
+		}
+		struct sim s;
+		sim_init(&s, 0, 2);
+		s.spec.has_replicas = true;
+		s.spec.replicas = 1;
+		s.spec.drain_timeout = 600;
+		s.in.plan.instances = in;
+		s.in.plan.n_instances = 2;
+		s.in.nodes = nodes;
+		s.in.n_nodes = 2;
+		s.pods_listed = pods;
+		sim_fail(&s, PASS_EVICT, c ? SP_ETHROTTLED : SP_EFORBIDDEN, false);
+		sim_run(&s);
+		assert_true(taken(&s, "evict app/w"));
+		assert_int_equal(s.error, c ? 0 : SP_EFORBIDDEN);
+		assert_true(c ? !taken(&s, "event Warning") : taken(&s, "event Warning"));
+		sim_free(&s);
+	}
+}
+
 /* A launch of unknown outcome repeated under a hard budget (maximumIncludesDoomed) asks
  * for no more than maximum leaves beside the doomed instances. */
 static void test_resume_hard_budget(void **state)
@@ -1151,6 +1184,7 @@ int main(void)
 		cmocka_unit_test(test_drain_review_cases),
 		cmocka_unit_test(test_resume_hard_budget),
 		cmocka_unit_test(test_replacement_elsewhere),
+		cmocka_unit_test(test_eviction_failure),
 		cmocka_unit_test(test_status_update_failed),
 		cmocka_unit_test(test_launch_abandoned),
 		cmocka_unit_test(test_deletion_sweep),
