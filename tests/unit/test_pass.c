@@ -510,6 +510,22 @@ static struct drain_pod pod(const char *name, enum drain_pod_class cls)
 	return p;
 }
 
+/* A pool of n instances on Nodes scaled to replicas, drainTimeout 10 min, pods listed
+ * as given. */
+static void sim_on_nodes(struct sim *s, struct pool_instance *in, struct node_view *nodes,
+			 const struct pass_pods *pods, int n, int replicas)
+{
+	sim_init(s, 0, n);
+	s->spec.has_replicas = true;
+	s->spec.replicas = replicas;
+	s->spec.drain_timeout = 600;
+	s->in.plan.instances = in;
+	s->in.plan.n_instances = (size_t)n;
+	s->in.nodes = nodes;
+	s->in.n_nodes = (size_t)n;
+	s->pods_listed = pods;
+}
+
 /* A scale-down of 3 to 1 on Nodes: the pods are listed first; the emptiest Nodes go
  * (n2 without pods, n3 with one pod to evict; n1 has two); each is tainted and cordoned
  * (DrainStarted), n2 with nothing to evict is terminated in the same pass, after the
@@ -591,15 +607,7 @@ static void test_drain_gives_up(void **state)
 	struct drain_pod p2[1] = {pod("guarded", DRAIN_POD_EVICT)};
 	struct pass_pods pods[2] = {{true, NULL, 0}, {true, p2, 1}};
 	struct sim s;
-	sim_init(&s, 0, 2);
-	s.spec.has_replicas = true;
-	s.spec.replicas = 1;
-	s.spec.drain_timeout = 600;
-	s.in.plan.instances = in;
-	s.in.plan.n_instances = 2;
-	s.in.nodes = nodes;
-	s.in.n_nodes = 2;
-	s.pods_listed = pods;
+	sim_on_nodes(&s, in, nodes, pods, 2, 1);
 	sim_run(&s);
 	assert_true(index_of(&s, "drain-undo n2") < index_of(&s, "event Warning DrainTimedOut"));
 	assert_false(taken(&s, "terminate"));
@@ -864,15 +872,7 @@ static void test_eviction_failure(void **state)
 			nodes[k].drain_started = NOW - 10;
 		}
 		struct sim s;
-		sim_init(&s, 0, 2);
-		s.spec.has_replicas = true;
-		s.spec.replicas = 1;
-		s.spec.drain_timeout = 600;
-		s.in.plan.instances = in;
-		s.in.plan.n_instances = 2;
-		s.in.nodes = nodes;
-		s.in.n_nodes = 2;
-		s.pods_listed = pods;
+		sim_on_nodes(&s, in, nodes, pods, 2, 1);
 		sim_fail(&s, PASS_EVICT, c ? SP_ETHROTTLED : SP_EFORBIDDEN, false);
 		sim_run(&s);
 		assert_true(taken(&s, "evict app/w"));
