@@ -4,7 +4,8 @@
 # spotpool(8), every key in spotpool.yaml(5), every key with its variable and flag in
 # conf/spotpool.yaml, every flag in `run --help`; the generated lists of the man pages
 # are what `make man` writes; the pages render without warnings and `make install`
-# puts them where man finds them; the unit file says what SIGTERM does.
+# puts them where man finds them; the unit file says what SIGTERM does; the pool example
+# carries the bootstrap example as its userData.
 source "$(dirname "$0")/lib.sh"
 
 cd "$E2E_ROOT" || exit 1
@@ -70,4 +71,11 @@ check "systemd unit: SIGTERM aborts in-flight cloud calls, as src/run.c does" ba
 	"grep -q 'aborts its in-flight' systemd/spotpool.service.in && ! grep -qi 'finishes in-flight' systemd/spotpool.service.in &&
 	 grep -q 'http_abort_all' src/run.c"
 
+# The bootstrap example as the pool example carries it: the same script, within the
+# 16 KB that userData takes, and valid sh.
+user_data=$(awk '/^  userData:/ {print $2}' examples/nodes-pool.yaml)
+check "examples/nodes-pool.yaml carries examples/bootstrap/kubeadm-join.sh as its userData" \
+	bash -c "base64 -d <<<'$user_data' | cmp -s - examples/bootstrap/kubeadm-join.sh"
+check "the bootstrap fits userData (${#user_data} of 16384 bytes) and parses as sh" \
+	bash -c "test ${#user_data} -le 16384 && sh -n examples/bootstrap/kubeadm-join.sh"
 finish

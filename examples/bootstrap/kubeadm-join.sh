@@ -1,0 +1,38 @@
+#!/bin/sh
+# Joins a spot instance to a Kubernetes cluster at first boot, and labels its Node
+# with its instance ID (how spotpool finds an instance's Node, and where the notice
+# agent runs). cloud-init runs it once: give it to a pool base64-encoded as
+# spec.userData (examples/nodes-pool.yaml; at most 16 KB encoded).
+#
+# The image must have containerd, kubelet and kubeadm installed and enabled (TKE's
+# AddExistedInstances does not take spot instances: it reinstalls the OS).
+#
+# Fill in the three values below from `kubeadm token create --print-join-command` on
+# a control-plane node. The token is readable by whoever can read the Spotpool and
+# the instance's metadata: give it a short TTL (--ttl 24h) and rotate it with the pool
+# (a changed spec.userData applies to the instances launched from then on).
+set -eu
+API_SERVER="10.0.0.10:6443"
+TOKEN="abcdef.0123456789abcdef"
+CA_HASH="sha256:0000000000000000000000000000000000000000000000000000000000000000"
+
+META=http://metadata.tencentyun.com/latest/meta-data
+id=$(curl -fsS --retry 10 --retry-connrefused "$META/instance-id")
+ip=$(curl -fsS --retry 10 --retry-connrefused "$META/local-ipv4")
+
+# Named by its private IP, as TKE names Nodes (NodeNameType lan-ip); spotpool matches
+# by the label first, then by that address.
+cat >/etc/kubernetes/spotpool-join.yaml <<CONFIG
+apiVersion: kubeadm.k8s.io/v1beta3
+kind: JoinConfiguration
+discovery:
+  bootstrapToken:
+    apiServerEndpoint: "$API_SERVER"
+    token: "$TOKEN"
+    caCertHashes: ["$CA_HASH"]
+nodeRegistration:
+  name: "$ip"
+  kubeletExtraArgs:
+    node-labels: "spotpool.jokerbai.com/instance-id=$id"
+CONFIG
+kubeadm join --config /etc/kubernetes/spotpool-join.yaml
