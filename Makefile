@@ -40,7 +40,7 @@ $(BUILD)/libspotpool.a: $(LIB_OBJS)
 $(BUILD)/spotpool: $(BUILD)/obj/main.o $(BUILD)/libspotpool.a
 	$(CC) $(LDFLAGS) -o $@ $^ $(LDLIBS)
 
-$(BUILD)/tests/%: tests/unit/%.c $(BUILD)/libspotpool.a tests/unit/testutil.h | $(BUILD)/tests
+$(BUILD)/tests/%: tests/unit/%.c $(BUILD)/libspotpool.a $(wildcard tests/unit/*.h) | $(BUILD)/tests
 	$(CC) $(CFLAGS) -Itests/unit -o $@ $< $(BUILD)/libspotpool.a $(LDFLAGS) $(LDLIBS) -lcmocka
 
 $(BUILD)/obj $(BUILD)/tests:

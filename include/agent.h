@@ -12,11 +12,13 @@
  *   - on a host that is not a Node: a SpotNotice object (devops.jokerbai.com/v1, named
  *     <instance id>-<deadline epoch>), created only (a 409 means already reported).
  * Pure: the parse of the answer, the patch and object it writes, and what the controller
- * reads back from either (agent_node_deadline, agent_notice_read). The poll and report
+ * reads back from a SpotNotice (agent_notice_read; from a Node, node_view_from_json's
+ * terminating_at in node.h). The poll and report
  * go through ports (struct agent_metadata, struct kube_api), one round per agent_step. */
 #ifndef SPOTPOOL_AGENT_H
 #define SPOTPOOL_AGENT_H
 
+#include "node.h"
 #include "spotpool.h"
 
 #include <cjson/cJSON.h>
@@ -24,10 +26,8 @@
 struct kube_api;
 struct stop;
 
-#define AGENT_CONDITION_TYPE "SpotTerminating"
 #define AGENT_CONDITION_REASON "SpotInstanceTerminating"
 #define AGENT_WITHDRAWN_REASON "SpotNoticeWithdrawn"
-#define AGENT_MESSAGE_PREFIX "reclaim at "
 #define AGENT_NOTICE_KIND "SpotNotice"
 #define AGENT_NOTICE_PLURAL "spotnotices"
 #define AGENT_METADATA_URL_DEFAULT "http://metadata.tencentyun.com/latest/meta-data"
@@ -46,10 +46,6 @@ int agent_parse_termination_time(const char *text, size_t len, int64_t *ret, str
 /* The strategic merge patch of nodes/NAME/status for a notice of deadline (epoch
  * seconds), or with deadline 0 for a withdrawn one; now is the transition time. */
 cJSON *agent_condition_patch(int64_t deadline, int64_t now);
-/* The deadline a Node object's SpotTerminating=True condition announces. SP_ENOTFOUND
- * when it has none (absent, False or Unknown); SP_EPROTO when its message is not
- * "reclaim at <RFC3339 UTC>". Which instance the Node is, is node_match's to say. */
-int agent_node_deadline(const cJSON *node, int64_t *ret, struct sp_error *err);
 
 /* The SpotNotice object for instance_id's reclaim at deadline, reported by host
  * (may be NULL) at now. */

@@ -28,6 +28,7 @@ struct cfg {
 	enum log_level log_level;
 	char *listen_address;      /* "" = no metrics/health endpoint */
 	bool dry_run;
+	bool nodes_disabled;       /* no Node cache (namespaced RBAC without nodes) */
 	bool leader_elect;
 	char *lease_name;
 	char *lease_namespace;     /* "" = the service account's namespace, else "default" */

@@ -24,6 +24,7 @@ struct ctl_options {
 	 * client it makes (workers, inventory pollers) shares. */
 	struct rate_config rate;
 	bool dry_run;                 /* never mutate the cloud */
+	bool nodes;                   /* watch Nodes (nodes.h): status node/ready, gone Nodes deleted */
 	const struct creds *default_creds; /* used when a pool names none; may be empty */
 	const char *identity;         /* this process, for events and leases */
 	int launch_grace_seconds;     /* plan.h; <= 0: PLAN_LAUNCH_GRACE_DEFAULT_SECONDS */
@@ -72,9 +73,10 @@ int64_t ctl_poller_retire_ms(int resync_seconds);
  * the key again as the outcome says: after an error, with the queue's backoff (wq.h);
  * else after requeue_ms when the pass asked. SP_EIO once the queue is shut down. */
 int ctl_work(struct ctl *c, struct reconciler *rc);
-/* For unit tests: the controller's informer (feed it with informer_apply_event or
+/* For unit tests: the controller's Node cache (NULL without opt.nodes), informer (feed it with informer_apply_event or
  * informer_round) and its work queue (wq_when tells what is queued). */
 struct informer *ctl_informer(struct ctl *c);
+struct nodes *ctl_nodes(struct ctl *c);
 struct wq *ctl_queue(struct ctl *c);
 
 #endif

@@ -172,7 +172,5 @@ int cvm_parse_instances(const cJSON *response, struct pool_instance **ret_instan
  * [0, CVM_DESCRIBE_MAX_INSTANCES]. */
 int cvm_parse_status(const cJSON *response, struct pool_instance_status **ret_status, size_t *ret_n,
 		     size_t *ret_total, struct sp_error *err);
-/* Parses "2026-11-21T11:45:00Z" (or with an offset) into epoch seconds; 0 if invalid. */
-int64_t cvm_parse_time(const char *iso);
 
 #endif

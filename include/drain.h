@@ -5,23 +5,19 @@
 #ifndef SPOTPOOL_DRAIN_H
 #define SPOTPOOL_DRAIN_H
 
+#include "node.h"
 #include "spotpool.h"
 
 #include <cjson/cJSON.h>
 
-/* What spotpool puts on a node it drains: a NoSchedule taint (empty value), the drain's
- * start (RFC 3339 UTC) and whether the node was cordoned before ("true"/"false"), so a
- * drain given up does not uncordon a node someone else cordoned. */
-#define DRAIN_TAINT_KEY "spotpool.jokerbai.com/draining"
+/* What spotpool puts on a node it drains (node.h names them): a NoSchedule taint (empty
+ * value), the drain's start (RFC 3339 UTC) and whether the node was cordoned before
+ * ("true"/"false"), so a drain given up does not uncordon a node someone else cordoned. */
 #define DRAIN_TAINT_EFFECT "NoSchedule"
-#define DRAIN_STARTED_ANNOTATION "spotpool.jokerbai.com/drain-started"
-#define DRAIN_WAS_UNSCHEDULABLE_ANNOTATION "spotpool.jokerbai.com/was-unschedulable"
-/* Annotations read from others: a static pod's mirror; the cluster autoscaler's opt-outs
- * of a pod ("false": never evicted for a scale-down) and of a node ("true": not scaled
- * down while another instance can go). */
+/* Annotations of pods read from others: a static pod's mirror; the cluster autoscaler's
+ * opt-out of a pod ("false": never evicted for a scale-down). */
 #define DRAIN_MIRROR_ANNOTATION "kubernetes.io/config.mirror"
 #define DRAIN_SAFE_TO_EVICT_ANNOTATION "cluster-autoscaler.kubernetes.io/safe-to-evict"
-#define DRAIN_SCALE_DOWN_DISABLED_ANNOTATION "cluster-autoscaler.kubernetes.io/scale-down-disabled"
 /* A drain in progress is looked at again at least this often (kubectl drain retries a
  * refused eviction every 5 s). */
 #define DRAIN_RECHECK_SECONDS 5
@@ -54,7 +50,13 @@ bool drain_pod_holds(enum drain_pod_class cls);
 /* What a scale-down's choice of victims knows of an instance's node. */
 struct drain_victim {
 	bool has_node;            /* false: the instance never joined; nothing to drain */
-	bool scale_down_disabled; /* DRAIN_SCALE_DOWN_DISABLED_ANNOTATION is "true" */
+	bool draining;            /* its Node carries spotpool's drain taint: a drain goes on */
+	bool given_up;            /* its last drain timed out less than a drainTimeout ago */
+	/* Its Node carries SpotTerminating: reclaimed at this time (epoch seconds), 0: not
+	 * doomed. A doomed instance counts toward neither target nor (unless
+	 * maximumIncludesDoomed) maximum, and is never a scale-down victim. */
+	int64_t doomed_at;
+	bool scale_down_disabled; /* NODE_ANNOTATION_SCALE_DOWN_DISABLED is "true" */
 	int blocking;             /* pods with safe-to-evict "false" */
 	int evictable;            /* pods the drain evicts or waits for (evict, going) */
 };
@@ -62,15 +64,17 @@ struct drain_victim {
 void drain_victim_count(const struct drain_pod *pods, size_t n, struct drain_victim *v);
 /* The order in which victims are chosen, as far as their nodes decide it (negative: a goes
  * first; 0: the nodes do not decide, plan's order does): not scale-down-disabled first;
- * then no Node; then nodes without blocking pods; then the fewest evictable pods (an
- * empty node first). plan_compute refines its own order with this. */
+ * then not given up lately; then nodes already draining (a drain once started goes on,
+ * not one more); then no
+ * Node; then nodes without blocking pods; then the fewest evictable pods (an empty node
+ * first). plan_compute refines its own order with this. */
 int drain_victim_cmp(const struct drain_victim *a, const struct drain_victim *b);
 
 /* One node's drain as its annotations show it. */
 struct drain_node {
 	bool has_node;          /* false: the instance has no Node: drained at once */
-	int64_t started;        /* DRAIN_STARTED_ANNOTATION, epoch seconds; 0: not started */
-	bool was_unschedulable; /* DRAIN_WAS_UNSCHEDULABLE_ANNOTATION is "true" */
+	int64_t started;        /* NODE_ANNOTATION_DRAIN_STARTED, epoch seconds; 0: not started */
+	bool was_unschedulable; /* NODE_ANNOTATION_WAS_UNSCHEDULABLE is "true" */
 };
 
 struct drain_step_input {

@@ -17,9 +17,9 @@
  * status updates move its resourceVersion every few seconds). */
 #define EVICT_NODE_ATTEMPTS 4
 
-/* Starts the drain of node: adds the DRAIN_TAINT_KEY NoSchedule taint (keeping every
- * other taint), sets spec.unschedulable and the annotations DRAIN_STARTED_ANNOTATION
- * (now, RFC 3339 UTC) and DRAIN_WAS_UNSCHEDULABLE_ANNOTATION (whether it was cordoned
+/* Starts the drain of node: adds the NODE_TAINT_DRAINING NoSchedule taint (keeping every
+ * other taint), sets spec.unschedulable and the annotations NODE_ANNOTATION_DRAIN_STARTED
+ * (now, RFC 3339 UTC) and NODE_ANNOTATION_WAS_UNSCHEDULABLE (whether it was cordoned
  * before). A drain already started keeps its annotations (a repeated start changes
  * nothing). A merge patch guarded by the resourceVersion read, repeated on a conflict up
  * to EVICT_NODE_ATTEMPTS times. SP_ENOTFOUND when there is no such node. */
@@ -27,8 +27,10 @@ int evict_start(const struct kube_api *api, const char *node, int64_t now, struc
 /* Undoes evict_start: removes only the drain taint and the two annotations, and
  * uncordons the node unless it was cordoned before the drain (or the drain-started
  * annotation is gone, so that is unknown). Nothing is written when the node carries none
- * of them; a node that is gone is nothing to undo (0). Guarded as evict_start. */
-int evict_undo(const struct kube_api *api, const char *node, struct sp_error *err);
+ * of them; a node that is gone is nothing to undo (0). gave_up_at > 0: the drain timed
+ * out then, recorded in NODE_ANNOTATION_DRAIN_GIVEN_UP (not drained again for a
+ * drainTimeout). Guarded as evict_start. */
+int evict_undo(const struct kube_api *api, const char *node, int64_t gave_up_at, struct sp_error *err);
 /* Every pod on node (fieldSelector spec.nodeName), classified (drain_pod_classify), in
  * pages of EVICT_PAGE_LIMIT. *ret (caller frees) and *ret_n. */
 int evict_list_pods(const struct kube_api *api, const char *node, struct drain_pod **ret, size_t *ret_n,

@@ -6,8 +6,10 @@
 
 #include "kube.h"
 #include "spotpool.h"
+#include "stop.h"
 
 #include <cjson/cJSON.h>
+#include <stdatomic.h>
 
 struct informer_config {
 	/* The apiserver (a port). A kube_client serves one thread, so each watcher thread
@@ -27,16 +29,50 @@ struct informer_config {
 
 struct informer;
 
+/* The list + watch loop of one collection, which the informer and the Node cache
+ * (nodes.h) share: a paged list (limit 500) when needed (at the start, after a 410
+ * Gone), then a watch from the last resourceVersion seen (a list's, an event's or a
+ * bookmark's) until it ends. The owner takes the objects through informer_lw_ops. */
+struct informer_lw {
+	const struct sp_clock *clock;
+	char resource_version[64];
+	bool need_list;
+	int64_t delay_ms;          /* the backoff of the last failed round */
+	int list_error;            /* the last list's SP_E* code, 0 after one that worked */
+	atomic_bool synced;        /* listed at least once */
+	atomic_llong heartbeat_ms; /* the last sign of life of its thread */
+};
+
+struct informer_lw_ops {
+	const char *kind, *scope;  /* for log lines: "listed <kind> in <scope>" */
+	const char *path;          /* the collection's API path */
+	/* A list begins; each object it holds; it ended (complete: every page came, so what
+	 * it did not hold is gone). */
+	void (*begin_list)(void *userdata);
+	void (*item)(void *userdata, const cJSON *obj);
+	void (*end_list)(void *userdata, bool complete);
+	/* A watch event: ADDED, MODIFIED or DELETED (bookmarks and errors stay here). */
+	void (*event)(void *userdata, const char *type, const cJSON *obj);
+	void *userdata;
+};
+
+/* clock NULL: sp_clock_system. */
+void informer_lw_init(struct informer_lw *lw, const struct sp_clock *clock);
+/* One round through api (the watch cancelled by stop, which may be NULL). Returns the
+ * milliseconds to wait before the next round: 0 after a relist request or a watch that
+ * ran its course (over 1 s), else a backoff of 0.5 s doubling up to 30 s after each
+ * failed list or watch that dropped. */
+int64_t informer_lw_round(struct informer_lw *lw, const struct informer_lw_ops *ops, const struct kube_api *api,
+			  const struct stop *stop);
+/* Its thread showed life within max_quiet_ms. */
+bool informer_lw_healthy(const struct informer_lw *lw, int64_t max_quiet_ms);
+
 struct informer *informer_new(const struct informer_config *cfg);
 /* One watcher per namespace (or one for all), numbered in the order of namespaces.
  * Starts one thread per watcher, each calling informer_round until stopped, waiting
  * between rounds as it says. */
 int informer_start(struct informer *inf, struct sp_error *err);
-/* One round of watcher i through api: a list first when needed (at the start, after a
- * 410 Gone), then one watch from the last resourceVersion seen (a list's, an event's
- * or a bookmark's) until it ends. Returns the milliseconds to wait before the next
- * round: 0 after a relist request or a watch that ran its course (over 1 s), else a
- * backoff of 0.5 s doubling up to 30 s after each failed list or watch that dropped. */
+/* One round of watcher i through api (informer_lw_round). */
 int64_t informer_round(struct informer *inf, size_t i, const struct kube_api *api);
 /* Stops and joins the threads; the cache stays readable. */
 void informer_stop(struct informer *inf);

@@ -53,12 +53,19 @@ enum metrics_termination {
 	METRICS_TERMINATED_SCALE_DOWN,  /* reason="scale_down": above the desired size */
 	METRICS_TERMINATED_CLEANUP,     /* reason="cleanup": dead or broken instances */
 	METRICS_TERMINATED_DELETION,    /* reason="deletion": the pool is being deleted */
+	METRICS_TERMINATED_NOTICE,      /* reason="notice": its reclaim was announced */
 };
 /* n (> 0) instances terminated by spotpool: spotpool_instances_terminated_total{reason}. */
 void metrics_instances_terminated(const char *ns, const char *pool, enum metrics_termination reason, int n);
 /* One instance disappeared without spotpool terminating it (spot reclaim, or someone
  * else): spotpool_instances_reclaimed_total. */
 void metrics_instance_reclaimed(const char *ns, const char *pool);
+/* An instance's Node became Ready this long after its launch (observed once per instance:
+ * status nodeReadySeconds). */
+void metrics_node_ready(double seconds);
+/* Pods evicted by drains, and evictions refused for now (a PodDisruptionBudget, a
+ * conflict): spotpool_evictions_total{result="evicted"|"refused"}. */
+void metrics_evictions(size_t evicted, size_t refused);
 /* The pool was deleted: drops every one of its series. */
 void metrics_pool_forget(const char *ns, const char *pool);
 /* spotpool_pool_below_minimum_seconds_total{namespace,pool} accumulates, from successive

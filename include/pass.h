@@ -8,6 +8,7 @@
 #ifndef SPOTPOOL_PASS_H
 #define SPOTPOOL_PASS_H
 
+#include "node.h"
 #include "offer.h"
 #include "plan.h"
 #include "status.h"
@@ -24,6 +25,9 @@
 /* Most actions a pass records the answers of (a pass takes a few dozen at most: about
  * 6 per launch attempt, and up to PASS_LAUNCH_ATTEMPTS_MAX attempts). */
 #define PASS_DONE_MAX 256
+/* Most drains of a group (scale-down, notice, deletion) one pass takes a step of (up to
+ * 3 actions each, within PASS_DONE_MAX); the others follow in the next passes. */
+#define PASS_DRAINS_MAX 16
 
 enum pass_kind {
 	PASS_ADD_FINALIZER,
@@ -40,6 +44,12 @@ enum pass_kind {
 	PASS_CLEAR_LEDGER,   /* write status without the ledger */
 	PASS_TERMINATE,      /* ids, reason */
 	PASS_WOULD_TERMINATE,/* dry-run: the ids a terminate would take, told, not done */
+	PASS_LIST_PODS,      /* ids: Nodes whose pods the drains need (pass_input.pods) */
+	PASS_DRAIN_START,    /* ids: one Node: taint, cordon, annotate (evict_start) */
+	PASS_EVICT,          /* ids: "namespace/name" of pods to evict (evict_pod) */
+	PASS_DRAIN_UNDO,     /* ids: one Node: the drain given up or no longer wanted (evict_undo) */
+	PASS_DELETE_NODE,    /* ids: Nodes of gone instances (message: those instances) */
+	PASS_WOULD_DELETE_NODE, /* dry-run: the Nodes a delete would take, told, not done */
 	PASS_EVENT,          /* type, reason, message */
 	PASS_RELEASE,        /* remove the finalizer: the deleted pool goes */
 	PASS_WRITE_STATUS,   /* the final status (without ledger keys), if it changed */
@@ -52,6 +62,7 @@ enum pass_why {
 	PASS_WHY_SCALE_DOWN,  /* terminate: above target */
 	PASS_WHY_CLEANUP,     /* terminate: dead instances */
 	PASS_WHY_DELETION,    /* terminate: the pool is deleted */
+	PASS_WHY_NOTICE,      /* terminate: doomed (a reclaim notice), drained or at its deadline */
 };
 
 /* Which credentials a pool uses: its Secret, else inline keys, else the controller's. */
@@ -65,7 +76,7 @@ struct pass_action {
 	char instance_type[POOL_INSTANCE_TYPE_MAX + 1];
 	int count;
 	bool fresh;                  /* launch: a new ClientToken (else a repeat of the ledger's) */
-	struct strv ids;             /* terminate, reclaimed */
+	struct strv ids;             /* terminate, reclaimed: instances; delete node: Nodes */
 	enum pass_why why;
 	const char *event_type, *reason;  /* event: Normal/Warning, reason */
 	char *message;               /* event message, log line of terminate/release */
@@ -105,6 +116,13 @@ struct pass_done {
 	size_t n;
 };
 
+/* A Node's pods, classified (drain.h). */
+struct pass_pods {
+	bool listed;
+	const struct drain_pod *v;
+	size_t n;
+};
+
 struct pass_input {
 	const char *ns, *name;
 	/* The spec: validated (spec_valid), or only what cleanup needs (deleting), or NULL
@@ -140,6 +158,22 @@ struct pass_input {
 	const int64_t *probe_at_ms;
 	int64_t now_ms;
 	int64_t soldout_ttl_ms;
+	/* Nodes (node.h), NULL when not known (node features off, the Node cache not listed
+	 * yet): nodes[i] is the Node of plan.instances[i] for i < n_nodes (name empty: none);
+	 * recorded_nodes[i] the Node of plan.seen->v[i] when it is not observed, matched by
+	 * ID only. A Node of a recorded instance that is gone (neither observed nor someone
+	 * else's) or going away (observed TERMINATING, SHUTTING_DOWN) is deleted: no other
+	 * controller deletes the Nodes of spot instances. */
+	const struct node_view *nodes;
+	size_t n_nodes;
+	const struct node_view *recorded_nodes;
+	/* The pods of nodes[i] as PASS_LIST_PODS found them (pods[i], for i < n_nodes), or
+	 * NULL: none listed this pass. */
+	const struct pass_pods *pods;
+	/* Node features are on but the Nodes are not listed yet (a fresh start, a new
+	 * leader): nothing spotpool chooses to terminate goes before they are, since its
+	 * Node may need draining. */
+	bool nodes_pending;
 };
 
 /* The credentials source that wins: spec.credentialsSecretRef, else inline keys, else

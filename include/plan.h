@@ -78,6 +78,9 @@ struct plan {
 	/* Recorded as live by an earlier pass, now gone, and not terminated by spotpool: a spot
 	 * reclaim (or someone outside spotpool). */
 	struct strv reclaimed;
+	/* Live instances whose Node announced their reclaim (drain_victim.doomed_at): not in
+	 * observed, never in scale_down; drained, and terminated by their deadline. */
+	struct strv doomed;
 };
 
 struct plan_input {
@@ -85,7 +88,8 @@ struct plan_input {
 	const struct pool_instance *instances;   /* owned instances known this pass */
 	size_t n_instances;
 	/* What is known of each instance's node (parallel to instances), refining the
-	 * scale-down order (drain_victim_cmp), or NULL: the order is plan's alone. */
+	 * scale-down order (drain_victim_cmp) and naming the doomed instances, or NULL: the
+	 * order is plan's alone and none is doomed. */
 	const struct drain_victim *victims;
 	const struct strv *seen;                 /* IDs recorded by earlier passes (status), or NULL */
 	const struct strv *seen_live;            /* of those, the ones recorded live, or NULL */

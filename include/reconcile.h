@@ -10,6 +10,7 @@
 #include "cvm.h"
 #include "inv.h"
 #include "kube.h"
+#include "node.h"
 #include "soldout.h"
 
 #include <stdatomic.h>
@@ -25,6 +26,14 @@ struct reconcile_options {
 	const char *cluster_name;          /* the cluster tag of this process's launches */
 };
 
+/* The Node cache as a pass reads it (a port): find behaves as nodes_find (nodes.h) for
+ * the pool "<namespace>/<name>". find NULL: node features are off. */
+struct node_reader {
+	int (*find)(void *ctx, const char *pool, const struct node_want *want, size_t n, struct node_view *ret,
+		    enum node_by *ret_by);
+	void *ctx;
+};
+
 /* The ports a pass talks through (per worker: each binds its own connections) and the
  * controller's shared state. */
 struct reconciler {
@@ -32,6 +41,7 @@ struct reconciler {
 	struct kube_api kube;              /* the apiserver */
 	struct cvm_api cvm;                /* the CVM API */
 	struct inv_reader inv;             /* the shared instance inventory */
+	struct node_reader nodes;          /* the Node cache; Nodes are deleted through kube */
 	struct sp_clock clock;
 	struct answers *answers;           /* launch answers, shared by the workers */
 	struct soldout *soldout;           /* sold-out memory, shared by the workers */

@@ -32,6 +32,8 @@
  *   inv_ (shared per-account instance inventory), snap_ (its compact instance
  *   snapshots), creds_ (credentials),
  *   kube_ (Kubernetes API client), informer_ (list+watch cache of pools),
+ *   node_ (a Node's compact view, instances matched to Nodes; pure),
+ *   nodes_ (list+watch cache of the cluster's Node views),
  *   wq_ (work queue), ctl_ (controller), lease_ (leader election), cfg_ (daemon
  *   config), metrics_ (Prometheus and health endpoints), stop_ (a stop request that
  *   wakes every waiting thread at once), agent_ (the spot notice agent: reclaim notices
@@ -147,6 +149,9 @@ static inline int64_t sp_deadline_left_ms(const _Atomic int64_t *until)
 	int64_t at = atomic_load(until);
 	return at == INT64_MAX ? INT64_MAX : at - sp_mono_ms();
 }
+
+/* Parses "2026-11-21T11:45:00Z" (or with an offset) into epoch seconds; 0 if invalid. */
+int64_t sp_parse_time(const char *iso);
 
 void sp_hex(const unsigned char *in, size_t n, char *out);
 /* Decodes standard base64; NULL when malformed. The result is NUL-terminated and its

@@ -3,6 +3,7 @@
 #ifndef SPOTPOOL_STATUS_H
 #define SPOTPOOL_STATUS_H
 
+#include "node.h"
 #include "plan.h"
 #include "pool.h"
 
@@ -31,13 +32,26 @@ struct status_input {
 	const char *capacity_message;
 	bool insecure_credentials;
 	int64_t now;
+	/* The Nodes of instances (nodes[i]: instances[i]'s, NULL: none), or NULL when Nodes
+	 * are not known (each instance then keeps what the old status said of its Node). An
+	 * instance shows its Node's name (node), whether it is Ready (ready) and, from the
+	 * first time it was, launch -> Ready in seconds (nodeReadySeconds, kept); the pool
+	 * shows how many are Ready (readyNodes). */
+	const struct node_view *const *nodes;
+	/* DrainBlocked: NULL keeps the old condition, "" is False, otherwise True with this
+	 * message (a scale-down's drain timed out and was given up). */
+	const char *drain_blocked;
 };
 
 cJSON *status_build(const struct status_input *in);
 /* Whether a merge patch of these status keys would change nothing in old (keys it does
  * not mention are kept by a merge patch; a null and an absent key mean the same). */
 bool status_patch_is_noop(const cJSON *patch, const cJSON *old);
-/* One .status.instances[] entry (also used by dry-run's JSON output). */
+/* The launch -> Node Ready seconds (nodeReadySeconds) new_status shows and old_status
+ * did not, for the instances whose Node became Ready: at most max into ret; returns how
+ * many. */
+size_t status_newly_ready(const cJSON *old_status, const cJSON *new_status, int64_t *ret, size_t max);
+/* One .status.instances[] entry without its Node (also used by dry-run's JSON output). */
 cJSON *status_instance_json(const struct pool_instance *instance);
 /* The ledger recorded in a status (.status.launch), if any. */
 bool status_ledger(const cJSON *status, struct plan_launch *ret);

@@ -93,10 +93,10 @@ cJSON *agent_condition_patch(int64_t deadline, int64_t now)
 	char at[32], when[32], message[64];
 	rfc3339(now, when);
 	rfc3339(deadline, at);
-	snprintf(message, sizeof(message), deadline ? AGENT_MESSAGE_PREFIX "%s" : "no reclaim scheduled", at);
+	snprintf(message, sizeof(message), deadline ? NODE_TERMINATING_PREFIX "%s" : "no reclaim scheduled", at);
 	cJSON *patch = cJSON_CreateObject(), *cond = cJSON_CreateObject();
 	cJSON *conditions = cJSON_AddArrayToObject(cJSON_AddObjectToObject(patch, "status"), "conditions");
-	cJSON_AddStringToObject(cond, "type", AGENT_CONDITION_TYPE);
+	cJSON_AddStringToObject(cond, "type", NODE_CONDITION_TERMINATING);
 	cJSON_AddStringToObject(cond, "status", deadline ? "True" : "False");
 	cJSON_AddStringToObject(cond, "reason", deadline ? AGENT_CONDITION_REASON : AGENT_WITHDRAWN_REASON);
 	cJSON_AddStringToObject(cond, "message", message);
@@ -104,31 +104,6 @@ cJSON *agent_condition_patch(int64_t deadline, int64_t now)
 	cJSON_AddStringToObject(cond, "lastHeartbeatTime", when);
 	cJSON_AddItemToArray(conditions, cond);
 	return patch;
-}
-
-int agent_node_deadline(const cJSON *node, int64_t *ret, struct sp_error *err)
-{
-	const cJSON *conds = cJSON_GetObjectItemCaseSensitive(cJSON_GetObjectItemCaseSensitive(node, "status"),
-							      "conditions"), *c;
-	cJSON_ArrayForEach(c, conds) {
-		const cJSON *type = cJSON_GetObjectItemCaseSensitive(c, "type");
-		if (!cJSON_IsString(type) || strcmp(type->valuestring, AGENT_CONDITION_TYPE))
-			continue;
-		const cJSON *status = cJSON_GetObjectItemCaseSensitive(c, "status");
-		if (!cJSON_IsString(status) || strcmp(status->valuestring, "True"))
-			break;
-		const cJSON *msg = cJSON_GetObjectItemCaseSensitive(c, "message");
-		size_t plen = strlen(AGENT_MESSAGE_PREFIX);
-		if (!cJSON_IsString(msg) || strncmp(msg->valuestring, AGENT_MESSAGE_PREFIX, plen))
-			return sp_fail(err, SP_EPROTO, "condition " AGENT_CONDITION_TYPE ": the message is not "
-				       "\"" AGENT_MESSAGE_PREFIX "<RFC3339 UTC time>\"");
-		int64_t t;
-		if (parse_rfc3339(msg->valuestring + plen, "condition " AGENT_CONDITION_TYPE " message", &t, err) < 0)
-			return malformed(err);
-		*ret = t;
-		return 0;
-	}
-	return sp_fail(err, SP_ENOTFOUND, "no condition " AGENT_CONDITION_TYPE "=True");
 }
 
 cJSON *agent_notice_object(const char *instance_id, int64_t deadline, const char *host, int64_t now)
@@ -286,7 +261,7 @@ static void report_due(struct agent *a, int64_t mono)
 				 at, (long long)(a->announced - now), a->o.node_name ? "Node" : AGENT_NOTICE_KIND,
 				 a->o.node_name ? a->o.node_name : a->o.namespace);
 		else
-			log_info("agent: the notice for instance %s was withdrawn: " AGENT_CONDITION_TYPE "=False on "
+			log_info("agent: the notice for instance %s was withdrawn: " NODE_CONDITION_TERMINATING "=False on "
 				 "Node %s", a->instance_id, a->o.node_name);
 		return;
 	}

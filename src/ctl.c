@@ -6,6 +6,7 @@
 #include "inv.h"
 #include "log.h"
 #include "metrics.h"
+#include "nodes.h"
 #include "pool.h"
 #include "reconcile.h"
 #include "wq.h"
@@ -49,6 +50,7 @@ struct ctl {
 	struct reconcile_options ropt;
 	struct wq *queue;
 	struct informer *informer;
+	struct nodes *nodes;      /* NULL: node features off */
 	struct inv *inv;
 	struct answers *answers;
 	struct rate *rate;  /* shared by every cvm client: the limits are per account */
@@ -88,6 +90,22 @@ static void on_deleted(void *ud, const char *key)
 		free(owner);
 	}
 	free(copy);
+	if (c->nodes)
+		nodes_forget(c->nodes, key);
+}
+
+/* A Node of a pool's instance appeared, changed (Ready, cordon, taint, notice) or went. */
+static void on_nodes_changed(void *ud, const char *pool)
+{
+	struct ctl *c = ud;
+	if (informer_has(c->informer, pool))
+		wq_add(c->queue, pool, 0);
+}
+
+static int find_nodes(void *ctx, const char *pool, const struct node_want *want, size_t n, struct node_view *ret,
+		      enum node_by *ret_by)
+{
+	return nodes_find(ctx, pool, want, n, ret, ret_by);
 }
 
 /* The key of the cached pool whose owner tag is a digest form (its namespace/name is too
@@ -135,6 +153,12 @@ static struct kube_api informer_api_new(void *ud)
 	return kube_client_api(kube_client_new(c->opt.kube, "spotpool/" SPOTPOOL_VERSION " (informer)"));
 }
 
+static struct kube_api nodes_api_new(void *ud)
+{
+	struct ctl *c = ud;
+	return kube_client_api(kube_client_new(c->opt.kube, "spotpool/" SPOTPOOL_VERSION " (nodes)"));
+}
+
 static void informer_api_free(void *ud, struct kube_api *api)
 {
 	(void)ud;
@@ -169,6 +193,11 @@ struct ctl *ctl_new(const struct ctl_options *opt)
 				       .clock = c->clock, .namespaces = &c->opt.namespaces,
 				       .enqueue = on_enqueue, .deleted = on_deleted, .userdata = c};
 	c->informer = informer_new(&icfg);
+	if (opt->nodes) {
+		struct nodes_config ncfg = {.api_new = nodes_api_new, .api_free = informer_api_free, .clock = c->clock,
+					    .changed = on_nodes_changed, .userdata = c};
+		c->nodes = nodes_new(&ncfg);
+	}
 	return c;
 }
 
@@ -232,6 +261,8 @@ int ctl_start(struct ctl *c, struct sp_error *err)
 	if (!c->opt.inv)
 		c->inv_port = inv_api_bind(c->inv);
 	int r = informer_start(c->informer, err);
+	if (r == 0 && c->nodes)
+		r = nodes_start(c->nodes, err);
 	for (int i = 0; i < workers && r == 0; i++) {
 		struct worker *w = &c->workers[i];
 		w->ctl = c;
@@ -242,6 +273,8 @@ int ctl_start(struct ctl *c, struct sp_error *err)
 					    .cvm = cvm_client_api(w->cvm), .inv = inv_reader_bind(&w->inv),
 					    .clock = *c->clock, .answers = c->answers, .soldout = c->soldout,
 					    .active_until_ms = &c->active_until_ms};
+		if (c->nodes)
+			w->rc.nodes = (struct node_reader){.find = find_nodes, .ctx = c->nodes};
 		/* A worker's writes (status, finalizer, events) end with the leadership. */
 		kube_client_set_until(w->kube, &c->active_until_ms);
 		if (pthread_create(&w->thread, NULL, worker_main, w) != 0)
@@ -262,6 +295,8 @@ void ctl_stop(struct ctl *c)
 		return;
 	wq_shutdown(c->queue);
 	informer_stop(c->informer);
+	if (c->nodes)
+		nodes_stop(c->nodes);
 	for (int i = 0; i < c->workers_running; i++)
 		pthread_join(c->workers[i].thread, NULL);
 	for (int i = 0; c->workers && i < c->opt.workers; i++) {
@@ -283,6 +318,7 @@ void ctl_free(struct ctl *c)
 	 * the lease is stopped, which comes between the two. */
 	inv_free(c->inv);
 	informer_free(c->informer);
+	nodes_free(c->nodes);
 	free(c->workers);
 	wq_free(c->queue);
 	answers_free(c->answers);
@@ -339,6 +375,11 @@ void ctl_set_active_until(struct ctl *c, int64_t until_ms)
 struct informer *ctl_informer(struct ctl *c)
 {
 	return c->informer;
+}
+
+struct nodes *ctl_nodes(struct ctl *c)
+{
+	return c->nodes;
 }
 
 struct wq *ctl_queue(struct ctl *c)

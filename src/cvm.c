@@ -416,22 +416,6 @@ int cvm_call_until(struct cvm_client *c, const struct cvm_credentials *cred, con
 	return r;
 }
 
-int64_t cvm_parse_time(const char *iso)
-{
-	struct tm tm = {0};
-	const char *rest = iso ? strptime(iso, "%Y-%m-%dT%H:%M:%S", &tm) : NULL;
-	if (!rest)
-		return 0;
-	int64_t t = (int64_t)timegm(&tm);
-	int sign, hh, mm;
-	if (*rest == 'Z' || *rest == '\0')
-		return t;
-	if ((*rest == '+' || *rest == '-') && sscanf(rest + 1, "%2d:%2d", &hh, &mm) == 2) {
-		sign = *rest == '+' ? 1 : -1;
-		return t - sign * (hh * 3600 + mm * 60);
-	}
-	return 0;
-}
 
 static void copy_field(char *dst, size_t cap, const cJSON *v)
 {
@@ -533,7 +517,7 @@ static void fill_instance(void *rec, const cJSON *it, const cJSON *id, const cJS
 		   cJSON_GetObjectItemCaseSensitive(it, "PublicIpAddresses"));
 	copy_field(in->created_time, sizeof(in->created_time),
 		   cJSON_GetObjectItemCaseSensitive(it, "CreatedTime"));
-	in->created = cvm_parse_time(in->created_time);
+	in->created = sp_parse_time(in->created_time);
 	const cJSON *tags = cJSON_GetObjectItemCaseSensitive(it, "Tags");
 	copy_tag(in->pool_tag, sizeof(in->pool_tag), tags, POOL_TAG_KEY);
 	copy_tag(in->launch_tag, sizeof(in->launch_tag), tags, POOL_LAUNCH_TAG_KEY);

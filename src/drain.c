@@ -82,6 +82,8 @@ int drain_victim_cmp(const struct drain_victim *a, const struct drain_victim *b)
 {
 	int c;
 	if ((c = first_if(!a->scale_down_disabled, !b->scale_down_disabled)) ||
+	    (c = first_if(!a->given_up, !b->given_up)) ||
+	    (c = first_if(a->draining, b->draining)) ||
 	    (c = first_if(!a->has_node, !b->has_node)) ||
 	    (c = first_if(a->blocking == 0, b->blocking == 0)))
 		return c;

@@ -22,7 +22,7 @@ static const char *annotation(const cJSON *node, const char *key)
 static bool is_drain_taint(const cJSON *taint)
 {
 	const cJSON *key = member(taint, "key");
-	return cJSON_IsString(key) && strcmp(key->valuestring, DRAIN_TAINT_KEY) == 0;
+	return cJSON_IsString(key) && strcmp(key->valuestring, NODE_TAINT_DRAINING) == 0;
 }
 
 /* The node's taints without ours, as a new array; *ret_had: ours was there. */
@@ -62,14 +62,14 @@ static cJSON *start_change(const cJSON *node, int64_t now)
 	bool had;
 	cJSON *taints = other_taints(node, &had);
 	bool cordoned = cJSON_IsTrue(member(member(node, "spec"), "unschedulable"));
-	const char *started = annotation(node, DRAIN_STARTED_ANNOTATION);
-	const char *was = annotation(node, DRAIN_WAS_UNSCHEDULABLE_ANNOTATION);
+	const char *started = annotation(node, NODE_ANNOTATION_DRAIN_STARTED);
+	const char *was = annotation(node, NODE_ANNOTATION_WAS_UNSCHEDULABLE);
 	if (had && cordoned && started && was) {
 		cJSON_Delete(taints);
 		return NULL;
 	}
 	cJSON *taint = cJSON_CreateObject();
-	cJSON_AddStringToObject(taint, "key", DRAIN_TAINT_KEY);
+	cJSON_AddStringToObject(taint, "key", NODE_TAINT_DRAINING);
 	cJSON_AddStringToObject(taint, "effect", DRAIN_TAINT_EFFECT);
 	cJSON_AddItemToArray(taints, taint);
 	cJSON *annotations, *spec, *patch = guarded_patch(node, taints, &annotations, &spec);
@@ -78,26 +78,31 @@ static cJSON *start_change(const cJSON *node, int64_t now)
 	status_format_time(now, at);
 	/* Already started (a start repeated after a crash): the first start's record stays,
 	 * and the node, cordoned by that start, is not taken for cordoned before. */
-	cJSON_AddStringToObject(annotations, DRAIN_STARTED_ANNOTATION, started ? started : at);
-	cJSON_AddStringToObject(annotations, DRAIN_WAS_UNSCHEDULABLE_ANNOTATION,
+	cJSON_AddStringToObject(annotations, NODE_ANNOTATION_DRAIN_STARTED, started ? started : at);
+	cJSON_AddStringToObject(annotations, NODE_ANNOTATION_WAS_UNSCHEDULABLE,
 				was ? was : cordoned ? "true" : "false");
 	return patch;
 }
 
+/* now > 0: the drain was given up then (NODE_ANNOTATION_DRAIN_GIVEN_UP). */
 static cJSON *undo_change(const cJSON *node, int64_t now)
 {
-	(void)now;
 	bool had;
 	cJSON *taints = other_taints(node, &had);
-	const char *started = annotation(node, DRAIN_STARTED_ANNOTATION);
-	const char *was = annotation(node, DRAIN_WAS_UNSCHEDULABLE_ANNOTATION);
+	const char *started = annotation(node, NODE_ANNOTATION_DRAIN_STARTED);
+	const char *was = annotation(node, NODE_ANNOTATION_WAS_UNSCHEDULABLE);
 	if (!had && !started && !was) {
 		cJSON_Delete(taints);
 		return NULL;
 	}
 	cJSON *annotations, *spec, *patch = guarded_patch(node, taints, &annotations, &spec);
-	cJSON_AddNullToObject(annotations, DRAIN_STARTED_ANNOTATION);
-	cJSON_AddNullToObject(annotations, DRAIN_WAS_UNSCHEDULABLE_ANNOTATION);
+	cJSON_AddNullToObject(annotations, NODE_ANNOTATION_DRAIN_STARTED);
+	cJSON_AddNullToObject(annotations, NODE_ANNOTATION_WAS_UNSCHEDULABLE);
+	if (now > 0) {
+		char at[32];
+		status_format_time(now, at);
+		cJSON_AddStringToObject(annotations, NODE_ANNOTATION_DRAIN_GIVEN_UP, at);
+	}
 	if (started && !(was && strcmp(was, "true") == 0))
 		cJSON_AddBoolToObject(spec, "unschedulable", false);
 	return patch;
@@ -133,9 +138,9 @@ int evict_start(const struct kube_api *api, const char *node, int64_t now, struc
 	return change_node(api, node, start_change, now, err);
 }
 
-int evict_undo(const struct kube_api *api, const char *node, struct sp_error *err)
+int evict_undo(const struct kube_api *api, const char *node, int64_t gave_up_at, struct sp_error *err)
 {
-	int r = change_node(api, node, undo_change, 0, err);
+	int r = change_node(api, node, undo_change, gave_up_at, err);
 	return r == SP_ENOTFOUND ? 0 : r;
 }
 

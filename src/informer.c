@@ -33,11 +33,8 @@ struct watcher {
 	struct informer *inf;
 	char *namespace;      /* NULL: all namespaces */
 	pthread_t thread;
-	char resource_version[64];
-	bool need_list;       /* at the start and after a 410 Gone */
-	int64_t delay_ms;     /* the backoff of the last failed round */
-	atomic_bool synced;
-	atomic_llong heartbeat_ms;
+	struct informer_lw lw;
+	struct strv listed;   /* the keys of the list in progress */
 };
 
 /* Uids whose DELETED event was seen: a lagging or replayed event of such an object
@@ -108,11 +105,6 @@ bool informer_rv_newer(const char *cached, const char *incoming)
 	return i > c;
 }
 
-static int64_t mono_ms(const struct informer *inf)
-{
-	return inf->clock->mono_ms(inf->clock->ctx);
-}
-
 struct informer *informer_new(const struct informer_config *cfg)
 {
 	struct informer *inf = xcalloc(1, sizeof(*inf));
@@ -127,8 +119,7 @@ struct informer *informer_new(const struct informer_config *cfg)
 		struct watcher *w = &inf->watchers[i];
 		w->inf = inf;
 		w->namespace = ns && ns->n ? xstrdup(ns->v[i]) : NULL;
-		w->need_list = true;
-		atomic_store(&w->heartbeat_ms, mono_ms(inf));
+		informer_lw_init(&w->lw, inf->clock);
 	}
 	stop_init(&inf->stop);
 	return inf;
@@ -305,23 +296,28 @@ static char *collection_path(const struct watcher *w)
 	return xstrdup("/apis/" POOL_API_VERSION "/spotpools");
 }
 
-static void set_resource_version(struct watcher *w, const cJSON *obj)
+void informer_lw_init(struct informer_lw *lw, const struct sp_clock *clock)
 {
-	const char *rv = informer_resource_version(obj);
-	if (*rv && strlen(rv) < sizeof(w->resource_version))
-		snprintf(w->resource_version, sizeof(w->resource_version), "%s", rv);
+	*lw = (struct informer_lw){.clock = clock ? clock : &sp_clock_system, .need_list = true};
+	atomic_store(&lw->heartbeat_ms, lw->clock->mono_ms(lw->clock->ctx));
 }
 
-static int list_pools(struct watcher *w, const struct kube_api *api, struct sp_error *err)
+static void set_resource_version(struct informer_lw *lw, const cJSON *obj)
 {
-	struct informer *inf = w->inf;
-	char *base = collection_path(w);
-	struct strv listed = {0};
+	const char *rv = informer_resource_version(obj);
+	if (*rv && strlen(rv) < sizeof(lw->resource_version))
+		snprintf(lw->resource_version, sizeof(lw->resource_version), "%s", rv);
+}
+
+static int list_all(struct informer_lw *lw, const struct informer_lw_ops *ops, const struct kube_api *api,
+		    struct sp_error *err)
+{
 	char *cont = NULL;
 	int r;
+	ops->begin_list(ops->userdata);
 	do {
 		char *esc = cont ? kube_escape(cont) : NULL;
-		char *path = xasprintf("%s?limit=500%s%s", base, esc ? "&continue=" : "", esc ? esc : "");
+		char *path = xasprintf("%s?limit=500%s%s", ops->path, esc ? "&continue=" : "", esc ? esc : "");
 		free(esc);
 		cJSON *list = NULL;
 		r = kube_api_get(api, path, &list, err);
@@ -331,51 +327,125 @@ static int list_pools(struct watcher *w, const struct kube_api *api, struct sp_e
 		if (r < 0)
 			break;
 		const cJSON *item;
-		cJSON_ArrayForEach(item, cJSON_GetObjectItemCaseSensitive(list, "items")) {
-			char *key = informer_key(item);
-			if (!key)
-				continue;
-			/* A relist must not cut a failing pool's backoff short; a change still
-			 * runs at once. */
-			inf->cfg.enqueue(inf->cfg.userdata, key, remember(inf, key, item));
-			strv_push(&listed, key);
-			free(key);
-		}
-		set_resource_version(w, list);
+		cJSON_ArrayForEach(item, cJSON_GetObjectItemCaseSensitive(list, "items"))
+			ops->item(ops->userdata, item);
+		set_resource_version(lw, list);
 		const cJSON *next = cJSON_GetObjectItemCaseSensitive(
 			cJSON_GetObjectItemCaseSensitive(list, "metadata"), "continue");
 		if (cJSON_IsString(next) && *next->valuestring)
 			cont = xstrdup(next->valuestring);
 		cJSON_Delete(list);
 	} while (cont);
-	if (r == 0)
-		forget_unlisted(w, &listed);
-	strv_clear(&listed);
-	free(base);
+	ops->end_list(ops->userdata, r == 0);
 	return r;
 }
 
 struct watch_ctx {
-	struct watcher *w;
+	struct informer_lw *lw;
+	const struct informer_lw_ops *ops;
 	bool gone;  /* the server said our resourceVersion is too old */
 };
 
 static int on_event(void *ud, const char *type, cJSON *obj)
 {
 	struct watch_ctx *ctx = ud;
-	struct watcher *w = ctx->w;
-	struct informer *inf = w->inf;
-	atomic_store(&w->heartbeat_ms, mono_ms(inf));
+	struct informer_lw *lw = ctx->lw;
+	atomic_store(&lw->heartbeat_ms, lw->clock->mono_ms(lw->clock->ctx));
 	if (strcmp(type, "ERROR") == 0) {
 		const cJSON *code = cJSON_GetObjectItemCaseSensitive(obj, "code");
 		ctx->gone = cJSON_IsNumber(code) && code->valueint == 410;
 		return 1;
 	}
-	set_resource_version(w, obj);
-	if (strcmp(type, "BOOKMARK") == 0)
-		return 0;
-	informer_apply_event(inf, type, obj);
+	set_resource_version(lw, obj);
+	if (strcmp(type, "BOOKMARK") != 0)
+		ctx->ops->event(ctx->ops->userdata, type, obj);
 	return 0;
+}
+
+static int64_t next_delay(int64_t delay)
+{
+	return delay ? (delay * 2 < INFORMER_RECONNECT_MAX_MS ? delay * 2 : INFORMER_RECONNECT_MAX_MS) : 500;
+}
+
+int64_t informer_lw_round(struct informer_lw *lw, const struct informer_lw_ops *ops, const struct kube_api *api,
+			  const struct stop *stop)
+{
+	const struct sp_clock *clock = lw->clock;
+	atomic_store(&lw->heartbeat_ms, clock->mono_ms(clock->ctx));
+	struct sp_error err = {0};
+	if (lw->need_list) {
+		lw->list_error = list_all(lw, ops, api, &err);
+		if (lw->list_error < 0) {
+			lw->delay_ms = next_delay(lw->delay_ms);
+			log_warn("list %s (%s) failed, retrying in %lld ms: %s", ops->kind, ops->scope,
+				 (long long)lw->delay_ms, err.msg);
+			return lw->delay_ms;
+		}
+		lw->need_list = false;
+		if (!atomic_exchange(&lw->synced, true))
+			log_info("listed %s in %s (resourceVersion %s)", ops->kind, ops->scope, lw->resource_version);
+	}
+	char *path = xasprintf("%s?watch=1&allowWatchBookmarks=true&timeoutSeconds=%d&resourceVersion=%s",
+			       ops->path, INFORMER_WATCH_TIMEOUT_SECONDS, lw->resource_version);
+	struct watch_ctx ctx = {.lw = lw, .ops = ops};
+	int64_t started = clock->mono_ms(clock->ctx);
+	int r = api->watch(api->ctx, path, (INFORMER_WATCH_TIMEOUT_SECONDS + 30) * 1000L, on_event, &ctx, stop,
+			   &err);
+	free(path);
+	if (stop && stop_requested(stop))
+		return 0;
+	if (ctx.gone || r == SP_EGONE) {
+		log_info("watch %s (%s): resourceVersion %s expired, relisting", ops->kind, ops->scope,
+			 lw->resource_version);
+		lw->need_list = true;
+		return 0;
+	}
+	if (r == 0 && clock->mono_ms(clock->ctx) - started > 1000) {
+		lw->delay_ms = 0;  /* a normal server-side timeout: watch again at once */
+		return 0;
+	}
+	lw->delay_ms = next_delay(lw->delay_ms);
+	log_warn("watch %s (%s) ended: %s; reconnecting in %lld ms", ops->kind, ops->scope,
+		 r < 0 ? err.msg : "closed early", (long long)lw->delay_ms);
+	return lw->delay_ms;
+}
+
+bool informer_lw_healthy(const struct informer_lw *lw, int64_t max_quiet_ms)
+{
+	return lw->clock->mono_ms(lw->clock->ctx) - atomic_load(&lw->heartbeat_ms) <= max_quiet_ms;
+}
+
+static void pools_begin_list(void *ud)
+{
+	struct watcher *w = ud;
+	strv_clear(&w->listed);
+}
+
+static void pools_item(void *ud, const cJSON *item)
+{
+	struct watcher *w = ud;
+	struct informer *inf = w->inf;
+	char *key = informer_key(item);
+	if (!key)
+		return;
+	/* A relist must not cut a failing pool's backoff short; a change still runs at once. */
+	inf->cfg.enqueue(inf->cfg.userdata, key, remember(inf, key, item));
+	strv_push(&w->listed, key);
+	free(key);
+}
+
+static void pools_end_list(void *ud, bool complete)
+{
+	struct watcher *w = ud;
+	if (complete)
+		forget_unlisted(w, &w->listed);
+	strv_clear(&w->listed);
+}
+
+static void pools_event(void *ud, const char *type, const cJSON *obj)
+{
+	struct watcher *w = ud;
+	informer_apply_event(w->inf, type, obj);
 }
 
 void informer_apply_event(struct informer *inf, const char *type, const cJSON *obj)
@@ -393,52 +463,18 @@ void informer_apply_event(struct informer *inf, const char *type, const cJSON *o
 	free(key);
 }
 
-static int64_t next_delay(int64_t delay)
-{
-	return delay ? (delay * 2 < INFORMER_RECONNECT_MAX_MS ? delay * 2 : INFORMER_RECONNECT_MAX_MS) : 500;
-}
-
 int64_t informer_round(struct informer *inf, size_t i, const struct kube_api *api)
 {
 	struct watcher *w = &inf->watchers[i];
-	const char *scope = w->namespace ? w->namespace : "all namespaces";
-	atomic_store(&w->heartbeat_ms, mono_ms(inf));
-	struct sp_error err = {0};
-	if (w->need_list) {
-		if (list_pools(w, api, &err) < 0) {
-			w->delay_ms = next_delay(w->delay_ms);
-			log_warn("list spotpools (%s) failed, retrying in %lld ms: %s", scope,
-				 (long long)w->delay_ms, err.msg);
-			return w->delay_ms;
-		}
-		w->need_list = false;
-		if (!atomic_exchange(&w->synced, true))
-			log_info("listed spotpools in %s (resourceVersion %s)", scope, w->resource_version);
-	}
-	char *base = collection_path(w);
-	char *path = xasprintf("%s?watch=1&allowWatchBookmarks=true&timeoutSeconds=%d&resourceVersion=%s",
-			       base, INFORMER_WATCH_TIMEOUT_SECONDS, w->resource_version);
-	free(base);
-	struct watch_ctx ctx = {.w = w};
-	int64_t started = mono_ms(inf);
-	int r = api->watch(api->ctx, path, (INFORMER_WATCH_TIMEOUT_SECONDS + 30) * 1000L, on_event, &ctx,
-			   &inf->stop, &err);
+	char *path = collection_path(w);
+	const struct informer_lw_ops ops = {
+		.kind = "spotpools", .scope = w->namespace ? w->namespace : "all namespaces", .path = path,
+		.begin_list = pools_begin_list, .item = pools_item, .end_list = pools_end_list,
+		.event = pools_event, .userdata = w,
+	};
+	int64_t delay = informer_lw_round(&w->lw, &ops, api, &inf->stop);
 	free(path);
-	if (stop_requested(&inf->stop))
-		return 0;
-	if (ctx.gone || r == SP_EGONE) {
-		log_info("watch (%s): resourceVersion %s expired, relisting", scope, w->resource_version);
-		w->need_list = true;
-		return 0;
-	}
-	if (r == 0 && mono_ms(inf) - started > 1000) {
-		w->delay_ms = 0;  /* a normal server-side timeout: watch again at once */
-		return 0;
-	}
-	w->delay_ms = next_delay(w->delay_ms);
-	log_warn("watch (%s) ended: %s; reconnecting in %lld ms", scope,
-		 r < 0 ? err.msg : "closed early", (long long)w->delay_ms);
-	return w->delay_ms;
+	return delay;
 }
 
 static void *watcher_main(void *arg)
@@ -476,8 +512,10 @@ void informer_free(struct informer *inf)
 	if (!inf)
 		return;
 	informer_stop(inf);
-	for (size_t i = 0; i < inf->n_watchers; i++)
+	for (size_t i = 0; i < inf->n_watchers; i++) {
 		free(inf->watchers[i].namespace);
+		strv_clear(&inf->watchers[i].listed);
+	}
 	free(inf->watchers);
 	while (inf->n_pools)
 		drop(inf, inf->n_pools - 1);
@@ -490,16 +528,15 @@ void informer_free(struct informer *inf)
 bool informer_synced(const struct informer *inf)
 {
 	for (size_t i = 0; i < inf->n_watchers; i++)
-		if (!atomic_load(&inf->watchers[i].synced))
+		if (!atomic_load(&inf->watchers[i].lw.synced))
 			return false;
 	return inf->n_watchers > 0;
 }
 
 bool informer_healthy(const struct informer *inf, int64_t max_quiet_ms)
 {
-	int64_t now = mono_ms(inf);
 	for (size_t i = 0; i < inf->n_watchers; i++)
-		if (now - atomic_load(&inf->watchers[i].heartbeat_ms) > max_quiet_ms)
+		if (!informer_lw_healthy(&inf->watchers[i].lw, max_quiet_ms))
 			return false;
 	return true;
 }

@@ -97,10 +97,17 @@ static void restart_without_tcache(char **argv)
 	const char *tunables = getenv("GLIBC_TUNABLES");
 	if (tunables && strstr(tunables, "glibc.malloc.tcache_count"))
 		return;
+	/* The binary's own path, not /proc/self/exe: the process name (comm, what ps,
+	 * pkill and systemd show) is the basename of the path executed. */
+	char self[4096];
+	ssize_t n = readlink("/proc/self/exe", self, sizeof(self) - 1);
+	if (n <= 0 || (size_t)n >= sizeof(self) - 1)
+		return;
+	self[n] = '\0';
 	char *value = tunables && *tunables ? xasprintf("%s:%s", tunables, setting) : xstrdup(setting);
 	setenv("GLIBC_TUNABLES", value, 1);
 	free(value);
-	execv("/proc/self/exe", argv);
+	execv(self, argv);
 }
 
 int main(int argc, char **argv)

@@ -33,10 +33,14 @@ struct buckets {
 };
 static const double request_le[] = {0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10};
 static const double queue_le[] = {0.001, 0.01, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60, 300};
+/* Launch -> Node Ready: a GPU node boots, installs and joins in minutes. */
+static const double node_ready_le[] = {30, 60, 90, 120, 180, 240, 300, 420, 600, 900, 1800, 3600};
 static const struct buckets request_buckets = {request_le, N_ELEMS(request_le)};
+static const struct buckets node_ready_buckets = {node_ready_le, N_ELEMS(node_ready_le)};
 static const struct buckets queue_buckets = {queue_le, N_ELEMS(queue_le)};
 #define BUCKETS_MAX 12
-_Static_assert(N_ELEMS(request_le) <= BUCKETS_MAX && N_ELEMS(queue_le) <= BUCKETS_MAX, "BUCKETS_MAX");
+_Static_assert(N_ELEMS(request_le) <= BUCKETS_MAX && N_ELEMS(queue_le) <= BUCKETS_MAX &&
+	       N_ELEMS(node_ready_le) <= BUCKETS_MAX, "BUCKETS_MAX");
 
 struct histogram {
 	uint64_t counts[BUCKETS_MAX + 1];  /* per bucket, not cumulative; [n] is +Inf */
@@ -60,7 +64,7 @@ struct series_vec {
 
 enum { G_MINIMUM, G_MAXIMUM, G_DESIRED, G_CURRENT, N_GAUGES };
 enum { O_SUCCESS, O_CAPACITY, O_AUTH, O_CONFIG, O_THROTTLED, O_TRANSIENT, O_UNKNOWN, N_OUTCOMES };
-#define N_TERMINATIONS (METRICS_TERMINATED_DELETION + 1)
+#define N_TERMINATIONS (METRICS_TERMINATED_NOTICE + 1)
 /* Plain counters of a pool: C_TERMINATED + t counts terminations for reason t. */
 enum { C_LAUNCHED, C_RECLAIMED, C_TERMINATED, N_COUNTERS = C_TERMINATED + N_TERMINATIONS };
 
@@ -72,7 +76,7 @@ static const char *const kube_verbs[] = {"GET", "POST", "PUT", "PATCH", "DELETE"
 #define N_KUBE_VERBS N_ELEMS(kube_verbs)
 static const char *const termination_names[N_TERMINATIONS] = {
 	[METRICS_TERMINATED_SCALE_DOWN] = "scale_down", [METRICS_TERMINATED_CLEANUP] = "cleanup",
-	[METRICS_TERMINATED_DELETION] = "deletion",
+	[METRICS_TERMINATED_DELETION] = "deletion", [METRICS_TERMINATED_NOTICE] = "notice",
 };
 
 struct pool_series {
@@ -119,6 +123,8 @@ struct registry {
 	struct strv kube_resources;
 	struct histogram reconcile;
 	uint64_t reconciles, reconcile_errors;
+	struct histogram node_ready;
+	uint64_t evicted, eviction_refused;
 	bool leader;
 	size_t wq_depth;
 	struct histogram wq_queue, wq_work;
@@ -459,6 +465,21 @@ void metrics_reconcile_observe(double seconds, bool failed)
 	pthread_mutex_unlock(&lock);
 }
 
+void metrics_node_ready(double seconds)
+{
+	pthread_mutex_lock(&lock);
+	histogram_observe(&reg.node_ready, &node_ready_buckets, seconds);
+	pthread_mutex_unlock(&lock);
+}
+
+void metrics_evictions(size_t evicted, size_t refused)
+{
+	pthread_mutex_lock(&lock);
+	reg.evicted += evicted;
+	reg.eviction_refused += refused;
+	pthread_mutex_unlock(&lock);
+}
+
 void metrics_set_leader(bool leading)
 {
 	pthread_mutex_lock(&lock);
@@ -696,6 +717,14 @@ static void render_controller(struct page *pg)
 	counter_line(pg, "spotpool_reconciles_total", "", NULL, NULL, reg.reconciles);
 	family(pg, "spotpool_reconcile_errors_total", "counter", "Pool reconciles that failed.");
 	counter_line(pg, "spotpool_reconcile_errors_total", "", NULL, NULL, reg.reconcile_errors);
+	family(pg, "spotpool_node_ready_seconds", "histogram",
+	       "Time from an instance's launch (CreatedTime) to its Node's Ready condition, once per instance.");
+	histogram_render(pg, "spotpool_node_ready_seconds", "", &reg.node_ready, &node_ready_buckets);
+	family(pg, "spotpool_evictions_total", "counter",
+	       "Pods evicted by drains (evicted), and evictions refused for now by a PodDisruptionBudget or a "
+	       "conflict (refused).");
+	counter_line(pg, "spotpool_evictions_total", "", "result", "evicted", reg.evicted);
+	counter_line(pg, "spotpool_evictions_total", "", "result", "refused", reg.eviction_refused);
 	family(pg, "spotpool_leader", "gauge", "1 when this process leads (or election is off), else 0.");
 	emit(pg, "spotpool_leader %d\n", reg.leader ? 1 : 0);
 	family(pg, "spotpool_kube_requests_total", "counter",

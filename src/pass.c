@@ -12,11 +12,17 @@
 enum {
 	STEP_VALIDATE = 1, STEP_FINALIZER, STEP_OBSERVE, STEP_SWEEP, STEP_RECLAIMS, STEP_CHECK,
 	STEP_DRY_EVENT, STEP_RESUME, STEP_ABANDON, STEP_LEDGER_DONE, STEP_SCALE_DOWN_INTENT, STEP_SCALE_DOWN,
-	STEP_CLEANUP, STEP_RETAIN, STEP_RELEASE, STEP_NO_OFFERING, STEP_STATUS, STEP_REREAD,
-	STEP_END,
+	STEP_CLEANUP, STEP_RETAIN, STEP_RELEASE, STEP_NO_OFFERING, STEP_STATUS, STEP_REREAD, STEP_DELETE_NODES,
+	STEP_LIST_PODS, STEP_NOTICE, STEP_DRAIN_INTENT, STEP_END,
 	STEP_ATTEMPT = 100, ATTEMPT_STRIDE = 10,
 	STEP_FAIL_EVENT = 10000,  /* + the failing step: its event */
+	/* Drains: STEP_DRAIN + group * DRAIN_GROUP + k * DRAIN_STRIDE + a drain_part, k the
+	 * victim's place in its group (the instance's index for GROUP_UNDO). */
+	STEP_DRAIN = 20000, DRAIN_GROUP = 20000, DRAIN_STRIDE = 8,
 };
+
+enum drain_group { GROUP_SCALE_DOWN, GROUP_NOTICE, GROUP_DELETION, GROUP_UNDO };
+enum drain_part { PART_START, PART_STARTED_EVENT, PART_EVICT, PART_UNDO, PART_END_EVENT };
 
 struct walk {
 	const struct pass_input *in;
@@ -28,8 +34,12 @@ struct walk {
 	const char *posted;              /* the failure episode this pass posts an event for */
 	int error;
 	int64_t requeue_ms;
+	int64_t drain_ms;                /* drains in progress want a look again then (0: none) */
 	char progress[SP_ERROR_MAX];
 	char capacity[SP_ERROR_MAX];
+	/* DrainBlocked: NULL keeps the old condition, "" is False, else True with this. */
+	const char *drain_blocked;
+	char drain_message[512];
 };
 
 enum pass_creds pass_credentials_source(const struct pool_spec *spec, bool have_default)
@@ -134,6 +144,21 @@ static bool refused(int code)
 	return code == SP_ECAPACITY || code == SP_EAUTH || code == SP_ECONFIG;
 }
 
+/* The Nodes of the recorded instances (plan_recorded keeps the order of the known ones,
+ * so one walk pairs them): NULL for none. */
+static const struct node_view **recorded_nodes(const struct pass_input *in, const struct pool_instance *recorded,
+					       size_t n)
+{
+	const struct node_view **out = xcalloc(n ? n : 1, sizeof(*out));
+	for (size_t k = 0, j = 0; k < n; k++) {
+		while (j < in->plan.n_instances && strcmp(in->plan.instances[j].id, recorded[k].id) != 0)
+			j++;
+		if (j < in->n_nodes && *in->nodes[j].name)
+			out[k] = &in->nodes[j];
+	}
+	return out;
+}
+
 /* final: the pass's last word. A write in the middle of a pass (the ledger) does not
  * know yet whether the pass will fail: it keeps the Degraded condition the pool had, so
  * conditions do not flap and a failure right after is no new episode. */
@@ -151,6 +176,7 @@ static cJSON *build_status(const struct walk *w, bool final)
 	size_t n = 0;
 	struct pool_instance *recorded = w->plan ? plan_recorded(in->plan.instances, in->plan.n_instances,
 								 in->terminated, &n) : NULL;
+	const struct node_view **nodes = in->nodes ? recorded_nodes(in, recorded, n) : NULL;
 	struct status_input s = {
 		.selector = selector, .old_status = in->old_status, .generation = in->generation,
 		.instances = recorded, .n_instances = n, .plan = w->plan,
@@ -160,8 +186,10 @@ static cJSON *build_status(const struct walk *w, bool final)
 		.progress_message = *w->progress ? w->progress : NULL,
 		.capacity_message = w->plan && !in->deleting ? w->capacity : NULL,
 		.insecure_credentials = in->insecure_credentials, .now = in->plan.now,
+		.nodes = nodes, .drain_blocked = w->drain_blocked,
 	};
 	cJSON *st = status_build(&s);
+	free(nodes);
 	free(recorded);
 	free(selector);
 	return st;
@@ -264,6 +292,28 @@ static void emit_soldout(struct walk *w, enum pass_kind kind, int step, const st
 /* The shortfall, on the pool's first usable offering (spread: the least loaded zone),
  * and when that one answers "sold out", on the next, in the same pass. At most one probe
  * of a sold-out offering per TTL across all pools (soldout.h). */
+static int instance_index(const struct pass_input *in, const char *id);
+
+/* A doomed instance's offering is being reclaimed: its replacement goes to another one
+ * when the pool has another available (for this pick only; nothing is marked sold out). */
+static void avoid_doomed_offerings(const struct walk *w, enum offer_state *state)
+{
+	const struct offer_list *offers = w->in->offers;
+	bool avoid[OFFER_MAX] = {0}, other = false;
+	for (size_t d = 0; d < w->plan->doomed.n; d++) {
+		int i = instance_index(w->in, w->plan->doomed.v[d]);
+		const struct pool_instance *p = i >= 0 ? &w->in->plan.instances[i] : NULL;
+		for (size_t o = 0; p && o < offers->n; o++)
+			avoid[o] = avoid[o] || (strcmp(offers->v[o].zone, p->zone) == 0 &&
+						strcmp(offers->v[o].instance_type, p->instance_type) == 0);
+	}
+	for (size_t o = 0; o < offers->n; o++)
+		other = other || (!avoid[o] && state[o] == OFFER_AVAILABLE);
+	for (size_t o = 0; other && o < offers->n; o++)
+		if (avoid[o])
+			state[o] = OFFER_SOLD_OUT;
+}
+
 static void launch_shortfall(struct walk *w)
 {
 	const struct pass_input *in = w->in;
@@ -274,6 +324,7 @@ static void launch_shortfall(struct walk *w)
 		state[i] = in->offer_state[i];
 		probe_at[i] = in->probe_at_ms[i];
 	}
+	avoid_doomed_offerings(w, state);
 	int zone_live[OFFER_ZONES_MAX];
 	offer_zone_live(offers, in->plan.instances, in->plan.n_instances, zone_live);
 	bool launched = false, over = false, capped = false;
@@ -409,7 +460,7 @@ static void terminate(struct walk *w, int step, const struct strv *ids, enum pas
 	if (t && t->code < 0) {
 		static const char *const what[] = {
 			[PASS_WHY_SCALE_DOWN] = "scale down", [PASS_WHY_CLEANUP] = "dead instances",
-			[PASS_WHY_DELETION] = "pool deleted",
+			[PASS_WHY_DELETION] = "pool deleted", [PASS_WHY_NOTICE] = "reclaim notice",
 		};
 		char m[SP_ERROR_MAX];
 		snprintf(m, sizeof(m), "terminate failed (%s)", what[why]);
@@ -419,32 +470,279 @@ static void terminate(struct walk *w, int step, const struct strv *ids, enum pas
 	}
 }
 
-/* A scale-down follows the spec the pass read. Before a victim is terminated, a guarded
- * status write showing it TERMINATING proves that spec is still the pool's: a stale copy
- * (a new leader's cache, a lagging watch) would otherwise terminate on an old size and
- * launch again once the current one arrives (fault campaign seed 44). True once written. */
-static bool scale_down_recorded(struct walk *w)
+/* A scale-down follows the spec the pass read. Before a victim is terminated (step
+ * STEP_SCALE_DOWN_INTENT, victims shown TERMINATING) or its Node drained
+ * (STEP_DRAIN_INTENT, victims NULL), a guarded status write proves that spec is still
+ * the pool's: a stale copy (a new leader's cache, a lagging watch) would otherwise act on
+ * an old size and launch again once the current one arrives (fault campaign seed 44).
+ * True once written. */
+static bool scale_down_recorded(struct walk *w, int step, const struct strv *victims)
 {
 	/* The ledger as it stands goes along (a status without one clears it). */
 	enum pass_kind kind = w->in->ledger ? PASS_RECORD_LEDGER : PASS_CLEAR_LEDGER;
-	const struct pass_answer *r = answer(w, STEP_SCALE_DOWN_INTENT, kind);
+	const struct pass_answer *r = answer(w, step, kind);
 	if (r) {
 		if (r->code < 0 && w->error == 0)
 			w->error = r->code;
 		return r->code == 0;
 	}
 	struct strv going = {0};
-	for (size_t i = 0; w->in->terminated && i < w->in->terminated->n; i++)
+	for (size_t i = 0; victims && w->in->terminated && i < w->in->terminated->n; i++)
 		strv_push(&going, w->in->terminated->v[i]);
-	for (size_t i = 0; i < w->plan->scale_down.n; i++)
-		strv_push(&going, w->plan->scale_down.v[i]);
+	for (size_t i = 0; victims && i < victims->n; i++)
+		strv_push(&going, victims->v[i]);
 	struct pass_input shown = *w->in;
-	shown.terminated = &going;
+	if (victims)
+		shown.terminated = &going;
 	struct walk as = *w;
 	as.in = &shown;
-	record_ledger(&as, kind, STEP_SCALE_DOWN_INTENT, w->in->ledger, w->in->launch_seq);
+	record_ledger(&as, kind, step, w->in->ledger, w->in->launch_seq);
 	strv_clear(&going);
 	return false;
+}
+
+/* A drain in progress wants a look again in ms (at least 1 s): the pass's requeue is the
+ * sooner of this and what the rest of the pass asks for (requeue()). */
+static void look_again(struct walk *w, int64_t ms)
+{
+	if (ms < 1000)
+		ms = 1000;
+	if (!w->drain_ms || ms < w->drain_ms)
+		w->drain_ms = ms;
+}
+
+static int instance_index(const struct pass_input *in, const char *id)
+{
+	for (size_t i = 0; i < in->plan.n_instances; i++)
+		if (strcmp(in->plan.instances[i].id, id) == 0)
+			return (int)i;
+	return -1;
+}
+
+static const struct node_view *node_at(const struct pass_input *in, size_t i)
+{
+	return in->nodes && i < in->n_nodes && *in->nodes[i].name ? &in->nodes[i] : NULL;
+}
+
+static const struct pass_pods *pods_at(const struct pass_input *in, size_t i)
+{
+	return in->pods && i < in->n_nodes && in->pods[i].listed ? &in->pods[i] : NULL;
+}
+
+/* What the planner knows of each instance's Node, for plan_compute (NULL without
+ * Nodes): doomed, draining, scale-down-disabled, and its pods once listed. */
+static struct drain_victim *victims_of(const struct pass_input *in)
+{
+	if (!in->nodes)
+		return NULL;
+	struct drain_victim *v = xcalloc(in->plan.n_instances ? in->plan.n_instances : 1, sizeof(*v));
+	for (size_t i = 0; i < in->plan.n_instances; i++) {
+		const struct node_view *node = node_at(in, i);
+		const struct pass_pods *pods = pods_at(in, i);
+		if (pods)
+			drain_victim_count(pods->v, pods->n, &v[i]);
+		if (!node)
+			continue;
+		v[i].has_node = true;
+		v[i].scale_down_disabled = node->scale_down_disabled;
+		v[i].draining = node->drain_taint && node->drain_started;
+		v[i].given_up = node->drain_given_up && in->plan.now < node->drain_given_up + in->spec->drain_timeout;
+		v[i].doomed_at = node->terminating_at;
+	}
+	return v;
+}
+
+/* The pods of every Node of the pool, listed once a drain needs them: the victims are
+ * chosen by them too (emptiest first). */
+static bool pods_listed(struct walk *w)
+{
+	const struct pass_input *in = w->in;
+	const struct pass_answer *l = answer(w, STEP_LIST_PODS, PASS_LIST_PODS);
+	if (l) {
+		if (l->code < 0 && w->error == 0)
+			w->error = l->code;
+		return l->code == 0;
+	}
+	struct pass_action *a = emit(w, PASS_LIST_PODS, STEP_LIST_PODS);
+	for (size_t i = 0; i < in->plan.n_instances; i++)
+		if (node_at(in, i))
+			strv_push(&a->ids, node_at(in, i)->name);
+	return false;
+}
+
+static const char *const group_names[] = {
+	[GROUP_SCALE_DOWN] = "scale-down", [GROUP_NOTICE] = "reclaim notice", [GROUP_DELETION] = "pool deleted",
+	[GROUP_UNDO] = "no longer needed",
+};
+
+/* Takes the next step of one victim's drain (instance i, its Node node); true when it
+ * is drained (terminate it now). */
+static bool drain_one(struct walk *w, enum drain_group g, size_t k, const struct node_view *node,
+		      const struct pass_pods *pods, const char *id)
+{
+	const struct pass_input *in = w->in;
+	int64_t now = in->plan.now, timeout = in->spec->drain_timeout;
+	/* A notice's drain is forced whatever drainTimeout says: the deadline governs. */
+	if (g == GROUP_NOTICE && node->terminating_at > now)
+		timeout = node->terminating_at - now + 1;
+	/* Victims above maximum (the first of the group: plan's order) are never kept: their
+	 * drain is cut short at the timeout, as a deleted pool's. */
+	bool forced = g == GROUP_DELETION ||
+		      (g == GROUP_SCALE_DOWN && (int)k < w->plan->observed - in->spec->maximum);
+	int step = STEP_DRAIN + (int)g * DRAIN_GROUP + (int)k * DRAIN_STRIDE;
+	int64_t started = node->drain_taint ? node->drain_started : 0;
+	const struct pass_answer *st = answer(w, step + PART_START, PASS_DRAIN_START);
+	if (st && st->code == 0)
+		emit_event(w, step + PART_STARTED_EVENT, "Normal", "DrainStarted", "draining node %s of instance %s (%s)",
+			   node->name, id, group_names[g]);
+	if (!started && st && st->code == 0)
+		started = now;
+	int64_t retry_at = node->drain_given_up + timeout;
+	if (!started && g == GROUP_SCALE_DOWN && node->drain_given_up && now < retry_at) {
+		look_again(w, (retry_at - now) * 1000);
+		return false;  /* its last drain timed out: not again before a drainTimeout */
+	}
+	struct drain_step_input din = {
+		.node = {.has_node = true, .started = started, .was_unschedulable = node->was_unschedulable},
+		.pods = pods->v, .n_pods = pods->n, .now = now, .timeout = timeout,
+		.deadline = g == GROUP_NOTICE ? node->terminating_at : forced && started ? started + timeout : 0,
+	};
+	struct drain_step s;
+	drain_step(&din, &s);
+	bool done = false;
+	struct pass_action *a;
+	switch (s.action) {
+	case DRAIN_START:
+		/* A scale-down follows the spec the pass read: a guarded write proves it is still
+		 * the pool's before a pod is touched (as before a terminate, seed 44). */
+		if (g == GROUP_SCALE_DOWN && !scale_down_recorded(w, STEP_DRAIN_INTENT, NULL)) {
+			look_again(w, DRAIN_RECHECK_SECONDS * 1000);
+			break;
+		}
+		if ((a = emit(w, PASS_DRAIN_START, step + PART_START)))
+			strv_push(&a->ids, node->name);
+		else if (st && st->code < 0 && w->error == 0)
+			w->error = st->code;
+		look_again(w, DRAIN_RECHECK_SECONDS * 1000);
+		break;
+	case DRAIN_EVICT:
+		if ((a = emit(w, PASS_EVICT, step + PART_EVICT)))
+			for (size_t e = 0; e < s.n_evict; e++) {
+				char *ref = xasprintf("%s/%s", pods->v[s.evict[e]].namespace, pods->v[s.evict[e]].name);
+				strv_push(&a->ids, ref);
+				free(ref);
+			}
+		look_again(w, (s.until - now) * 1000);
+		break;
+	case DRAIN_WAIT:
+		look_again(w, (s.until - now) * 1000);
+		break;
+	case DRAIN_DONE:
+		/* The reasons are constants: an action outlives s. */
+		if (*s.reason)
+			emit_event(w, step + PART_END_EVENT, "Warning", DRAIN_REASON_CUT_SHORT, "%s", s.message);
+		done = true;
+		break;
+	case DRAIN_GIVE_UP:
+		if ((a = emit(w, PASS_DRAIN_UNDO, step + PART_UNDO))) {
+			strv_push(&a->ids, node->name);
+			a->why = PASS_WHY_SCALE_DOWN;  /* given up: recorded on the Node */
+		}
+		emit_event(w, step + PART_END_EVENT, "Warning", DRAIN_REASON_TIMED_OUT, "%s", s.message);
+		snprintf(w->drain_message, sizeof(w->drain_message), "%s", s.message);
+		w->drain_blocked = w->drain_message;
+		break;
+	}
+	drain_step_free(&s);
+	return done;
+}
+
+/* Of ids (a group's victims), those to terminate now into ready: without a Node, not
+ * drained by the spec (drainTimeout 0; a notice's drain is forced all the same), not
+ * live, or drained. The others take their drain's next step, each on its own. */
+static void drain_then(struct walk *w, enum drain_group g, const struct strv *ids, struct strv *ready)
+{
+	const struct pass_input *in = w->in;
+	if (in->nodes_pending) {
+		if (ids->n)
+			look_again(w, 1000);
+		return;
+	}
+	bool listed = true;
+	size_t stepped = 0;
+	for (size_t k = 0; k < ids->n; k++) {
+		int i = instance_index(in, ids->v[k]);
+		const struct node_view *node = i >= 0 ? node_at(in, (size_t)i) : NULL;
+		bool live = i >= 0 && plan_classify_state(in->plan.instances[i].state) == PLAN_LIVE;
+		if (!node || !live || (g != GROUP_NOTICE && in->spec->drain_timeout <= 0)) {
+			strv_push(ready, ids->v[k]);
+			continue;
+		}
+		/* Past its deadline a doomed instance goes, pods listed or not (a listing that
+		 * fails must not keep the pool above maximum); so does a deleted pool's victim
+		 * past its drain's timeout. */
+		int64_t started = node->drain_taint ? node->drain_started : 0;
+		if ((g == GROUP_NOTICE && in->plan.now >= node->terminating_at) ||
+		    (g == GROUP_DELETION && started && in->plan.now >= started + in->spec->drain_timeout)) {
+			strv_push(ready, ids->v[k]);
+			continue;
+		}
+		/* A pass takes the next step of at most PASS_DRAINS_MAX drains per group (a few
+		 * actions each): the others come in the next passes, a few seconds later. */
+		if (stepped++ >= PASS_DRAINS_MAX) {
+			look_again(w, PASS_REQUEUE_PROGRESS_MS);
+			continue;
+		}
+		if (!(listed = listed && pods_listed(w)))
+			continue;
+		static const struct pass_pods none = {.listed = true};  /* its Node went meanwhile */
+		const struct pass_pods *pods = pods_at(in, (size_t)i);
+		if (drain_one(w, g, k, node, pods ? pods : &none, ids->v[k]))
+			strv_push(ready, ids->v[k]);
+	}
+}
+
+/* Drains of spotpool's that no group wants any more (replicas raised again, a notice
+ * withdrawn): undone, the Node as it was. */
+static void undo_unwanted_drains(struct walk *w, const struct strv *const *wanted, size_t n_wanted)
+{
+	const struct pass_input *in = w->in;
+	for (size_t i = 0; i < in->plan.n_instances; i++) {
+		const struct node_view *node = node_at(in, i);
+		if (!node || !node->drain_taint || !node->drain_started ||
+		    plan_classify_state(in->plan.instances[i].state) != PLAN_LIVE ||
+		    (in->terminated && strv_contains(in->terminated, in->plan.instances[i].id)))
+			continue;  /* none, not ours, or its instance is going anyway */
+		bool kept = false;
+		for (size_t g = 0; g < n_wanted && !kept; g++)
+			kept = strv_contains(wanted[g], in->plan.instances[i].id);
+		struct pass_action *a = kept ? NULL : emit(w, PASS_DRAIN_UNDO, STEP_DRAIN + GROUP_UNDO * DRAIN_GROUP +
+							   (int)i * DRAIN_STRIDE + PART_UNDO);
+		if (a)
+			strv_push(&a->ids, node->name);
+	}
+}
+
+/* A doomed instance goes at its deadline, or once drained when its replacement runs:
+ * the pool is at its target with every other instance RUNNING and, in a pool whose
+ * instances join as Nodes, each one's Node Ready (the pods can move there). */
+static bool replaced(const struct walk *w)
+{
+	const struct plan *plan = w->plan;
+	const struct pass_input *in = w->in;
+	if (plan->launch || plan->resume || plan->waiting || plan->observed < plan->target)
+		return false;
+	bool joins = false;
+	for (size_t i = 0; i < in->plan.n_instances && !joins; i++)
+		joins = node_at(in, i) != NULL;
+	for (size_t i = 0; i < in->plan.n_instances; i++) {
+		const struct pool_instance *p = &in->plan.instances[i];
+		if (plan_classify_state(p->state) != PLAN_LIVE || strv_contains(&plan->doomed, p->id))
+			continue;
+		if (strcmp(p->state, "RUNNING") != 0 || (joins && !(node_at(in, i) && node_at(in, i)->ready)))
+			return false;
+	}
+	return true;
 }
 
 static void release(struct walk *w, const char *why)
@@ -466,6 +764,8 @@ static void deletion(struct walk *w)
 	if (w->in->dry_run)
 		return;  /* a dry-run controller neither terminates nor releases */
 	if (w->in->spec->deletion_policy == POOL_RETAIN) {
+		/* The instances stay, and so do their Nodes: as they were before any drain. */
+		undo_unwanted_drains(w, NULL, 0);
 		emit_event(w, STEP_RETAIN, "Normal", "Retained", "deletionPolicy Retain: leaving %d instance(s) running",
 			   plan->observed);
 		release(w, "deletionPolicy Retain");
@@ -486,10 +786,13 @@ static void deletion(struct walk *w)
 			return;
 	}
 	if (plan->cleanup.n) {
-		terminate(w, STEP_CLEANUP, &plan->cleanup, PASS_WHY_DELETION);
+		struct strv ready = {0};
+		drain_then(w, GROUP_DELETION, &plan->cleanup, &ready);
+		terminate(w, STEP_CLEANUP, &ready, PASS_WHY_DELETION);
 		const struct pass_answer *t = answer(w, STEP_CLEANUP, PASS_TERMINATE);
-		if (t && t->code == 0 && plan->ledger_done && w->in->ledger)
+		if (t && t->code == 0 && plan->ledger_done && w->in->ledger && ready.n == plan->cleanup.n)
 			record_ledger(w, PASS_CLEAR_LEDGER, STEP_LEDGER_DONE, NULL, w->in->launch_seq);
+		strv_clear(&ready);
 		w->requeue_ms = PASS_REQUEUE_PROGRESS_MS;
 		return;
 	}
@@ -498,6 +801,61 @@ static void deletion(struct walk *w)
 		return;
 	}
 	release(w, "every recorded instance is confirmed gone");
+}
+
+static int cmp_str(const void *a, const void *b)
+{
+	return strcmp(*(const char *const *)a, *(const char *const *)b);
+}
+
+/* The Node of recorded instance id if it is gone or going, else NULL. Gone: not
+ * observed (a lookup by ID confirmed what the listing lacks) and not someone else's; its
+ * Node is recorded_nodes[i] (matched by ID only). Going away (observed TERMINATING,
+ * SHUTTING_DOWN: the status records such an instance no more, so this pass is the last
+ * to know it was the pool's): its Node is the observed instance's. */
+static const struct node_view *gone_node(const struct pass_input *in, size_t i, const char *const *live,
+					 size_t n_live)
+{
+	const char *id = in->plan.seen->v[i];
+	for (size_t j = 0; j < in->plan.n_instances; j++)
+		if (strcmp(in->plan.instances[j].id, id) == 0 &&
+		    plan_classify_state(in->plan.instances[j].state) == PLAN_GOING)
+			return j < in->n_nodes ? &in->nodes[j] : NULL;
+	if (bsearch(&id, live, n_live, sizeof(*live), cmp_str) || (in->plan.foreign && strv_contains(in->plan.foreign, id)))
+		return NULL;
+	return &in->recorded_nodes[i];
+}
+
+/* The Nodes of recorded instances gone or going away: deleted, or in a dry run told. */
+static void delete_gone_nodes(struct walk *w)
+{
+	const struct pass_input *in = w->in;
+	const struct strv *seen = in->plan.seen;
+	if (!in->recorded_nodes || !in->nodes || !seen)
+		return;
+	/* The observed instances (going away too: those are found by the walk above). */
+	const char **live = xcalloc(in->plan.n_instances ? in->plan.n_instances : 1, sizeof(*live));
+	for (size_t i = 0; i < in->plan.n_instances; i++)
+		live[i] = in->plan.instances[i].id;
+	qsort(live, in->plan.n_instances, sizeof(*live), cmp_str);
+	struct strv names = {0};
+	char gone[1024] = "";
+	for (size_t i = 0; i < seen->n; i++) {
+		const struct node_view *node = gone_node(in, i, live, in->plan.n_instances);
+		if (!node || !*node->name)
+			continue;
+		strv_push(&names, node->name);
+		snprintf(gone + strlen(gone), sizeof(gone) - strlen(gone), "%s%s", *gone ? ", " : "", seen->v[i]);
+	}
+	free(live);
+	struct pass_action *a = names.n ? emit(w, in->dry_run ? PASS_WOULD_DELETE_NODE : PASS_DELETE_NODE,
+					       STEP_DELETE_NODES) : NULL;
+	if (a) {
+		a->ids = names;
+		a->message = xstrdup(gone);
+	} else {
+		strv_clear(&names);
+	}
 }
 
 static void dry_run(struct walk *w)
@@ -545,8 +903,29 @@ static void dry_run(struct walk *w)
 		emit_event(w, STEP_DRY_EVENT, "Normal", "DryRun", "%s", m);
 }
 
+/* Doomed instances: drained (forced), and terminated once drained and replaced, or at
+ * their deadline whatever is left (a notice that was not followed by the reclaim must
+ * not leave the pool above maximum). */
+static void doomed_go(struct walk *w)
+{
+	struct strv ready = {0}, go = {0};
+	drain_then(w, GROUP_NOTICE, &w->plan->doomed, &ready);
+	bool done_replacing = replaced(w);
+	for (size_t k = 0; k < ready.n; k++) {
+		int i = instance_index(w->in, ready.v[k]);
+		const struct node_view *node = i >= 0 ? node_at(w->in, (size_t)i) : NULL;
+		if (done_replacing || !node || w->in->plan.now >= node->terminating_at)
+			strv_push(&go, ready.v[k]);
+		else
+			look_again(w, (node->terminating_at - w->in->plan.now) * 1000);
+	}
+	terminate(w, STEP_NOTICE, &go, PASS_WHY_NOTICE);
+	strv_clear(&go);
+	strv_clear(&ready);
+}
+
 /* The pool's own work: reclaims noticed, the launch (a repeat, or the shortfall), the
- * resolved ledger cleared, excess and dead instances terminated. */
+ * resolved ledger cleared, excess and dead instances terminated, drains. */
 static void act(struct walk *w)
 {
 	const struct plan *plan = w->plan;
@@ -569,11 +948,22 @@ static void act(struct walk *w)
 			w->error = c->code;
 	}
 	if (!w->in->dry_run) {
-		if (plan->scale_down.n && scale_down_recorded(w))
-			terminate(w, STEP_SCALE_DOWN, &plan->scale_down, PASS_WHY_SCALE_DOWN);
+		doomed_go(w);
+		struct strv ready = {0};
+		drain_then(w, GROUP_SCALE_DOWN, &plan->scale_down, &ready);
+		if (ready.n && scale_down_recorded(w, STEP_SCALE_DOWN_INTENT, &ready))
+			terminate(w, STEP_SCALE_DOWN, &ready, PASS_WHY_SCALE_DOWN);
+		strv_clear(&ready);
+		/* A DrainBlocked once set goes False when no scale-down waits any more. */
+		if (!plan->scale_down.n && status_condition(w->in->old_status, "DrainBlocked", "status"))
+			w->drain_blocked = "";
 		terminate(w, STEP_CLEANUP, &plan->cleanup, PASS_WHY_CLEANUP);
+		const struct strv *wanted[] = {&plan->scale_down, &plan->doomed};
+		undo_unwanted_drains(w, wanted, 2);
 	}
-	bool progress = plan->launch || plan->resume || plan->waiting || plan->scale_down.n || plan->cleanup.n;
+	/* Drains (scale-down with Nodes, doomed instances) set their own look again. */
+	bool progress = plan->launch || plan->resume || plan->waiting || plan->cleanup.n ||
+			(plan->scale_down.n && !w->drain_ms);
 	for (size_t i = 0; i < w->in->plan.n_instances && !progress; i++)
 		progress = plan_state_settling(w->in->plan.instances[i].state);
 	if (!w->requeue_ms && progress)
@@ -606,6 +996,8 @@ static void write_status(struct walk *w)
 
 static void requeue(struct walk *w)
 {
+	if (w->drain_ms && (!w->requeue_ms || w->drain_ms < w->requeue_ms))
+		w->requeue_ms = w->drain_ms;
 	struct pass_action *a = emit(w, PASS_REQUEUE, STEP_END);
 	if (a) {
 		a->requeue_ms = w->requeue_ms;
@@ -646,7 +1038,9 @@ static void planned(struct walk *w)
 		int64_t next_probe;
 		describe_scarcity(w, in->offer_state, in->probe_at_ms, &next_probe);
 	}
+	/* Launches first; a deleted pool's gone Nodes before it is released. */
 	if (in->deleting) {
+		delete_gone_nodes(w);
 		deletion(w);
 		if (released(w))
 			return;
@@ -655,6 +1049,7 @@ static void planned(struct walk *w)
 			w->error = r->code;
 	} else {
 		act(w);
+		delete_gone_nodes(w);
 	}
 	write_status(w);
 }
@@ -727,6 +1122,8 @@ static void plan_pass(struct walk *w)
 	struct plan_input plan_in = in->plan;
 	plan_in.retain = in->deleting && in->spec && in->spec->deletion_policy == POOL_RETAIN;
 	plan_in.dry_run = in->dry_run;
+	struct drain_victim *victims = victims_of(in);
+	plan_in.victims = victims;
 	struct plan plan;
 	plan_compute(&plan_in, &plan);
 	w->plan = &plan;
@@ -736,6 +1133,7 @@ static void plan_pass(struct walk *w)
 	if (!released(w))
 		requeue(w);
 	plan_free(&plan);
+	free(victims);
 }
 
 void pass_actions_free(struct pass_actions *a)
@@ -772,7 +1170,7 @@ void pass_action_line(const struct pass_action *a, char *out, size_t size)
 {
 	static const char *const why[] = {
 		[PASS_WHY_NONE] = "", [PASS_WHY_SCALE_DOWN] = "scale-down", [PASS_WHY_CLEANUP] = "cleanup",
-		[PASS_WHY_DELETION] = "deletion",
+		[PASS_WHY_DELETION] = "deletion", [PASS_WHY_NOTICE] = "notice",
 	};
 	char ids[768];
 	join_ids(&a->ids, ids, sizeof(ids));
@@ -799,6 +1197,12 @@ void pass_action_line(const struct pass_action *a, char *out, size_t size)
 	case PASS_CLEAR_LEDGER: snprintf(out, size, "clear-ledger"); break;
 	case PASS_TERMINATE: snprintf(out, size, "terminate %s %s", why[a->why], ids); break;
 	case PASS_WOULD_TERMINATE: snprintf(out, size, "would-terminate %s %s", why[a->why], ids); break;
+	case PASS_LIST_PODS: snprintf(out, size, "list-pods %s", ids); break;
+	case PASS_DRAIN_START: snprintf(out, size, "drain-start %s", ids); break;
+	case PASS_EVICT: snprintf(out, size, "evict %s", ids); break;
+	case PASS_DRAIN_UNDO: snprintf(out, size, "drain-undo %s", ids); break;
+	case PASS_DELETE_NODE: snprintf(out, size, "delete-node %s", ids); break;
+	case PASS_WOULD_DELETE_NODE: snprintf(out, size, "would-delete-node %s", ids); break;
 	case PASS_EVENT: snprintf(out, size, "event %s %s", a->event_type, a->reason); break;
 	case PASS_RELEASE: snprintf(out, size, "release"); break;
 	case PASS_WRITE_STATUS: snprintf(out, size, "write-status"); break;

@@ -138,12 +138,17 @@ static int scale_down_order(const void *pa, const void *pb)
 	return -strcmp(a->id, b->id);
 }
 
+static bool doomed(const struct plan_input *in, size_t i)
+{
+	return in->victims && in->victims[i].doomed_at > 0;
+}
+
 static void pick_scale_down(const struct plan_input *in, int excess, struct strv *out)
 {
 	struct victim *live = xcalloc(in->n_instances ? in->n_instances : 1, sizeof(*live));
 	size_t n = 0;
 	for (size_t i = 0; i < in->n_instances; i++)
-		if (plan_classify_state(in->instances[i].state) == PLAN_LIVE)
+		if (plan_classify_state(in->instances[i].state) == PLAN_LIVE && !doomed(in, i))
 			live[n++] = (struct victim){&in->instances[i], in->victims ? &in->victims[i] : NULL};
 	if (n)
 		qsort(live, n, sizeof(*live), scale_down_order);
@@ -241,7 +246,9 @@ void plan_compute(const struct plan_input *in, struct plan *ret)
 
 	for (size_t i = 0; i < in->n_instances; i++) {
 		enum plan_state_class c = plan_classify_state(in->instances[i].state);
-		if (c == PLAN_LIVE)
+		if (c == PLAN_LIVE && doomed(in, i))
+			strv_push(&p.doomed, in->instances[i].id);
+		else if (c == PLAN_LIVE)
 			p.observed++;
 		else if (c == PLAN_DEAD && !in->deleting)
 			strv_push(&p.cleanup, in->instances[i].id);
@@ -286,6 +293,8 @@ void plan_compute(const struct plan_input *in, struct plan *ret)
 		 * call did launch; if it did not, it launches only what is needed now (the spec
 		 * may have lowered maximum since). Nothing needed: keep waiting, never forget. */
 		int need = p.target - p.observed;
+		if (s->maximum_includes_doomed)  /* a hard budget: the doomed still count */
+			need = min_int(need, s->maximum - p.observed - (int)p.doomed.n);
 		if (need > 0)
 			p.resume = min_int(min_int(l->count, need), PLAN_MAX_LAUNCH_PER_CALL);
 		p.waiting = true;
@@ -298,8 +307,12 @@ void plan_compute(const struct plan_input *in, struct plan *ret)
 		p.waiting = true;
 	} else {
 		p.ledger_done = l != NULL;
-		if (current < p.target)
-			p.launch = min_int(p.target - current, PLAN_MAX_LAUNCH_PER_CALL);
+		/* The replacement of a doomed instance comes at once, so the pool may hold
+		 * maximum plus its doomed instances until their deadlines; a hard budget
+		 * (maximumIncludesDoomed) waits for them to go. */
+		int room = s->maximum - current - (s->maximum_includes_doomed ? (int)p.doomed.n : 0);
+		if (current < p.target && room > 0)
+			p.launch = min_int(min_int(p.target - current, room), PLAN_MAX_LAUNCH_PER_CALL);
 	}
 	/* Only confirmed live instances are terminated, so in-flight ones are never counted
 	 * twice; excess above the target (and so above maximum) goes in the same pass. */
@@ -331,6 +344,7 @@ void plan_free(struct plan *p)
 	strv_clear(&p->scale_down);
 	strv_clear(&p->cleanup);
 	strv_clear(&p->reclaimed);
+	strv_clear(&p->doomed);
 }
 
 void plan_launch_clear(struct plan_launch *l)

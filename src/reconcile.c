@@ -15,6 +15,8 @@
 #include "reconcile.h"
 #include "log.h"
 #include "metrics.h"
+#include "evict.h"
+#include "nodes.h"
 #include "offer.h"
 #include "plan.h"
 #include "pass.h"
@@ -54,6 +56,12 @@ struct pass {
 	struct strv seen, seen_live; /* recorded by earlier passes (.status.instances) */
 	struct strv foreign;         /* recorded IDs that turned out not to be ours */
 	struct strv terminated;      /* terminated by this pass */
+	/* The Nodes of instances[0..n_nodes) and then of seen (by ID only), NULL: unknown. */
+	struct node_view *nodes;
+	size_t n_nodes;
+	bool nodes_pending;          /* Nodes are on but not listed yet */
+	/* The pods of nodes[0..n_nodes) once PASS_LIST_PODS listed them, NULL before. */
+	struct pass_pods *pods;
 	struct plan_launch found;    /* the ledger as the pass found it */
 	bool has_found;
 	struct plan_launch ledger;   /* the ledger as the status says now */
@@ -210,13 +218,19 @@ static int set_finalizer(struct pass *p, bool present, struct sp_error *err)
 	return apply_patch(p, p->path, patch, err);
 }
 
+/* Writes status; the launch -> Node Ready times it shows first go to the metric once
+ * written (status_newly_ready). */
 static int write_status(struct pass *p, const cJSON *status, struct sp_error *err)
 {
+	int64_t ready[64];
+	size_t n_ready = status_newly_ready(p->old_status, status, ready, sizeof(ready) / sizeof(*ready));
 	cJSON *patch = cJSON_CreateObject();
 	cJSON_AddItemToObject(patch, "status", cJSON_Duplicate(status, true));
 	char *path = xasprintf("%s/status", p->path);
 	int r = apply_patch(p, path, patch, err);
 	free(path);
+	for (size_t i = 0; r == 0 && i < n_ready; i++)
+		metrics_node_ready((double)ready[i]);
 	return r;
 }
 
@@ -341,11 +355,52 @@ static struct soldout_key offer_key(const struct pass *p, const char *zone, cons
 				    .zone = zone, .instance_type = type};
 }
 
+static int cmp_str(const void *a, const void *b)
+{
+	return strcmp(*(const char *const *)a, *(const char *const *)b);
+}
+
+/* The Nodes of the observed instances (by ID, then private IP) and of the recorded ones
+ * not observed (by ID only: a gone instance's address may be another's by now; an
+ * observed one's Node is its instance's, which a second want of its ID would not get). */
+static void observe_nodes(struct pass *p)
+{
+	if (!p->r->nodes.find)
+		return;
+	size_t n = p->n_instances + p->seen.n;
+	struct node_want *want = xcalloc(n ? n : 1, sizeof(*want));
+	const char **observed = xcalloc(p->n_instances ? p->n_instances : 1, sizeof(*observed));
+	for (size_t i = 0; i < p->n_instances; i++) {
+		want[i] = (struct node_want){.id = p->instances[i].id, .ip = p->instances[i].private_ip};
+		observed[i] = p->instances[i].id;
+	}
+	qsort(observed, p->n_instances, sizeof(*observed), cmp_str);
+	for (size_t i = 0; i < p->seen.n; i++) {
+		const char *id = p->seen.v[i];
+		if (!bsearch(&id, observed, p->n_instances, sizeof(*observed), cmp_str))
+			want[p->n_instances + i] = (struct node_want){.id = id};
+	}
+	free(observed);
+	p->nodes = xcalloc(n ? n : 1, sizeof(*p->nodes));
+	enum node_by *by = xcalloc(n ? n : 1, sizeof(*by));
+	char *pool = xasprintf("%s/%s", p->ns, p->name);
+	int r = p->r->nodes.find(p->r->nodes.ctx, pool, want, n, p->nodes, by);
+	if (r < 0) {
+		free(p->nodes);
+		p->nodes = NULL;
+		p->nodes_pending = r != SP_EFORBIDDEN;
+	}
+	p->n_nodes = p->n_instances;
+	free(pool);
+	free(by);
+	free(want);
+}
+
 /* Everything the pass knows before it acts. */
 static void observe(struct pass *p)
 {
-	if (resolve_credentials(p) == 0)
-		observe_cloud(p);
+	if (resolve_credentials(p) == 0 && observe_cloud(p) == 0)
+		observe_nodes(p);
 	offer_build(p->spec, &p->offers);
 	for (size_t i = 0; i < p->offers.n; i++) {
 		struct soldout_key k = offer_key(p, p->offers.v[i].zone, p->offers.v[i].instance_type);
@@ -504,9 +559,11 @@ static int do_terminate(struct pass *p, const struct pass_action *a, struct sp_e
 	static const enum metrics_termination metric[] = {
 		[PASS_WHY_NONE] = METRICS_TERMINATED_CLEANUP, [PASS_WHY_SCALE_DOWN] = METRICS_TERMINATED_SCALE_DOWN,
 		[PASS_WHY_CLEANUP] = METRICS_TERMINATED_CLEANUP, [PASS_WHY_DELETION] = METRICS_TERMINATED_DELETION,
+		[PASS_WHY_NOTICE] = METRICS_TERMINATED_NOTICE,
 	};
 	static const char *const what[] = {
 		[PASS_WHY_NONE] = "", [PASS_WHY_SCALE_DOWN] = "scale down", [PASS_WHY_CLEANUP] = "dead instances",
+		[PASS_WHY_NOTICE] = "reclaim notice",
 		[PASS_WHY_DELETION] = "pool deleted",
 	};
 	struct cvm_credentials view = creds_view(&p->creds);
@@ -526,9 +583,79 @@ static int do_terminate(struct pass *p, const struct pass_action *a, struct sp_e
 	return 0;
 }
 
-/* Dry-run: what a terminate would take goes to the log (and, summed up, to the DryRun
- * event); nothing is called. */
-static int do_would_terminate(struct pass *p, const struct pass_action *a, struct sp_error *err)
+/* The Nodes of gone instances (a 404 is a Node already gone). */
+static int do_delete_node(struct pass *p, const struct pass_action *a, struct sp_error *err)
+{
+	for (size_t i = 0; i < a->ids.n; i++) {
+		int r = nodes_delete(&p->r->kube, a->ids.v[i], err);
+		if (r < 0)
+			return r;
+	}
+	char names[1024] = "";
+	for (size_t i = 0; i < a->ids.n; i++)
+		snprintf(names + strlen(names), sizeof(names) - strlen(names), "%s%s", i ? ", " : "", a->ids.v[i]);
+	pool_log(p, LOG_LVL_INFO, "node", NULL, "deleted Node(s) %s of gone instance(s) %s", names, a->message);
+	emit_event(p, "Normal", "NodeDeleted", "deleted Node(s) %s of gone instance(s) %s", names, a->message);
+	return 0;
+}
+
+/* The pods of the Nodes asked for, for the drains (a Node gone meanwhile has none). */
+static int do_list_pods(struct pass *p, const struct pass_action *a, struct sp_error *err)
+{
+	if (!p->pods)
+		p->pods = xcalloc(p->n_nodes ? p->n_nodes : 1, sizeof(*p->pods));
+	for (size_t i = 0; i < p->n_nodes; i++) {
+		if (!*p->nodes[i].name || !strv_contains(&a->ids, p->nodes[i].name) || p->pods[i].listed)
+			continue;
+		struct drain_pod *pods = NULL;
+		size_t n = 0;
+		int r = evict_list_pods(&p->r->kube, p->nodes[i].name, &pods, &n, err);
+		if (r < 0 && r != SP_ENOTFOUND)
+			return r;
+		p->pods[i] = (struct pass_pods){.listed = true, .v = pods, .n = n};
+	}
+	return 0;
+}
+
+static int do_drain_node(struct pass *p, const struct pass_action *a, struct sp_error *err)
+{
+	const char *node = a->ids.v[0];
+	int r = a->kind == PASS_DRAIN_START ? evict_start(&p->r->kube, node, p->now, err)
+					    : evict_undo(&p->r->kube, node, a->why ? p->now : 0, err);
+	if (r == 0)
+		pool_log(p, LOG_LVL_INFO, "drain", NULL, "%s node %s",
+			 a->kind == PASS_DRAIN_START ? "tainted and cordoned" : "untainted", node);
+	return r;
+}
+
+/* Evictions a PodDisruptionBudget refuses (429) or that conflict (409) are asked again
+ * at the drain's next look; they are no failure of the pass. */
+static int do_evict(struct pass *p, const struct pass_action *a, struct sp_error *err)
+{
+	size_t evicted = 0, refused = 0;
+	for (size_t i = 0; i < a->ids.n; i++) {
+		char *ns = xstrdup(a->ids.v[i]), *name = strchr(ns, '/');
+		*name++ = '\0';
+		struct sp_error e = {0};
+		int r = evict_pod(&p->r->kube, ns, name, &e);
+		if (r == 0)
+			evicted++;
+		else if (r == SP_ETHROTTLED || r == SP_ECONFLICT)
+			refused++;
+		free(ns);
+		if (r < 0 && r != SP_ETHROTTLED && r != SP_ECONFLICT) {
+			*err = e;
+			return r;
+		}
+	}
+	metrics_evictions(evicted, refused);
+	pool_log(p, LOG_LVL_INFO, "evict", NULL, "evicted %zu pod(s), %zu refused for now", evicted, refused);
+	return 0;
+}
+
+/* Dry-run: what a terminate or a Node deletion would take goes to the log (and, summed
+ * up, to the DryRun event); nothing is called. */
+static int do_would(struct pass *p, const struct pass_action *a, struct sp_error *err)
 {
 	(void)err;
 	char line[1024];
@@ -588,7 +715,9 @@ static int (*const executors[])(struct pass *, const struct pass_action *, struc
 	[PASS_CHECK_LAUNCH] = do_check_launch, [PASS_REMEMBER] = do_remember,
 	[PASS_SOLDOUT_MARK] = do_soldout, [PASS_SOLDOUT_FORGET] = do_soldout,
 	[PASS_SOLDOUT_RETURN] = do_soldout, [PASS_CLEAR_LEDGER] = do_ledger, [PASS_TERMINATE] = do_terminate,
-	[PASS_WOULD_TERMINATE] = do_would_terminate,
+	[PASS_WOULD_TERMINATE] = do_would, [PASS_LIST_PODS] = do_list_pods, [PASS_DRAIN_START] = do_drain_node,
+	[PASS_EVICT] = do_evict, [PASS_DRAIN_UNDO] = do_drain_node,
+	[PASS_DELETE_NODE] = do_delete_node, [PASS_WOULD_DELETE_NODE] = do_would,
 	[PASS_EVENT] = do_event, [PASS_RELEASE] = do_finalizer, [PASS_WRITE_STATUS] = do_write_status,
 	[PASS_REREAD] = do_reread, [PASS_REQUEUE] = do_requeue,
 };
@@ -601,6 +730,8 @@ static const char *const log_actions[] = {
 	[PASS_CHECK_LAUNCH] = "RunInstances", [PASS_REMEMBER] = "ledger", [PASS_SOLDOUT_MARK] = "offering",
 	[PASS_SOLDOUT_FORGET] = "offering", [PASS_SOLDOUT_RETURN] = "offering", [PASS_CLEAR_LEDGER] = "ledger",
 	[PASS_TERMINATE] = "TerminateInstances", [PASS_WOULD_TERMINATE] = "TerminateInstances",
+	[PASS_LIST_PODS] = "drain", [PASS_DRAIN_START] = "drain", [PASS_EVICT] = "evict",
+	[PASS_DRAIN_UNDO] = "drain", [PASS_DELETE_NODE] = "node", [PASS_WOULD_DELETE_NODE] = "node",
 	[PASS_EVENT] = "event", [PASS_RELEASE] = "finalize", [PASS_WRITE_STATUS] = "status",
 	[PASS_REREAD] = "read", [PASS_REQUEUE] = "requeue",
 };
@@ -627,6 +758,8 @@ static void fill_input(const struct pass *p, struct pass_input *in)
 		.ledger = p->has_ledger ? &p->ledger : NULL, .launch_seq = p->launch_seq,
 		.terminated = &p->terminated, .offers = &p->offers, .offer_state = p->offer_state,
 		.probe_at_ms = p->probe_at, .now_ms = p->now_ms, .soldout_ttl_ms = soldout_ttl(p->r->soldout),
+		.nodes = p->nodes, .n_nodes = p->n_nodes, .recorded_nodes = p->nodes ? p->nodes + p->n_nodes : NULL,
+		.pods = p->pods, .nodes_pending = p->nodes_pending,
 	};
 }
 
@@ -703,6 +836,10 @@ static void free_pass(struct pass *p)
 	plan_launch_clear(&p->ledger);
 	creds_clear(&p->creds);
 	free(p->instances);
+	for (size_t i = 0; p->pods && i < p->n_nodes; i++)
+		free((struct drain_pod *)p->pods[i].v);
+	free(p->pods);
+	free(p->nodes);
 	strv_clear(&p->seen);
 	strv_clear(&p->seen_live);
 	strv_clear(&p->foreign);

@@ -77,6 +77,8 @@ static const char run_usage[] =
 	"                             only its own cluster's instances (1-63 of A-Z a-z 0-9 . _ -;\n"
 	"                             default: the UID of the kube-system namespace, read at start-up)\n"
 	"      --dry-run              plan, log, write status and events, never change the cloud\n"
+	"      --no-nodes             read no Nodes: no node or ready per instance in status, no\n"
+	"                             deletion of gone instances' Nodes (namespaced RBAC without nodes)\n"
 	"      --listen HOST:PORT     /metrics, /healthz, /readyz (default 127.0.0.1:9464; \"\" = off)\n"
 	"      --leader-elect         only the holder of a Lease acts (for several replicas)\n"
 	"      --lease-name NAME      default spotpool\n"
@@ -445,7 +447,7 @@ static int serve(struct daemon *d, struct kube_config *kube, struct creds *defau
 		.kube = kube, .namespaces = cfg->namespaces, .resync_seconds = cfg->resync_seconds,
 		.launch_grace_seconds = cfg->launch_grace_seconds, .cluster_name = d->cluster_name,
 		.workers = cfg->workers, .cvm_endpoint = cli_cvm_endpoint(cfg->cvm_endpoint),
-		.dry_run = cfg->dry_run, .default_creds = defaults, .identity = identity,
+		.dry_run = cfg->dry_run, .nodes = !cfg->nodes_disabled, .default_creds = defaults, .identity = identity,
 		.rate = {.describe_per_second = cfg->rate_describe_per_second, .run_per_second = cfg->rate_run_per_second,
 			 .terminate_per_second = cfg->rate_terminate_per_second, .hooks = &metrics_rate_hooks},
 		.sold_out_ttl_ms = (int64_t)cfg->sold_out_seconds * 1000,

@@ -66,6 +66,102 @@ cJSON *status_instance_json(const struct pool_instance *i)
 	return o;
 }
 
+/* The entries of a status's instances by ID, for lookups (sorted; bsearch). */
+struct entry {
+	const char *id;
+	const cJSON *e;
+};
+
+struct entry_index {
+	struct entry *v;
+	size_t n;
+};
+
+static const char *entry_id(const cJSON *e)
+{
+	const cJSON *id = cJSON_GetObjectItemCaseSensitive(e, "instanceId");
+	return cJSON_IsString(id) ? id->valuestring : "";
+}
+
+static int cmp_entry(const void *a, const void *b)
+{
+	return strcmp(((const struct entry *)a)->id, ((const struct entry *)b)->id);
+}
+
+static void entry_index(const cJSON *status, struct entry_index *ret)
+{
+	const cJSON *list = cJSON_GetObjectItemCaseSensitive(status, "instances");
+	int n = cJSON_IsArray(list) ? cJSON_GetArraySize(list) : 0;
+	ret->v = xcalloc(n > 0 ? (size_t)n : 1, sizeof(*ret->v));
+	ret->n = 0;
+	const cJSON *e;
+	cJSON_ArrayForEach(e, list)
+		if (ret->n < STATUS_MAX_RECORDED && *entry_id(e))
+			ret->v[ret->n++] = (struct entry){.id = entry_id(e), .e = e};
+	qsort(ret->v, ret->n, sizeof(*ret->v), cmp_entry);
+}
+
+static const cJSON *entry_find(const struct entry_index *x, const char *id)
+{
+	struct entry key = {.id = id};
+	const struct entry *hit = bsearch(&key, x->v, x->n, sizeof(*x->v), cmp_entry);
+	return hit ? hit->e : NULL;
+}
+
+static int64_t ready_seconds(const cJSON *entry)
+{
+	const cJSON *v = cJSON_GetObjectItemCaseSensitive(entry, "nodeReadySeconds");
+	return cJSON_IsNumber(v) && v->valuedouble >= 0 ? (int64_t)v->valuedouble : -1;
+}
+
+/* An instance's Node fields: from its Node when Nodes are known (known), else as the
+ * old entry had them. Returns whether it is Ready. */
+static bool add_node(cJSON *o, const struct pool_instance *i, bool known, const struct node_view *node,
+		     const cJSON *old)
+{
+	int64_t seconds = ready_seconds(old);
+	if (!known) {
+		static const char *const keys[] = {"node", "ready", "nodeReadySeconds", "draining", "reclaimAt"};
+		for (size_t k = 0; k < 5; k++) {
+			const cJSON *v = cJSON_GetObjectItemCaseSensitive(old, keys[k]);
+			if (v)
+				cJSON_AddItemToObject(o, keys[k], cJSON_Duplicate(v, 1));
+		}
+		return cJSON_IsTrue(cJSON_GetObjectItemCaseSensitive(old, "ready"));
+	}
+	bool ready = node && node->ready;
+	if (node)
+		cJSON_AddStringToObject(o, "node", node->name);
+	cJSON_AddBoolToObject(o, "ready", ready);
+	if (node && node->drain_taint && node->drain_started)
+		cJSON_AddBoolToObject(o, "draining", true);
+	if (node && node->terminating_at > 0) {
+		char at[32];
+		status_format_time(node->terminating_at, at);
+		cJSON_AddStringToObject(o, "reclaimAt", at);
+	}
+	if (seconds < 0 && ready && node->ready_since > 0 && i->created > 0)
+		seconds = node->ready_since > i->created ? node->ready_since - i->created : 0;
+	if (seconds >= 0)
+		cJSON_AddNumberToObject(o, "nodeReadySeconds", (double)seconds);
+	return ready;
+}
+
+size_t status_newly_ready(const cJSON *old_status, const cJSON *new_status, int64_t *ret, size_t max)
+{
+	struct entry_index old;
+	entry_index(old_status, &old);
+	size_t n = 0;
+	const cJSON *e;
+	cJSON_ArrayForEach(e, cJSON_GetObjectItemCaseSensitive(new_status, "instances")) {
+		int64_t seconds = ready_seconds(e);
+		if (n < max && seconds >= 0 && ready_seconds(entry_find(&old, entry_id(e))) < 0)
+			ret[n++] = seconds;
+	}
+	free(old.v);
+	return n;
+}
+
 static cJSON *ledger_json(const struct plan_launch *l)
 {
 	if (!l)
@@ -155,13 +251,22 @@ cJSON *status_build(const struct status_input *in)
 			   !cJSON_IsObject(cJSON_GetObjectItemCaseSensitive(in->old_status, "launch")));
 	if (p) {
 		cJSON *list = cJSON_CreateArray();
+		struct entry_index old;
+		entry_index(in->old_status, &old);
+		int ready_nodes = 0;
 		for (size_t i = 0; i < in->n_instances; i++) {
 			live += plan_classify_state(in->instances[i].state) == PLAN_LIVE;
 			running += strcmp(in->instances[i].state, "RUNNING") == 0;
-			cJSON_AddItemToArray(list, status_instance_json(&in->instances[i]));
+			cJSON *o = status_instance_json(&in->instances[i]);
+			ready_nodes += add_node(o, &in->instances[i], in->nodes != NULL, in->nodes ? in->nodes[i] : NULL,
+						entry_find(&old, in->instances[i].id));
+			cJSON_AddItemToArray(list, o);
 		}
+		free(old.v);
 		cJSON_AddNumberToObject(st, "size", live);
 		cJSON_AddItemToObject(st, "instances", list);
+		if (in->nodes || cJSON_HasObjectItem(in->old_status, "readyNodes"))
+			cJSON_AddNumberToObject(st, "readyNodes", ready_nodes);
 	}
 	if (in->selector)
 		cJSON_AddStringToObject(st, "selector", in->selector);
@@ -190,6 +295,12 @@ cJSON *status_build(const struct status_input *in)
 			      *in->capacity_message ? in->capacity_message : "the pool's offerings are not marked sold out");
 	else if (find_condition(in->old_status, "CapacityAvailable"))
 		cJSON_AddItemToArray(conds, cJSON_Duplicate(find_condition(in->old_status, "CapacityAvailable"), 1));
+	if (in->drain_blocked)
+		add_condition(conds, in, "DrainBlocked", *in->drain_blocked != '\0',
+			      *in->drain_blocked ? DRAIN_REASON_TIMED_OUT : "NotBlocked",
+			      *in->drain_blocked ? in->drain_blocked : "no scale-down is waiting for a drain");
+	else if (find_condition(in->old_status, "DrainBlocked"))
+		cJSON_AddItemToArray(conds, cJSON_Duplicate(find_condition(in->old_status, "DrainBlocked"), 1));
 	if (in->insecure_credentials)
 		add_condition(conds, in, "InsecureCredentials", true, "InlineCredentials",
 			      "spec.secretId/secretKey are stored in the resource; move them to a Secret "

@@ -269,3 +269,20 @@ char *sp_base64_decode(const char *in, size_t *ret_len)
 		*ret_len = (size_t)len;
 	return (char *)out;
 }
+
+int64_t sp_parse_time(const char *iso)
+{
+	struct tm tm = {0};
+	const char *rest = iso ? strptime(iso, "%Y-%m-%dT%H:%M:%S", &tm) : NULL;
+	if (!rest)
+		return 0;
+	int64_t t = (int64_t)timegm(&tm);
+	int sign, hh, mm;
+	if (*rest == 'Z' || *rest == '\0')
+		return t;
+	if ((*rest == '+' || *rest == '-') && sscanf(rest + 1, "%2d:%2d", &hh, &mm) == 2) {
+		sign = *rest == '+' ? 1 : -1;
+		return t - sign * (hh * 3600 + mm * 60);
+	}
+	return 0;
+}

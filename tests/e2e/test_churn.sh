@@ -136,6 +136,7 @@ secrets 0 $((POOLS + WARM)) | kubectl create -f - >/dev/null
 # (src/main.c, restart_without_tcache), and kept its PID doing so.
 check "the controller runs with glibc.malloc.tcache_count=0" \
 	grep -qz '^GLIBC_TUNABLES=.*glibc.malloc.tcache_count=0' "/proc/$CTL_PID/environ"
+check "its process name is still spotpool ($(cat "/proc/$CTL_PID/comm"))" test "$(cat "/proc/$CTL_PID/comm")" = spotpool
 
 # --- the cold baseline: idle after a small warm-up -------------------------------
 round "$POOLS" "$WARM"

@@ -18,7 +18,7 @@ check "kubectl get sp row before any status: crd-a 1 3 2" grep -qE '^crd-a +1 +3
 
 # What a controller would write; no controller runs here, so it stays.
 now=$(date -u +%Y-%m-%dT%H:%M:%SZ)
-kubectl patch sp crd-a --subresource=status --type=merge -p "{\"status\":{\"size\":1,\"conditions\":[
+kubectl patch sp crd-a --subresource=status --type=merge -p "{\"status\":{\"size\":1,\"readyNodes\":1,\"conditions\":[
 	{\"type\":\"Ready\",\"status\":\"False\",\"reason\":\"CapacityUnavailable\",\"message\":\"sold out\",\"lastTransitionTime\":\"$now\"},
 	{\"type\":\"Degraded\",\"status\":\"True\",\"reason\":\"CapacityUnavailable\",\"message\":\"sold out\",\"lastTransitionTime\":\"$now\"}]}}" \
 	>"$OUT" 2>&1 || fail "status patch" "$(cat "$OUT")"
@@ -26,10 +26,10 @@ kubectl get sp >"$OUT" 2>&1
 check "kubectl get sp row: size 1, Ready False, reason CapacityUnavailable" \
 	grep -qE '^crd-a +1 +3 +2 +1 +False +CapacityUnavailable +[0-9]+[smh]$' "$OUT"
 kubectl get sp -o wide >"$OUT" 2>&1
-check "kubectl get sp -o wide header adds ZONE TYPE after AGE" \
-	grep -qE '^NAME +MINIMUM +MAXIMUM +REPLICAS +SIZE +READY +REASON +AGE +ZONE +TYPE$' "$OUT"
-check "kubectl get sp -o wide row: zone and instance type of the first preference" \
-	grep -qE '^crd-a +1 +3 +2 +1 +False +CapacityUnavailable +[0-9]+[smh] +ap-singapore-2 +GN7\.2XLARGE32$' "$OUT"
+check "kubectl get sp -o wide header adds ZONE TYPE READYNODES after AGE" \
+	grep -qE '^NAME +MINIMUM +MAXIMUM +REPLICAS +SIZE +READY +REASON +AGE +ZONE +TYPE +READYNODES$' "$OUT"
+check "kubectl get sp -o wide row: zone and instance type of the first preference, Ready nodes" \
+	grep -qE '^crd-a +1 +3 +2 +1 +False +CapacityUnavailable +[0-9]+[smh] +ap-singapore-2 +GN7\.2XLARGE32 +1$' "$OUT"
 check "kubectl scale still drives spec.replicas" \
 	bash -c "kubectl scale sp crd-a --replicas=3 >/dev/null && test \"\$(kubectl get sp crd-a -o jsonpath='{.spec.replicas}')\" = 3"
 echo "# kubectl get sp -o wide:" && sed 's/^/#   /' <(kubectl get sp -o wide)

@@ -60,7 +60,7 @@ render() {
 	shift
 	"$HELM" template spotpool "$CHART" -n "$NS" "$@" >"$E2E_TMP/$name.yaml" 2>"$E2E_TMP/$name.err"
 }
-COMBOS=(default namespaced namespaced-named existing-secret created-secret monitoring single agent-reporter namespaced-agent)
+COMBOS=(default namespaced namespaced-named existing-secret created-secret monitoring single agent-reporter namespaced-agent namespaced-nodes no-nodes)
 declare -A COMBO_ARGS=(
 	[default]=""
 	[namespaced]="--set mode=namespaced --set watchNamespaces={team-a,team-b}"
@@ -71,6 +71,8 @@ declare -A COMBO_ARGS=(
 	[single]="--set replicas=1 --set leaderElection.enabled=false"
 	[agent-reporter]="--set agent.noticeReporter.enabled=true"
 	[namespaced-agent]="--set mode=namespaced --set watchNamespaces={team-a,team-b} --set agent.enabled=true"
+	[namespaced-nodes]="--set mode=namespaced --set watchNamespaces={team-a,team-b} --set nodes=true"
+	[no-nodes]="--set nodes=false"
 )
 for c in "${COMBOS[@]}"; do
 	# shellcheck disable=SC2086 # word splitting of the value list is intended
@@ -92,6 +94,7 @@ check "refused: credentials.create without a key" refused bad3 "credentials.crea
 check "refused: unknown mode" refused bad4 'mode must be clusterWide or namespaced, not "cluster"' --set mode=cluster
 check "refused: invalid namespace name" refused bad5 'is not a valid namespace name' --set mode=namespaced --set 'watchNamespaces={Team_A}'
 check "refused: watchNamespaces in clusterWide mode" refused bad6 'only used with mode: namespaced' --set 'watchNamespaces={team-a}'
+check "refused: nodes not auto, true or false" refused bad8 'nodes must be auto, true or false, not "yes"' --set nodes=yes
 check "refused: clusterName not a tag value" refused bad7 'clusterName: "prod/1" must be 1 to 63 characters' --set clusterName=prod/1
 
 # --- The cluster -------------------------------------------------------------------
@@ -202,9 +205,24 @@ check "namespaced with clusterName: no ClusterRole and no ClusterRoleBinding at 
 	 jq -e '[.[] | select(.kind==\"Deployment\")][0].spec.template.spec.containers[0].args | index(\"--cluster-name\") as \$i | .[\$i+1] == \"prod-1.eu_west\"' '$E2E_TMP/namespaced-named.json'"
 check "namespaced: nothing grants secrets outside team-a and team-b" bash -c "jq -e '[.[] | select(.rules) |
 	select(any(.rules[]; .resources | index(\"secrets\"))) | .metadata.namespace] == [\"team-a\", \"team-b\"]' '$E2E_TMP/namespaced.json'"
-# The per-namespace Roles: the ClusterRole's rules but the cluster identity (namespaces
-# are cluster-scoped: a Role cannot grant them).
-role_rules=$(jq -c 'map(select(.resources != ["namespaces"]))' <<<"$base_rules")
+# Nodes (cluster-scoped): in the ClusterRole, off in namespaced mode (--no-nodes), or
+# opted in there with the ClusterRole of conf/kubernetes/namespaced/nodes.yaml. With
+# them the drain's rules: pods list (any namespace) and pods/eviction create.
+NODES_RULES='[{"apiGroups":[""],"nonResourceURLs":[],"resourceNames":[],"resources":["nodes"],"verbs":["delete","get","list","patch","watch"]},{"apiGroups":[""],"nonResourceURLs":[],"resourceNames":[],"resources":["pods"],"verbs":["list"]},{"apiGroups":[""],"nonResourceURLs":[],"resourceNames":[],"resources":["pods/eviction"],"verbs":["create"]}]'
+NODE_RES='.resources == ["nodes"] or .resources == ["pods"] or .resources == ["pods/eviction"]'
+check "clusterWide: the ClusterRole may get, list, watch, patch and delete nodes, list pods and evict them" \
+	bash -c "jq -e --argjson n '$NODES_RULES' '[.[] | select($NODE_RES)] == \$n' <<<'$base_rules'"
+check "nodes=false: the ClusterRole's rules but nodes and pods" same "$(rules no-nodes ClusterRole spotpool)" \
+	"$(jq -c "map(select(($NODE_RES) | not))" <<<"$base_rules")"
+check "nodes=false: --no-nodes" bash -c "jq -e '[.[] | select(.kind==\"Deployment\")][0].spec.template.spec.containers[0].args | index(\"--no-nodes\")' '$E2E_TMP/no-nodes.json' >/dev/null"
+kubectl create --dry-run=client -o json -f "$CONF/namespaced/nodes.yaml" | jq -cs '[.[] | if .kind == "List" then .items[] else . end]' >"$E2E_TMP/nodes-optin.json"
+check "namespaced nodes=true: ClusterRole+binding spotpool-nodes == conf/kubernetes/namespaced/nodes.yaml" same \
+	"$(cluster_objects namespaced-nodes | jq -c '[.[] | select(.name == "spotpool-nodes")]')" "$(cluster_objects nodes-optin)"
+check "namespaced nodes=true: ClusterRole spotpool-nodes has the nodes and drain rules only" same "$(rules namespaced-nodes ClusterRole spotpool-nodes)" "$NODES_RULES"
+check "namespaced nodes=true: no --no-nodes" bash -c "! jq -e '[.[] | select(.kind==\"Deployment\")][0].spec.template.spec.containers[0].args | index(\"--no-nodes\")' '$E2E_TMP/namespaced-nodes.json' >/dev/null"
+# The per-namespace Roles: the ClusterRole's rules but the cluster identity and nodes
+# (namespaces and nodes are cluster-scoped: a Role cannot grant them).
+role_rules=$(jq -c "map(select(.resources != [\"namespaces\"] and (($NODE_RES) | not)))" <<<"$base_rules")
 for n in team-a team-b; do
 	check "namespaced: Role spotpool in $n has the ClusterRole's rules (but get namespaces/kube-system)" same "$(rules namespaced Role spotpool $n)" "$role_rules"
 	check "namespaced: RoleBinding spotpool in $n binds Role spotpool to $NS/spotpool" bash -c "jq -e --arg ns $n '[.[] |
@@ -260,15 +278,15 @@ TAIL='"--listen","0.0.0.0:9464","--log-format","json","--log-level","info"'
 check "default: spotpool run --leader-elect --lease-name spotpool --lease-namespace \$(POD_NAMESPACE) --listen 0.0.0.0:9464 (all namespaces)" \
 	same "$(args default)" "[\"run\",$LE,$TAIL]"
 check "namespaced: ... --namespace team-a --namespace team-b (one per entry)" \
-	same "$(args namespaced)" "[\"run\",$LE,\"--namespace\",\"team-a\",\"--namespace\",\"team-b\",$TAIL]"
+	same "$(args namespaced)" "[\"run\",$LE,\"--namespace\",\"team-a\",\"--namespace\",\"team-b\",\"--no-nodes\",$TAIL]"
 check "single: spotpool run without --leader-elect" same "$(args single)" "[\"run\",$TAIL]"
 check "single: replicas 1, no leader-election Role/RoleBinding, no PDB" bash -c "[[ \$(jq -r '[.[] | select(.kind==\"Deployment\")][0].spec.replicas' '$E2E_TMP/single.json') == 1 ]] &&
 	! jq -e '.[] | select(.metadata.name == \"spotpool-leader-election\" or .kind == \"PodDisruptionBudget\")' '$E2E_TMP/single.json' >/dev/null"
 check "default: replicas 2 (leader election)" test "$(dep default | jq .spec.replicas)" = 2
 # The overlay's flags: the base's plus the same --namespace pairs as the chart's.
 ns_args() { jq -c '[. as $a | range(length) | select($a[.] == "--namespace") | $a[.+1]]'; }
-check "overlay: Deployment args == base args + --namespace team-a --namespace team-b" same "$(args overlay)" \
-	"$(args base | jq -c '. + ["--namespace","team-a","--namespace","team-b"]')"
+check "overlay: Deployment args == base args + --namespace team-a --namespace team-b --no-nodes" same "$(args overlay)" \
+	"$(args base | jq -c '. + ["--namespace","team-a","--namespace","team-b","--no-nodes"]')"
 check "namespaced: the chart watches the overlay's namespaces" same "$(args namespaced | ns_args)" "$(args overlay | ns_args)"
 check "the lease --lease-name (spotpool) is the Lease the leader-election Role names" bash -c "[[ \$(jq -r '.[] | select(.kind==\"Role\" and
 	.metadata.name==\"spotpool-leader-election\") | .rules[] | select(.resourceNames) | .resourceNames[0]' '$E2E_TMP/default.json') == spotpool ]]"
@@ -368,7 +386,7 @@ SA_KUBECONFIG=$E2E_TMP/sa.kubeconfig
 check "kubeconfig with a token of $NS/spotpool" test -n "$TOKEN" -a -s "$SA_KUBECONFIG"
 mapfile -t run_args < <(kubectl get deploy spotpool -n "$NS" -o json | jq -r '.spec.template.spec.containers[0].args[1:][]' | sed "s/\$(POD_NAMESPACE)/$NS/")
 check "installed Deployment: spotpool run ${run_args[*]}" test "${run_args[*]}" = \
-	"--leader-elect --lease-name spotpool --lease-namespace $NS --namespace team-a --namespace team-b --listen 0.0.0.0:9464 --log-format json --log-level info"
+	"--leader-elect --lease-name spotpool --lease-namespace $NS --namespace team-a --namespace team-b --no-nodes --listen 0.0.0.0:9464 --log-format json --log-level info"
 kubectl -n team-a create secret generic tc-creds --from-literal=secretId="$EMU_SECRET_ID" --from-literal=secretKey="$EMU_SECRET_KEY" >/dev/null
 kubectl -n team-c create secret generic tc-creds --from-literal=secretId="$EMU_SECRET_ID" --from-literal=secretKey="$EMU_SECRET_KEY" >/dev/null
 pool_manifest pa team-a 2 2 "  credentialsSecretRef: {name: tc-creds}" | kubectl apply -f - >/dev/null

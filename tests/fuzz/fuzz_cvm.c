@@ -95,7 +95,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	/* Error codes arrive as arbitrary strings. */
 	char *code = fuzz_cstring(data, size > 128 ? 128 : size);
 	check_class(cvm_classify_code(code));
-	cvm_parse_time(code);
+	sp_parse_time(code);
 	free(code);
 	fuzz_forget_secrets();
 	return 0;

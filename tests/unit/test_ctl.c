@@ -5,6 +5,7 @@
 #include "testutil.h"
 #include "ctl.h"
 #include "informer.h"
+#include "nodes.h"
 #include "reconcile.h"
 #include "wq.h"
 
@@ -101,18 +102,23 @@ static int drain(struct rig *g)
 
 /* A controller on its ports, with n_pools (up to 3: ns/a, ns/b, ns/c) cached and their
  * first passes run: a new pool is looked at whatever the leadership. */
-static void rig_start(struct rig *g, int n_pools)
+static void rig_start_nodes(struct rig *g, int n_pools, bool nodes)
 {
 	*g = (struct rig){.clock = {.now = 1795000000, .mono_ms = 7000000}, .script.outcome = {.live = -1}};
 	g->clock_port = test_clock_port(&g->clock);
 	g->inv_port = (struct inv_api){.note_all_mutated = fake_note_all_mutated, .forget = fake_forget,
 				       .ctx = &g->inv};
-	struct ctl_options opt = {.clock = &g->clock_port, .inv = &g->inv_port, .pass = scripted_pass};
+	struct ctl_options opt = {.clock = &g->clock_port, .inv = &g->inv_port, .pass = scripted_pass, .nodes = nodes};
 	g->ctl = ctl_new(&opt);
 	static const char *names[] = {"a", "b", "c"};
 	for (int i = 0; i < n_pools; i++)
 		event(g, "ADDED", names[i], 10 + i, 1);
 	assert_int_equal(drain(g), n_pools);
+}
+
+static void rig_start(struct rig *g, int n_pools)
+{
+	rig_start_nodes(g, n_pools, false);
 }
 
 /* Milliseconds until key is ready (the queue counts real time: within 200 ms of want). */
@@ -242,6 +248,31 @@ static void test_deleted_pool_forgotten_by_the_inventory(void **state)
 	rig_end(&g);
 }
 
+/* A Node of a pool's instance that appears or changes queues that pool (and no other);
+ * a deleted pool's instances are no longer looked for. */
+static void test_node_change_queues_its_pool(void **state)
+{
+	(void)state;
+	struct rig g;
+	rig_start_nodes(&g, 2, true);
+	assert_non_null(ctl_nodes(g.ctl));
+	struct node_want want = {.id = "ins-a"};
+	struct node_view v;
+	enum node_by by;
+	/* What a pass of ns/a asks (the cache not listed yet: nothing known). */
+	assert_int_equal(nodes_find(ctl_nodes(g.ctl), "ns/a", &want, 1, &v, &by), SP_ETRANSIENT);
+	cJSON *node = cJSON_Parse("{\"metadata\":{\"name\":\"n1\"},\"spec\":{\"providerID\":\"qcloud:///900002/ins-a\"}}");
+	nodes_apply_event(ctl_nodes(g.ctl), "ADDED", node);
+	assert_int_equal(wq_when(ctl_queue(g.ctl), "ns/a"), 0);
+	assert_true(wq_when(ctl_queue(g.ctl), "ns/b") < 0);
+	assert_int_equal(drain(&g), 1);
+	event(&g, "DELETED", "a", 12, 1);
+	nodes_apply_event(ctl_nodes(g.ctl), "DELETED", node);
+	assert_true(wq_when(ctl_queue(g.ctl), "ns/a") < 0);
+	cJSON_Delete(node);
+	rig_end(&g);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -250,6 +281,7 @@ int main(void)
 		cmocka_unit_test(test_resync_spreads_every_pool),
 		cmocka_unit_test(test_retry_with_backoff_after_a_failed_pass),
 		cmocka_unit_test(test_deleted_pool_forgotten_by_the_inventory),
+		cmocka_unit_test(test_node_change_queues_its_pool),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -1276,15 +1276,6 @@ static void test_step_down_mid_call(void **state)
 	fake_free(&f);
 }
 
-static void test_parse_time(void **state)
-{
-	(void)state;
-	assert_int_equal(cvm_parse_time("1970-01-01T00:01:00Z"), 60);
-	assert_int_equal(cvm_parse_time("1970-01-01T08:01:00+08:00"), 60);
-	assert_int_equal(cvm_parse_time("garbage"), 0);
-	assert_int_equal(cvm_parse_time(NULL), 0);
-}
-
 static void test_redaction(void **state)
 {
 	(void)state;
@@ -1333,7 +1324,6 @@ int main(int argc, char **argv)
 		cmocka_unit_test(test_deadline_past),
 		cmocka_unit_test(test_deadline_during_attempt),
 		cmocka_unit_test(test_step_down_mid_call),
-		cmocka_unit_test(test_parse_time),
 		cmocka_unit_test(test_redaction),
 	};
 	return cmocka_run_group_tests_name("cvm", tests, NULL, NULL);

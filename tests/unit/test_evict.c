@@ -66,7 +66,12 @@ static int start_n1(const struct kube_api *api, struct sp_error *err)
 
 static int undo_n1(const struct kube_api *api, struct sp_error *err)
 {
-	return evict_undo(api, "n1", err);
+	return evict_undo(api, "n1", 0, err);
+}
+
+static int give_up_n1(const struct kube_api *api, struct sp_error *err)
+{
+	return evict_undo(api, "n1", NOW, err);
 }
 
 static void check_node_cases(const struct node_case *cases, size_t n,
@@ -198,11 +203,24 @@ static void test_undo(void **state)
 		 "\"spec\":{\"unschedulable\":true,\"taints\":[" OTHER_TAINT "]}}", NULL},
 	};
 	check_node_cases(cases, sizeof(cases) / sizeof(cases[0]), undo_n1);
+	/* A drain given up says when on the Node, so it is not drained again at once. */
+	static const struct node_case gave_up[] = {
+		{"given up: recorded",
+		 "{\"metadata\":{\"resourceVersion\":\"7\",\"annotations\":{"
+		 "\"spotpool.jokerbai.com/drain-started\":\"2027-01-15T07:50:00Z\","
+		 "\"spotpool.jokerbai.com/was-unschedulable\":\"false\"}},"
+		 "\"spec\":{\"unschedulable\":true,\"taints\":[" OUR_TAINT "]}}",
+		 "{\"metadata\":{\"resourceVersion\":\"7\",\"annotations\":{"
+		 "\"spotpool.jokerbai.com/drain-started\":null,\"spotpool.jokerbai.com/was-unschedulable\":null,"
+		 "\"spotpool.jokerbai.com/drain-given-up\":\"2027-01-15T08:00:00Z\"}},"
+		 "\"spec\":{\"taints\":[],\"unschedulable\":false}}"},
+	};
+	check_node_cases(gave_up, 1, give_up_n1);
 	/* A node that is gone has nothing to undo. */
 	struct fake f;
 	const struct reply gone[] = {{SP_ENOTFOUND, NULL, "HTTP 404"}};
 	struct kube_api api = fake_api(&f, gone, 1);
-	assert_int_equal(evict_undo(&api, "n1", NULL), 0);
+	assert_int_equal(evict_undo(&api, "n1", 0, NULL), 0);
 	assert_int_equal(f.calls, 1);
 }
 

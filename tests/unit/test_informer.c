@@ -6,6 +6,7 @@
  * resourceVersion with a backoff, a 410 relists and forgets what disappeared,
  * bookmarks move the resourceVersion. */
 #include "testutil.h"
+#include "fakekube.h"
 #include "informer.h"
 
 static int enqueued, deleted;
@@ -181,70 +182,6 @@ static void test_delete_is_final(void **state)
 	informer_free(inf);
 }
 
-/* The apiserver as a port of canned replies, answered in order. Each says what the
- * informer must ask (a list GET or a WATCH, its path ending in want), what comes back
- * (a list, or the events a watch streams before it ends with rc) and how long the call
- * takes on the fake clock. */
-struct reply {
-	const char *kind;    /* "GET" or "WATCH" */
-	const char *want;    /* the end of the path */
-	const char *body;    /* GET: the list; WATCH: a JSON array of events */
-	int rc;
-	int64_t takes_ms;
-};
-
-struct fake_api {
-	const struct reply *replies;
-	size_t n, next;
-	struct test_clock *clock;
-};
-
-static const struct reply *fake_next(struct fake_api *f, const char *kind, const char *path)
-{
-	if (f->next >= f->n)
-		fail_msg("unexpected %s %s", kind, path);
-	const struct reply *r = &f->replies[f->next++];
-	size_t n = strlen(path), w = strlen(r->want);
-	if (strcmp(r->kind, kind) != 0 || n < w || strcmp(path + n - w, r->want) != 0)
-		fail_msg("reply %zu: asked %s %s, expected %s with %s", f->next - 1, kind, path, r->kind, r->want);
-	test_clock_advance_ms(f->clock, r->takes_ms);
-	return r;
-}
-
-static int fake_request(void *ctx, const char *method, const char *path, const char *content_type,
-			const cJSON *body, cJSON **ret, struct sp_error *err)
-{
-	(void)content_type, (void)body;
-	const struct reply *r = fake_next(ctx, method, path);
-	if (r->rc < 0)
-		return sp_fail(err, r->rc, "injected %s", sp_strerror(r->rc));
-	*ret = cJSON_Parse(r->body);
-	assert_non_null(*ret);
-	return 0;
-}
-
-/* As kube_watch: events until one the callback stops at (then 0), else rc. */
-static int fake_watch(void *ctx, const char *path, long timeout_ms, kube_event_fn fn, void *userdata,
-		      const struct stop *cancel, struct sp_error *err)
-{
-	(void)timeout_ms, (void)cancel;
-	const struct reply *r = fake_next(ctx, "WATCH", path);
-	cJSON *events = cJSON_Parse(r->body ? r->body : "[]");
-	assert_non_null(events);
-	const cJSON *ev;
-	int stopped = 0;
-	cJSON_ArrayForEach(ev, events) {
-		if (stopped)
-			break;
-		stopped = fn(userdata, cJSON_GetObjectItemCaseSensitive(ev, "type")->valuestring,
-			     cJSON_GetObjectItemCaseSensitive(ev, "object"));
-	}
-	cJSON_Delete(events);
-	if (stopped || r->rc == 0)
-		return 0;
-	return sp_fail(err, r->rc, "injected %s", sp_strerror(r->rc));
-}
-
 #define POOL(name, rv, gen)                                                                  \
 	"{\"metadata\":{\"namespace\":\"ns\",\"name\":\"" name "\",\"uid\":\"u-" name         \
 	"\",\"resourceVersion\":\"" rv "\",\"generation\":" #gen "}}"
@@ -270,8 +207,7 @@ static void rig_start(struct rig *g, const struct reply *replies, size_t n)
 	g->port = test_clock_port(&g->clock);
 	strv_push(&g->namespaces, "ns");
 	strv_push(&g->namespaces, "other");
-	g->api = (struct fake_api){.replies = replies, .n = n, .clock = &g->clock};
-	g->kube = (struct kube_api){.request = fake_request, .watch = fake_watch, .ctx = &g->api};
+	g->kube = fake_api_bind(&g->api, replies, n, &g->clock);
 	struct informer_config cfg = {.clock = &g->port, .namespaces = &g->namespaces, .enqueue = on_enqueue,
 				      .deleted = on_deleted};
 	enqueued = deleted = 0;
@@ -292,8 +228,9 @@ static void round_of_other(struct rig *g, int64_t watch_ms)
 		{"GET", "/namespaces/other/spotpools?limit=500", LIST("7", ""), 0, 0},
 		{"WATCH", WATCH_FROM("7"), NULL, 0, watch_ms},
 	};
-	struct fake_api api = {.replies = replies, .n = 2, .clock = &g->clock};
-	informer_round(g->inf, 1, &(struct kube_api){.request = fake_request, .watch = fake_watch, .ctx = &api});
+	struct fake_api api;
+	struct kube_api kube = fake_api_bind(&api, replies, 2, &g->clock);
+	informer_round(g->inf, 1, &kube);
 	assert_int_equal(api.next, 2);
 }
 

@@ -58,6 +58,7 @@ static void touch_globals(void)
 	metrics_reconcile_observe(1, false);
 	metrics_offering_launch("ap-singapore-2", "GN7.2XLARGE32", 0, NULL);
 	metrics_set_leader(true);
+	metrics_evictions(3, 1);
 	metrics_kube_request("GET", "spotpools", 200);
 	metrics_workqueue_depth(NULL, 3);
 	metrics_workqueue_queue_latency(NULL, 0.002);
@@ -84,6 +85,7 @@ static const char *const families[][2] = {
 	{"spotpool_cvm_rate_limit_wait_seconds_total", "counter"},
 	{"spotpool_cvm_rate_limit", "gauge"},
 	{"spotpool_reconcile_duration_seconds", "histogram"},
+	{"spotpool_node_ready_seconds", "histogram"},
 	{"spotpool_reconciles_total", "counter"},
 	{"spotpool_reconcile_errors_total", "counter"},
 	{"spotpool_leader", "gauge"},
@@ -97,6 +99,7 @@ static const char *const families[][2] = {
 	{"process_max_fds", "gauge"},
 	{"process_virtual_memory_bytes", "gauge"},
 	{"process_resident_memory_bytes", "gauge"},
+	{"spotpool_evictions_total", "counter"},
 	{"process_start_time_seconds", "gauge"},
 };
 #define N_FAMILIES (sizeof(families) / sizeof(families[0]))
@@ -122,6 +125,7 @@ static void test_families_appear_once(void **state)
 	assert_int_equal(count(page, "# HELP "), N_FAMILIES);
 	assert_int_equal(count(page, "# TYPE "), N_FAMILIES);
 	assert_contains(page, "spotpool_build_info{version=\"" SPOTPOOL_VERSION "\"} 1\n");
+	assert_contains(page, "\nspotpool_evictions_total{result=\"evicted\"} 3\nspotpool_evictions_total{result=\"refused\"} 1\n");
 	free(page);
 }
 
@@ -204,14 +208,15 @@ static void test_pool_values(void **state)
 		"\nspotpool_instances_terminated_total" GPU ",reason=\"scale_down\"} 0\n",
 		"\nspotpool_instances_terminated_total" GPU ",reason=\"cleanup\"} 2\n",
 		"\nspotpool_instances_terminated_total" GPU ",reason=\"deletion\"} 0\n",
+		"\nspotpool_instances_terminated_total" GPU ",reason=\"notice\"} 0\n",
 		"\nspotpool_instances_reclaimed_total" GPU "} 2\n",
 	};
 #undef GPU
 	for (size_t i = 0; i < sizeof(want) / sizeof(want[0]); i++)
 		assert_contains(page, want[i]);
-	/* all seven outcomes and three reasons from the start, so that rate() sees the first */
+	/* all seven outcomes and four reasons from the start, so that rate() sees the first */
 	assert_int_equal(count(page, "spotpool_launch_requests_total{namespace=\"prod\",pool=\"gpu\","), 7);
-	assert_int_equal(count(page, "spotpool_instances_terminated_total{namespace=\"prod\",pool=\"gpu\","), 3);
+	assert_int_equal(count(page, "spotpool_instances_terminated_total{namespace=\"prod\",pool=\"gpu\","), 4);
 	assert_not_contains(page, "spotpool_launch_failures_total{");  /* no failure yet */
 	assert_not_contains(page, "reason=\"unknown\"");
 	assert_contains(page, "\nspotpool_instances_terminated_total{namespace=\"prod\",pool=\"counted-only\","
@@ -275,7 +280,15 @@ static void test_histograms_and_counters(void **state)
 	metrics_reconcile_observe(0.125, false);
 	metrics_reconcile_observe(3, true);
 	metrics_set_leader(true);
+	metrics_node_ready(90);
+	metrics_node_ready(7200);
 	char *page = metrics_render();
+	assert_contains(page, "\nspotpool_node_ready_seconds_bucket{le=\"60\"} 0\n"
+			      "spotpool_node_ready_seconds_bucket{le=\"90\"} 1\n");
+	assert_contains(page, "\nspotpool_node_ready_seconds_bucket{le=\"3600\"} 1\n"
+			      "spotpool_node_ready_seconds_bucket{le=\"+Inf\"} 2\n"
+			      "spotpool_node_ready_seconds_sum 7290\n"
+			      "spotpool_node_ready_seconds_count 2\n");
 	assert_contains(page, "\nspotpool_cvm_requests_total{action=\"DescribeInstances\",code=\"Success\"} 3\n");
 	assert_contains(page, "\nspotpool_cvm_requests_total{action=\"DescribeInstances\","
 			      "code=\"RequestLimitExceeded\"} 1\n");

@@ -24,6 +24,10 @@ struct sim {
 	size_t n_taken;
 	int64_t requeue_ms;
 	int error;
+	/* What a PASS_LIST_PODS answers (pass_input.pods from then on). */
+	const struct pass_pods *pods_listed;
+	const cJSON *status_written;  /* the last status a write took (borrowed from the action) */
+	cJSON *last_status;
 };
 
 static void sim_init(struct sim *s, int min, int max)
@@ -83,6 +87,12 @@ static void sim_run(struct sim *s)
 		}
 		if (code == 0 && a->kind == PASS_SWEEP)
 			s->in.plan.swept = true;
+		if (code == 0 && a->kind == PASS_LIST_PODS)
+			s->in.pods = s->pods_listed;
+		if (a->status) {
+			cJSON_Delete(s->last_status);
+			s->last_status = cJSON_Duplicate(a->status, true);
+		}
 		if (code == 0 && a->kind == PASS_TERMINATE)
 			for (size_t i = 0; i < a->ids.n; i++)
 				strv_push(&s->terminated, a->ids.v[i]);
@@ -98,6 +108,7 @@ static void sim_run(struct sim *s)
 
 static void sim_free(struct sim *s)
 {
+	cJSON_Delete(s->last_status);
 	plan_launch_clear(&s->ledger);
 	strv_clear(&s->terminated);
 }
@@ -422,9 +433,448 @@ static void test_ledger_clear_and_resume_order(void **state)
 	sim_free(&s);
 }
 
+static int refuse_delete_node(const struct pass_action *a, bool *sold_out)
+{
+	*sold_out = false;
+	return a->kind == PASS_DELETE_NODE ? SP_EFORBIDDEN : 0;
+}
+
+static struct node_view named(const char *name)
+{
+	struct node_view v = {.ready = true};
+	snprintf(v.name, sizeof(v.name), "%s", name);
+	return v;
+}
+
+/* The Nodes of recorded instances that are gone (reclaimed i2, terminated earlier i3)
+ * or going away (i6 TERMINATING: the last pass that records it) are deleted after the
+ * pool's own work; never the Node of a live instance (i1), of a
+ * recorded instance that turned out to be someone else's (i4), nor any when Nodes are
+ * not known; a dry run only tells; a deleted pool deletes them before it is released;
+ * a failed delete fails nothing else. */
+static void test_gone_nodes_deleted(void **state)
+{
+	(void)state;
+	struct pool_instance in[2] = {running("i1", "RUNNING"), running("i6", "TERMINATING")};
+	char *seen_v[] = {"i1", "i2", "i3", "i4", "i5", "i6"}, *live_v[] = {"i1", "i2"}, *foreign_v[] = {"i4"};
+	struct strv seen = {.v = seen_v, .n = 6}, live = {.v = live_v, .n = 2}, foreign = {.v = foreign_v, .n = 1};
+	/* As reconcile asks: the observed instances' Nodes, then the recorded instances'
+	 * not observed (i1 and i6 are; when nothing is observed, all are asked). */
+	struct node_view nodes[2 + 6] = {named("n1"), named("n6"), named(""), named("n2"), named("n3"),
+					 named("n4"), named(""), named("")};
+	struct node_view none_observed[6] = {named("n1"), named("n2"), named("n3"), named("n4"), named(""), named("n6")};
+	for (int c = 0; c < 5; c++) {
+		struct sim s;
+		sim_init(&s, 1, 1);
+		s.in.plan.instances = in;
+		s.in.plan.n_instances = c == 3 ? 0 : 2;
+		s.in.plan.seen = &seen;
+		s.in.plan.seen_live = &live;
+		s.in.plan.foreign = &foreign;
+		s.in.nodes = c == 2 ? NULL : nodes;
+		s.in.n_nodes = 2;
+		s.in.recorded_nodes = c == 2 ? NULL : c == 3 ? none_observed : nodes + 2;
+		s.in.dry_run = c == 1;
+		s.in.deleting = c == 3;
+		s.answer = c == 4 ? refuse_delete_node : NULL;
+		sim_run(&s);
+		switch (c) {
+		case 0:
+		case 4:
+			assert_true(index_of(&s, "reclaimed i2") < index_of(&s, "delete-node n2,n3,n6"));
+			assert_true(index_of(&s, "delete-node n2,n3,n6") < index_of(&s, "write-status"));
+			assert_int_equal(s.error, 0);
+			break;
+		case 1:
+			assert_true(taken(&s, "would-delete-node n2,n3,n6"));
+			assert_false(taken(&s, "delete-node"));
+			break;
+		case 2:
+			assert_false(taken(&s, "delete-node"));
+			break;
+		case 3:
+			assert_true(index_of(&s, "delete-node n1,n2,n3,n6") < index_of(&s, "release"));
+			break;
+		}
+		sim_free(&s);
+	}
+}
+
 /* Look again soon (PASS_REQUEUE_PROGRESS_MS) while anything is on its way: an instance
  * settling (plan_state_settling: PENDING, TERMINATING), a launch or a terminate; never
  * for a settled pool at its size. */
+static struct drain_pod pod(const char *name, enum drain_pod_class cls)
+{
+	struct drain_pod p = {.namespace = "app", .cls = cls};
+	snprintf(p.name, sizeof(p.name), "%s", name);
+	return p;
+}
+
+/* A scale-down of 3 to 1 on Nodes: the pods are listed first; the emptiest Nodes go
+ * (n2 without pods, n3 with one pod to evict; n1 has two); each is tainted and cordoned
+ * (DrainStarted), n2 with nothing to evict is terminated in the same pass, after the
+ * guarded status write; n3's pod is evicted and the pass looks again within 5 s. The
+ * next pass (n3 draining, only its DaemonSet pod left) terminates it; an instance
+ * without a Node goes without a drain; drainTimeout 0 terminates at once. */
+static void test_scale_down_drains(void **state)
+{
+	(void)state;
+	struct pool_instance in[3] = {running("i1", "RUNNING"), running("i2", "RUNNING"), running("i3", "RUNNING")};
+	struct node_view nodes[3] = {named("n1"), named("n2"), named("n3")};
+	struct drain_pod p1[2] = {pod("a", DRAIN_POD_EVICT), pod("b", DRAIN_POD_EVICT)};
+	struct drain_pod p3[2] = {pod("c", DRAIN_POD_EVICT), pod("ds", DRAIN_POD_DAEMONSET)};
+	struct pass_pods pods[3] = {{true, p1, 2}, {true, NULL, 0}, {true, p3, 2}};
+	for (int c = 0; c < 2; c++) {
+		struct sim s;
+		sim_init(&s, 0, 3);
+		s.spec.has_replicas = true;
+		s.spec.replicas = 1;
+		s.spec.drain_timeout = c == 0 ? 600 : 0;
+		s.in.plan.instances = in;
+		s.in.plan.n_instances = 3;
+		s.in.nodes = nodes;
+		s.in.n_nodes = 3;
+		s.pods_listed = pods;
+		sim_run(&s);
+		if (c == 1) {  /* drainTimeout 0: no drain */
+			assert_false(taken(&s, "list-pods"));
+			assert_true(taken(&s, "terminate scale-down i2,i3") || taken(&s, "terminate scale-down i3,i2"));
+			sim_free(&s);
+			continue;
+		}
+		assert_int_equal(index_of(&s, "list-pods n1,n2,n3"), 0);
+		size_t start2 = index_of(&s, "drain-start n2"), start3 = index_of(&s, "drain-start n3");
+		assert_true(start2 < index_of(&s, "terminate scale-down i2"));
+		assert_true(index_of(&s, "clear-ledger") < index_of(&s, "terminate scale-down i2"));
+		assert_true(start3 < index_of(&s, "evict app/c"));
+		assert_false(taken(&s, "drain-start n1"));
+		assert_false(taken(&s, "terminate scale-down i2,i3"));
+		assert_true(taken(&s, "event Normal DrainStarted"));
+		assert_true(s.requeue_ms > 0 && s.requeue_ms <= DRAIN_RECHECK_SECONDS * 1000);
+		sim_free(&s);
+
+		/* next pass: i2 gone, n3 draining since a moment ago, its pod evicted */
+		struct pool_instance left[2] = {running("i1", "RUNNING"), running("i3", "RUNNING")};
+		struct node_view n2[2] = {named("n1"), named("n3")};
+		n2[1].drain_taint = true;
+		n2[1].drain_started = NOW - 10;
+		n2[1].unschedulable = true;
+		struct pass_pods after[2] = {{true, p1, 2}, {true, p3 + 1, 1}};
+		sim_init(&s, 0, 3);
+		s.spec.has_replicas = true;
+		s.spec.replicas = 1;
+		s.spec.drain_timeout = 600;
+		s.in.plan.instances = left;
+		s.in.plan.n_instances = 2;
+		s.in.nodes = n2;
+		s.in.n_nodes = 2;
+		s.pods_listed = after;
+		sim_run(&s);
+		assert_true(taken(&s, "terminate scale-down i3"));
+		assert_false(taken(&s, "drain-start"));
+		assert_false(taken(&s, "evict"));
+		sim_free(&s);
+	}
+}
+
+/* A drain past drainTimeout with a pod a PodDisruptionBudget keeps: given up (the Node
+ * untainted and uncordoned by evict_undo, one DrainTimedOut event naming the pod), the
+ * instance kept, DrainBlocked True; that Node is not drained again before a
+ * drainTimeout (another one is), and the pass looks again when it may be. */
+static void test_drain_gives_up(void **state)
+{
+	(void)state;
+	struct pool_instance in[2] = {running("i1", "RUNNING"), running("i2", "RUNNING")};
+	struct node_view nodes[2] = {named("n1"), named("n2")};
+	nodes[1].drain_taint = true;
+	nodes[1].drain_started = NOW - 700;
+	struct drain_pod p2[1] = {pod("guarded", DRAIN_POD_EVICT)};
+	struct pass_pods pods[2] = {{true, NULL, 0}, {true, p2, 1}};
+	struct sim s;
+	sim_init(&s, 0, 2);
+	s.spec.has_replicas = true;
+	s.spec.replicas = 1;
+	s.spec.drain_timeout = 600;
+	s.in.plan.instances = in;
+	s.in.plan.n_instances = 2;
+	s.in.nodes = nodes;
+	s.in.n_nodes = 2;
+	s.pods_listed = pods;
+	sim_run(&s);
+	assert_true(index_of(&s, "drain-undo n2") < index_of(&s, "event Warning DrainTimedOut"));
+	assert_false(taken(&s, "terminate"));
+	assert_false(taken(&s, "drain-start"));
+	assert_non_null(s.last_status);
+	assert_string_equal(status_condition(s.last_status, "DrainBlocked", "status"), "True");
+	assert_string_equal(status_condition(s.last_status, "DrainBlocked", "reason"), "DrainTimedOut");
+	assert_non_null(strstr(status_condition(s.last_status, "DrainBlocked", "message"), "guarded"));
+	cJSON *blocked = cJSON_Duplicate(s.last_status, true);
+	sim_free(&s);
+
+	/* the next pass: n2 given up 10 s ago (evict_undo recorded it on the Node): the
+	 * other Node goes instead; alone, n2 is not drained again before a drainTimeout */
+	nodes[1].drain_taint = false;
+	nodes[1].drain_started = 0;
+	nodes[1].drain_given_up = NOW - 10;
+	for (int alone = 0; alone < 2; alone++) {
+		sim_init(&s, 0, 2);
+		s.spec.has_replicas = true;
+		s.spec.replicas = alone ? 0 : 1;
+		s.spec.drain_timeout = 600;
+		s.in.plan.instances = alone ? in + 1 : in;
+		s.in.plan.n_instances = alone ? 1 : 2;
+		s.in.nodes = alone ? nodes + 1 : nodes;
+		s.in.n_nodes = alone ? 1 : 2;
+		s.in.old_status = blocked;
+		s.pods_listed = alone ? pods + 1 : pods;
+		sim_run(&s);
+		assert_false(taken(&s, "drain-start n2"));
+		assert_false(taken(&s, "terminate scale-down i2"));
+		if (alone)
+			assert_true(s.requeue_ms >= 589000 && s.requeue_ms <= 590000);
+		else
+			assert_true(taken(&s, "drain-start n1") && taken(&s, "terminate scale-down i1"));
+		sim_free(&s);
+	}
+	cJSON_Delete(blocked);
+}
+
+/* A reclaim notice on i2's Node: i2 counts toward neither target nor maximum, so the
+ * replacement is launched at once even at maximum; its Node is drained (forced); it is
+ * not terminated before its deadline while the replacement is on its way, and is at the
+ * deadline. With maximumIncludesDoomed the replacement waits. A drain of spotpool's that
+ * no group wants any more (n1: replicas raised again) is undone. */
+static void test_noticed_reclaim(void **state)
+{
+	(void)state;
+	struct pool_instance in[2] = {running("i1", "RUNNING"), running("i2", "RUNNING")};
+	struct drain_pod p2[1] = {pod("w", DRAIN_POD_EVICT)};
+	struct pass_pods pods[2] = {{true, NULL, 0}, {true, p2, 1}};
+	for (int c = 0; c < 3; c++) {
+		struct node_view nodes[2] = {named("n1"), named("n2")};
+		nodes[1].terminating_at = c == 2 ? NOW - 1 : NOW + 120;
+		nodes[0].drain_taint = true;
+		nodes[0].drain_started = NOW - 30;
+		struct sim s;
+		sim_init(&s, 2, 2);
+		s.spec.drain_timeout = 600;
+		s.spec.maximum_includes_doomed = c == 1;
+		s.in.plan.instances = in;
+		s.in.plan.n_instances = 2;
+		s.in.nodes = nodes;
+		s.in.n_nodes = 2;
+		s.pods_listed = pods;
+		sim_run(&s);
+		assert_true(taken(&s, "drain-undo n1"));
+		if (c == 1) {
+			assert_false(taken(&s, "launch"));
+		} else {
+			assert_true(taken(&s, "launch fresh count=1"));
+		}
+		if (c < 2) {
+			assert_true(index_of(&s, "drain-start n2") < index_of(&s, "evict app/w"));
+			assert_false(taken(&s, "terminate"));
+		} else {
+			assert_true(taken(&s, "terminate notice i2"));
+		}
+		sim_free(&s);
+	}
+}
+
+/* A deleted pool drains each Node first, and terminates once drained or past
+ * drainTimeout (then without listing pods again). */
+static void test_deletion_drains(void **state)
+{
+	(void)state;
+	struct pool_instance in[1] = {running("i1", "RUNNING")};
+	struct drain_pod p1[1] = {pod("w", DRAIN_POD_EVICT)};
+	struct pass_pods pods[1] = {{true, p1, 1}};
+	for (int c = 0; c < 2; c++) {
+		struct node_view nodes[1] = {named("n1")};
+		if (c == 1) {
+			nodes[0].drain_taint = true;
+			nodes[0].drain_started = NOW - 601;
+		}
+		struct sim s;
+		sim_init(&s, 0, 1);
+		s.spec.drain_timeout = 600;
+		s.in.deleting = true;
+		s.in.plan.deleting = true;
+		s.in.plan.instances = in;
+		s.in.plan.n_instances = 1;
+		s.in.nodes = nodes;
+		s.in.n_nodes = 1;
+		s.pods_listed = pods;
+		sim_run(&s);
+		if (c == 0) {
+			assert_true(index_of(&s, "drain-start n1") < index_of(&s, "evict app/w"));
+			assert_false(taken(&s, "terminate"));
+			assert_false(taken(&s, "release"));
+		} else {
+			assert_true(taken(&s, "terminate deletion i1"));
+			assert_false(taken(&s, "list-pods"));
+		}
+		sim_free(&s);
+	}
+}
+
+/* The review's cases of the drain wiring, each a regression test:
+ *  0 Nodes not listed yet (a restart, a new leader): no victim goes before they are;
+ *  1 a doomed instance past its deadline goes though its pods cannot be listed;
+ *  2 a hundred victims: a pass steps at most PASS_DRAINS_MAX drains and still writes
+ *    its status and lets the doomed instance go (within PASS_DONE_MAX);
+ *  3 excess above maximum is not kept when its drain times out: cut short;
+ *  4 drainTimeout 0 with a notice: the doomed Node is drained all the same;
+ *  5 a deleted pool with Retain undoes its drains before it goes;
+ *  6 a scale-down's first drain start comes after a guarded status write. */
+static int refuse_list_pods(const struct pass_action *a, bool *sold_out)
+{
+	*sold_out = false;
+	return a->kind == PASS_LIST_PODS ? SP_EFORBIDDEN : 0;
+}
+
+static void test_drain_review_cases(void **state)
+{
+	(void)state;
+	enum { N = 120 };
+	static struct pool_instance in[N];
+	static struct node_view nodes[N];
+	static struct pass_pods pods[N];
+	static struct drain_pod one[1];
+	one[0] = pod("w", DRAIN_POD_EVICT);
+	char name[32];
+	for (int c = 0; c < 7; c++) {
+		int n = c == 2 ? N : 2;
+		for (int i = 0; i < n; i++) {
+			snprintf(name, sizeof(name), "i%03d", i);
+			in[i] = running(name, "RUNNING");
+			snprintf(name, sizeof(name), "n%03d", i);
+			nodes[i] = named(name);
+			pods[i] = (struct pass_pods){true, one, 1};
+		}
+		struct sim s;
+		sim_init(&s, 0, c == 3 ? 1 : n);
+		s.spec.drain_timeout = c == 4 ? 0 : 600;
+		s.spec.has_replicas = c != 1 && c != 4;
+		s.spec.replicas = c == 2 ? 10 : 1;
+		s.spec.deletion_policy = c == 5 ? POOL_RETAIN : POOL_DELETE;
+		s.in.plan.instances = in;
+		s.in.plan.n_instances = (size_t)n;
+		s.in.nodes = nodes;
+		s.in.n_nodes = (size_t)n;
+		s.pods_listed = pods;
+		if (c == 1 || c == 2 || c == 4)
+			nodes[n - 1].terminating_at = c == 4 ? NOW + 100 : NOW - 5;
+		if (c == 1)
+			s.answer = refuse_list_pods;
+		if (c == 3) {  /* maximum lowered to 1: i000 is the excess, drained past the timeout */
+			for (int i = 0; i < n; i++) {
+				nodes[i].drain_taint = true;
+				nodes[i].drain_started = NOW - 700;
+			}
+		}
+		if (c == 5) {
+			s.in.deleting = s.in.plan.deleting = true;
+			nodes[0].drain_taint = true;
+			nodes[0].drain_started = NOW - 30;
+		}
+		if (c == 0) {
+			s.in.nodes = NULL;
+			s.in.nodes_pending = true;
+		}
+		sim_run(&s);
+		switch (c) {
+		case 0:
+			assert_false(taken(&s, "terminate"));
+			assert_int_equal(s.requeue_ms, 1000);
+			break;
+		case 1:
+			assert_true(taken(&s, "terminate notice i001"));
+			break;
+		case 2:
+			assert_true(taken(&s, "terminate notice i119"));
+			assert_true(taken(&s, "write-status"));
+			assert_true(s.n_taken < 120);
+			break;
+		case 3:
+			assert_true(taken(&s, "terminate scale-down"));
+			assert_false(taken(&s, "event Warning DrainTimedOut"));
+			break;
+		case 4:
+			assert_true(taken(&s, "drain-start n001"));
+			assert_false(taken(&s, "terminate"));
+			break;
+		case 5:
+			assert_true(index_of(&s, "drain-undo n000") < index_of(&s, "release"));
+			break;
+		case 6:
+			assert_true(index_of(&s, "clear-ledger") < index_of(&s, "drain-start"));
+			break;
+		}
+		sim_free(&s);
+	}
+}
+
+/* The replacement of a doomed instance goes to another offering of the pool (z1/T2) when
+ * one is available, to the same one (z1/T1) when it is the only one left. */
+static void test_replacement_elsewhere(void **state)
+{
+	(void)state;
+	struct pool_instance in[2] = {running("i1", "RUNNING"), running("i2", "RUNNING")};
+	for (int k = 0; k < 2; k++) {
+		snprintf(in[k].zone, sizeof(in[k].zone), "z1");
+		snprintf(in[k].instance_type, sizeof(in[k].instance_type), "T1");
+	}
+	struct node_view nodes[2] = {named("n1"), named("n2")};
+	nodes[1].terminating_at = NOW + 100;
+	char *types[] = {"T2"};
+	for (int t2_sold_out = 0; t2_sold_out < 2; t2_sold_out++) {
+		struct sim s;
+		sim_init(&s, 2, 2);
+		s.spec.drain_timeout = 0;
+		s.spec.instance_types = (struct strv){.v = types, .n = 1};
+		s.in.plan.instances = in;
+		s.in.plan.n_instances = 2;
+		s.in.nodes = nodes;
+		s.in.n_nodes = 2;
+		sim_offers(&s);
+		assert_int_equal(s.offers.n, 2);
+		if (t2_sold_out) {
+			s.state[1] = OFFER_SOLD_OUT;
+			s.probe_at[1] = INT64_MAX;
+		}
+		sim_run(&s);
+		assert_true(taken(&s, t2_sold_out ? "launch fresh count=1 z1/T1" : "launch fresh count=1 z1/T2"));
+		sim_free(&s);
+	}
+}
+
+/* A launch of unknown outcome repeated under a hard budget (maximumIncludesDoomed) asks
+ * for no more than maximum leaves beside the doomed instances. */
+static void test_resume_hard_budget(void **state)
+{
+	(void)state;
+	struct pool_instance in[2] = {running("i1", "RUNNING"), running("i2", "RUNNING")};
+	struct node_view nodes[2] = {named("n1"), named("n2")};
+	nodes[1].terminating_at = NOW + 100;
+	struct plan_launch l;
+	for (int hard = 0; hard < 2; hard++) {
+		struct sim s;
+		sim_init(&s, 3, 3);
+		s.spec.maximum_includes_doomed = hard;
+		s.spec.drain_timeout = 0;
+		s.in.plan.instances = in;
+		s.in.plan.n_instances = 2;
+		s.in.nodes = nodes;
+		s.in.n_nodes = 2;
+		sim_ledger(&s, &l, 2, 5, NULL);
+		sim_run(&s);
+		assert_true(taken(&s, hard ? "launch repeat count=1" : "launch repeat count=2"));
+		plan_launch_clear(&l);
+		sim_free(&s);
+	}
+}
+
 static void test_requeue_progress(void **state)
 {
 	(void)state;
@@ -538,15 +988,32 @@ static int random_answer(const struct pass_action *a, bool *sold_out)
 static int prop_max;
 static bool prop_no_mutation, prop_deleting;
 
+/* A Node deleted is "node-<id>" of a recorded instance neither observed (but going
+ * away) nor foreign. */
+static void check_node_deletion(const struct sim *s, const struct pass_action *a)
+{
+	for (size_t k = 0; k < a->ids.n; k++) {
+		const char *id = a->ids.v[k] + strlen("node-");
+		assert_true(strv_contains(s->in.plan.seen, id));
+		assert_false(strv_contains(s->in.plan.foreign, id));
+		for (size_t i = 0; i < s->in.plan.n_instances; i++)
+			if (plan_classify_state(s->in.plan.instances[i].state) != PLAN_GOING)
+				assert_string_not_equal(s->in.plan.instances[i].id, id);
+	}
+}
+
 /* Every list: at most one launch, never above maximum (live + what the launch asks,
- * as if it created all of it), nothing launched or terminated where not allowed. */
+ * as if it created all of it), nothing launched, terminated or deleted where not
+ * allowed, no Node deleted but a gone instance's. */
 static void check_list(const struct sim *s, const struct pass_actions *acts)
 {
-	(void)s;
 	int launches = 0;
 	for (size_t i = 0; i < acts->n; i++) {
 		const struct pass_action *a = &acts->v[i];
-		if (a->kind != PASS_LAUNCH && a->kind != PASS_TERMINATE && a->kind != PASS_RECORD_LEDGER)
+		if (a->kind == PASS_DELETE_NODE || a->kind == PASS_WOULD_DELETE_NODE)
+			check_node_deletion(s, a);
+		if (a->kind != PASS_LAUNCH && a->kind != PASS_TERMINATE && a->kind != PASS_RECORD_LEDGER &&
+		    a->kind != PASS_DELETE_NODE)
 			continue;
 		assert_false(prop_no_mutation);
 		if (a->kind != PASS_LAUNCH)
@@ -564,7 +1031,7 @@ static void test_property_action_lists(void **state)
 {
 	(void)state;
 	static const char *const states[] = {"RUNNING", "PENDING", "LAUNCH_FAILED", "TERMINATING", "STOPPED"};
-	int passes_launching = 0, passes_terminating = 0;
+	int passes_launching = 0, passes_terminating = 0, passes_deleting_nodes = 0;
 	for (int iter = 0; iter < 5000; iter++) {
 		unsigned r = rnd();
 		int min = (int)(r % 4), max = min + (int)((r >> 2) % 4);
@@ -583,6 +1050,29 @@ static void test_property_action_lists(void **state)
 		}
 		s.in.plan.instances = in;
 		s.in.plan.n_instances = (size_t)n;
+		/* Recorded: some of the observed and two gone (one of which may be foreign), each
+		 * with its Node "node-<id>". */
+		struct strv seen = {0}, foreign = {0};
+		struct node_view nodes[6 + 8] = {0};
+		for (int i = 0; i < 8; i++) {
+			char id[16];
+			snprintf(id, sizeof(id), i < 6 ? "i%d" : "g%d", i);
+			if (i < 6 && (i >= n || rnd() % 2))
+				continue;
+			strv_push(&seen, id);
+			nodes[n + seen.n - 1] = (struct node_view){0};
+			if (i >= 6)  /* as reconcile asks: only the recorded instances not observed */
+				snprintf(nodes[n + seen.n - 1].name, sizeof(nodes[0].name), "node-%s", id);
+		}
+		if (rnd() % 2)
+			strv_push(&foreign, "g7");
+		for (int i = 0; i < n; i++)
+			snprintf(nodes[i].name, sizeof(nodes[i].name), "node-i%d", i);
+		s.in.plan.seen = &seen;
+		s.in.plan.foreign = &foreign;
+		s.in.nodes = nodes;
+		s.in.n_nodes = (size_t)n;
+		s.in.recorded_nodes = nodes + n;
 		int kind = (int)((r >> 8) % 3);  /* no ledger, outcome unknown, IDs known */
 		struct plan_launch found = {.count = 1 + (int)((r >> 10) % 3), .started = NOW - (int64_t)((r >> 12) % 120),
 					    .ids_known = kind == 2};
@@ -616,11 +1106,14 @@ static void test_property_action_lists(void **state)
 		assert_true(launched <= 1);
 		passes_launching += launched;
 		passes_terminating += taken(&s, "terminate ");
+		passes_deleting_nodes += taken(&s, "delete-node ");
 		plan_launch_clear(&found);
+		strv_clear(&seen);
+		strv_clear(&foreign);
 		sim_free(&s);
 	}
 	/* The states drawn do reach the cloud-changing paths. */
-	assert_true(passes_launching > 200 && passes_terminating > 200);
+	assert_true(passes_launching > 200 && passes_terminating > 200 && passes_deleting_nodes > 200);
 }
 
 static void test_credentials_precedence(void **state)
@@ -650,6 +1143,14 @@ int main(void)
 		cmocka_unit_test(test_no_offering_available),
 		cmocka_unit_test(test_ledger_clear_and_resume_order),
 		cmocka_unit_test(test_requeue_progress),
+		cmocka_unit_test(test_gone_nodes_deleted),
+		cmocka_unit_test(test_scale_down_drains),
+		cmocka_unit_test(test_drain_gives_up),
+		cmocka_unit_test(test_noticed_reclaim),
+		cmocka_unit_test(test_deletion_drains),
+		cmocka_unit_test(test_drain_review_cases),
+		cmocka_unit_test(test_resume_hard_budget),
+		cmocka_unit_test(test_replacement_elsewhere),
 		cmocka_unit_test(test_status_update_failed),
 		cmocka_unit_test(test_launch_abandoned),
 		cmocka_unit_test(test_deletion_sweep),

@@ -27,6 +27,8 @@ struct fake {
 	int run_code;
 	bool lose_leadership_on_run;
 	int launched;
+	struct node_view nodes[4];  /* the cluster's Nodes (node reader) */
+	size_t n_nodes;
 	_Atomic int64_t active_until;
 	struct test_clock clock;
 };
@@ -83,6 +85,10 @@ static int fake_kube_request(void *ctx, const char *method, const char *path, co
 	struct fake *f = ctx;
 	if (strcmp(method, "POST") == 0) {
 		record(f, "POST event %s", cJSON_GetStringValue(cJSON_GetObjectItemCaseSensitive(body, "reason")));
+		return 0;
+	}
+	if (strcmp(method, "DELETE") == 0) {
+		record(f, "DELETE %s", path);
 		return 0;
 	}
 	if (strcmp(method, "GET") == 0) {
@@ -186,6 +192,19 @@ static int fake_cvm_find(void *ctx, const struct cvm_credentials *cred, const ch
 	record(f, "FindLaunched %s", token);
 	*ret = NULL;
 	*ret_n = 0;
+	return 0;
+}
+
+static int fake_find_nodes(void *ctx, const char *pool, const struct node_want *want, size_t n,
+			   struct node_view *ret, enum node_by *ret_by)
+{
+	struct fake *f = ctx;
+	assert_string_equal(pool, "ns/p");
+	int index[16];
+	assert_true(n <= 16);
+	node_match(f->nodes, f->n_nodes, want, n, index, ret_by);
+	for (size_t i = 0; i < n; i++)
+		ret[i] = index[i] >= 0 ? f->nodes[index[i]] : (struct node_view){0};
 	return 0;
 }
 
@@ -330,6 +349,65 @@ static void test_scale_down(void **state)
 /* Fault campaign seed 44: a pass that read an old spec (a new leader's cache, a lagging
  * watch) must not scale down on it: the guarded write before the terminate conflicts,
  * the pool is read again and nothing is terminated. */
+static size_t calls_starting(const struct world *w, const char *prefix)
+{
+	size_t n = 0;
+	for (size_t i = 0; i < w->f.n_calls; i++)
+		n += strncmp(w->f.calls[i], prefix, strlen(prefix)) == 0;
+	return n;
+}
+
+static const cJSON *status_entry(const struct world *w, int i)
+{
+	return cJSON_GetArrayItem(cJSON_GetObjectItemCaseSensitive(
+		cJSON_GetObjectItemCaseSensitive(w->f.obj, "status"), "instances"), i);
+}
+
+/* With the Node cache: the status shows each instance's Node and Ready (by providerID,
+ * and by private IP), and readyNodes; the Node of a reclaimed instance is deleted after
+ * the reclaim is noticed, a Node of an instance the pool never had is left alone. */
+static void test_nodes(void **state)
+{
+	(void)state;
+	struct world w;
+	world_init(&w, 1, 2, false);
+	w.r.nodes = (struct node_reader){.find = fake_find_nodes, .ctx = &w.f};
+	world_list(&w, "ins-a", "RUNNING");
+	world_list(&w, "ins-b", "RUNNING");
+	snprintf(w.f.listed[1].private_ip, sizeof(w.f.listed[1].private_ip), "10.0.0.2");
+	w.f.nodes[0] = (struct node_view){.name = "n-a", .provider_id = "ins-a", .ready = true, .ready_since = NOW - 500};
+	w.f.nodes[1] = (struct node_view){.name = "10.0.0.2", .internal_ip = "10.0.0.2"};
+	w.f.nodes[2] = (struct node_view){.name = "n-x", .provider_id = "ins-x", .ready = true};
+	w.f.n_nodes = 3;
+	world_pass(&w);
+	ASSERT_CALLS(&w, "list ns/p", "PATCH status");
+	assert_string_equal(cJSON_GetStringValue(cJSON_GetObjectItemCaseSensitive(status_entry(&w, 0), "node")), "n-a");
+	assert_true(cJSON_IsTrue(cJSON_GetObjectItemCaseSensitive(status_entry(&w, 0), "ready")));
+	assert_int_equal(cJSON_GetObjectItemCaseSensitive(status_entry(&w, 0), "nodeReadySeconds")->valueint, 100);
+	assert_string_equal(cJSON_GetStringValue(cJSON_GetObjectItemCaseSensitive(status_entry(&w, 1), "node")),
+			    "10.0.0.2");
+	assert_false(cJSON_IsTrue(cJSON_GetObjectItemCaseSensitive(status_entry(&w, 1), "ready")));
+	assert_int_equal(cJSON_GetObjectItemCaseSensitive(cJSON_GetObjectItemCaseSensitive(w.f.obj, "status"),
+							  "readyNodes")->valueint, 1);
+	/* ins-a is reclaimed: gone from the listing and from the lookup by ID. */
+	w.f.listed[0] = w.f.listed[1];
+	w.f.n_listed = 1;
+	world_pass(&w);
+	ASSERT_CALLS(&w, "list ns/p", "DescribeInstances ids=1", "POST event InstanceReclaimed",
+		     "DELETE /api/v1/nodes/n-a", "POST event NodeDeleted", "PATCH status");
+	assert_int_equal(w.res.error, 0);
+	/* Nothing more to delete: the gone instance is no longer recorded. */
+	world_pass(&w);
+	ASSERT_CALLS(&w, "list ns/p");
+	/* ins-b goes away (TERMINATING: the last pass that records it): its Node (matched by
+	 * its private IP, as an observed instance's) is deleted. */
+	snprintf(w.f.listed[0].state, sizeof(w.f.listed[0].state), "TERMINATING");
+	world_pass(&w);
+	assert_true(calls_starting(&w, "DELETE /api/v1/nodes/10.0.0.2") == 1);
+	assert_true(calls_starting(&w, "DELETE /api/v1/nodes/n-x") == 0);
+	world_free(&w);
+}
+
 static void test_scale_down_on_stale_spec(void **state)
 {
 	(void)state;
@@ -607,14 +685,6 @@ static void test_shutdown_during_observation(void **state)
 	assert_int_equal(WEXITSTATUS(status), 0);
 }
 
-static size_t calls_starting(const struct world *w, const char *prefix)
-{
-	size_t n = 0;
-	for (size_t i = 0; i < w->f.n_calls; i++)
-		n += strncmp(w->f.calls[i], prefix, strlen(prefix)) == 0;
-	return n;
-}
-
 /* 11 zones x 11 types, every one sold out: each pass tries PASS_LAUNCH_ATTEMPTS_MAX
  * offerings, leaves no ledger behind, writes its status and comes back soon for the
  * next ones (the ones tried stay marked). */
@@ -678,6 +748,7 @@ int main(void)
 		cmocka_unit_test(test_launch),
 		cmocka_unit_test(test_scale_down),
 		cmocka_unit_test(test_scale_down_on_stale_spec),
+		cmocka_unit_test(test_nodes),
 		cmocka_unit_test(test_deletion_delete),
 		cmocka_unit_test(test_deletion_retain),
 		cmocka_unit_test(test_ledger_conflict),

@@ -944,9 +944,102 @@ static void test_format_time(void **state)
 	assert_string_equal(out, "1970-01-01T00:00:00Z");
 }
 
+static const cJSON *entry(const cJSON *st, int i)
+{
+	return cJSON_GetArrayItem(cJSON_GetObjectItemCaseSensitive(st, "instances"), i);
+}
+
+static void assert_entry(const cJSON *st, int i, const char *node, int ready, int seconds)
+{
+	const cJSON *e = entry(st, i);
+	const cJSON *n = cJSON_GetObjectItemCaseSensitive(e, "node"), *r = cJSON_GetObjectItemCaseSensitive(e, "ready");
+	const cJSON *sec = cJSON_GetObjectItemCaseSensitive(e, "nodeReadySeconds");
+	if (node)
+		assert_string_equal(cJSON_GetStringValue(n), node);
+	else
+		assert_null(n);
+	if (ready < 0)
+		assert_null(r);
+	else
+		assert_int_equal(cJSON_IsTrue(r), ready);
+	if (seconds < 0)
+		assert_null(sec);
+	else
+		assert_int_equal(sec->valueint, seconds);
+}
+
+/* Each instance shows its Node and whether it is Ready; nodeReadySeconds (launch ->
+ * Ready) once Ready, kept afterwards (a Node that flaps does not move it); readyNodes
+ * counts the Ready; Nodes not known keep what the old status said. status_newly_ready
+ * gives the times shown for the first time. */
+static void test_nodes(void **state)
+{
+	(void)state;
+	const char *states[] = {"RUNNING", "RUNNING", "PENDING", NULL};
+	struct pool_instance in[3];
+	size_t n = insts(states, in);
+	for (size_t i = 0; i < n; i++)
+		in[i].created = NOW - 600;
+	struct node_view ready = {.name = "10.0.0.1", .ready = true, .ready_since = NOW - 500};
+	struct node_view joining = {.name = "node-b"};
+	const struct node_view *nodes[3] = {&ready, &joining, NULL};
+	struct plan p = {.observed = 3, .target = 3};
+	struct status_input si = input(&p, in, n);
+	si.nodes = nodes;
+	cJSON *st = status_build(&si);
+	assert_entry(st, 0, "10.0.0.1", 1, 100);
+	assert_entry(st, 1, "node-b", 0, -1);
+	assert_entry(st, 2, NULL, 0, -1);
+	assert_int_equal(cJSON_GetObjectItemCaseSensitive(st, "readyNodes")->valueint, 1);
+	int64_t secs[4];
+	assert_int_equal(status_newly_ready(NULL, st, secs, 4), 1);
+	assert_int_equal(secs[0], 100);
+	assert_int_equal(status_newly_ready(st, st, secs, 4), 0);
+
+	/* Next: b Ready; a NotReady (flapping), then Ready again later: its time stays. */
+	cJSON *old = st;
+	si.old_status = old;
+	joining.ready = true;
+	joining.ready_since = NOW - 400;
+	ready.ready = false;
+	st = status_build(&si);
+	assert_entry(st, 0, "10.0.0.1", 0, 100);
+	assert_entry(st, 1, "node-b", 1, 200);
+	assert_int_equal(cJSON_GetObjectItemCaseSensitive(st, "readyNodes")->valueint, 1);
+	assert_int_equal(status_newly_ready(old, st, secs, 4), 1);
+	assert_int_equal(secs[0], 200);
+	ready.ready = true;
+	ready.ready_since = NOW;
+	cJSON_Delete(old);
+	si.old_status = old = st;
+	st = status_build(&si);
+	assert_entry(st, 0, "10.0.0.1", 1, 100);
+	assert_int_equal(status_newly_ready(old, st, secs, 4), 0);
+
+	/* Nodes not known (the cache not listed yet): what the old status said stands. */
+	si.nodes = NULL;
+	cJSON_Delete(old);
+	si.old_status = old = st;
+	st = status_build(&si);
+	assert_entry(st, 0, "10.0.0.1", 1, 100);
+	assert_entry(st, 1, "node-b", 1, 200);
+	assert_entry(st, 2, NULL, 0, -1);
+	assert_int_equal(cJSON_GetObjectItemCaseSensitive(st, "readyNodes")->valueint, 2);
+	cJSON_Delete(old);
+	cJSON_Delete(st);
+
+	/* Node features off from the start: no Node keys at all. */
+	si.old_status = NULL;
+	st = status_build(&si);
+	assert_entry(st, 0, NULL, -1, -1);
+	assert_false(cJSON_HasObjectItem(st, "readyNodes"));
+	cJSON_Delete(st);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
+		cmocka_unit_test(test_nodes),
 		cmocka_unit_test(test_size_counts_live_instances_lists_all_given),
 		cmocka_unit_test(test_empty_pool_has_size_zero_and_empty_list),
 		cmocka_unit_test(test_no_plan_below_minimum_uses_last_known_size),

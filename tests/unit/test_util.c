@@ -127,12 +127,22 @@ static void test_vec_fit(void **state)
 	free(v);
 }
 
+static void test_parse_time(void **state)
+{
+	(void)state;
+	assert_int_equal(sp_parse_time("1970-01-01T00:01:00Z"), 60);
+	assert_int_equal(sp_parse_time("1970-01-01T08:01:00+08:00"), 60);
+	assert_int_equal(sp_parse_time("garbage"), 0);
+	assert_int_equal(sp_parse_time(NULL), 0);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_edit_distance),
 		cmocka_unit_test(test_nearest),
 		cmocka_unit_test(test_vec_fit),
+		cmocka_unit_test(test_parse_time),
 		cmocka_unit_test(test_base64_valid),
 		cmocka_unit_test(test_base64_malformed_padding),
 		cmocka_unit_test(test_cond_waits_on_the_monotonic_clock),

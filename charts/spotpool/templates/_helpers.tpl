@@ -142,8 +142,36 @@ rule of conf/kubernetes/clusterrole.yaml and conf/kubernetes/namespaced/cluster-
   verbs: ["get"]
 {{- end }}
 
+{{/* Node features (docs/how-it-works.md#nodes): `nodes: auto` is on in clusterWide
+mode and off in namespaced mode, where true adds the ClusterRole <fullname>-nodes. */}}
+{{- define "spotpool.nodesEnabled" -}}
+{{- $n := toString .Values.nodes }}
+{{- if or (eq $n "true") (and (eq $n "auto") (eq .Values.mode "clusterWide")) }}true{{ end }}
+{{- end }}
+
+{{/* Reading and deleting Nodes: cluster-scoped, so in the ClusterRole (clusterWide) or
+alone in the ClusterRole <fullname>-nodes (namespaced). Same as the nodes rule of
+conf/kubernetes/clusterrole.yaml and conf/kubernetes/namespaced/nodes.yaml. */}}
+{{- define "spotpool.nodesRule" -}}
+# Nodes: each instance's Node and Ready in the pool's status, the drain's taint
+# and cordon (patch), and the deletion of the Nodes of instances that are gone.
+- apiGroups: [""]
+  resources: ["nodes"]
+  verbs: ["get", "list", "watch", "patch", "delete"]
+# Draining: a Node's pods listed by spec.nodeName, each evicted.
+- apiGroups: [""]
+  resources: ["pods"]
+  verbs: ["list"]
+- apiGroups: [""]
+  resources: ["pods/eviction"]
+  verbs: ["create"]
+{{- end }}
+
 {{/* Refuse value combinations that would deploy something broken. */}}
 {{- define "spotpool.validate" -}}
+{{- if not (has (toString .Values.nodes) (list "auto" "true" "false")) }}
+{{- fail (printf "nodes must be auto, true or false, not %q" (toString .Values.nodes)) }}
+{{- end }}
 {{- if not (has .Values.mode (list "clusterWide" "namespaced")) }}
 {{- fail (printf "mode must be clusterWide or namespaced, not %q" (toString .Values.mode)) }}
 {{- end }}

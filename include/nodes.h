@@ -1,0 +1,59 @@
+/* nodes: a list + watch of the cluster's Nodes (cluster-scoped) into their compact views
+ * (node.h: a few hundred bytes per Node, nothing else of the object is kept), the match
+ * of a pool's instances to them, and the deletion of a Node. Tells its owner which pools
+ * to look at when a Node of one of their instances appears, changes what spotpool reads
+ * of it, or goes. Its thread, lock and callback: src/CONCURRENCY.md. */
+#ifndef SPOTPOOL_NODES_H
+#define SPOTPOOL_NODES_H
+
+#include "informer.h"
+#include "kube.h"
+#include "node.h"
+#include "spotpool.h"
+
+#define NODES_PATH "/api/v1/nodes"
+
+struct nodes_config {
+	/* The apiserver: the watcher thread makes its port when it starts and ends it when
+	 * it stops (as informer_config's). Unit tests call nodes_round instead. */
+	struct kube_api (*api_new)(void *userdata);
+	void (*api_free)(void *userdata, struct kube_api *api);
+	const struct sp_clock *clock;    /* NULL: sp_clock_system */
+	/* A Node of one of pool's instances (as its last nodes_find asked) was added, changed
+	 * or deleted. Called without the cache's lock. */
+	void (*changed)(void *userdata, const char *pool);
+	void *userdata;
+};
+
+struct nodes;
+
+struct nodes *nodes_new(const struct nodes_config *cfg);
+/* Starts the watcher thread, which calls nodes_round until stopped. */
+int nodes_start(struct nodes *n, struct sp_error *err);
+/* One list/watch round (informer_lw_round). A list refused by RBAC is said once, as an
+ * error naming what the controller needs. */
+int64_t nodes_round(struct nodes *n, const struct kube_api *api);
+void nodes_stop(struct nodes *n);
+void nodes_free(struct nodes *n);
+
+/* Listed at least once. */
+bool nodes_synced(const struct nodes *n);
+/* Nodes cached. */
+size_t nodes_count(struct nodes *n);
+/* The Nodes of pool's instances (node_match over the cached views): ret[i] is want[i]'s
+ * Node (name empty: none) and ret_by[i] how it matched. Remembers want as pool's (the
+ * IDs and IPs), for changed. SP_ETRANSIENT, with nothing written to ret, until the
+ * first list; SP_EFORBIDDEN instead when listing is refused (RBAC: no Node features). */
+int nodes_find(struct nodes *n, const char *pool, const struct node_want *want, size_t n_want,
+	       struct node_view *ret, enum node_by *ret_by);
+/* The pool is gone: its instances are no longer looked for. */
+void nodes_forget(struct nodes *n, const char *pool);
+
+/* Deletes the Node name through api; one already gone (404) is deleted. */
+int nodes_delete(const struct kube_api *api, const char *name, struct sp_error *err);
+
+/* Applies one watch event (ADDED, MODIFIED, DELETED) to the cache (for unit tests; the
+ * watcher does it). */
+void nodes_apply_event(struct nodes *n, const char *type, const cJSON *obj);
+
+#endif

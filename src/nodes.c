@@ -1,0 +1,303 @@
+/* nodes: list + watch of Nodes into their views; see nodes.h. */
+#include "nodes.h"
+#include "log.h"
+#include "stop.h"
+
+#include <pthread.h>
+#include <string.h>
+
+/* What a pool's last nodes_find looked for. */
+struct claim {
+	char *pool;
+	struct strv ids, ips;
+};
+
+struct nodes {
+	struct nodes_config cfg;
+	pthread_mutex_t lock;
+	/* The views, in one array node_match reads as it is, and the list that last held each. */
+	struct node_view *v;
+	uint64_t *listed;
+	size_t n;
+	struct claim *claims;
+	size_t n_claims;
+	uint64_t list_seq;  /* the list in progress */
+	/* Only the watcher thread (or a test's rounds) touches these. */
+	struct informer_lw lw;
+	bool told_forbidden;
+	/* The last list was refused (RBAC): the watcher writes it, nodes_find reads it. */
+	atomic_bool forbidden;
+	struct stop stop;
+	pthread_t thread;
+	bool running;
+};
+
+struct nodes *nodes_new(const struct nodes_config *cfg)
+{
+	struct nodes *n = xcalloc(1, sizeof(*n));
+	n->cfg = *cfg;
+	pthread_mutex_init(&n->lock, NULL);
+	informer_lw_init(&n->lw, cfg->clock);
+	stop_init(&n->stop);
+	return n;
+}
+
+/* Under the lock: the pools whose claims name v's instance ID or InternalIP go to out. */
+static void claimants(const struct nodes *n, const struct node_view *v, struct strv *out)
+{
+	const char *ids[] = {v->provider_id, v->label_id};
+	for (size_t c = 0; c < n->n_claims; c++) {
+		const struct claim *cl = &n->claims[c];
+		bool hit = *v->internal_ip && strv_contains(&cl->ips, v->internal_ip);
+		for (size_t k = 0; k < 2 && !hit; k++)
+			hit = *ids[k] && strv_contains(&cl->ids, ids[k]);
+		if (hit && !strv_contains(out, cl->pool))
+			strv_push(out, cl->pool);
+	}
+}
+
+static void tell(struct nodes *n, struct strv *pools)
+{
+	for (size_t i = 0; i < pools->n; i++)
+		n->cfg.changed(n->cfg.userdata, pools->v[i]);
+	strv_clear(pools);
+}
+
+static struct node_view *find(struct nodes *n, const char *name)
+{
+	for (size_t i = 0; i < n->n; i++)
+		if (strcmp(n->v[i].name, name) == 0)
+			return &n->v[i];
+	return NULL;
+}
+
+/* Under the lock. */
+static void drop(struct nodes *n, size_t i, struct strv *changed)
+{
+	claimants(n, &n->v[i], changed);
+	n->n--;
+	n->v[i] = n->v[n->n];
+	n->listed[i] = n->listed[n->n];
+}
+
+/* Under the lock: records v; the pools of its old and new self go to changed when what
+ * spotpool reads of it changed. */
+static void upsert(struct nodes *n, const struct node_view *v, struct strv *changed)
+{
+	struct node_view *c = find(n, v->name);
+	if (!c) {
+		n->v = xrealloc(n->v, (n->n + 1) * sizeof(*n->v));
+		n->listed = xrealloc(n->listed, (n->n + 1) * sizeof(*n->listed));
+		c = &n->v[n->n++];
+		*c = *v;
+		claimants(n, v, changed);
+	} else if (memcmp(c, v, sizeof(*v)) != 0) {
+		claimants(n, c, changed);
+		*c = *v;
+		claimants(n, v, changed);
+	}
+	n->listed[c - n->v] = n->list_seq;
+}
+
+/* A view compared whole (memcmp): the bytes past each string's end are zero. */
+static bool view_of(const cJSON *obj, struct node_view *ret)
+{
+	memset(ret, 0, sizeof(*ret));
+	return node_view_from_json(obj, ret);
+}
+
+void nodes_apply_event(struct nodes *n, const char *type, const cJSON *obj)
+{
+	struct node_view v;
+	if (!view_of(obj, &v))
+		return;
+	struct strv changed = {0};
+	pthread_mutex_lock(&n->lock);
+	if (strcmp(type, "DELETED") == 0) {
+		struct node_view *c = find(n, v.name);
+		if (c)
+			drop(n, (size_t)(c - n->v), &changed);
+	} else {
+		upsert(n, &v, &changed);
+	}
+	pthread_mutex_unlock(&n->lock);
+	tell(n, &changed);
+}
+
+static void on_begin_list(void *ud)
+{
+	struct nodes *n = ud;
+	pthread_mutex_lock(&n->lock);
+	n->list_seq++;
+	pthread_mutex_unlock(&n->lock);
+}
+
+static void on_item(void *ud, const cJSON *obj)
+{
+	nodes_apply_event(ud, "ADDED", obj);
+}
+
+/* A complete list: the Nodes it did not hold are gone. */
+static void on_end_list(void *ud, bool complete)
+{
+	struct nodes *n = ud;
+	if (!complete)
+		return;
+	struct strv changed = {0};
+	pthread_mutex_lock(&n->lock);
+	for (size_t i = 0; i < n->n;) {
+		if (n->listed[i] != n->list_seq)
+			drop(n, i, &changed);
+		else
+			i++;
+	}
+	pthread_mutex_unlock(&n->lock);
+	tell(n, &changed);
+}
+
+static void on_event(void *ud, const char *type, const cJSON *obj)
+{
+	nodes_apply_event(ud, type, obj);
+}
+
+int64_t nodes_round(struct nodes *n, const struct kube_api *api)
+{
+	const struct informer_lw_ops ops = {
+		.kind = "nodes", .scope = "the cluster", .path = NODES_PATH, .begin_list = on_begin_list,
+		.item = on_item, .end_list = on_end_list, .event = on_event, .userdata = n,
+	};
+	int64_t delay = informer_lw_round(&n->lw, &ops, api, &n->stop);
+	atomic_store(&n->forbidden, n->lw.list_error == SP_EFORBIDDEN);
+	if (n->lw.list_error == SP_EFORBIDDEN && !n->told_forbidden) {
+		log_error("the controller may not list nodes (RBAC): node names, Ready and the deletion of the "
+			  "Nodes of gone instances stay off until its ServiceAccount is bound to a ClusterRole "
+			  "allowing get, list, watch and delete on nodes (docs/how-it-works.md#nodes), or run "
+			  "with --no-nodes");
+		n->told_forbidden = true;
+	}
+	return delay;
+}
+
+static void *watcher_main(void *arg)
+{
+	struct nodes *n = arg;
+	struct kube_api api = n->cfg.api_new(n->cfg.userdata);
+	while (!stop_requested(&n->stop))
+		stop_wait_ms(&n->stop, nodes_round(n, &api));
+	n->cfg.api_free(n->cfg.userdata, &api);
+	return NULL;
+}
+
+int nodes_start(struct nodes *n, struct sp_error *err)
+{
+	if (pthread_create(&n->thread, NULL, watcher_main, n) != 0)
+		return sp_fail(err, SP_EIO, "cannot start the nodes thread");
+	n->running = true;
+	return 0;
+}
+
+void nodes_stop(struct nodes *n)
+{
+	stop_request(&n->stop);
+	if (n->running)
+		pthread_join(n->thread, NULL);
+	n->running = false;
+}
+
+static void claim_clear(struct claim *c)
+{
+	free(c->pool);
+	strv_clear(&c->ids);
+	strv_clear(&c->ips);
+}
+
+void nodes_free(struct nodes *n)
+{
+	if (!n)
+		return;
+	nodes_stop(n);
+	for (size_t i = 0; i < n->n_claims; i++)
+		claim_clear(&n->claims[i]);
+	free(n->claims);
+	free(n->v);
+	free(n->listed);
+	pthread_mutex_destroy(&n->lock);
+	stop_destroy(&n->stop);
+	free(n);
+}
+
+bool nodes_synced(const struct nodes *n)
+{
+	return atomic_load(&n->lw.synced);
+}
+
+size_t nodes_count(struct nodes *n)
+{
+	pthread_mutex_lock(&n->lock);
+	size_t count = n->n;
+	pthread_mutex_unlock(&n->lock);
+	return count;
+}
+
+/* Under the lock: pool's claim, made when missing. */
+static struct claim *claim_of(struct nodes *n, const char *pool)
+{
+	for (size_t i = 0; i < n->n_claims; i++)
+		if (strcmp(n->claims[i].pool, pool) == 0)
+			return &n->claims[i];
+	n->claims = xrealloc(n->claims, (n->n_claims + 1) * sizeof(*n->claims));
+	struct claim *c = &n->claims[n->n_claims++];
+	*c = (struct claim){.pool = xstrdup(pool)};
+	return c;
+}
+
+int nodes_find(struct nodes *n, const char *pool, const struct node_want *want, size_t n_want,
+	       struct node_view *ret, enum node_by *ret_by)
+{
+	int *index = xcalloc(n_want ? n_want : 1, sizeof(*index));
+	int r = 0;
+	pthread_mutex_lock(&n->lock);
+	struct claim *c = claim_of(n, pool);
+	strv_clear(&c->ids);
+	strv_clear(&c->ips);
+	for (size_t i = 0; i < n_want; i++) {
+		if (want[i].id && *want[i].id)
+			strv_push(&c->ids, want[i].id);
+		if (want[i].ip && *want[i].ip)
+			strv_push(&c->ips, want[i].ip);
+	}
+	if (!atomic_load(&n->lw.synced)) {
+		r = atomic_load(&n->forbidden) ? SP_EFORBIDDEN : SP_ETRANSIENT;
+	} else {
+		node_match(n->v, n->n, want, n_want, index, ret_by);
+		for (size_t i = 0; i < n_want; i++) {
+			if (index[i] >= 0)
+				ret[i] = n->v[index[i]];
+			else
+				memset(&ret[i], 0, sizeof(ret[i]));
+		}
+	}
+	pthread_mutex_unlock(&n->lock);
+	free(index);
+	return r;
+}
+
+void nodes_forget(struct nodes *n, const char *pool)
+{
+	pthread_mutex_lock(&n->lock);
+	for (size_t i = 0; i < n->n_claims; i++)
+		if (strcmp(n->claims[i].pool, pool) == 0) {
+			claim_clear(&n->claims[i]);
+			n->claims[i] = n->claims[--n->n_claims];
+			break;
+		}
+	pthread_mutex_unlock(&n->lock);
+}
+
+int nodes_delete(const struct kube_api *api, const char *name, struct sp_error *err)
+{
+	char *path = xasprintf(NODES_PATH "/%s", name);
+	int r = api->request(api->ctx, "DELETE", path, NULL, NULL, NULL, err);
+	free(path);
+	return r == SP_ENOTFOUND ? 0 : r;
+}

@@ -1,0 +1,217 @@
+/* node: a Node's view from its JSON (odd input included) and the match of instances to
+ * Nodes by providerID, label and InternalIP. */
+#include "testutil.h"
+#include "node.h"
+
+static struct node_view view_of(const char *json)
+{
+	cJSON *obj = cJSON_Parse(json);
+	assert_non_null(obj);
+	struct node_view v;
+	assert_true(node_view_from_json(obj, &v));
+	cJSON_Delete(obj);
+	return v;
+}
+
+static void test_view_full(void **state)
+{
+	(void)state;
+	struct node_view v = view_of(
+		"{\"metadata\":{\"name\":\"10.0.0.7\",\"labels\":{\"" NODE_LABEL_INSTANCE_ID "\":\"ins-lab\"},"
+		"\"annotations\":{\"" NODE_ANNOTATION_DRAIN_STARTED "\":\"2026-11-25T03:00:00Z\","
+		"\"" NODE_ANNOTATION_WAS_UNSCHEDULABLE "\":\"true\",\"" NODE_ANNOTATION_SCALE_DOWN_DISABLED "\":\"true\"}},"
+		"\"spec\":{\"providerID\":\"qcloud:///900002/ins-abc\",\"unschedulable\":true,"
+		"\"taints\":[{\"key\":\"other\",\"effect\":\"NoSchedule\"},"
+		"{\"key\":\"" NODE_TAINT_DRAINING "\",\"effect\":\"NoSchedule\"}]},"
+		"\"status\":{\"addresses\":[{\"type\":\"Hostname\",\"address\":\"h\"},"
+		"{\"type\":\"InternalIP\",\"address\":\"10.0.0.7\"}],"
+		"\"conditions\":[{\"type\":\"MemoryPressure\",\"status\":\"False\"},"
+		"{\"type\":\"Ready\",\"status\":\"True\",\"lastTransitionTime\":\"1970-01-01T00:01:40Z\"},"
+		"{\"type\":\"SpotTerminating\",\"status\":\"True\",\"reason\":\"SpotInstanceTerminating\","
+		"\"message\":\"reclaim at 1970-01-01T00:03:20Z\",\"lastTransitionTime\":\"1970-01-01T00:01:00Z\"}]}}");
+	assert_string_equal(v.name, "10.0.0.7");
+	assert_string_equal(v.provider_id, "ins-abc");
+	assert_string_equal(v.label_id, "ins-lab");
+	assert_string_equal(node_instance_id(&v), "ins-abc");
+	assert_string_equal(v.internal_ip, "10.0.0.7");
+	assert_true(v.ready);
+	assert_int_equal(v.ready_since, 100);
+	assert_int_equal(v.terminating_at, 200);
+	assert_true(v.unschedulable);
+	assert_true(v.drain_taint);
+	assert_int_equal(v.drain_started, 1795575600);
+	assert_true(v.was_unschedulable);
+	assert_true(v.scale_down_disabled);
+}
+
+/* Odd Nodes: each row a Node's JSON and what its view must say. */
+static void test_view_odd_input(void **state)
+{
+	(void)state;
+	static const struct {
+		const char *json;
+		const char *provider_id, *label_id, *ip;
+		bool ready, drain_taint;
+		int64_t terminating_at;
+	} rows[] = {
+		/* nothing but a name */
+		{"{\"metadata\":{\"name\":\"n\"}}", "", "", "", false, false, 0},
+		/* a providerID without a slash is no provider URI; one ending in a slash names nothing */
+		{"{\"metadata\":{\"name\":\"n\"},\"spec\":{\"providerID\":\"ins-abc\"}}", "", "", "", false, false, 0},
+		{"{\"metadata\":{\"name\":\"n\"},\"spec\":{\"providerID\":\"qcloud:///900002/\"}}", "", "", "", false, false, 0},
+		/* an ID longer than any instance's */
+		{"{\"metadata\":{\"name\":\"n\"},\"spec\":{\"providerID\":\"qcloud:///1/ins-0123456789012345678901234567890\"}}",
+		 "", "", "", false, false, 0},
+		/* the TKE label when the spotpool label is absent or empty */
+		{"{\"metadata\":{\"name\":\"n\",\"labels\":{\"" NODE_LABEL_TKE_INSTANCE_ID "\":\"ins-tke\"}}}",
+		 "", "ins-tke", "", false, false, 0},
+		{"{\"metadata\":{\"name\":\"n\",\"labels\":{\"" NODE_LABEL_INSTANCE_ID "\":\"\",\"" NODE_LABEL_TKE_INSTANCE_ID
+		 "\":\"ins-tke\"}}}", "", "ins-tke", "", false, false, 0},
+		/* wrong types everywhere */
+		{"{\"metadata\":{\"name\":\"n\",\"labels\":[1]},\"spec\":{\"providerID\":7,\"taints\":{}},"
+		 "\"status\":{\"addresses\":\"x\",\"conditions\":[{\"type\":\"Ready\",\"status\":true}]}}",
+		 "", "", "", false, false, 0},
+		/* Ready False or Unknown is not ready; a taint of ours with another effect is not the drain's */
+		{"{\"metadata\":{\"name\":\"n\"},\"spec\":{\"taints\":[{\"key\":\"" NODE_TAINT_DRAINING
+		 "\",\"effect\":\"NoExecute\"}]},\"status\":{\"conditions\":[{\"type\":\"Ready\",\"status\":\"Unknown\"}]}}",
+		 "", "", "", false, false, 0},
+		/* SpotTerminating without a readable deadline, or not True */
+		{"{\"metadata\":{\"name\":\"n\"},\"status\":{\"conditions\":[{\"type\":\"SpotTerminating\","
+		 "\"status\":\"True\",\"message\":\"soon\"}]}}", "", "", "", false, false, 0},
+		{"{\"metadata\":{\"name\":\"n\"},\"status\":{\"conditions\":[{\"type\":\"SpotTerminating\","
+		 "\"status\":\"False\",\"message\":\"reclaim at 1970-01-01T00:03:20Z\"}]}}", "", "", "", false, false, 0},
+		/* an InternalIP that is too long for an address */
+		{"{\"metadata\":{\"name\":\"n\"},\"status\":{\"addresses\":[{\"type\":\"InternalIP\",\"address\":"
+		 "\"0123456789012345678901234567890123456789012345678901234567890\"}]}}", "", "", "", false, false, 0},
+		/* Ready True without a time: ready, since unknown */
+		{"{\"metadata\":{\"name\":\"n\"},\"status\":{\"conditions\":[{\"type\":\"Ready\",\"status\":\"True\"}]}}",
+		 "", "", "", true, false, 0},
+	};
+	for (size_t i = 0; i < sizeof(rows) / sizeof(*rows); i++) {
+		struct node_view v = view_of(rows[i].json);
+		assert_string_equal(v.name, "n");
+		assert_string_equal(v.provider_id, rows[i].provider_id);
+		assert_string_equal(v.label_id, rows[i].label_id);
+		assert_string_equal(v.internal_ip, rows[i].ip);
+		assert_int_equal(v.ready, rows[i].ready);
+		assert_int_equal(v.ready_since, 0);
+		assert_int_equal(v.drain_taint, rows[i].drain_taint);
+		assert_int_equal(v.terminating_at, rows[i].terminating_at);
+	}
+}
+
+static void test_view_names(void **state)
+{
+	(void)state;
+	char name[NODE_NAME_MAX + 2];
+	memset(name, 'a', sizeof(name) - 1);
+	name[sizeof(name) - 1] = '\0';
+	static const char *const refused[] = {"{}", "{\"metadata\":{}}", "{\"metadata\":{\"name\":\"\"}}",
+					      "{\"metadata\":{\"name\":5}}", "[]"};
+	struct node_view v;
+	for (size_t i = 0; i < sizeof(refused) / sizeof(*refused); i++) {
+		cJSON *obj = cJSON_Parse(refused[i]);
+		assert_false(node_view_from_json(obj, &v));
+		cJSON_Delete(obj);
+	}
+	/* 254 characters: no Node's name; 253: kept whole */
+	cJSON *obj = cJSON_CreateObject();
+	cJSON_AddStringToObject(cJSON_AddObjectToObject(obj, "metadata"), "name", name);
+	assert_false(node_view_from_json(obj, &v));
+	cJSON_Delete(obj);
+	name[NODE_NAME_MAX] = '\0';
+	obj = cJSON_CreateObject();
+	cJSON_AddStringToObject(cJSON_AddObjectToObject(obj, "metadata"), "name", name);
+	assert_true(node_view_from_json(obj, &v));
+	assert_int_equal(strlen(v.name), NODE_NAME_MAX);
+	assert_string_equal(v.name, name);
+	cJSON_Delete(obj);
+}
+
+static struct node_view node(const char *name, const char *provider_id, const char *label_id, const char *ip)
+{
+	struct node_view v = {0};
+	snprintf(v.name, sizeof(v.name), "%s", name);
+	snprintf(v.provider_id, sizeof(v.provider_id), "%s", provider_id);
+	snprintf(v.label_id, sizeof(v.label_id), "%s", label_id);
+	snprintf(v.internal_ip, sizeof(v.internal_ip), "%s", ip);
+	return v;
+}
+
+#define MAXN 6
+
+/* Each row: Nodes, wanted instances, and the Node name each gets ("" none) and how. */
+static void test_match(void **state)
+{
+	(void)state;
+	static const struct {
+		const char *what;
+		struct { const char *name, *provider_id, *label_id, *ip; } nodes[MAXN];
+		struct node_want want[MAXN];
+		struct { const char *name; enum node_by by; } expect[MAXN];
+	} rows[] = {
+		{"each rule in order",
+		 {{"n-prov", "ins-a", "", "10.0.0.9"}, {"n-label", "", "ins-b", "10.0.0.8"}, {"10.0.0.3", "", "", "10.0.0.3"}},
+		 {{"ins-a", "10.0.0.1"}, {"ins-b", "10.0.0.2"}, {"ins-c", "10.0.0.3"}, {"ins-d", "10.0.0.4"}},
+		 {{"n-prov", NODE_BY_PROVIDER_ID}, {"n-label", NODE_BY_LABEL}, {"10.0.0.3", NODE_BY_IP}, {"", NODE_BY_NONE}}},
+		{"providerID wins over a label naming the same instance",
+		 {{"n-label", "", "ins-a", ""}, {"n-prov", "ins-a", "", ""}},
+		 {{"ins-a", NULL}},
+		 {{"n-prov", NODE_BY_PROVIDER_ID}}},
+		{"a Node matched by ID is not matched again by IP",
+		 {{"n1", "ins-a", "", "10.0.0.5"}},
+		 {{"ins-a", "10.0.0.1"}, {"ins-b", "10.0.0.5"}},
+		 {{"n1", NODE_BY_PROVIDER_ID}, {"", NODE_BY_NONE}}},
+		{"a Node declaring another instance's ID is not matched by IP",
+		 {{"n1", "", "ins-other", "10.0.0.5"}},
+		 {{"ins-b", "10.0.0.5"}},
+		 {{"", NODE_BY_NONE}}},
+		{"two Nodes with the same IP: neither",
+		 {{"n1", "", "", "10.0.0.5"}, {"n2", "", "", "10.0.0.5"}},
+		 {{"ins-b", "10.0.0.5"}},
+		 {{"", NODE_BY_NONE}}},
+		{"the same IP wanted twice: the first instance only",
+		 {{"n1", "", "", "10.0.0.5"}},
+		 {{"ins-a", "10.0.0.5"}, {"ins-b", "10.0.0.5"}},
+		 {{"n1", NODE_BY_IP}, {"", NODE_BY_NONE}}},
+		{"two Nodes claiming one ID: the first; no IP, empty ID or NULL match nothing",
+		 {{"old", "ins-a", "", ""}, {"new", "ins-a", "", ""}, {"blank", "", "", ""}},
+		 {{"ins-a", ""}, {"", ""}, {NULL, NULL}},
+		 {{"old", NODE_BY_PROVIDER_ID}, {"", NODE_BY_NONE}, {"", NODE_BY_NONE}}},
+		{"no Nodes",
+		 {{NULL, NULL, NULL, NULL}},
+		 {{"ins-a", "10.0.0.1"}},
+		 {{"", NODE_BY_NONE}}},
+	};
+	for (size_t r = 0; r < sizeof(rows) / sizeof(*rows); r++) {
+		struct node_view nodes[MAXN];
+		size_t n_nodes = 0, n_want = 0;
+		while (n_nodes < MAXN && rows[r].nodes[n_nodes].name) {
+			nodes[n_nodes] = node(rows[r].nodes[n_nodes].name, rows[r].nodes[n_nodes].provider_id,
+					      rows[r].nodes[n_nodes].label_id, rows[r].nodes[n_nodes].ip);
+			n_nodes++;
+		}
+		while (n_want < MAXN && rows[r].expect[n_want].name)
+			n_want++;
+		int index[MAXN];
+		enum node_by by[MAXN];
+		node_match(nodes, n_nodes, rows[r].want, n_want, index, by);
+		for (size_t i = 0; i < n_want; i++) {
+			const char *got = index[i] >= 0 ? nodes[index[i]].name : "";
+			if (strcmp(got, rows[r].expect[i].name) != 0 || by[i] != rows[r].expect[i].by)
+				fail_msg("%s: instance %zu matched \"%s\" (by %d), expected \"%s\" (by %d)", rows[r].what, i,
+					 got, by[i], rows[r].expect[i].name, rows[r].expect[i].by);
+		}
+	}
+}
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test(test_view_full),
+		cmocka_unit_test(test_view_odd_input),
+		cmocka_unit_test(test_view_names),
+		cmocka_unit_test(test_match),
+	};
+	return cmocka_run_group_tests(tests, NULL, NULL);
+}
