@@ -11,7 +11,8 @@ source "$(dirname "$0")/lib.sh"
 # during deletion, lost replies, invisible launches, 5xx, spec edits, reclaims; and the
 # kinds of issue 19: credential rotation (7, 19, 32), Lease deletion (10, 19), a restart
 # mid-launch with part of the launch hidden past the grace (10, 19), the leader cut off
-# from the apiserver during a slow cloud call (10), a lagging watch and long names (19).
+# from the apiserver during a slow cloud call (10), a lagging watch and long names (19);
+# and of issue 18: a spot notice written again with a moved deadline (7).
 SEEDS=${FAULT_SEEDS:-7,10,19,32,48}
 DURATION=${FAULT_DURATION:-12:18}
 
