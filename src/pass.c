@@ -529,6 +529,13 @@ static const struct pass_pods *pods_at(const struct pass_input *in, size_t i)
 	return in->pods && i < in->n_nodes && in->pods[i].listed ? &in->pods[i] : NULL;
 }
 
+/* Whether instance i's Node is being drained by spotpool. */
+static bool draining_at(const struct pass_input *in, size_t i)
+{
+	const struct node_view *node = node_at(in, i);
+	return node && node->drain_taint && node->drain_started;
+}
+
 /* What the planner knows of each instance's Node, for plan_compute (NULL without
  * Nodes): doomed, draining, scale-down-disabled, and its pods once listed. */
 static struct drain_victim *victims_of(const struct pass_input *in)
@@ -545,28 +552,40 @@ static struct drain_victim *victims_of(const struct pass_input *in)
 			continue;
 		v[i].has_node = true;
 		v[i].scale_down_disabled = node->scale_down_disabled;
-		v[i].draining = node->drain_taint && node->drain_started;
+		v[i].draining = draining_at(in, i);
 		v[i].given_up = node->drain_given_up && in->plan.now < node->drain_given_up + in->spec->drain_timeout;
 		v[i].doomed_at = node->terminating_at;
 	}
 	return v;
 }
 
-/* The pods of every Node of the pool, listed once a drain needs them: the victims are
- * chosen by them too (emptiest first). */
+/* The pods of the Nodes a drain needs, listed once per pass. Victims are chosen by them
+ * (emptiest first), so while a scale-down still has a victim not draining, every Node
+ * of the pool; once all of its victims drain (they are chosen first), only the Nodes of
+ * the victims of every group. */
 static bool pods_listed(struct walk *w)
 {
 	const struct pass_input *in = w->in;
+	const struct plan *plan = w->plan;
 	const struct pass_answer *l = answer(w, STEP_LIST_PODS, PASS_LIST_PODS);
 	if (l) {
 		if (l->code < 0 && w->error == 0)
 			w->error = l->code;
 		return l->code == 0;
 	}
+	bool choosing = false;
+	for (size_t k = 0; k < plan->scale_down.n && !choosing; k++) {
+		int i = instance_index(in, plan->scale_down.v[k]);
+		choosing = i >= 0 && node_at(in, (size_t)i) && !draining_at(in, (size_t)i);
+	}
 	struct pass_action *a = emit(w, PASS_LIST_PODS, STEP_LIST_PODS);
-	for (size_t i = 0; i < in->plan.n_instances; i++)
-		if (node_at(in, i))
+	for (size_t i = 0; i < in->plan.n_instances; i++) {
+		const char *id = in->plan.instances[i].id;
+		bool victim = strv_contains(&plan->scale_down, id) || strv_contains(&plan->doomed, id) ||
+			      (in->deleting && strv_contains(&plan->cleanup, id));
+		if (node_at(in, i) && (choosing || victim))
 			strv_push(&a->ids, node_at(in, i)->name);
+	}
 	return false;
 }
 

@@ -530,7 +530,8 @@ static void sim_on_nodes(struct sim *s, struct pool_instance *in, struct node_vi
  * (n2 without pods, n3 with one pod to evict; n1 has two); each is tainted and cordoned
  * (DrainStarted), n2 with nothing to evict is terminated in the same pass, after the
  * guarded status write; n3's pod is evicted and the pass looks again within 5 s. The
- * next pass (n3 draining, only its DaemonSet pod left) terminates it; an instance
+ * next pass (n3 draining, only its DaemonSet pod left) lists n3's pods alone (no victim
+ * left to choose) and terminates it; an instance
  * without a Node goes without a drain; drainTimeout 0 terminates at once. */
 static void test_scale_down_drains(void **state)
 {
@@ -587,6 +588,8 @@ static void test_scale_down_drains(void **state)
 		s.pods_listed = after;
 		sim_run(&s);
 		assert_true(taken(&s, "terminate scale-down i3"));
+		assert_int_equal(index_of(&s, "list-pods n3"), 0);  /* its victim drains: only its Node */
+		assert_false(taken(&s, "list-pods n1"));
 		assert_false(taken(&s, "drain-start"));
 		assert_false(taken(&s, "evict"));
 		sim_free(&s);
