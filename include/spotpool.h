@@ -152,6 +152,8 @@ static inline int64_t sp_deadline_left_ms(const _Atomic int64_t *until)
 
 /* Parses "2026-11-21T11:45:00Z" (or with an offset) into epoch seconds; 0 if invalid. */
 int64_t sp_parse_time(const char *iso);
+/* Epoch seconds as "2026-11-21T11:45:00Z" (the form Kubernetes writes). */
+void sp_format_time(int64_t t, char out[32]);
 
 void sp_hex(const unsigned char *in, size_t n, char *out);
 /* Decodes standard base64; NULL when malformed. The result is NUL-terminated and its

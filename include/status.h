@@ -62,6 +62,5 @@ int64_t status_launch_seq(const cJSON *status);
 void status_recorded(const cJSON *status, struct strv *ret_ids, struct strv *ret_live);
 /* A condition's field ("status", "reason", "message") or NULL. */
 const char *status_condition(const cJSON *status, const char *type, const char *field);
-void status_format_time(int64_t t, char out[32]);
 
 #endif

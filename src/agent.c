@@ -64,14 +64,6 @@ int agent_parse_termination_time(const char *text, size_t len, int64_t *ret, str
 	return 0;
 }
 
-static void rfc3339(int64_t t, char out[32])
-{
-	time_t tt = (time_t)t;
-	struct tm tm;
-	gmtime_r(&tt, &tm);
-	strftime(out, 32, "%Y-%m-%dT%H:%M:%SZ", &tm);
-}
-
 static int parse_rfc3339(const char *s, const char *what, int64_t *ret, struct sp_error *err)
 {
 	int r = parse_datetime(s, strlen(s), 'T', "Z", ret, err);
@@ -91,8 +83,8 @@ static int malformed(struct sp_error *err)
 cJSON *agent_condition_patch(int64_t deadline, int64_t now)
 {
 	char at[32], when[32], message[64];
-	rfc3339(now, when);
-	rfc3339(deadline, at);
+	sp_format_time(now, when);
+	sp_format_time(deadline, at);
 	snprintf(message, sizeof(message), deadline ? NODE_TERMINATING_PREFIX "%s" : "no reclaim scheduled", at);
 	cJSON *patch = cJSON_CreateObject(), *cond = cJSON_CreateObject();
 	cJSON *conditions = cJSON_AddArrayToObject(cJSON_AddObjectToObject(patch, "status"), "conditions");
@@ -109,8 +101,8 @@ cJSON *agent_condition_patch(int64_t deadline, int64_t now)
 cJSON *agent_notice_object(const char *instance_id, int64_t deadline, const char *host, int64_t now)
 {
 	char at[32], when[32];
-	rfc3339(deadline, at);
-	rfc3339(now, when);
+	sp_format_time(deadline, at);
+	sp_format_time(now, when);
 	cJSON *o = cJSON_CreateObject();
 	cJSON_AddStringToObject(o, "apiVersion", POOL_API_VERSION);
 	cJSON_AddStringToObject(o, "kind", AGENT_NOTICE_KIND);
@@ -243,7 +235,7 @@ static int report(struct agent *a, int64_t now, struct sp_error *err)
 static void report_due(struct agent *a, int64_t mono)
 {
 	char at[32];
-	rfc3339(a->announced, at);
+	sp_format_time(a->announced, at);
 	if (!a->o.node_name && !a->announced) {
 		log_info("agent: the notice was withdrawn; its " AGENT_NOTICE_KIND " stays until its deadline "
 			 "passes (the agent may only create them)");

@@ -1,7 +1,6 @@
 /* evict: a node's drain on the apiserver; see evict.h and docs/how-it-works.md
  * ("Draining"). */
 #include "evict.h"
-#include "status.h"
 
 #include <stdio.h>
 #include <string.h>
@@ -75,7 +74,7 @@ static cJSON *start_change(const cJSON *node, int64_t now)
 	cJSON *annotations, *spec, *patch = guarded_patch(node, taints, &annotations, &spec);
 	cJSON_AddBoolToObject(spec, "unschedulable", true);
 	char at[32];
-	status_format_time(now, at);
+	sp_format_time(now, at);
 	/* Already started (a start repeated after a crash): the first start's record stays,
 	 * and the node, cordoned by that start, is not taken for cordoned before. */
 	cJSON_AddStringToObject(annotations, NODE_ANNOTATION_DRAIN_STARTED, started ? started : at);
@@ -100,7 +99,7 @@ static cJSON *undo_change(const cJSON *node, int64_t now)
 	cJSON_AddNullToObject(annotations, NODE_ANNOTATION_WAS_UNSCHEDULABLE);
 	if (now > 0) {
 		char at[32];
-		status_format_time(now, at);
+		sp_format_time(now, at);
 		cJSON_AddStringToObject(annotations, NODE_ANNOTATION_DRAIN_GIVEN_UP, at);
 	}
 	if (started && !(was && strcmp(was, "true") == 0))

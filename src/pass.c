@@ -736,8 +736,7 @@ static void undo_unwanted_drains(struct walk *w, const struct strv *const *wante
 	const struct pass_input *in = w->in;
 	for (size_t i = 0; i < in->plan.n_instances; i++) {
 		const struct node_view *node = node_at(in, i);
-		if (!node || !node->drain_taint || !node->drain_started ||
-		    plan_classify_state(in->plan.instances[i].state) != PLAN_LIVE ||
+		if (!draining_at(in, i) || plan_classify_state(in->plan.instances[i].state) != PLAN_LIVE ||
 		    (in->terminated && strv_contains(in->terminated, in->plan.instances[i].id)))
 			continue;  /* none, not ours, or its instance is going anyway */
 		bool kept = false;

@@ -139,7 +139,7 @@ static void emit_event(struct pass *p, const char *type, const char *reason, con
 	log_redact_copy(msg, sizeof(msg), raw);
 	const cJSON *md = cJSON_GetObjectItemCaseSensitive(p->obj, "metadata");
 	char now[32];
-	status_format_time(now_s(p), now);
+	sp_format_time(now_s(p), now);
 	cJSON *ev = cJSON_CreateObject();
 	cJSON *emd = cJSON_AddObjectToObject(ev, "metadata");
 	char *gen_name = xasprintf("%s.", p->name);

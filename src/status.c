@@ -6,14 +6,6 @@
 #include <string.h>
 #include <time.h>
 
-void status_format_time(int64_t t, char out[32])
-{
-	time_t tt = (time_t)t;
-	struct tm tm;
-	gmtime_r(&tt, &tm);
-	strftime(out, 32, "%Y-%m-%dT%H:%M:%SZ", &tm);
-}
-
 static const cJSON *find_condition(const cJSON *status, const char *type)
 {
 	const cJSON *c;
@@ -36,7 +28,7 @@ static void add_condition(cJSON *list, const struct status_input *in, const char
 {
 	const char *st = value ? "True" : "False";
 	char now[32];
-	status_format_time(in->now, now);
+	sp_format_time(in->now, now);
 	/* lastTransitionTime moves only when the status flips. */
 	const char *old_status = status_condition(in->old_status, type, "status");
 	const char *old_time = status_condition(in->old_status, type, "lastTransitionTime");
@@ -137,7 +129,7 @@ static bool add_node(cJSON *o, const struct pool_instance *i, bool known, const 
 		cJSON_AddBoolToObject(o, "draining", true);
 	if (node && node->terminating_at > 0) {
 		char at[32];
-		status_format_time(node->terminating_at, at);
+		sp_format_time(node->terminating_at, at);
 		cJSON_AddStringToObject(o, "reclaimAt", at);
 	}
 	if (seconds < 0 && ready && node->ready_since > 0 && i->created > 0)
@@ -167,7 +159,7 @@ static cJSON *ledger_json(const struct plan_launch *l)
 	if (!l)
 		return cJSON_CreateNull();
 	char started[32];
-	status_format_time(l->started, started);
+	sp_format_time(l->started, started);
 	cJSON *o = cJSON_CreateObject();
 	cJSON_AddStringToObject(o, "clientToken", l->client_token);
 	cJSON_AddNumberToObject(o, "count", l->count);

@@ -270,6 +270,14 @@ char *sp_base64_decode(const char *in, size_t *ret_len)
 	return (char *)out;
 }
 
+void sp_format_time(int64_t t, char out[32])
+{
+	time_t tt = (time_t)t;
+	struct tm tm;
+	gmtime_r(&tt, &tm);
+	strftime(out, 32, "%Y-%m-%dT%H:%M:%SZ", &tm);
+}
+
 int64_t sp_parse_time(const char *iso)
 {
 	struct tm tm = {0};

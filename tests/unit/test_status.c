@@ -386,7 +386,7 @@ static void test_transition_time_moves_only_on_flip(void **state)
 	cJSON *first = status_build(&si);
 	assert_cond(first, "Ready", "True", "PoolReady");
 	char then[32];
-	status_format_time(NOW - 3600, then);
+	sp_format_time(NOW - 3600, then);
 	assert_string_equal(status_condition(first, "Ready", "lastTransitionTime"), then);
 
 	/* an hour later, nothing changed: times kept, and the patch is a no-op */
@@ -535,7 +535,7 @@ static void test_ledger_round_trip(void **state)
 		assert_string_equal(get_str(j, "clientToken"), "spotpool-ns-p-12");
 		assert_int_equal(get_int(j, "count"), 2);
 		char started[32];
-		status_format_time(NOW - 30, started);
+		sp_format_time(NOW - 30, started);
 		assert_string_equal(get_str(j, "startedAt"), started);
 		assert_int_equal(has(j, "instanceIds"), known);
 
@@ -938,9 +938,9 @@ static void test_format_time(void **state)
 {
 	(void)state;
 	char out[32];
-	status_format_time(NOW, out);
+	sp_format_time(NOW, out);
 	assert_string_equal(out, NOW_TEXT);
-	status_format_time(0, out);
+	sp_format_time(0, out);
 	assert_string_equal(out, "1970-01-01T00:00:00Z");
 }
 
