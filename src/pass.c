@@ -642,6 +642,9 @@ static bool drain_one(struct walk *w, enum drain_group g, size_t k, size_t i, co
 		.pods = pods->v, .n_pods = pods->n, .now = now, .timeout = timeout,
 		.deadline = g == GROUP_NOTICE ? deadline : forced && started ? started + timeout : 0,
 	};
+	/* A deleted pool's doomed instance: its reclaim ends the drain if it comes first. */
+	if (g == GROUP_DELETION && deadline && (!din.deadline || deadline < din.deadline))
+		din.deadline = deadline;
 	struct drain_step s;
 	drain_step(&din, &s);
 	bool done = false;
@@ -722,10 +725,10 @@ static void drain_then(struct walk *w, enum drain_group g, const struct strv *id
 			continue;
 		}
 		/* Past its deadline a doomed instance goes, pods listed or not (a listing that
-		 * fails must not keep the pool above maximum); so does a deleted pool's victim
-		 * past its drain's timeout. */
-		int64_t started = node->drain_taint ? node->drain_started : 0;
-		if ((g == GROUP_NOTICE && in->plan.now >= doomed_at(in, (size_t)i)) ||
+		 * fails must not keep the pool above maximum), a deleted pool's too; so does a
+		 * deleted pool's victim past its drain's timeout. */
+		int64_t started = node->drain_taint ? node->drain_started : 0, doom = doomed_at(in, (size_t)i);
+		if ((g != GROUP_SCALE_DOWN && doom && in->plan.now >= doom) ||
 		    (g == GROUP_DELETION && started && in->plan.now >= started + in->spec->drain_timeout)) {
 			strv_push(ready, ids->v[k]);
 			continue;

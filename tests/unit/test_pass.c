@@ -747,19 +747,22 @@ static void test_notice_without_node(void **state)
 }
 
 /* A deleted pool drains each Node first, and terminates once drained or past
- * drainTimeout (then without listing pods again). */
+ * drainTimeout (then without listing pods again), or past the reclaim deadline of a
+ * doomed instance if that comes first. */
 static void test_deletion_drains(void **state)
 {
 	(void)state;
 	struct pool_instance in[1] = {running("i1", "RUNNING")};
 	struct drain_pod p1[1] = {pod("w", DRAIN_POD_EVICT)};
 	struct pass_pods pods[1] = {{true, p1, 1}};
-	for (int c = 0; c < 2; c++) {
+	for (int c = 0; c < 3; c++) {
 		struct node_view nodes[1] = {named("n1")};
-		if (c == 1) {
+		if (c > 0) {
 			nodes[0].drain_taint = true;
-			nodes[0].drain_started = NOW - 601;
+			nodes[0].drain_started = c == 1 ? NOW - 601 : NOW - 10;
 		}
+		if (c == 2)
+			nodes[0].terminating_at = NOW - 1;
 		struct sim s;
 		sim_init(&s, 0, 1);
 		s.spec.drain_timeout = 600;
