@@ -26,6 +26,9 @@ struct notices_config {
 	 * went. Called without the cache's lock. */
 	void (*changed)(void *userdata, const char *pool);
 	void *userdata;
+	/* Expired notices are deleted only while this monotonic time (ms) is ahead: the
+	 * leader's renew deadline (a standby writes nothing); NULL: always. */
+	const _Atomic int64_t *active_until_ms;
 };
 
 struct notices;

@@ -215,7 +215,7 @@ struct ctl *ctl_new(const struct ctl_options *opt)
 	}
 	struct notices_config ocfg = {.api_new = notices_api_new, .api_free = informer_api_free, .clock = c->clock,
 				      .namespaces = &c->opt.namespaces, .changed = on_instance_object_changed,
-				      .userdata = c};
+				      .userdata = c, .active_until_ms = &c->active_until_ms};
 	c->notices = notices_new(&ocfg);
 	return c;
 }

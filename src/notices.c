@@ -211,7 +211,8 @@ int64_t notices_round(struct notices *n, size_t i, const struct kube_api *api)
 	}
 	if (e == 0 && atomic_load(&w->lw.synced)) {
 		w->told = 0;
-		collect(n, w, api);
+		if (sp_deadline_left_ms(n->cfg.active_until_ms) > 0)
+			collect(n, w, api);
 	}
 	return delay;
 }

@@ -109,7 +109,7 @@ static void test_list_events_and_find(void **state)
 }
 
 /* A notice more than NOTICES_KEEP_SECONDS past its deadline is deleted after the round
- * (a 404: someone did it first, done); a younger one stays. */
+ * (a 404: someone did it first, done); a younger one stays; a standby deletes none. */
 static void test_expired_deleted(void **state)
 {
 	(void)state;
@@ -128,6 +128,14 @@ static void test_expired_deleted(void **state)
 	assert_int_equal(notices_round(g.notices, 0, &g.kube), 0);
 	/* The deletions come back as watch events. */
 	assert_int_equal(notices_count(g.notices), 3);
+	rig_end(&g);
+
+	static const _Atomic int64_t standby = 0;
+	rig_start(&g, replies, 2, NULL);
+	notices_free(g.notices);
+	struct notices_config cfg = {.clock = &g.port, .changed = on_changed, .active_until_ms = &standby};
+	g.notices = notices_new(&cfg);
+	assert_int_equal(notices_round(g.notices, 0, &g.kube), 0);
 	rig_end(&g);
 }
 
