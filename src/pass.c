@@ -634,6 +634,17 @@ static bool drain_one(struct walk *w, enum drain_group g, size_t k, size_t i, co
 		started = now;
 	int64_t retry_at = node->drain_given_up + timeout;
 	if (!started && g == GROUP_SCALE_DOWN && node->drain_given_up && now < retry_at) {
+		/* The give-up's pass said why (DrainBlocked, naming the pods left); if it ended
+		 * before its status write (a crash), only the Node's record is left to say it. */
+		const char *was = status_condition(in->old_status, "DrainBlocked", "status");
+		if (!w->drain_blocked && !(was && strcmp(was, "True") == 0)) {
+			char at[32];
+			sp_format_time(node->drain_given_up, at);
+			snprintf(w->drain_message, sizeof(w->drain_message),
+				 "the drain of node %s timed out at %s; it is not drained again before a drainTimeout",
+				 node->name, at);
+			w->drain_blocked = w->drain_message;
+		}
 		look_again(w, (retry_at - now) * 1000);
 		return false;  /* its last drain timed out: not again before a drainTimeout */
 	}

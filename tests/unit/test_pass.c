@@ -623,11 +623,13 @@ static void test_drain_gives_up(void **state)
 	sim_free(&s);
 
 	/* the next pass: n2 given up 10 s ago (evict_undo recorded it on the Node): the
-	 * other Node goes instead; alone, n2 is not drained again before a drainTimeout */
+	 * other Node goes instead; alone, n2 is not drained again before a drainTimeout, and
+	 * if the give-up's status write was lost (a crash), DrainBlocked says so */
 	nodes[1].drain_taint = false;
 	nodes[1].drain_started = 0;
 	nodes[1].drain_given_up = NOW - 10;
-	for (int alone = 0; alone < 2; alone++) {
+	for (int c = 0; c < 3; c++) {
+		int alone = c > 0;
 		sim_init(&s, 0, 2);
 		s.spec.has_replicas = true;
 		s.spec.replicas = alone ? 0 : 1;
@@ -636,9 +638,15 @@ static void test_drain_gives_up(void **state)
 		s.in.plan.n_instances = alone ? 1 : 2;
 		s.in.nodes = alone ? nodes + 1 : nodes;
 		s.in.n_nodes = alone ? 1 : 2;
-		s.in.old_status = blocked;
+		s.in.old_status = c == 2 ? NULL : blocked;
 		s.pods_listed = alone ? pods + 1 : pods;
 		sim_run(&s);
+		if (c == 2) {
+			assert_non_null(s.last_status);
+			assert_string_equal(status_condition(s.last_status, "DrainBlocked", "status"), "True");
+			assert_non_null(strstr(status_condition(s.last_status, "DrainBlocked", "message"),
+					       "the drain of node n2 timed out at"));
+		}
 		assert_false(taken(&s, "drain-start n2"));
 		assert_false(taken(&s, "terminate scale-down i2"));
 		if (alone)
