@@ -204,7 +204,8 @@ static cJSON *build_status(const struct walk *w, bool final)
 		.progress_message = *w->progress ? w->progress : NULL,
 		.capacity_message = w->plan && !in->deleting ? w->capacity : NULL,
 		.insecure_credentials = in->insecure_credentials, .now = in->plan.now,
-		.nodes = nodes, .reclaim_at = reclaim_at, .drain_blocked = w->drain_blocked,
+		.nodes = nodes, .reclaim_at = in->nodes_pending || in->notices_pending ? NULL : reclaim_at,
+		.drain_blocked = w->drain_blocked,
 	};
 	cJSON *st = status_build(&s);
 	free(reclaim_at);
@@ -720,7 +721,7 @@ static bool drain_one(struct walk *w, enum drain_group g, size_t k, size_t i, co
 static void drain_then(struct walk *w, enum drain_group g, const struct strv *ids, struct strv *ready)
 {
 	const struct pass_input *in = w->in;
-	if (in->nodes_pending) {
+	if (in->nodes_pending || in->notices_pending) {
 		if (ids->n)
 			look_again(w, 1000);
 		return;
@@ -787,6 +788,11 @@ static bool replaced(const struct walk *w)
 	const struct plan *plan = w->plan;
 	const struct pass_input *in = w->in;
 	if (plan->launch || plan->resume || plan->waiting || plan->observed < plan->target)
+		return false;
+	/* Without replicas the target follows the count, which the doomed already left: no
+	 * replacement comes above minimum (as an un-noticed reclaim is not refilled above
+	 * it), so a doomed instance is never "replaced" and works until its deadline. */
+	if (!in->spec->has_replicas)
 		return false;
 	bool joins = false;
 	for (size_t i = 0; i < in->plan.n_instances && !joins; i++)

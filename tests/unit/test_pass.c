@@ -718,22 +718,27 @@ static const char *status_reclaim_at(const cJSON *status, const char *id)
  * maximumIncludesDoomed), i2 shows reclaimAt and is kept while the replacement is on its
  * way (no Node to drain: without the deadline it would go at once), goes once the
  * replacement runs, or at its deadline. With both a Node's condition and a notice, the
- * earlier deadline governs. */
+ * earlier deadline governs. A pool without replicas (0..3 holding 2) launches no
+ * replacement above minimum, so its doomed instance works on until the deadline. While
+ * notices are still being listed, no excess goes (it may be a doomed one's replacement). */
 static void test_notice_without_node(void **state)
 {
 	(void)state;
-	for (int c = 0; c < 5; c++) {
+	for (int c = 0; c < 7; c++) {
 		struct pool_instance in[3] = {running("i1", "RUNNING"), running("i2", "RUNNING"),
 					      running("i3", "RUNNING")};
 		int64_t notice_at[3] = {0, c == 2 ? NOW - 1 : NOW + 120, 0};
 		struct node_view nodes[3] = {named("n1"), named("n2"), named("n3")};
 		nodes[1].terminating_at = NOW + 200;
 		struct sim s;
-		sim_init(&s, 2, 2);
+		sim_init(&s, c == 5 ? 0 : 2, c == 5 ? 3 : 2);
+		s.spec.has_replicas = c != 5;
+		s.spec.replicas = 2;
 		s.spec.maximum_includes_doomed = c == 3;
 		s.in.plan.instances = in;
-		s.in.plan.n_instances = c == 1 ? 3 : 2;  /* 1: the replacement i3 runs */
-		s.in.notice_at = notice_at;
+		s.in.plan.n_instances = c == 1 || c == 6 ? 3 : 2;  /* 1: the replacement i3 runs */
+		s.in.notice_at = c == 6 ? NULL : notice_at;  /* 6: i2's notice not listed yet */
+		s.in.notices_pending = c == 6;
 		if (c == 4) {
 			s.in.nodes = nodes;
 			s.in.n_nodes = 2;
@@ -741,6 +746,7 @@ static void test_notice_without_node(void **state)
 		sim_run(&s);
 		assert_int_equal(taken(&s, "launch fresh count=1"), c == 0 || c == 2 || c == 4);
 		assert_int_equal(taken(&s, "terminate notice i2"), c == 1 || c == 2);
+		assert_false(taken(&s, "terminate scale-down"));
 		assert_false(taken(&s, "terminate notice i1"));
 		if (c == 0) {
 			assert_true(s.requeue_ms > 0 && s.requeue_ms <= 120000);
