@@ -223,13 +223,15 @@ static void on_item(void *ud, const cJSON *obj)
 	notices_apply_event(w->owner, w->index, "ADDED", obj);
 }
 
-/* A complete list: the notices of this watcher's scope it did not hold are gone. */
+/* A complete list: the notices of this watcher's scope it did not hold are gone, and
+ * finds need not wait for this watcher any more (its watch runs for minutes). */
 static void on_end_list(void *ud, bool complete)
 {
 	struct watcher *w = ud;
 	struct notices *n = w->owner;
 	if (!complete)
 		return;
+	atomic_store(&w->settled, true);
 	struct strv changed = {0};
 	pthread_mutex_lock(&n->lock);
 	for (size_t i = 0; i < n->n;) {
@@ -312,7 +314,6 @@ int64_t notices_round(struct notices *n, size_t i, const struct kube_api *api)
 		if (w->told)
 			log_info("listed spotnotices (%s): reclaim notices of hosts that are not Nodes are read", scope);
 		w->told = 0;
-		atomic_store(&w->settled, true);
 		collect(n, w, api);
 	}
 	return delay;

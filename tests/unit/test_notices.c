@@ -12,11 +12,20 @@
 #include "notices.h"
 
 static char told[512];
+/* The cache being told, and what a find from the callback answered (during the watch
+ * that follows a list, finds no longer wait). */
+static struct notices *telling;
+static int find_while_told;
 
 static void on_changed(void *ud, const char *pool)
 {
 	(void)ud;
 	snprintf(told + strlen(told), sizeof(told) - strlen(told), "%s%s", *told ? " " : "", pool);
+	if (telling) {
+		const char *id = "ins-x";
+		int64_t at;
+		find_while_told = notices_find(telling, "z/z", &id, 1, &at);
+	}
 }
 
 /* The rig's clock: 2026-11-18T11:06:40Z. */
@@ -98,7 +107,11 @@ static void test_list_events_and_find(void **state)
 	assert_int_equal(at[1], 0);
 	assert_false(notices_synced(g.notices));
 	assert_int_equal(deadline_of(g.notices, "b/q", "ins-b"), 0);
+	telling = g.notices;
+	find_while_told = 1;
 	assert_int_equal(notices_round(g.notices, 0, &g.kube), 0);
+	telling = NULL;
+	assert_int_equal(find_while_told, 0);  /* the last event was told during the watch */
 	assert_true(notices_synced(g.notices));
 	assert_int_equal(notices_find(g.notices, "a/p", ids, 2, at), 0);
 	/* Told: p and q by the list, p by ins-a's second notice, q when ins-b's went (not
