@@ -174,6 +174,10 @@ struct pass_input {
 	 * leader): nothing spotpool chooses to terminate goes before they are, since its
 	 * Node may need draining. */
 	bool nodes_pending;
+	/* The reclaim deadline of plan.instances[i] that a SpotNotice announced (epoch
+	 * seconds, 0: none), or NULL: none known. With its Node's SpotTerminating condition,
+	 * the earlier of the two makes the instance doomed. */
+	const int64_t *notice_at;
 };
 
 /* The credentials source that wins: spec.credentialsSecretRef, else inline keys, else

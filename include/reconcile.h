@@ -34,6 +34,13 @@ struct node_reader {
 	void *ctx;
 };
 
+/* The SpotNotice cache as a pass reads it (a port): find behaves as notices_find
+ * (notices.h) for the pool "<namespace>/<name>". find NULL: no notices. */
+struct notice_reader {
+	void (*find)(void *ctx, const char *pool, const char *const *ids, size_t n, int64_t *ret_at);
+	void *ctx;
+};
+
 /* The ports a pass talks through (per worker: each binds its own connections) and the
  * controller's shared state. */
 struct reconciler {
@@ -42,6 +49,7 @@ struct reconciler {
 	struct cvm_api cvm;                /* the CVM API */
 	struct inv_reader inv;             /* the shared instance inventory */
 	struct node_reader nodes;          /* the Node cache; Nodes are deleted through kube */
+	struct notice_reader notices;      /* the SpotNotice cache */
 	struct sp_clock clock;
 	struct answers *answers;           /* launch answers, shared by the workers */
 	struct soldout *soldout;           /* sold-out memory, shared by the workers */

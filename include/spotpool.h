@@ -34,6 +34,8 @@
  *   kube_ (Kubernetes API client), informer_ (list+watch cache of pools),
  *   node_ (a Node's compact view, instances matched to Nodes; pure),
  *   nodes_ (list+watch cache of the cluster's Node views),
+ *   notices_ (list+watch cache of SpotNotices: instance, deadline),
+ *   claims_ (which pool asked for which instances, for the caches above),
  *   wq_ (work queue), ctl_ (controller), lease_ (leader election), cfg_ (daemon
  *   config), metrics_ (Prometheus and health endpoints), stop_ (a stop request that
  *   wakes every waiting thread at once), agent_ (the spot notice agent: reclaim notices

@@ -38,6 +38,10 @@ struct status_input {
 	 * first time it was, launch -> Ready in seconds (nodeReadySeconds, kept); the pool
 	 * shows how many are Ready (readyNodes). */
 	const struct node_view *const *nodes;
+	/* When each instance is reclaimed (reclaim_at[i]: instances[i]'s deadline, epoch
+	 * seconds, 0: none), from its Node's SpotTerminating condition or a SpotNotice:
+	 * reclaimAt. NULL: not known (each instance keeps what the old status said). */
+	const int64_t *reclaim_at;
 	/* DrainBlocked: NULL keeps the old condition, "" is False, otherwise True with this
 	 * message (a scale-down's drain timed out and was given up). */
 	const char *drain_blocked;

@@ -7,6 +7,7 @@
 #include "log.h"
 #include "metrics.h"
 #include "nodes.h"
+#include "notices.h"
 #include "pool.h"
 #include "reconcile.h"
 #include "wq.h"
@@ -51,6 +52,7 @@ struct ctl {
 	struct wq *queue;
 	struct informer *informer;
 	struct nodes *nodes;      /* NULL: node features off */
+	struct notices *notices;  /* SpotNotices of the watched namespaces */
 	struct inv *inv;
 	struct answers *answers;
 	struct rate *rate;  /* shared by every cvm client: the limits are per account */
@@ -92,10 +94,12 @@ static void on_deleted(void *ud, const char *key)
 	free(copy);
 	if (c->nodes)
 		nodes_forget(c->nodes, key);
+	notices_forget(c->notices, key);
 }
 
-/* A Node of a pool's instance appeared, changed (Ready, cordon, taint, notice) or went. */
-static void on_nodes_changed(void *ud, const char *pool)
+/* A Node of a pool's instance appeared, changed (Ready, cordon, taint, notice) or went;
+ * or a SpotNotice of one came or went. */
+static void on_instance_object_changed(void *ud, const char *pool)
 {
 	struct ctl *c = ud;
 	if (informer_has(c->informer, pool))
@@ -159,6 +163,17 @@ static struct kube_api nodes_api_new(void *ud)
 	return kube_client_api(kube_client_new(c->opt.kube, "spotpool/" SPOTPOOL_VERSION " (nodes)"));
 }
 
+static struct kube_api notices_api_new(void *ud)
+{
+	struct ctl *c = ud;
+	return kube_client_api(kube_client_new(c->opt.kube, "spotpool/" SPOTPOOL_VERSION " (notices)"));
+}
+
+static void find_notices(void *ctx, const char *pool, const char *const *ids, size_t n, int64_t *ret_at)
+{
+	notices_find(ctx, pool, ids, n, ret_at);
+}
+
 static void informer_api_free(void *ud, struct kube_api *api)
 {
 	(void)ud;
@@ -195,9 +210,13 @@ struct ctl *ctl_new(const struct ctl_options *opt)
 	c->informer = informer_new(&icfg);
 	if (opt->nodes) {
 		struct nodes_config ncfg = {.api_new = nodes_api_new, .api_free = informer_api_free, .clock = c->clock,
-					    .changed = on_nodes_changed, .userdata = c};
+					    .changed = on_instance_object_changed, .userdata = c};
 		c->nodes = nodes_new(&ncfg);
 	}
+	struct notices_config ocfg = {.api_new = notices_api_new, .api_free = informer_api_free, .clock = c->clock,
+				      .namespaces = &c->opt.namespaces, .changed = on_instance_object_changed,
+				      .userdata = c};
+	c->notices = notices_new(&ocfg);
 	return c;
 }
 
@@ -263,6 +282,8 @@ int ctl_start(struct ctl *c, struct sp_error *err)
 	int r = informer_start(c->informer, err);
 	if (r == 0 && c->nodes)
 		r = nodes_start(c->nodes, err);
+	if (r == 0)
+		r = notices_start(c->notices, err);
 	for (int i = 0; i < workers && r == 0; i++) {
 		struct worker *w = &c->workers[i];
 		w->ctl = c;
@@ -275,6 +296,7 @@ int ctl_start(struct ctl *c, struct sp_error *err)
 					    .active_until_ms = &c->active_until_ms};
 		if (c->nodes)
 			w->rc.nodes = (struct node_reader){.find = find_nodes, .ctx = c->nodes};
+		w->rc.notices = (struct notice_reader){.find = find_notices, .ctx = c->notices};
 		/* A worker's writes (status, finalizer, events) end with the leadership. */
 		kube_client_set_until(w->kube, &c->active_until_ms);
 		if (pthread_create(&w->thread, NULL, worker_main, w) != 0)
@@ -297,6 +319,7 @@ void ctl_stop(struct ctl *c)
 	informer_stop(c->informer);
 	if (c->nodes)
 		nodes_stop(c->nodes);
+	notices_stop(c->notices);
 	for (int i = 0; i < c->workers_running; i++)
 		pthread_join(c->workers[i].thread, NULL);
 	for (int i = 0; c->workers && i < c->opt.workers; i++) {
@@ -319,6 +342,7 @@ void ctl_free(struct ctl *c)
 	inv_free(c->inv);
 	informer_free(c->informer);
 	nodes_free(c->nodes);
+	notices_free(c->notices);
 	free(c->workers);
 	wq_free(c->queue);
 	answers_free(c->answers);

@@ -1,16 +1,11 @@
 /* nodes: list + watch of Nodes into their views; see nodes.h. */
 #include "nodes.h"
+#include "claims.h"
 #include "log.h"
 #include "stop.h"
 
 #include <pthread.h>
 #include <string.h>
-
-/* What a pool's last nodes_find looked for. */
-struct claim {
-	char *pool;
-	struct strv ids, ips;
-};
 
 struct nodes {
 	struct nodes_config cfg;
@@ -19,8 +14,7 @@ struct nodes {
 	struct node_view *v;
 	uint64_t *listed;
 	size_t n;
-	struct claim *claims;
-	size_t n_claims;
+	struct claims claims;  /* what each pool's last nodes_find looked for */
 	uint64_t list_seq;  /* the list in progress */
 	/* Only the watcher thread (or a test's rounds) touches these. */
 	struct informer_lw lw;
@@ -46,21 +40,7 @@ struct nodes *nodes_new(const struct nodes_config *cfg)
 static void claimants(const struct nodes *n, const struct node_view *v, struct strv *out)
 {
 	const char *ids[] = {v->provider_id, v->label_id};
-	for (size_t c = 0; c < n->n_claims; c++) {
-		const struct claim *cl = &n->claims[c];
-		bool hit = *v->internal_ip && strv_contains(&cl->ips, v->internal_ip);
-		for (size_t k = 0; k < 2 && !hit; k++)
-			hit = *ids[k] && strv_contains(&cl->ids, ids[k]);
-		if (hit && !strv_contains(out, cl->pool))
-			strv_push(out, cl->pool);
-	}
-}
-
-static void tell(struct nodes *n, struct strv *pools)
-{
-	for (size_t i = 0; i < pools->n; i++)
-		n->cfg.changed(n->cfg.userdata, pools->v[i]);
-	strv_clear(pools);
+	claims_find(&n->claims, ids, 2, v->internal_ip, out);
 }
 
 static struct node_view *find(struct nodes *n, const char *name)
@@ -121,7 +101,7 @@ void nodes_apply_event(struct nodes *n, const char *type, const cJSON *obj)
 		upsert(n, &v, &changed);
 	}
 	pthread_mutex_unlock(&n->lock);
-	tell(n, &changed);
+	claims_tell(&changed, n->cfg.changed, n->cfg.userdata);
 }
 
 static void on_begin_list(void *ud)
@@ -152,7 +132,7 @@ static void on_end_list(void *ud, bool complete)
 			i++;
 	}
 	pthread_mutex_unlock(&n->lock);
-	tell(n, &changed);
+	claims_tell(&changed, n->cfg.changed, n->cfg.userdata);
 }
 
 static void on_event(void *ud, const char *type, const cJSON *obj)
@@ -204,21 +184,12 @@ void nodes_stop(struct nodes *n)
 	n->running = false;
 }
 
-static void claim_clear(struct claim *c)
-{
-	free(c->pool);
-	strv_clear(&c->ids);
-	strv_clear(&c->ips);
-}
-
 void nodes_free(struct nodes *n)
 {
 	if (!n)
 		return;
 	nodes_stop(n);
-	for (size_t i = 0; i < n->n_claims; i++)
-		claim_clear(&n->claims[i]);
-	free(n->claims);
+	claims_free(&n->claims);
 	free(n->v);
 	free(n->listed);
 	pthread_mutex_destroy(&n->lock);
@@ -239,27 +210,13 @@ size_t nodes_count(struct nodes *n)
 	return count;
 }
 
-/* Under the lock: pool's claim, made when missing. */
-static struct claim *claim_of(struct nodes *n, const char *pool)
-{
-	for (size_t i = 0; i < n->n_claims; i++)
-		if (strcmp(n->claims[i].pool, pool) == 0)
-			return &n->claims[i];
-	n->claims = xrealloc(n->claims, (n->n_claims + 1) * sizeof(*n->claims));
-	struct claim *c = &n->claims[n->n_claims++];
-	*c = (struct claim){.pool = xstrdup(pool)};
-	return c;
-}
-
 int nodes_find(struct nodes *n, const char *pool, const struct node_want *want, size_t n_want,
 	       struct node_view *ret, enum node_by *ret_by)
 {
 	int *index = xcalloc(n_want ? n_want : 1, sizeof(*index));
 	int r = 0;
 	pthread_mutex_lock(&n->lock);
-	struct claim *c = claim_of(n, pool);
-	strv_clear(&c->ids);
-	strv_clear(&c->ips);
+	struct claim *c = claims_renew(&n->claims, pool);
 	for (size_t i = 0; i < n_want; i++) {
 		if (want[i].id && *want[i].id)
 			strv_push(&c->ids, want[i].id);
@@ -285,12 +242,7 @@ int nodes_find(struct nodes *n, const char *pool, const struct node_want *want, 
 void nodes_forget(struct nodes *n, const char *pool)
 {
 	pthread_mutex_lock(&n->lock);
-	for (size_t i = 0; i < n->n_claims; i++)
-		if (strcmp(n->claims[i].pool, pool) == 0) {
-			claim_clear(&n->claims[i]);
-			n->claims[i] = n->claims[--n->n_claims];
-			break;
-		}
+	claims_forget(&n->claims, pool);
 	pthread_mutex_unlock(&n->lock);
 }
 

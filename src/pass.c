@@ -144,19 +144,35 @@ static bool refused(int code)
 	return code == SP_ECAPACITY || code == SP_EAUTH || code == SP_ECONFIG;
 }
 
-/* The Nodes of the recorded instances (plan_recorded keeps the order of the known ones,
- * so one walk pairs them): NULL for none. */
-static const struct node_view **recorded_nodes(const struct pass_input *in, const struct pool_instance *recorded,
-					       size_t n)
+static const struct node_view *node_at(const struct pass_input *in, size_t i)
 {
-	const struct node_view **out = xcalloc(n ? n : 1, sizeof(*out));
+	return in->nodes && i < in->n_nodes && *in->nodes[i].name ? &in->nodes[i] : NULL;
+}
+
+/* When instance i is reclaimed, as its Node's condition or a SpotNotice announced it
+ * (the earlier), 0: not doomed. */
+static int64_t doomed_at(const struct pass_input *in, size_t i)
+{
+	const struct node_view *node = node_at(in, i);
+	int64_t by_node = node ? node->terminating_at : 0, by_notice = in->notice_at ? in->notice_at[i] : 0;
+	if (!by_node || !by_notice)
+		return by_node ? by_node : by_notice;
+	return by_node < by_notice ? by_node : by_notice;
+}
+
+/* The Nodes (when known) and reclaim deadlines of the recorded instances
+ * (plan_recorded keeps the order of the known ones, so one walk pairs them): NULL and 0
+ * for none. */
+static void recorded_nodes(const struct pass_input *in, const struct pool_instance *recorded, size_t n,
+			   const struct node_view **ret_nodes, int64_t *ret_at)
+{
 	for (size_t k = 0, j = 0; k < n; k++) {
 		while (j < in->plan.n_instances && strcmp(in->plan.instances[j].id, recorded[k].id) != 0)
 			j++;
-		if (j < in->n_nodes && *in->nodes[j].name)
-			out[k] = &in->nodes[j];
+		if (ret_nodes)
+			ret_nodes[k] = j < in->plan.n_instances ? node_at(in, j) : NULL;
+		ret_at[k] = j < in->plan.n_instances ? doomed_at(in, j) : 0;
 	}
-	return out;
 }
 
 /* final: the pass's last word. A write in the middle of a pass (the ledger) does not
@@ -176,7 +192,9 @@ static cJSON *build_status(const struct walk *w, bool final)
 	size_t n = 0;
 	struct pool_instance *recorded = w->plan ? plan_recorded(in->plan.instances, in->plan.n_instances,
 								 in->terminated, &n) : NULL;
-	const struct node_view **nodes = in->nodes ? recorded_nodes(in, recorded, n) : NULL;
+	const struct node_view **nodes = in->nodes ? xcalloc(n ? n : 1, sizeof(*nodes)) : NULL;
+	int64_t *reclaim_at = xcalloc(n ? n : 1, sizeof(*reclaim_at));
+	recorded_nodes(in, recorded, n, nodes, reclaim_at);
 	struct status_input s = {
 		.selector = selector, .old_status = in->old_status, .generation = in->generation,
 		.instances = recorded, .n_instances = n, .plan = w->plan,
@@ -186,9 +204,10 @@ static cJSON *build_status(const struct walk *w, bool final)
 		.progress_message = *w->progress ? w->progress : NULL,
 		.capacity_message = w->plan && !in->deleting ? w->capacity : NULL,
 		.insecure_credentials = in->insecure_credentials, .now = in->plan.now,
-		.nodes = nodes, .drain_blocked = w->drain_blocked,
+		.nodes = nodes, .reclaim_at = reclaim_at, .drain_blocked = w->drain_blocked,
 	};
 	cJSON *st = status_build(&s);
+	free(reclaim_at);
 	free(nodes);
 	free(recorded);
 	free(selector);
@@ -519,11 +538,6 @@ static int instance_index(const struct pass_input *in, const char *id)
 	return -1;
 }
 
-static const struct node_view *node_at(const struct pass_input *in, size_t i)
-{
-	return in->nodes && i < in->n_nodes && *in->nodes[i].name ? &in->nodes[i] : NULL;
-}
-
 static const struct pass_pods *pods_at(const struct pass_input *in, size_t i)
 {
 	return in->pods && i < in->n_nodes && in->pods[i].listed ? &in->pods[i] : NULL;
@@ -536,11 +550,12 @@ static bool draining_at(const struct pass_input *in, size_t i)
 	return node && node->drain_taint && node->drain_started;
 }
 
-/* What the planner knows of each instance's Node, for plan_compute (NULL without
- * Nodes): doomed, draining, scale-down-disabled, and its pods once listed. */
+/* What the planner knows of each instance's Node and notices, for plan_compute (NULL
+ * without Nodes or notices): doomed, draining, scale-down-disabled, and its pods once
+ * listed. */
 static struct drain_victim *victims_of(const struct pass_input *in)
 {
-	if (!in->nodes)
+	if (!in->nodes && !in->notice_at)
 		return NULL;
 	struct drain_victim *v = xcalloc(in->plan.n_instances ? in->plan.n_instances : 1, sizeof(*v));
 	for (size_t i = 0; i < in->plan.n_instances; i++) {
@@ -548,13 +563,13 @@ static struct drain_victim *victims_of(const struct pass_input *in)
 		const struct pass_pods *pods = pods_at(in, i);
 		if (pods)
 			drain_victim_count(pods->v, pods->n, &v[i]);
+		v[i].doomed_at = doomed_at(in, i);
 		if (!node)
 			continue;
 		v[i].has_node = true;
 		v[i].scale_down_disabled = node->scale_down_disabled;
 		v[i].draining = draining_at(in, i);
 		v[i].given_up = node->drain_given_up && in->plan.now < node->drain_given_up + in->spec->drain_timeout;
-		v[i].doomed_at = node->terminating_at;
 	}
 	return v;
 }
@@ -596,14 +611,15 @@ static const char *const group_names[] = {
 
 /* Takes the next step of one victim's drain (instance i, its Node node); true when it
  * is drained (terminate it now). */
-static bool drain_one(struct walk *w, enum drain_group g, size_t k, const struct node_view *node,
-		      const struct pass_pods *pods, const char *id)
+static bool drain_one(struct walk *w, enum drain_group g, size_t k, size_t i, const struct pass_pods *pods)
 {
 	const struct pass_input *in = w->in;
-	int64_t now = in->plan.now, timeout = in->spec->drain_timeout;
+	const struct node_view *node = node_at(in, i);
+	const char *id = in->plan.instances[i].id;
+	int64_t now = in->plan.now, timeout = in->spec->drain_timeout, deadline = doomed_at(in, i);
 	/* A notice's drain is forced whatever drainTimeout says: the deadline governs. */
-	if (g == GROUP_NOTICE && node->terminating_at > now)
-		timeout = node->terminating_at - now + 1;
+	if (g == GROUP_NOTICE && deadline > now)
+		timeout = deadline - now + 1;
 	/* Victims above maximum (the first of the group: plan's order) are never kept: their
 	 * drain is cut short at the timeout, as a deleted pool's. */
 	bool forced = g == GROUP_DELETION ||
@@ -624,7 +640,7 @@ static bool drain_one(struct walk *w, enum drain_group g, size_t k, const struct
 	struct drain_step_input din = {
 		.node = {.has_node = true, .started = started, .was_unschedulable = node->was_unschedulable},
 		.pods = pods->v, .n_pods = pods->n, .now = now, .timeout = timeout,
-		.deadline = g == GROUP_NOTICE ? node->terminating_at : forced && started ? started + timeout : 0,
+		.deadline = g == GROUP_NOTICE ? deadline : forced && started ? started + timeout : 0,
 	};
 	struct drain_step s;
 	drain_step(&din, &s);
@@ -709,7 +725,7 @@ static void drain_then(struct walk *w, enum drain_group g, const struct strv *id
 		 * fails must not keep the pool above maximum); so does a deleted pool's victim
 		 * past its drain's timeout. */
 		int64_t started = node->drain_taint ? node->drain_started : 0;
-		if ((g == GROUP_NOTICE && in->plan.now >= node->terminating_at) ||
+		if ((g == GROUP_NOTICE && in->plan.now >= doomed_at(in, (size_t)i)) ||
 		    (g == GROUP_DELETION && started && in->plan.now >= started + in->spec->drain_timeout)) {
 			strv_push(ready, ids->v[k]);
 			continue;
@@ -724,7 +740,7 @@ static void drain_then(struct walk *w, enum drain_group g, const struct strv *id
 			continue;
 		static const struct pass_pods none = {.listed = true};  /* its Node went meanwhile */
 		const struct pass_pods *pods = pods_at(in, (size_t)i);
-		if (drain_one(w, g, k, node, pods ? pods : &none, ids->v[k]))
+		if (drain_one(w, g, k, (size_t)i, pods ? pods : &none))
 			strv_push(ready, ids->v[k]);
 	}
 }
@@ -939,11 +955,11 @@ static void doomed_go(struct walk *w)
 	bool done_replacing = replaced(w);
 	for (size_t k = 0; k < ready.n; k++) {
 		int i = instance_index(w->in, ready.v[k]);
-		const struct node_view *node = i >= 0 ? node_at(w->in, (size_t)i) : NULL;
-		if (done_replacing || !node || w->in->plan.now >= node->terminating_at)
+		int64_t deadline = i >= 0 ? doomed_at(w->in, (size_t)i) : 0;
+		if (done_replacing || w->in->plan.now >= deadline)
 			strv_push(&go, ready.v[k]);
 		else
-			look_again(w, (node->terminating_at - w->in->plan.now) * 1000);
+			look_again(w, (deadline - w->in->plan.now) * 1000);
 	}
 	terminate(w, STEP_NOTICE, &go, PASS_WHY_NOTICE);
 	strv_clear(&go);

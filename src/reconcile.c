@@ -60,6 +60,7 @@ struct pass {
 	struct node_view *nodes;
 	size_t n_nodes;
 	bool nodes_pending;          /* Nodes are on but not listed yet */
+	int64_t *notice_at;          /* instances[i]'s SpotNotice deadline, NULL: none read */
 	/* The pods of nodes[0..n_nodes) once PASS_LIST_PODS listed them, NULL before. */
 	struct pass_pods *pods;
 	struct plan_launch found;    /* the ledger as the pass found it */
@@ -396,11 +397,28 @@ static void observe_nodes(struct pass *p)
 	free(want);
 }
 
+/* The reclaim deadlines SpotNotices announced for the observed instances. */
+static void observe_notices(struct pass *p)
+{
+	if (!p->r->notices.find)
+		return;
+	const char **ids = xcalloc(p->n_instances ? p->n_instances : 1, sizeof(*ids));
+	for (size_t i = 0; i < p->n_instances; i++)
+		ids[i] = p->instances[i].id;
+	p->notice_at = xcalloc(p->n_instances ? p->n_instances : 1, sizeof(*p->notice_at));
+	char *pool = xasprintf("%s/%s", p->ns, p->name);
+	p->r->notices.find(p->r->notices.ctx, pool, ids, p->n_instances, p->notice_at);
+	free(pool);
+	free(ids);
+}
+
 /* Everything the pass knows before it acts. */
 static void observe(struct pass *p)
 {
-	if (resolve_credentials(p) == 0 && observe_cloud(p) == 0)
+	if (resolve_credentials(p) == 0 && observe_cloud(p) == 0) {
 		observe_nodes(p);
+		observe_notices(p);
+	}
 	offer_build(p->spec, &p->offers);
 	for (size_t i = 0; i < p->offers.n; i++) {
 		struct soldout_key k = offer_key(p, p->offers.v[i].zone, p->offers.v[i].instance_type);
@@ -759,7 +777,7 @@ static void fill_input(const struct pass *p, struct pass_input *in)
 		.terminated = &p->terminated, .offers = &p->offers, .offer_state = p->offer_state,
 		.probe_at_ms = p->probe_at, .now_ms = p->now_ms, .soldout_ttl_ms = soldout_ttl(p->r->soldout),
 		.nodes = p->nodes, .n_nodes = p->n_nodes, .recorded_nodes = p->nodes ? p->nodes + p->n_nodes : NULL,
-		.pods = p->pods, .nodes_pending = p->nodes_pending,
+		.pods = p->pods, .nodes_pending = p->nodes_pending, .notice_at = p->notice_at,
 	};
 }
 
@@ -840,6 +858,7 @@ static void free_pass(struct pass *p)
 		free((struct drain_pod *)p->pods[i].v);
 	free(p->pods);
 	free(p->nodes);
+	free(p->notice_at);
 	strv_clear(&p->seen);
 	strv_clear(&p->seen_live);
 	strv_clear(&p->foreign);

@@ -113,8 +113,8 @@ static bool add_node(cJSON *o, const struct pool_instance *i, bool known, const 
 {
 	int64_t seconds = ready_seconds(old);
 	if (!known) {
-		static const char *const keys[] = {"node", "ready", "nodeReadySeconds", "draining", "reclaimAt"};
-		for (size_t k = 0; k < 5; k++) {
+		static const char *const keys[] = {"node", "ready", "nodeReadySeconds", "draining"};
+		for (size_t k = 0; k < 4; k++) {
 			const cJSON *v = cJSON_GetObjectItemCaseSensitive(old, keys[k]);
 			if (v)
 				cJSON_AddItemToObject(o, keys[k], cJSON_Duplicate(v, 1));
@@ -127,16 +127,26 @@ static bool add_node(cJSON *o, const struct pool_instance *i, bool known, const 
 	cJSON_AddBoolToObject(o, "ready", ready);
 	if (node && node->drain_taint && node->drain_started)
 		cJSON_AddBoolToObject(o, "draining", true);
-	if (node && node->terminating_at > 0) {
-		char at[32];
-		sp_format_time(node->terminating_at, at);
-		cJSON_AddStringToObject(o, "reclaimAt", at);
-	}
 	if (seconds < 0 && ready && node->ready_since > 0 && i->created > 0)
 		seconds = node->ready_since > i->created ? node->ready_since - i->created : 0;
 	if (seconds >= 0)
 		cJSON_AddNumberToObject(o, "nodeReadySeconds", (double)seconds);
 	return ready;
+}
+
+/* An instance's reclaimAt: at (> 0), else none when known (at 0 with Nodes known: a
+ * Node's notice would be in at), else as the old entry had it (at -1: nothing known; at
+ * 0 without Nodes: a Node's notice may hold). */
+static void add_reclaim_at(cJSON *o, int64_t at, bool nodes_known, const cJSON *old)
+{
+	const cJSON *v = cJSON_GetObjectItemCaseSensitive(old, "reclaimAt");
+	if (at > 0) {
+		char text[32];
+		sp_format_time(at, text);
+		cJSON_AddStringToObject(o, "reclaimAt", text);
+	} else if ((at < 0 || !nodes_known) && cJSON_IsString(v)) {
+		cJSON_AddItemToObject(o, "reclaimAt", cJSON_Duplicate(v, 1));
+	}
 }
 
 size_t status_newly_ready(const cJSON *old_status, const cJSON *new_status, int64_t *ret, size_t max)
@@ -250,8 +260,9 @@ cJSON *status_build(const struct status_input *in)
 			live += plan_classify_state(in->instances[i].state) == PLAN_LIVE;
 			running += strcmp(in->instances[i].state, "RUNNING") == 0;
 			cJSON *o = status_instance_json(&in->instances[i]);
-			ready_nodes += add_node(o, &in->instances[i], in->nodes != NULL, in->nodes ? in->nodes[i] : NULL,
-						entry_find(&old, in->instances[i].id));
+			const cJSON *was = entry_find(&old, in->instances[i].id);
+			ready_nodes += add_node(o, &in->instances[i], in->nodes != NULL, in->nodes ? in->nodes[i] : NULL, was);
+			add_reclaim_at(o, in->reclaim_at ? in->reclaim_at[i] : -1, in->nodes != NULL, was);
 			cJSON_AddItemToArray(list, o);
 		}
 		free(old.v);

@@ -692,6 +692,60 @@ static void test_noticed_reclaim(void **state)
 	}
 }
 
+/* The reclaim time instance id shows in the status, "" for none. */
+static const char *status_reclaim_at(const cJSON *status, const char *id)
+{
+	const cJSON *e;
+	cJSON_ArrayForEach(e, cJSON_GetObjectItemCaseSensitive(status, "instances")) {
+		const cJSON *eid = cJSON_GetObjectItemCaseSensitive(e, "instanceId");
+		const cJSON *at = cJSON_GetObjectItemCaseSensitive(e, "reclaimAt");
+		if (cJSON_IsString(eid) && strcmp(eid->valuestring, id) == 0)
+			return cJSON_IsString(at) ? at->valuestring : "";
+	}
+	return "";
+}
+
+/* A SpotNotice (a host that is not a Node: no Node features at all here) dooms i2 as a
+ * Node's condition would: the replacement is launched at once at maximum (not with
+ * maximumIncludesDoomed), i2 shows reclaimAt and is kept while the replacement is on its
+ * way (no Node to drain: without the deadline it would go at once), goes once the
+ * replacement runs, or at its deadline. With both a Node's condition and a notice, the
+ * earlier deadline governs. */
+static void test_notice_without_node(void **state)
+{
+	(void)state;
+	for (int c = 0; c < 5; c++) {
+		struct pool_instance in[3] = {running("i1", "RUNNING"), running("i2", "RUNNING"),
+					      running("i3", "RUNNING")};
+		int64_t notice_at[3] = {0, c == 2 ? NOW - 1 : NOW + 120, 0};
+		struct node_view nodes[3] = {named("n1"), named("n2"), named("n3")};
+		nodes[1].terminating_at = NOW + 200;
+		struct sim s;
+		sim_init(&s, 2, 2);
+		s.spec.maximum_includes_doomed = c == 3;
+		s.in.plan.instances = in;
+		s.in.plan.n_instances = c == 1 ? 3 : 2;  /* 1: the replacement i3 runs */
+		s.in.notice_at = notice_at;
+		if (c == 4) {
+			s.in.nodes = nodes;
+			s.in.n_nodes = 2;
+		}
+		sim_run(&s);
+		assert_int_equal(taken(&s, "launch fresh count=1"), c == 0 || c == 2 || c == 4);
+		assert_int_equal(taken(&s, "terminate notice i2"), c == 1 || c == 2);
+		assert_false(taken(&s, "terminate notice i1"));
+		if (c == 0) {
+			assert_true(s.requeue_ms > 0 && s.requeue_ms <= 120000);
+			assert_non_null(s.last_status);
+			assert_string_equal(status_reclaim_at(s.last_status, "i2"), "2027-01-15T08:02:00Z");
+			assert_string_equal(status_reclaim_at(s.last_status, "i1"), "");
+		}
+		if (c == 4)
+			assert_string_equal(status_reclaim_at(s.last_status, "i2"), "2027-01-15T08:02:00Z");
+		sim_free(&s);
+	}
+}
+
 /* A deleted pool drains each Node first, and terminates once drained or past
  * drainTimeout (then without listing pods again). */
 static void test_deletion_drains(void **state)
@@ -1183,6 +1237,7 @@ int main(void)
 		cmocka_unit_test(test_scale_down_drains),
 		cmocka_unit_test(test_drain_gives_up),
 		cmocka_unit_test(test_noticed_reclaim),
+		cmocka_unit_test(test_notice_without_node),
 		cmocka_unit_test(test_deletion_drains),
 		cmocka_unit_test(test_drain_review_cases),
 		cmocka_unit_test(test_resume_hard_budget),
