@@ -421,6 +421,8 @@ check "team-c/pc (not watched) untouched: no status, nothing launched" \
 	test "$(sp_field pc .status.size team-c)" = null -a "$(emu_get 'stats?tagKey=spotpool.jokerbai.com/pool&tagValue=team-c/pc' | jq .launched)" = 0
 check "log: listed spotpools in team-a and in team-b, never all namespaces" bash -c "grep -q 'listed spotpools in team-a ' '$E2E_TMP/ns.log' &&
 	grep -q 'listed spotpools in team-b ' '$E2E_TMP/ns.log' && ! grep -q 'spotpools in all namespaces' '$E2E_TMP/ns.log'"
+check "log: listed spotnotices (the chart's CRD) in team-a and in team-b, never all namespaces" bash -c "grep -q 'listed spotnotices in team-a ' '$E2E_TMP/ns.log' &&
+	grep -q 'listed spotnotices in team-b ' '$E2E_TMP/ns.log' && ! grep -q 'spotnotices in all namespaces' '$E2E_TMP/ns.log'"
 check "log: no 403/forbidden" bash -c "test -s '$E2E_TMP/ns.log' && ! grep -qE 'HTTP 403|forbidden' '$E2E_TMP/ns.log'"
 stop_controller "$ctl"
 check "SIGTERM: exits 0" test $? = 0
