@@ -51,6 +51,7 @@ mapfile -t B < <(ids nb)
 C=$(ids nc)
 DOOMED_A=${A[0]:-ins-missing} DOOMED_B=${B[0]:-ins-missing}
 
+rfc() { date -u -d "@$1" +%Y-%m-%dT%H:%M:%SZ; }
 # notice NS INSTANCE RECLAIM_EPOCH: a SpotNotice as the agent writes it (created here as
 # the admin, with no reclaim behind it).
 notice() {
@@ -60,8 +61,8 @@ kind: SpotNotice
 metadata: {name: $2-$3, namespace: $1}
 spec:
   instanceId: $2
-  reclaimAt: "$(date -u -d "@$3" +%Y-%m-%dT%H:%M:%SZ)"
-  reportedAt: "$(date -u +%Y-%m-%dT%H:%M:%SZ)"
+  reclaimAt: "$(rfc "$3")"
+  reportedAt: "$(rfc "$(date +%s)")"
   host: test
 YAML
 }
@@ -111,7 +112,6 @@ t_b=$(date +%s.%N)
 emu_post reclaim "{\"instanceIds\": [\"$DOOMED_B\"], \"noticeSeconds\": 15}" >"$E2E_TMP/announce-b.json"
 deadline_a=$(jq '.reclaimAt | floor' "$E2E_TMP/announce-a.json")
 deadline_b=$(jq '.reclaimAt | floor' "$E2E_TMP/announce-b.json")
-rfc() { date -u -d "@$1" +%Y-%m-%dT%H:%M:%SZ; }
 NOTICE_A=$DOOMED_A-$deadline_a NOTICE_B=$DOOMED_B-$deadline_b
 check "a: SpotNotice spotpool-system/$NOTICE_A (instance $DOOMED_A, reclaim at $(rfc "$deadline_a")) within 3 s" wait_for 3 \
 	has_notice spotpool-system "$NOTICE_A" ".spec.instanceId == \"$DOOMED_A\" and .spec.reclaimAt == \"$(rfc "$deadline_a")\""
