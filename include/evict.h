@@ -22,7 +22,8 @@
  * (now, RFC 3339 UTC) and NODE_ANNOTATION_WAS_UNSCHEDULABLE (whether it was cordoned
  * before). A drain already started keeps its annotations (a repeated start changes
  * nothing). A merge patch guarded by the resourceVersion read, repeated on a conflict up
- * to EVICT_NODE_ATTEMPTS times. SP_ENOTFOUND when there is no such node. */
+ * to EVICT_NODE_ATTEMPTS times, then SP_ETRANSIENT (retry later). SP_ENOTFOUND when
+ * there is no such node. */
 int evict_start(const struct kube_api *api, const char *node, int64_t now, struct sp_error *err);
 /* Undoes evict_start: removes only the drain taint and the two annotations, and
  * uncordons the node unless it was cordoned before the drain (or the drain-started

@@ -54,6 +54,9 @@ struct informer_lw_ops {
 	/* A watch event: ADDED, MODIFIED or DELETED (bookmarks and errors stay here). */
 	void (*event)(void *userdata, const char *type, const cJSON *obj);
 	void *userdata;
+	/* A list refused (403) or of a resource the cluster lacks (404) is logged at debug
+	 * only: the owner says it once (a feature off until RBAC or a CRD allows it). */
+	bool owner_says_refusals;
 };
 
 /* clock NULL: sp_clock_system. */

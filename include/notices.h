@@ -1,8 +1,14 @@
 /* notices: a list + watch of SpotNotices (reclaim notices that `spotpool agent` reports
- * from hosts that are not Nodes, agent.h) in the namespaces the controller watches, kept
- * as (instance ID, deadline) pairs: a few hundred bytes per notice. Tells its owner which
- * pools to look at when a notice of one of their instances comes or goes, and deletes
- * notices whose deadline is NOTICES_KEEP_SECONDS past (the agent may only create them).
+ * from hosts that are not Nodes, agent.h), kept as (namespace, instance ID, deadline):
+ * a few hundred bytes per notice, at most NOTICES_MAX. Tells its owner which pools to
+ * look at when a notice of one of their instances comes or goes, and deletes notices
+ * whose deadline is NOTICES_KEEP_SECONDS past (the agent may only create them).
+ *
+ * Trust: a notice counts for a pool only when it is in the pool's namespace or in the
+ * controller's own (home) namespace, where the shipped reporter Role lives: whoever may
+ * create SpotNotices in one team's namespace cannot doom another team's instances. Its
+ * deadline must lie within NOTICES_WINDOW_SECONDS of its creation (Tencent announces
+ * about two minutes ahead): a notice outside it is ignored, with a warning.
  * Its threads, lock and callback: src/CONCURRENCY.md. */
 #ifndef SPOTPOOL_NOTICES_H
 #define SPOTPOOL_NOTICES_H
@@ -14,6 +20,11 @@
 /* A notice this long past its deadline is deleted: the instance was reclaimed or
  * terminated at the deadline by then, and a late look at it still finds the notice. */
 #define NOTICES_KEEP_SECONDS 3600
+/* The deadline of a notice lies between a minute before its creation (an agent's
+ * retries) and this long after it. */
+#define NOTICES_WINDOW_SECONDS 900
+/* Notices cached at most; more are ignored (with a warning) until some go. */
+#define NOTICES_MAX 10000
 
 struct notices_config {
 	/* The apiserver: each watcher thread makes its port when it starts and ends it when
@@ -21,11 +32,19 @@ struct notices_config {
 	struct kube_api (*api_new)(void *userdata);
 	void (*api_free)(void *userdata, struct kube_api *api);
 	const struct sp_clock *clock;    /* NULL: sp_clock_system */
-	const struct strv *namespaces;   /* empty: all namespaces (one watch) */
+	/* Watched namespaces, as the pools' (empty: all, one watch); home_namespace (may be
+	 * NULL) is watched too when the list lacks it. */
+	const struct strv *namespaces;
+	const char *home_namespace;
 	/* A notice of one of pool's instances (as its last notices_find asked) came, or
 	 * went. Called without the cache's lock. */
 	void (*changed)(void *userdata, const char *pool);
 	void *userdata;
+	/* Expired notices are deleted only while this monotonic time (ms) is ahead: the
+	 * leader's renew deadline (a standby writes nothing); NULL: always. Never when
+	 * read_only (dry-run). */
+	const _Atomic int64_t *active_until_ms;
+	bool read_only;
 };
 
 struct notices;
@@ -45,11 +64,14 @@ void notices_free(struct notices *n);
 bool notices_synced(const struct notices *n);
 /* Notices cached. */
 size_t notices_count(struct notices *n);
-/* ret_at[i]: the reclaim deadline (epoch seconds) of ids[i], the earliest of its
- * notices (a deadline moved is a second notice; the earlier one governs: the instance is
- * never kept past a deadline Tencent announced), 0 for none (also before the first list).
- * Remembers ids as pool's, for changed. */
-void notices_find(struct notices *n, const char *pool, const char *const *ids, size_t n_ids, int64_t *ret_at);
+/* ret_at[i]: the reclaim deadline (epoch seconds) of ids[i] as the notices pool may
+ * trust say ("<namespace>/<name>": its namespace's and the home namespace's), the
+ * earliest of them (a deadline moved is a second notice; the earlier one governs: the
+ * instance is never kept past a deadline Tencent announced), 0 for none. Remembers ids
+ * as pool's, for changed. SP_ETRANSIENT (every ret_at 0) while a watcher has not listed
+ * yet: a notice may be about to come. Lists that cannot work (RBAC, no CRD) count as
+ * listed: notices are off, not pending. */
+int notices_find(struct notices *n, const char *pool, const char *const *ids, size_t n_ids, int64_t *ret_at);
 /* The pool is gone: its instances are no longer looked for. */
 void notices_forget(struct notices *n, const char *pool);
 

@@ -178,6 +178,10 @@ struct pass_input {
 	 * seconds, 0: none), or NULL: none known. With its Node's SpotTerminating condition,
 	 * the earlier of the two makes the instance doomed. */
 	const int64_t *notice_at;
+	/* SpotNotices are not listed yet (a fresh start): as nodes_pending, nothing spotpool
+	 * chooses to terminate goes before they are (a doomed instance's replacement would
+	 * look like excess). */
+	bool notices_pending;
 };
 
 /* The credentials source that wins: spec.credentialsSecretRef, else inline keys, else

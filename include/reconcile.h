@@ -37,7 +37,7 @@ struct node_reader {
 /* The SpotNotice cache as a pass reads it (a port): find behaves as notices_find
  * (notices.h) for the pool "<namespace>/<name>". find NULL: no notices. */
 struct notice_reader {
-	void (*find)(void *ctx, const char *pool, const char *const *ids, size_t n, int64_t *ret_at);
+	int (*find)(void *ctx, const char *pool, const char *const *ids, size_t n, int64_t *ret_at);
 	void *ctx;
 };
 

@@ -40,7 +40,8 @@ struct status_input {
 	const struct node_view *const *nodes;
 	/* When each instance is reclaimed (reclaim_at[i]: instances[i]'s deadline, epoch
 	 * seconds, 0: none), from its Node's SpotTerminating condition or a SpotNotice:
-	 * reclaimAt. NULL: not known (each instance keeps what the old status said). */
+	 * reclaimAt. NULL: not known yet (Nodes or notices still being listed: each instance
+	 * keeps what the old status said). */
 	const int64_t *reclaim_at;
 	/* DrainBlocked: NULL keeps the old condition, "" is False, otherwise True with this
 	 * message (a scale-down's drain timed out and was given up). */

@@ -169,9 +169,9 @@ static struct kube_api notices_api_new(void *ud)
 	return kube_client_api(kube_client_new(c->opt.kube, "spotpool/" SPOTPOOL_VERSION " (notices)"));
 }
 
-static void find_notices(void *ctx, const char *pool, const char *const *ids, size_t n, int64_t *ret_at)
+static int find_notices(void *ctx, const char *pool, const char *const *ids, size_t n, int64_t *ret_at)
 {
-	notices_find(ctx, pool, ids, n, ret_at);
+	return notices_find(ctx, pool, ids, n, ret_at);
 }
 
 static void informer_api_free(void *ud, struct kube_api *api)
@@ -214,8 +214,9 @@ struct ctl *ctl_new(const struct ctl_options *opt)
 		c->nodes = nodes_new(&ncfg);
 	}
 	struct notices_config ocfg = {.api_new = notices_api_new, .api_free = informer_api_free, .clock = c->clock,
-				      .namespaces = &c->opt.namespaces, .changed = on_instance_object_changed,
-				      .userdata = c};
+				      .namespaces = &c->opt.namespaces, .home_namespace = c->opt.home_namespace,
+				      .changed = on_instance_object_changed, .userdata = c,
+				      .active_until_ms = &c->active_until_ms, .read_only = c->opt.dry_run};
 	c->notices = notices_new(&ocfg);
 	return c;
 }

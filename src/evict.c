@@ -107,7 +107,9 @@ static cJSON *undo_change(const cJSON *node, int64_t now)
 	return patch;
 }
 
-/* Reads node, and merge-patches what change makes of it; a conflict reads it again. */
+/* Reads node, and merge-patches what change makes of it; a conflict reads it again. A
+ * node still changing after EVICT_NODE_ATTEMPTS is SP_ETRANSIENT: its conflict is the
+ * Node's, not the pool's (a pass stops at once on a pool's conflict). */
 static int change_node(const struct kube_api *api, const char *node, node_change change, int64_t now,
 		       struct sp_error *err)
 {
@@ -127,6 +129,11 @@ static int change_node(const struct kube_api *api, const char *node, node_change
 			break;
 	}
 	free(path);
+	if (r == SP_ECONFLICT) {
+		r = SP_ETRANSIENT;
+		if (err)
+			err->code = r;
+	}
 	if (r < 0)
 		sp_error_prefix(err, "node %s: ", node);
 	return r;

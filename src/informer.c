@@ -377,8 +377,10 @@ int64_t informer_lw_round(struct informer_lw *lw, const struct informer_lw_ops *
 		lw->list_error = list_all(lw, ops, api, &err);
 		if (lw->list_error < 0) {
 			lw->delay_ms = next_delay(lw->delay_ms);
-			log_warn("list %s (%s) failed, retrying in %lld ms: %s", ops->kind, ops->scope,
-				 (long long)lw->delay_ms, err.msg);
+			bool refused = lw->list_error == SP_EFORBIDDEN || lw->list_error == SP_ENOTFOUND;
+			log_msg(ops->owner_says_refusals && refused ? LOG_LVL_DEBUG : LOG_LVL_WARN,
+				"list %s (%s) failed, retrying in %lld ms: %s", ops->kind, ops->scope,
+				(long long)lw->delay_ms, err.msg);
 			return lw->delay_ms;
 		}
 		lw->need_list = false;

@@ -145,6 +145,7 @@ int64_t nodes_round(struct nodes *n, const struct kube_api *api)
 	const struct informer_lw_ops ops = {
 		.kind = "nodes", .scope = "the cluster", .path = NODES_PATH, .begin_list = on_begin_list,
 		.item = on_item, .end_list = on_end_list, .event = on_event, .userdata = n,
+		.owner_says_refusals = true,
 	};
 	int64_t delay = informer_lw_round(&n->lw, &ops, api, &n->stop);
 	atomic_store(&n->forbidden, n->lw.list_error == SP_EFORBIDDEN);

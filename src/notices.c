@@ -11,6 +11,7 @@
 
 struct notice {
 	char *key;                                  /* "<namespace>/<name>" */
+	size_t ns_len;                              /* its namespace: key[0..ns_len) */
 	char instance_id[AGENT_INSTANCE_ID_MAX + 1];
 	int64_t at;                                 /* the deadline, epoch seconds */
 	size_t watcher;                             /* whose scope it is in */
@@ -24,23 +25,38 @@ struct watcher {
 	char *path;
 	/* Only this watcher's thread (or a test's rounds) touches these. */
 	struct informer_lw lw;
-	int told;           /* the list error already said, 0: none */
-	uint64_t list_seq;  /* the list in progress (under the owner's lock) */
+	int told;                     /* the list error already said, 0: none */
+	bool told_delete;             /* a refused deletion said */
+	uint64_t delete_refused_seq;  /* deletions refused during this list: none until the next */
+	uint64_t list_seq;            /* the list in progress (written under the owner's lock) */
+	/* Listed, or its list cannot work (RBAC, no CRD): notices_find need not wait. */
+	atomic_bool settled;
 	pthread_t thread;
 	bool running;
 };
 
+/* The notices, sorted by (instance ID, key), so an instance's are side by side. */
 struct notices {
 	struct notices_config cfg;
 	const struct sp_clock *clock;
 	pthread_mutex_t lock;
 	struct notice *v;
 	size_t n, cap;
+	bool told_full;
 	struct claims claims;  /* what each pool's last notices_find looked for */
 	struct watcher *w;
 	size_t n_w;
 	struct stop stop;
 };
+
+static void add_watcher(struct notices *n, const char *ns)
+{
+	struct watcher *w = &n->w[n->n_w];
+	*w = (struct watcher){.owner = n, .index = n->n_w++, .namespace = ns ? xstrdup(ns) : NULL};
+	w->path = ns ? xasprintf("/apis/" POOL_API_VERSION "/namespaces/%s/" AGENT_NOTICE_PLURAL, ns)
+		     : xstrdup("/apis/" POOL_API_VERSION "/" AGENT_NOTICE_PLURAL);
+	informer_lw_init(&w->lw, n->clock);
+}
 
 struct notices *notices_new(const struct notices_config *cfg)
 {
@@ -49,35 +65,62 @@ struct notices *notices_new(const struct notices_config *cfg)
 	n->clock = cfg->clock ? cfg->clock : &sp_clock_system;
 	pthread_mutex_init(&n->lock, NULL);
 	stop_init(&n->stop);
-	size_t n_ns = cfg->namespaces ? cfg->namespaces->n : 0;
-	n->n_w = n_ns ? n_ns : 1;
-	n->w = xcalloc(n->n_w, sizeof(*n->w));
-	for (size_t i = 0; i < n->n_w; i++) {
-		struct watcher *w = &n->w[i];
-		w->owner = n;
-		w->index = i;
-		w->namespace = n_ns ? xstrdup(cfg->namespaces->v[i]) : NULL;
-		w->path = n_ns ? xasprintf("/apis/" POOL_API_VERSION "/namespaces/%s/" AGENT_NOTICE_PLURAL, w->namespace)
-			       : xstrdup("/apis/" POOL_API_VERSION "/" AGENT_NOTICE_PLURAL);
-		informer_lw_init(&w->lw, n->clock);
-	}
+	struct strv ns = {0};
+	for (size_t i = 0; cfg->namespaces && i < cfg->namespaces->n; i++)
+		if (!strv_contains(&ns, cfg->namespaces->v[i]))
+			strv_push(&ns, cfg->namespaces->v[i]);
+	const char *home = cfg->home_namespace;
+	if (ns.n && home && *home && !strv_contains(&ns, home))
+		strv_push(&ns, home);
+	n->w = xcalloc(ns.n ? ns.n : 1, sizeof(*n->w));
+	for (size_t i = 0; i < ns.n; i++)
+		add_watcher(n, ns.v[i]);
+	if (!ns.n)
+		add_watcher(n, NULL);
+	strv_clear(&ns);
 	return n;
 }
 
-/* Under the lock. */
-static struct notice *find(struct notices *n, const char *key)
+static int cmp_notice(const char *id_a, const char *key_a, const struct notice *b)
 {
-	for (size_t i = 0; i < n->n; i++)
-		if (strcmp(n->v[i].key, key) == 0)
-			return &n->v[i];
-	return NULL;
+	int c = strcmp(id_a, b->instance_id);
+	return c ? c : strcmp(key_a, b->key);
 }
 
-/* Under the lock: the pools claiming notice i's instance go to changed. */
+/* Under the lock: the index of (id, key), or where it would go (*ret_found false). */
+static size_t locate(const struct notices *n, const char *id, const char *key, bool *ret_found)
+{
+	size_t lo = 0, hi = n->n;
+	while (lo < hi) {
+		size_t mid = lo + (hi - lo) / 2;
+		if (cmp_notice(id, key, &n->v[mid]) > 0)
+			lo = mid + 1;
+		else
+			hi = mid;
+	}
+	*ret_found = lo < n->n && cmp_notice(id, key, &n->v[lo]) == 0;
+	return lo;
+}
+
+/* Whether a notice in namespace ns (ns_len bytes) counts for pool ("<namespace>/<name>"). */
+static bool trusted(const struct notices *n, const char *pool, const char *ns, size_t ns_len)
+{
+	const char *home = n->cfg.home_namespace;
+	if (home && strlen(home) == ns_len && strncmp(home, ns, ns_len) == 0)
+		return true;
+	return strncmp(pool, ns, ns_len) == 0 && pool[ns_len] == '/';
+}
+
+/* Under the lock: the pools claiming notice c's instance and trusting it go to changed. */
 static void claimants(const struct notices *n, const struct notice *c, struct strv *changed)
 {
+	struct strv claiming = {0};
 	const char *id = c->instance_id;
-	claims_find(&n->claims, &id, 1, NULL, changed);
+	claims_find(&n->claims, &id, 1, NULL, &claiming);
+	for (size_t i = 0; i < claiming.n; i++)
+		if (trusted(n, claiming.v[i], c->key, c->ns_len) && !strv_contains(changed, claiming.v[i]))
+			strv_push(changed, claiming.v[i]);
+	strv_clear(&claiming);
 }
 
 /* Under the lock. */
@@ -85,43 +128,84 @@ static void drop(struct notices *n, size_t i, struct strv *changed)
 {
 	claimants(n, &n->v[i], changed);
 	free(n->v[i].key);
-	n->v[i] = n->v[--n->n];
+	memmove(&n->v[i], &n->v[i + 1], (n->n - i - 1) * sizeof(*n->v));
+	n->n--;
 	n->v = sp_vec_fit(n->v, n->n, &n->cap, sizeof(*n->v));
+}
+
+/* Under the lock: drops the notice of key whatever its instance (a linear scan: only
+ * for an object that no longer reads as a notice). */
+static void drop_key(struct notices *n, const char *key, struct strv *changed)
+{
+	for (size_t i = 0; i < n->n; i++)
+		if (strcmp(n->v[i].key, key) == 0) {
+			drop(n, i, changed);
+			return;
+		}
+}
+
+/* A notice from obj (key its "<namespace>/<name>"): its instance and deadline, which
+ * must lie within the window around its creation. */
+static int read_notice(const cJSON *obj, const char *key, struct notice *ret, struct sp_error *err)
+{
+	if (agent_notice_read(obj, ret->instance_id, &ret->at, err) < 0)
+		return SP_EPROTO;
+	const cJSON *md = cJSON_GetObjectItemCaseSensitive(obj, "metadata");
+	const cJSON *created = cJSON_GetObjectItemCaseSensitive(md, "creationTimestamp");
+	int64_t t = cJSON_IsString(created) ? sp_parse_time(created->valuestring) : 0;
+	if (!t)
+		return sp_fail(err, SP_EPROTO, "no metadata.creationTimestamp");
+	if (ret->at < t - 60 || ret->at > t + NOTICES_WINDOW_SECONDS)
+		return sp_fail(err, SP_EPROTO,
+			       "spec.reclaimAt is not within a minute before and %d s after its creation "
+			       "(Tencent announces a reclaim about two minutes ahead)",
+			       NOTICES_WINDOW_SECONDS);
+	ret->ns_len = (size_t)(strchr(key, '/') - key);
+	return 0;
 }
 
 void notices_apply_event(struct notices *n, size_t i, const char *type, const cJSON *obj)
 {
 	char *key = informer_key(obj);
-	if (!key || i >= n->n_w)
-		goto out;
+	if (!key || i >= n->n_w) {
+		free(key);
+		return;
+	}
 	struct notice v = {.watcher = i};
 	struct sp_error err = {0};
+	bool readable = read_notice(obj, key, &v, &err) == 0, found = false;
 	bool deleted = strcmp(type, "DELETED") == 0;
-	if (!deleted && agent_notice_read(obj, v.instance_id, &v.at, &err) < 0) {
-		log_debug("%s: skipped: %s", key, err.msg);
-		goto out;
-	}
+	if (!readable && !deleted)
+		log_warn(AGENT_NOTICE_KIND " %s ignored: %s", key, err.msg);
 	struct strv changed = {0};
 	pthread_mutex_lock(&n->lock);
-	struct notice *c = find(n, key);
-	if (deleted) {
-		if (c)
-			drop(n, (size_t)(c - n->v), &changed);
-	} else if (!c) {
-		n->v = sp_vec_fit(n->v, n->n + 1, &n->cap, sizeof(*n->v));
-		c = &n->v[n->n++];
-		v.key = key;
-		key = NULL;
-		v.listed = n->w[i].list_seq;
-		*c = v;
-		claimants(n, c, &changed);
+	size_t at = readable ? locate(n, v.instance_id, key, &found) : 0;
+	if (found && !deleted) {
+		n->v[at].listed = n->w[i].list_seq;  /* the spec cannot change (the CRD says so) */
+	} else if (found) {
+		drop(n, at, &changed);
 	} else {
-		/* The spec cannot change (the CRD says so): only the list that saw it moves. */
-		c->listed = n->w[i].list_seq;
+		drop_key(n, key, &changed);  /* a spec that changed after all, or is unreadable now */
+		if (readable && !deleted && n->n >= NOTICES_MAX) {
+			if (!n->told_full)
+				log_warn("%d " AGENT_NOTICE_KIND "s cached: %s and any more are ignored until some go",
+					 NOTICES_MAX, key);
+			n->told_full = true;
+		} else if (readable && !deleted) {
+			n->told_full = false;
+			at = locate(n, v.instance_id, key, &found);
+			n->v = sp_vec_fit(n->v, n->n + 1, &n->cap, sizeof(*n->v));
+			memmove(&n->v[at + 1], &n->v[at], (n->n - at) * sizeof(*n->v));
+			n->n++;
+			v.key = key;
+			key = NULL;
+			v.listed = n->w[i].list_seq;
+			n->v[at] = v;
+			claimants(n, &n->v[at], &changed);
+		}
 	}
 	pthread_mutex_unlock(&n->lock);
 	claims_tell(&changed, n->cfg.changed, n->cfg.userdata);
-out:
 	free(key);
 }
 
@@ -164,10 +248,15 @@ static void on_event(void *ud, const char *type, const cJSON *obj)
 	notices_apply_event(w->owner, w->index, type, obj);
 }
 
-/* Deletes watcher w's notices NOTICES_KEEP_SECONDS past their deadline; the watch then
- * brings their DELETED events. */
+/* Deletes watcher w's notices NOTICES_KEEP_SECONDS past their deadline (the leader
+ * only, never in dry-run, and not once a stop is requested); the watch then brings their
+ * DELETED events. A deletion RBAC refuses is said once and not tried again before the
+ * next list. */
 static void collect(struct notices *n, struct watcher *w, const struct kube_api *api)
 {
+	if (n->cfg.read_only || sp_deadline_left_ms(n->cfg.active_until_ms) <= 0 ||
+	    w->delete_refused_seq == w->list_seq)
+		return;
 	struct strv expired = {0};
 	int64_t now = n->clock->now(n->clock->ctx);
 	pthread_mutex_lock(&n->lock);
@@ -175,16 +264,24 @@ static void collect(struct notices *n, struct watcher *w, const struct kube_api 
 		if (n->v[i].watcher == w->index && n->v[i].at + NOTICES_KEEP_SECONDS < now)
 			strv_push(&expired, n->v[i].key);
 	pthread_mutex_unlock(&n->lock);
-	for (size_t i = 0; i < expired.n; i++) {
+	for (size_t i = 0; i < expired.n && !stop_requested(&n->stop); i++) {
 		char *name = strchr(expired.v[i], '/');
 		*name++ = '\0';
 		char *path = xasprintf("/apis/" POOL_API_VERSION "/namespaces/%s/" AGENT_NOTICE_PLURAL "/%s", expired.v[i],
 				       name);
 		struct sp_error err = {0};
 		int r = api->request(api->ctx, "DELETE", path, NULL, NULL, NULL, &err);
+		free(path);
+		if (r == SP_EFORBIDDEN) {
+			if (!w->told_delete)
+				log_error("the controller may not delete spotnotices (RBAC): expired notices stay "
+					  "(docs/notice-agent.md#spotnotices): %s", err.msg);
+			w->told_delete = true;
+			w->delete_refused_seq = w->list_seq;
+			break;
+		}
 		if (r < 0 && r != SP_ENOTFOUND)
 			log_warn("cannot delete the expired " AGENT_NOTICE_KIND " %s/%s: %s", expired.v[i], name, err.msg);
-		free(path);
 	}
 	strv_clear(&expired);
 }
@@ -196,21 +293,26 @@ int64_t notices_round(struct notices *n, size_t i, const struct kube_api *api)
 	const struct informer_lw_ops ops = {
 		.kind = AGENT_NOTICE_PLURAL, .scope = scope, .path = w->path, .begin_list = on_begin_list,
 		.item = on_item, .end_list = on_end_list, .event = on_event, .userdata = w,
+		.owner_says_refusals = true,
 	};
 	int64_t delay = informer_lw_round(&w->lw, &ops, api, &n->stop);
 	int e = w->lw.list_error;
 	if (e == SP_EFORBIDDEN || e == SP_ENOTFOUND) {
 		if (w->told != e)
-			log_error("%s: reclaim notices of hosts that are not Nodes stay unknown until it "
+			log_error("%s (%s): reclaim notices of hosts that are not Nodes stay unknown until it "
 				  "works (docs/notice-agent.md#spotnotices)",
-				  e == SP_EFORBIDDEN ? "the controller may not list, watch and delete "
-						       "spotnotices (RBAC)"
-						     : "the SpotNotice CRD is not installed (crds/spotnotice.yaml)");
+				  e == SP_EFORBIDDEN ? "the controller may not list, watch and delete spotnotices (RBAC)"
+						     : "the SpotNotice CRD is not installed (crds/spotnotice.yaml)",
+				  scope);
 		w->told = e;
+		atomic_store(&w->settled, true);
 		return delay;
 	}
 	if (e == 0 && atomic_load(&w->lw.synced)) {
+		if (w->told)
+			log_info("listed spotnotices (%s): reclaim notices of hosts that are not Nodes are read", scope);
 		w->told = 0;
+		atomic_store(&w->settled, true);
 		collect(n, w, api);
 	}
 	return delay;
@@ -284,8 +386,12 @@ size_t notices_count(struct notices *n)
 	return count;
 }
 
-void notices_find(struct notices *n, const char *pool, const char *const *ids, size_t n_ids, int64_t *ret_at)
+int notices_find(struct notices *n, const char *pool, const char *const *ids, size_t n_ids, int64_t *ret_at)
 {
+	int r = 0;
+	for (size_t i = 0; i < n->n_w; i++)
+		if (!atomic_load(&n->w[i].settled))
+			r = SP_ETRANSIENT;
 	pthread_mutex_lock(&n->lock);
 	struct claim *c = claims_renew(&n->claims, pool);
 	for (size_t i = 0; i < n_ids; i++) {
@@ -293,11 +399,17 @@ void notices_find(struct notices *n, const char *pool, const char *const *ids, s
 		if (!ids[i] || !*ids[i])
 			continue;
 		strv_push(&c->ids, ids[i]);
-		for (size_t k = 0; k < n->n; k++)
-			if (strcmp(n->v[k].instance_id, ids[i]) == 0 && (!ret_at[i] || n->v[k].at < ret_at[i]))
-				ret_at[i] = n->v[k].at;
+		bool found;
+		for (size_t k = locate(n, ids[i], "", &found); r == 0 && k < n->n; k++) {
+			const struct notice *v = &n->v[k];
+			if (strcmp(v->instance_id, ids[i]) != 0)
+				break;
+			if (trusted(n, pool, v->key, v->ns_len) && (!ret_at[i] || v->at < ret_at[i]))
+				ret_at[i] = v->at;
+		}
 	}
 	pthread_mutex_unlock(&n->lock);
+	return r;
 }
 
 void notices_forget(struct notices *n, const char *pool)

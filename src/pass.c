@@ -204,7 +204,8 @@ static cJSON *build_status(const struct walk *w, bool final)
 		.progress_message = *w->progress ? w->progress : NULL,
 		.capacity_message = w->plan && !in->deleting ? w->capacity : NULL,
 		.insecure_credentials = in->insecure_credentials, .now = in->plan.now,
-		.nodes = nodes, .reclaim_at = reclaim_at, .drain_blocked = w->drain_blocked,
+		.nodes = nodes, .reclaim_at = in->nodes_pending || in->notices_pending ? NULL : reclaim_at,
+		.drain_blocked = w->drain_blocked,
 	};
 	cJSON *st = status_build(&s);
 	free(reclaim_at);
@@ -634,6 +635,17 @@ static bool drain_one(struct walk *w, enum drain_group g, size_t k, size_t i, co
 		started = now;
 	int64_t retry_at = node->drain_given_up + timeout;
 	if (!started && g == GROUP_SCALE_DOWN && node->drain_given_up && now < retry_at) {
+		/* The give-up's pass said why (DrainBlocked, naming the pods left); if it ended
+		 * before its status write (a crash), only the Node's record is left to say it. */
+		const char *was = status_condition(in->old_status, "DrainBlocked", "status");
+		if (!w->drain_blocked && !(was && strcmp(was, "True") == 0)) {
+			char at[32];
+			sp_format_time(node->drain_given_up, at);
+			snprintf(w->drain_message, sizeof(w->drain_message),
+				 "the drain of node %s timed out at %s; it is not drained again before a drainTimeout",
+				 node->name, at);
+			w->drain_blocked = w->drain_message;
+		}
 		look_again(w, (retry_at - now) * 1000);
 		return false;  /* its last drain timed out: not again before a drainTimeout */
 	}
@@ -642,6 +654,9 @@ static bool drain_one(struct walk *w, enum drain_group g, size_t k, size_t i, co
 		.pods = pods->v, .n_pods = pods->n, .now = now, .timeout = timeout,
 		.deadline = g == GROUP_NOTICE ? deadline : forced && started ? started + timeout : 0,
 	};
+	/* A deleted pool's doomed instance: its reclaim ends the drain if it comes first. */
+	if (g == GROUP_DELETION && deadline && (!din.deadline || deadline < din.deadline))
+		din.deadline = deadline;
 	struct drain_step s;
 	drain_step(&din, &s);
 	bool done = false;
@@ -706,7 +721,7 @@ static bool drain_one(struct walk *w, enum drain_group g, size_t k, size_t i, co
 static void drain_then(struct walk *w, enum drain_group g, const struct strv *ids, struct strv *ready)
 {
 	const struct pass_input *in = w->in;
-	if (in->nodes_pending) {
+	if (in->nodes_pending || in->notices_pending) {
 		if (ids->n)
 			look_again(w, 1000);
 		return;
@@ -722,10 +737,10 @@ static void drain_then(struct walk *w, enum drain_group g, const struct strv *id
 			continue;
 		}
 		/* Past its deadline a doomed instance goes, pods listed or not (a listing that
-		 * fails must not keep the pool above maximum); so does a deleted pool's victim
-		 * past its drain's timeout. */
-		int64_t started = node->drain_taint ? node->drain_started : 0;
-		if ((g == GROUP_NOTICE && in->plan.now >= doomed_at(in, (size_t)i)) ||
+		 * fails must not keep the pool above maximum), a deleted pool's too; so does a
+		 * deleted pool's victim past its drain's timeout. */
+		int64_t started = node->drain_taint ? node->drain_started : 0, doom = doomed_at(in, (size_t)i);
+		if ((g != GROUP_SCALE_DOWN && doom && in->plan.now >= doom) ||
 		    (g == GROUP_DELETION && started && in->plan.now >= started + in->spec->drain_timeout)) {
 			strv_push(ready, ids->v[k]);
 			continue;
@@ -773,6 +788,11 @@ static bool replaced(const struct walk *w)
 	const struct plan *plan = w->plan;
 	const struct pass_input *in = w->in;
 	if (plan->launch || plan->resume || plan->waiting || plan->observed < plan->target)
+		return false;
+	/* Without replicas the target follows the count, which the doomed already left: no
+	 * replacement comes above minimum (as an un-noticed reclaim is not refilled above
+	 * it), so a doomed instance is never "replaced" and works until its deadline. */
+	if (!in->spec->has_replicas)
 		return false;
 	bool joins = false;
 	for (size_t i = 0; i < in->plan.n_instances && !joins; i++)

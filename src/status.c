@@ -134,17 +134,16 @@ static bool add_node(cJSON *o, const struct pool_instance *i, bool known, const 
 	return ready;
 }
 
-/* An instance's reclaimAt: at (> 0), else none when known (at 0 with Nodes known: a
- * Node's notice would be in at), else as the old entry had it (at -1: nothing known; at
- * 0 without Nodes: a Node's notice may hold). */
-static void add_reclaim_at(cJSON *o, int64_t at, bool nodes_known, const cJSON *old)
+/* An instance's reclaimAt: at (> 0), none (0), or as the old entry had it (-1: not
+ * known yet). */
+static void add_reclaim_at(cJSON *o, int64_t at, const cJSON *old)
 {
 	const cJSON *v = cJSON_GetObjectItemCaseSensitive(old, "reclaimAt");
 	if (at > 0) {
 		char text[32];
 		sp_format_time(at, text);
 		cJSON_AddStringToObject(o, "reclaimAt", text);
-	} else if ((at < 0 || !nodes_known) && cJSON_IsString(v)) {
+	} else if (at < 0 && cJSON_IsString(v)) {
 		cJSON_AddItemToObject(o, "reclaimAt", cJSON_Duplicate(v, 1));
 	}
 }
@@ -262,7 +261,7 @@ cJSON *status_build(const struct status_input *in)
 			cJSON *o = status_instance_json(&in->instances[i]);
 			const cJSON *was = entry_find(&old, in->instances[i].id);
 			ready_nodes += add_node(o, &in->instances[i], in->nodes != NULL, in->nodes ? in->nodes[i] : NULL, was);
-			add_reclaim_at(o, in->reclaim_at ? in->reclaim_at[i] : -1, in->nodes != NULL, was);
+			add_reclaim_at(o, in->reclaim_at ? in->reclaim_at[i] : -1, was);
 			cJSON_AddItemToArray(list, o);
 		}
 		free(old.v);

@@ -12,7 +12,8 @@ source "$(dirname "$0")/lib.sh"
 # kinds of issue 19: credential rotation (7, 19, 32), Lease deletion (10, 19), a restart
 # mid-launch with part of the launch hidden past the grace (10, 19), the leader cut off
 # from the apiserver during a slow cloud call (10), a lagging watch and long names (19);
-# and of issue 18: a spot notice written again with a moved deadline (7).
+# and of issue 18: a spot notice written again with a moved deadline, as a second
+# SpotNotice of a host that is not a Node (7).
 SEEDS=${FAULT_SEEDS:-7,10,19,32,48}
 DURATION=${FAULT_DURATION:-12:18}
 

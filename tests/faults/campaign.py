@@ -48,10 +48,13 @@ cvm_emulator.py --seed SEED) and its own controller process(es) (`spotpool run
                       Node per live instance of its pools, providerID qcloud:///900002/
                       <id>, Ready) and the notice agent: the Node of one instance of a pool
                       gets SpotTerminating=True "reclaim at <deadline>", and the emulator
-                      reclaims it at the deadline. Variants: early (20-45 s ahead), late
-                      (1-4 s ahead), repeated (written again 2-6 s later with the deadline
-                      moved by -5..+5 s), unreclaimed (10-30 s ahead, never reclaimed; half
-                      of them withdrawn, status False, halfway);
+                      reclaims it at the deadline. Half the notices come as a SpotNotice in
+                      the pool's namespace instead (an agent on a host that is not a Node),
+                      the earliest of an instance's notices governing. Variants: early
+                      (20-45 s ahead), late (1-4 s ahead), repeated (written again 2-6 s
+                      later with the deadline moved by -5..+5 s: a second SpotNotice),
+                      unreclaimed (10-30 s ahead, never reclaimed; half of the Node
+                      conditions withdrawn, status False, halfway; a SpotNotice cannot be);
   settle   faults off (faults, kill hooks, throttles, tag-index lag/drops cleared),
            exactly one controller running;
   checks   see INVARIANTS below; then every pool is deleted and deletion is checked.
@@ -626,7 +629,8 @@ def draw_new_kinds(rng: random.Random, plan: Plan) -> None:
             events.append(Event(round(rng.uniform(0, duration * 0.8), 1), "notice", {
                 "pool": rng.choice(pools).name, "variant": variant, "ahead": round(rng.uniform(*ahead), 1),
                 "index": rng.randint(0, 3), "again": round(rng.uniform(2, 6), 1),
-                "shift": round(rng.uniform(-5, 5), 1), "withdraw": rng.random() < 0.5}))
+                "shift": round(rng.uniform(-5, 5), 1), "withdraw": rng.random() < 0.5,
+                "channel": rng.choice(("node", "spotnotice"))}))
 
 
 # ----------------------------------------------------------------------------------
@@ -888,6 +892,17 @@ class Schedule:
             except Exception as err:  # the emulator restarting, the apiserver restarting: next round
                 self.log(f"kubelets: {err}")
 
+    def post_spotnotice(self, instance_id: str, deadline: float) -> None:
+        """The agent's report from a host that is not a Node: a SpotNotice in the pool's namespace."""
+        at = time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime(deadline))
+        status, _ = self.kube.request("POST", f"/apis/devops.jokerbai.com/v1/namespaces/{self.ns}/spotnotices", {
+            "apiVersion": "devops.jokerbai.com/v1", "kind": "SpotNotice",
+            "metadata": {"name": f"{instance_id}-{int(deadline)}"},
+            "spec": {"instanceId": instance_id, "reclaimAt": at,
+                     "reportedAt": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())}})
+        if status not in (201, 409):
+            raise RuntimeError(f"creating the SpotNotice of {instance_id}: HTTP {status}")
+
     def set_notice(self, instance_id: str, deadline: float | None) -> None:
         """The agent's report: SpotTerminating True with the deadline, or False (withdrawn)."""
         now = time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())
@@ -919,17 +934,23 @@ class Schedule:
         if not live:
             return "(no live instance)"
         instance_id = live[a["index"] % len(live)]
-        self.ensure_node(instance_id)
         deadline = int(time.time() + a["ahead"]) + 1.0  # whole seconds, as the message says
-        rec = {"pool": pool, "id": instance_id, "t": time.time(), "deadline": deadline, "reclaimed": False}
-        self.set_notice(instance_id, deadline)
+        channel = a.get("channel", "node")
+        rec = {"pool": pool, "id": instance_id, "t": time.time(), "deadline": deadline, "reclaimed": False,
+               "channel": channel}
+        if channel == "spotnotice":
+            self.post_spotnotice(instance_id, deadline)
+            self.count("notices as SpotNotices")
+        else:
+            self.ensure_node(instance_id)
+            self.set_notice(instance_id, deadline)
         self.notices.append(rec)
         self.count("notices")
         if a["variant"] == "repeated":
             self.later(a["again"], self.notice_again, rec, a["shift"])
         elif a["variant"] == "unreclaimed":
             self.count("notices of instances then not reclaimed")
-            if a["withdraw"]:
+            if a["withdraw"] and channel == "node":
                 self.later(a["ahead"] / 2, self.withdraw, rec)
         else:
             self.later(deadline - time.time(), self.reclaim_noticed, rec)
@@ -937,7 +958,10 @@ class Schedule:
 
     def notice_again(self, rec: dict, shift: float) -> None:
         deadline = max(int(time.time()) + 2.0, rec["deadline"] + round(shift))
-        self.set_notice(rec["id"], deadline)
+        if rec["channel"] == "spotnotice":
+            self.post_spotnotice(rec["id"], deadline)
+        else:
+            self.set_notice(rec["id"], deadline)
         rec["deadline"] = max(rec["deadline"], deadline)
         self.count("notices repeated")
         self.log(f"notice repeated: {rec['id']} reclaim at {time.strftime('%H:%M:%S', time.localtime(deadline))}")
@@ -1734,6 +1758,7 @@ class Campaign:
     def __init__(self, args):
         self.bin = os.path.abspath(args.bin)
         self.crd = os.path.abspath(args.crd)
+        self.notice_crd = os.path.join(os.path.dirname(self.crd), "spotnotice.yaml")
         self.duration_range = args.duration
         self.without = set(args.without.split(",")) if args.without else set()
         self.replay_extra = ("" if args.duration == (20.0, 40.0) else f" DURATION={args.duration_text}") + \
@@ -1751,9 +1776,9 @@ class Campaign:
         if result.returncode != 0:
             raise RuntimeError("k8s-up failed:\n" + result.stderr[-2000:])
         self.kube = Kube(self.k8s_dir)
-        self.kube.kubectl("apply", "-f", self.crd)
+        self.kube.kubectl("apply", "-f", self.crd, "-f", self.notice_crd)
         self.kube.kubectl("wait", "--for", "condition=established", "--timeout=60s",
-                          "crd/spotpools.devops.jokerbai.com")
+                          "crd/spotpools.devops.jokerbai.com", "crd/spotnotices.devops.jokerbai.com")
 
     def down(self) -> None:
         subprocess.run([os.path.join(ROOT, "scripts", "k8s-down"), self.k8s_dir], capture_output=True, timeout=120)
@@ -1836,7 +1861,8 @@ def main(argv: list[str]) -> int:
     parser.add_argument("--bin", default=os.environ.get("SPOTPOOL_BIN", os.path.join(ROOT, "build", "spotpool")))
     parser.add_argument("--duration", default="20:40", help="fault phase length range in seconds, MIN:MAX")
     parser.add_argument("--crd", default=os.path.join(ROOT, "crds", "spotpool.yaml"),
-                        help="the CRD to apply (the one of the tree the binary was built from)")
+                        help="the CRD to apply (the one of the tree the binary was built from; its "
+                        "directory's spotnotice.yaml is applied too)")
     parser.add_argument("--without", help="comma-separated fault kinds to leave out (e.g. tag_index,killhook;"
                         " tag_index also turns off the background tag-index lag/drops)")
     parser.add_argument("--workdir", help="keep logs here (default: a temporary directory)")

@@ -1,9 +1,12 @@
 /* notices: the SpotNotice cache through a fake apiserver port and a fake clock: a list
  * fills it, events keep it current, what does not read as a notice is skipped; a pool is
  * told when a notice of one of its instances comes or goes; an instance's deadline is the
- * earliest of its notices; a notice an hour past its deadline is deleted (404 = done); a
- * list refused by RBAC or a cluster without the CRD leaves every deadline unknown and is
- * retried with backoff; one watch per namespace, each relist forgetting only its own. */
+ * earliest of its notices; a notice counts only in its pool's namespace or the home one,
+ * and only with a deadline near its creation; finds say "pending" until every watch
+ * listed (not when RBAC or a missing CRD keeps them from ever listing); a notice an hour
+ * past its deadline is deleted by the leader (404 = done; a refusal not retried before
+ * the next list; none by a standby or in dry-run); one watch per namespace plus the home
+ * one, each relist forgetting only its own; at most NOTICES_MAX kept. */
 #include "testutil.h"
 #include "fakekube.h"
 #include "notices.h"
@@ -18,8 +21,11 @@ static void on_changed(void *ud, const char *pool)
 
 /* The rig's clock: 2026-11-18T11:06:40Z. */
 #define NOW 1795000000
-#define NOTICE(ns, name, rv, id, at)                                                            \
-	"{\"metadata\":{\"namespace\":\"" ns "\",\"name\":\"" name "\",\"resourceVersion\":\"" rv "\"}," \
+/* A notice created at its deadline (within the window), or at created. */
+#define NOTICE(ns, name, rv, id, at) NOTICE_CREATED(ns, name, rv, id, at, at)
+#define NOTICE_CREATED(ns, name, rv, id, at, created)                                           \
+	"{\"metadata\":{\"namespace\":\"" ns "\",\"name\":\"" name "\",\"resourceVersion\":\"" rv "\"," \
+	"\"creationTimestamp\":\"" created "\"},"                                                 \
 	"\"spec\":{\"instanceId\":\"" id "\",\"reclaimAt\":\"" at "\",\"reportedAt\":\"" at "\"}}"
 #define LIST(rv, items) "{\"metadata\":{\"resourceVersion\":\"" rv "\"},\"items\":[" items "]}"
 #define EVENT(type, obj) "{\"type\":\"" type "\",\"object\":" obj "}"
@@ -36,14 +42,18 @@ struct rig {
 	struct notices *notices;
 };
 
-static void rig_start(struct rig *g, const struct reply *replies, size_t n, const char *const *namespaces)
+/* cfg: what the test sets (clock, namespaces and callback are the rig's). */
+static void rig_start(struct rig *g, const struct reply *replies, size_t n, const char *const *namespaces,
+		      struct notices_config cfg)
 {
 	*g = (struct rig){.clock = {.now = NOW, .mono_ms = 5000000}};
 	g->port = test_clock_port(&g->clock);
 	g->kube = fake_api_bind(&g->api, replies, n, &g->clock);
 	for (size_t i = 0; namespaces && namespaces[i]; i++)
 		strv_push(&g->namespaces, namespaces[i]);
-	struct notices_config cfg = {.clock = &g->port, .namespaces = &g->namespaces, .changed = on_changed};
+	cfg.clock = &g->port;
+	cfg.namespaces = &g->namespaces;
+	cfg.changed = on_changed;
 	*told = '\0';
 	g->notices = notices_new(&cfg);
 }
@@ -79,60 +89,124 @@ static void test_list_events_and_find(void **state)
 		 0, 2000},
 	};
 	struct rig g;
-	rig_start(&g, replies, 2, NULL);
-	/* Not listed yet: no deadline, but the pools' instances are remembered. */
+	rig_start(&g, replies, 2, NULL, (struct notices_config){0});
+	/* Not listed yet: pending, no deadline, but the pools' instances are remembered. */
 	const char *ids[] = {"ins-a", "ins-x"};
 	int64_t at[2] = {-1, -1};
-	notices_find(g.notices, "ns/p", ids, 2, at);
+	assert_int_equal(notices_find(g.notices, "a/p", ids, 2, at), SP_ETRANSIENT);
 	assert_int_equal(at[0], 0);
 	assert_int_equal(at[1], 0);
 	assert_false(notices_synced(g.notices));
-	assert_int_equal(deadline_of(g.notices, "ns/q", "ins-b"), 0);
+	assert_int_equal(deadline_of(g.notices, "b/q", "ins-b"), 0);
 	assert_int_equal(notices_round(g.notices, 0, &g.kube), 0);
 	assert_true(notices_synced(g.notices));
+	assert_int_equal(notices_find(g.notices, "a/p", ids, 2, at), 0);
 	/* Told: p and q by the list, p by ins-a's second notice, q when ins-b's went (not
 	 * at its MODIFIED: a notice's spec cannot change). */
-	assert_string_equal(told, "ns/p ns/q ns/p ns/q");
+	assert_string_equal(told, "a/p b/q a/p b/q");
 	assert_int_equal(notices_count(g.notices), 2);
 	/* The earliest of ins-a's two notices governs. */
-	assert_int_equal(deadline_of(g.notices, "ns/p", "ins-a"), NOW + 80);
-	assert_int_equal(deadline_of(g.notices, "ns/q", "ins-b"), 0);
+	assert_int_equal(deadline_of(g.notices, "a/p", "ins-a"), NOW + 80);
+	assert_int_equal(deadline_of(g.notices, "b/q", "ins-b"), 0);
+	/* A notice in namespace a does not count for a pool of namespace b. */
+	assert_int_equal(deadline_of(g.notices, "b/q", "ins-a"), 0);
+	assert_int_equal(deadline_of(g.notices, "ab/q", "ins-a"), 0);
 	/* A forgotten pool is told nothing more. */
-	notices_forget(g.notices, "ns/p");
+	notices_forget(g.notices, "a/p");
 	*told = '\0';
 	cJSON *gone = cJSON_Parse(NOTICE("a", "ins-a-2", "9", "ins-a", "2026-11-18T11:08:00Z"));
 	notices_apply_event(g.notices, 0, "DELETED", gone);
 	cJSON_Delete(gone);
 	assert_string_equal(told, "");
-	assert_int_equal(deadline_of(g.notices, "ns/r", "ins-a"), NOW + 120);
+	assert_int_equal(deadline_of(g.notices, "a/r", "ins-a"), NOW + 120);
+	rig_end(&g);
+}
+
+/* The home namespace's notices count for every pool (and tell them); a deadline must lie
+ * between a minute before the notice's creation and NOTICES_WINDOW_SECONDS after it: a
+ * forged past or far-future one (or one without a creation time) is ignored. */
+static void test_trust_and_window(void **state)
+{
+	(void)state;
+	const struct reply listed[] = {{"GET", ALL "?limit=500", LIST("1", ""), 0, 0},
+				       {"WATCH", WATCH(ALL, "1"), NULL, 0, 2000}};
+	struct rig g;
+	rig_start(&g, listed, 2, NULL, (struct notices_config){.home_namespace = "spotpool-system"});
+	assert_int_equal(notices_round(g.notices, 0, &g.kube), 0);
+	const char *ids[] = {"ins-h", "ins-past", "ins-late", "ins-edge", "ins-none"};
+	int64_t at[5];
+	notices_find(g.notices, "team-a/p", ids, 5, at);
+	const char *events[] = {
+		NOTICE_CREATED("spotpool-system", "h", "3", "ins-h", "2026-11-18T11:08:40Z", "2026-11-18T11:06:40Z"),
+		NOTICE_CREATED("team-a", "past", "4", "ins-past", "2026-11-18T11:05:39Z", "2026-11-18T11:06:40Z"),
+		NOTICE_CREATED("team-a", "late", "5", "ins-late", "2026-11-18T11:21:41Z", "2026-11-18T11:06:40Z"),
+		NOTICE_CREATED("team-a", "edge", "6", "ins-edge", "2026-11-18T11:21:40Z", "2026-11-18T11:06:40Z"),
+		"{\"metadata\":{\"namespace\":\"team-a\",\"name\":\"none\"},"
+		"\"spec\":{\"instanceId\":\"ins-none\",\"reclaimAt\":\"2026-11-18T11:08:40Z\"}}",
+	};
+	for (size_t i = 0; i < 5; i++) {
+		cJSON *o = cJSON_Parse(events[i]);
+		notices_apply_event(g.notices, 0, "ADDED", o);
+		cJSON_Delete(o);
+	}
+	assert_string_equal(told, "team-a/p team-a/p");
+	assert_int_equal(notices_count(g.notices), 2);
+	notices_find(g.notices, "team-a/p", ids, 5, at);
+	assert_int_equal(at[0], NOW + 120);
+	assert_int_equal(at[1], 0);
+	assert_int_equal(at[2], 0);
+	assert_int_equal(at[3], NOW + 900);
+	assert_int_equal(at[4], 0);
+	assert_int_equal(deadline_of(g.notices, "team-b/q", "ins-h"), NOW + 120);
+	assert_int_equal(deadline_of(g.notices, "team-b/q", "ins-edge"), 0);
 	rig_end(&g);
 }
 
 /* A notice more than NOTICES_KEEP_SECONDS past its deadline is deleted after the round
- * (a 404: someone did it first, done); a younger one stays. */
+ * (a 404: someone did it first, done); a younger one stays. A refused deletion is not
+ * tried again before the next list; a standby and a dry run delete none. */
 static void test_expired_deleted(void **state)
 {
 	(void)state;
+	const char *list = LIST("5", NOTICE("a", "old", "3", "ins-a", "2026-11-18T10:06:39Z") ","
+					 NOTICE("a", "older", "3", "ins-c", "2026-11-18T09:00:00Z") ","
+					 NOTICE("b", "recent", "4", "ins-b", "2026-11-18T10:06:45Z"));
 	const struct reply replies[] = {
-		{"GET", ALL "?limit=500",
-		 LIST("5", NOTICE("a", "old", "3", "ins-a", "2026-11-18T10:06:39Z") ","
-			   NOTICE("a", "older", "3", "ins-c", "2026-11-18T09:00:00Z") ","
-			   NOTICE("b", "recent", "4", "ins-b", "2026-11-18T10:06:45Z")),
-		 0, 0},
+		{"GET", ALL "?limit=500", list, 0, 0},
 		{"WATCH", WATCH(ALL, "5"), NULL, 0, 2000},
 		{"DELETE", IN("a") "/old", "{}", 0, 0},
 		{"DELETE", IN("a") "/older", NULL, SP_ENOTFOUND, 0},
 	};
 	struct rig g;
-	rig_start(&g, replies, 4, NULL);
+	rig_start(&g, replies, 4, NULL, (struct notices_config){0});
 	assert_int_equal(notices_round(g.notices, 0, &g.kube), 0);
 	/* The deletions come back as watch events. */
 	assert_int_equal(notices_count(g.notices), 3);
 	rig_end(&g);
+
+	const struct reply refused[] = {
+		{"GET", ALL "?limit=500", list, 0, 0},
+		{"WATCH", WATCH(ALL, "5"), NULL, 0, 2000},
+		{"DELETE", IN("a") "/old", NULL, SP_EFORBIDDEN, 0},
+		{"WATCH", WATCH(ALL, "5"), NULL, 0, 2000},
+	};
+	rig_start(&g, refused, 4, NULL, (struct notices_config){0});
+	assert_int_equal(notices_round(g.notices, 0, &g.kube), 0);
+	assert_int_equal(notices_round(g.notices, 0, &g.kube), 0);
+	rig_end(&g);
+
+	static const _Atomic int64_t standby = 0;
+	const struct notices_config passive[] = {{.active_until_ms = &standby}, {.read_only = true}};
+	for (size_t i = 0; i < 2; i++) {
+		rig_start(&g, replies, 2, NULL, passive[i]);
+		assert_int_equal(notices_round(g.notices, 0, &g.kube), 0);
+		rig_end(&g);
+	}
 }
 
 /* RBAC refuses the list, or the CRD is not installed: no deadline known, no deletion,
- * the list retried with backoff. */
+ * finds not pending (notices are off, nothing to wait for), the list retried with
+ * backoff. */
 static void test_unavailable(void **state)
 {
 	(void)state;
@@ -143,39 +217,43 @@ static void test_unavailable(void **state)
 		{"WATCH", WATCH(ALL, "5"), NULL, 0, 2000},
 	};
 	struct rig g;
-	rig_start(&g, replies, 4, NULL);
+	rig_start(&g, replies, 4, NULL, (struct notices_config){0});
+	const char *id = "ins-a";
+	int64_t at = -1;
 	assert_int_equal(notices_round(g.notices, 0, &g.kube), 500);
-	assert_int_equal(deadline_of(g.notices, "ns/p", "ins-a"), 0);
+	assert_int_equal(notices_find(g.notices, "a/p", &id, 1, &at), 0);
+	assert_int_equal(at, 0);
 	assert_int_equal(notices_round(g.notices, 0, &g.kube), 1000);
 	assert_false(notices_synced(g.notices));
 	assert_int_equal(notices_round(g.notices, 0, &g.kube), 0);
-	assert_int_equal(deadline_of(g.notices, "ns/p", "ins-a"), NOW + 120);
+	assert_int_equal(deadline_of(g.notices, "a/p", "ins-a"), NOW + 120);
 	rig_end(&g);
 }
 
-/* One watch per namespace; a 410 relist of one forgets the notices its new list lacks,
- * never another namespace's. */
+/* One watch per namespace (a repeated one once) and one of the home namespace; a 410
+ * relist of one forgets the notices its new list lacks, never another namespace's;
+ * finds are pending until every watch listed. */
 static void test_namespaces(void **state)
 {
 	(void)state;
 	const struct reply replies[] = {
 		{"GET", IN("a") "?limit=500", LIST("5", NOTICE("a", "n1", "3", "ins-a", "2026-11-18T11:08:40Z")), 0, 0},
 		{"WATCH", WATCH(IN("a"), "5"), NULL, 0, 2000},
-		{"GET", IN("b") "?limit=500", LIST("6", NOTICE("b", "n2", "4", "ins-b", "2026-11-18T11:08:40Z")), 0, 0},
-		{"WATCH", WATCH(IN("b"), "6"), "[{\"type\":\"ERROR\",\"object\":{\"code\":410}}]", 0, 10},
-		{"GET", IN("b") "?limit=500", LIST("9", ""), 0, 0},
-		{"WATCH", WATCH(IN("b"), "9"), NULL, 0, 2000},
+		{"GET", IN("home") "?limit=500", LIST("6", NOTICE("home", "n2", "4", "ins-b", "2026-11-18T11:08:40Z")), 0, 0},
+		{"WATCH", WATCH(IN("home"), "6"), "[{\"type\":\"ERROR\",\"object\":{\"code\":410}}]", 0, 10},
+		{"GET", IN("home") "?limit=500", LIST("9", ""), 0, 0},
+		{"WATCH", WATCH(IN("home"), "9"), NULL, 0, 2000},
 	};
-	const char *const namespaces[] = {"a", "b", NULL};
+	const char *const namespaces[] = {"a", "a", NULL};
 	struct rig g;
-	rig_start(&g, replies, 6, namespaces);
-	assert_int_equal(notices_round(g.notices, 0, &g.kube), 0);
-	assert_false(notices_synced(g.notices));
-	assert_int_equal(notices_round(g.notices, 1, &g.kube), 0);
-	assert_true(notices_synced(g.notices));
+	rig_start(&g, replies, 6, namespaces, (struct notices_config){.home_namespace = "home"});
 	const char *ids[] = {"ins-a", "ins-b"};
 	int64_t at[2];
-	notices_find(g.notices, "a/p", ids, 2, at);
+	assert_int_equal(notices_round(g.notices, 0, &g.kube), 0);
+	assert_int_equal(notices_find(g.notices, "a/p", ids, 2, at), SP_ETRANSIENT);
+	assert_int_equal(notices_round(g.notices, 1, &g.kube), 0);
+	assert_true(notices_synced(g.notices));
+	assert_int_equal(notices_find(g.notices, "a/p", ids, 2, at), 0);
 	assert_int_equal(at[0], NOW + 120);
 	assert_int_equal(at[1], NOW + 120);
 	*told = '\0';
@@ -187,13 +265,39 @@ static void test_namespaces(void **state)
 	rig_end(&g);
 }
 
+/* At most NOTICES_MAX notices are kept; one more is ignored until one goes. */
+static void test_bounded(void **state)
+{
+	(void)state;
+	const struct reply listed[] = {{"GET", ALL "?limit=500", LIST("1", ""), 0, 0},
+				       {"WATCH", WATCH(ALL, "1"), NULL, 0, 2000}};
+	struct rig g;
+	rig_start(&g, listed, 2, NULL, (struct notices_config){0});
+	assert_int_equal(notices_round(g.notices, 0, &g.kube), 0);
+	char obj[512];
+	for (int i = 0; i <= NOTICES_MAX; i++) {
+		snprintf(obj, sizeof(obj), NOTICE("a", "n%05d", "3", "ins-%05d", "2026-11-18T11:08:40Z"), i, i);
+		cJSON *o = cJSON_Parse(obj);
+		notices_apply_event(g.notices, 0, "ADDED", o);
+		cJSON_Delete(o);
+	}
+	assert_int_equal(notices_count(g.notices), NOTICES_MAX);
+	char last[16];
+	snprintf(last, sizeof(last), "ins-%05d", NOTICES_MAX);
+	assert_int_equal(deadline_of(g.notices, "a/p", last), 0);
+	assert_int_equal(deadline_of(g.notices, "a/p", "ins-00042"), NOW + 120);
+	rig_end(&g);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_list_events_and_find),
+		cmocka_unit_test(test_trust_and_window),
 		cmocka_unit_test(test_expired_deleted),
 		cmocka_unit_test(test_unavailable),
 		cmocka_unit_test(test_namespaces),
+		cmocka_unit_test(test_bounded),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }

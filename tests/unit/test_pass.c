@@ -623,11 +623,13 @@ static void test_drain_gives_up(void **state)
 	sim_free(&s);
 
 	/* the next pass: n2 given up 10 s ago (evict_undo recorded it on the Node): the
-	 * other Node goes instead; alone, n2 is not drained again before a drainTimeout */
+	 * other Node goes instead; alone, n2 is not drained again before a drainTimeout, and
+	 * if the give-up's status write was lost (a crash), DrainBlocked says so */
 	nodes[1].drain_taint = false;
 	nodes[1].drain_started = 0;
 	nodes[1].drain_given_up = NOW - 10;
-	for (int alone = 0; alone < 2; alone++) {
+	for (int c = 0; c < 3; c++) {
+		int alone = c > 0;
 		sim_init(&s, 0, 2);
 		s.spec.has_replicas = true;
 		s.spec.replicas = alone ? 0 : 1;
@@ -636,9 +638,15 @@ static void test_drain_gives_up(void **state)
 		s.in.plan.n_instances = alone ? 1 : 2;
 		s.in.nodes = alone ? nodes + 1 : nodes;
 		s.in.n_nodes = alone ? 1 : 2;
-		s.in.old_status = blocked;
+		s.in.old_status = c == 2 ? NULL : blocked;
 		s.pods_listed = alone ? pods + 1 : pods;
 		sim_run(&s);
+		if (c == 2) {
+			assert_non_null(s.last_status);
+			assert_string_equal(status_condition(s.last_status, "DrainBlocked", "status"), "True");
+			assert_non_null(strstr(status_condition(s.last_status, "DrainBlocked", "message"),
+					       "the drain of node n2 timed out at"));
+		}
 		assert_false(taken(&s, "drain-start n2"));
 		assert_false(taken(&s, "terminate scale-down i2"));
 		if (alone)
@@ -710,22 +718,27 @@ static const char *status_reclaim_at(const cJSON *status, const char *id)
  * maximumIncludesDoomed), i2 shows reclaimAt and is kept while the replacement is on its
  * way (no Node to drain: without the deadline it would go at once), goes once the
  * replacement runs, or at its deadline. With both a Node's condition and a notice, the
- * earlier deadline governs. */
+ * earlier deadline governs. A pool without replicas (0..3 holding 2) launches no
+ * replacement above minimum, so its doomed instance works on until the deadline. While
+ * notices are still being listed, no excess goes (it may be a doomed one's replacement). */
 static void test_notice_without_node(void **state)
 {
 	(void)state;
-	for (int c = 0; c < 5; c++) {
+	for (int c = 0; c < 7; c++) {
 		struct pool_instance in[3] = {running("i1", "RUNNING"), running("i2", "RUNNING"),
 					      running("i3", "RUNNING")};
 		int64_t notice_at[3] = {0, c == 2 ? NOW - 1 : NOW + 120, 0};
 		struct node_view nodes[3] = {named("n1"), named("n2"), named("n3")};
 		nodes[1].terminating_at = NOW + 200;
 		struct sim s;
-		sim_init(&s, 2, 2);
+		sim_init(&s, c == 5 ? 0 : 2, c == 5 ? 3 : 2);
+		s.spec.has_replicas = c != 5;
+		s.spec.replicas = 2;
 		s.spec.maximum_includes_doomed = c == 3;
 		s.in.plan.instances = in;
-		s.in.plan.n_instances = c == 1 ? 3 : 2;  /* 1: the replacement i3 runs */
-		s.in.notice_at = notice_at;
+		s.in.plan.n_instances = c == 1 || c == 6 ? 3 : 2;  /* 1: the replacement i3 runs */
+		s.in.notice_at = c == 6 ? NULL : notice_at;  /* 6: i2's notice not listed yet */
+		s.in.notices_pending = c == 6;
 		if (c == 4) {
 			s.in.nodes = nodes;
 			s.in.n_nodes = 2;
@@ -733,6 +746,7 @@ static void test_notice_without_node(void **state)
 		sim_run(&s);
 		assert_int_equal(taken(&s, "launch fresh count=1"), c == 0 || c == 2 || c == 4);
 		assert_int_equal(taken(&s, "terminate notice i2"), c == 1 || c == 2);
+		assert_false(taken(&s, "terminate scale-down"));
 		assert_false(taken(&s, "terminate notice i1"));
 		if (c == 0) {
 			assert_true(s.requeue_ms > 0 && s.requeue_ms <= 120000);
@@ -747,19 +761,22 @@ static void test_notice_without_node(void **state)
 }
 
 /* A deleted pool drains each Node first, and terminates once drained or past
- * drainTimeout (then without listing pods again). */
+ * drainTimeout (then without listing pods again), or past the reclaim deadline of a
+ * doomed instance if that comes first. */
 static void test_deletion_drains(void **state)
 {
 	(void)state;
 	struct pool_instance in[1] = {running("i1", "RUNNING")};
 	struct drain_pod p1[1] = {pod("w", DRAIN_POD_EVICT)};
 	struct pass_pods pods[1] = {{true, p1, 1}};
-	for (int c = 0; c < 2; c++) {
+	for (int c = 0; c < 3; c++) {
 		struct node_view nodes[1] = {named("n1")};
-		if (c == 1) {
+		if (c > 0) {
 			nodes[0].drain_taint = true;
-			nodes[0].drain_started = NOW - 601;
+			nodes[0].drain_started = c == 1 ? NOW - 601 : NOW - 10;
 		}
+		if (c == 2)
+			nodes[0].terminating_at = NOW - 1;
 		struct sim s;
 		sim_init(&s, 0, 1);
 		s.spec.drain_timeout = 600;
