@@ -212,6 +212,11 @@ NODES_RULES='[{"apiGroups":[""],"nonResourceURLs":[],"resourceNames":[],"resourc
 NODE_RES='.resources == ["nodes"] or .resources == ["pods"] or .resources == ["pods/eviction"]'
 check "clusterWide: the ClusterRole may get, list, watch, patch and delete nodes, list pods and evict them" \
 	bash -c "jq -e --argjson n '$NODES_RULES' '[.[] | select($NODE_RES)] == \$n' <<<'$base_rules'"
+# SpotNotices (docs/notice-agent.md): read, watched and deleted an hour past their
+# deadline; in every mode (the Roles carry it too, through role_rules below).
+NOTICE_RULES='[{"apiGroups":["devops.jokerbai.com"],"nonResourceURLs":[],"resourceNames":[],"resources":["spotnotices"],"verbs":["delete","get","list","watch"]}]'
+check "clusterWide: the ClusterRole may get, list, watch and delete SpotNotices, and not create or change them" \
+	bash -c "jq -e --argjson n '$NOTICE_RULES' '[.[] | select(.resources | index(\"spotnotices\"))] == \$n' <<<'$base_rules'"
 check "nodes=false: the ClusterRole's rules but nodes and pods" same "$(rules no-nodes ClusterRole spotpool)" \
 	"$(jq -c "map(select(($NODE_RES) | not))" <<<"$base_rules")"
 check "nodes=false: --no-nodes" bash -c "jq -e '[.[] | select(.kind==\"Deployment\")][0].spec.template.spec.containers[0].args | index(\"--no-nodes\")' '$E2E_TMP/no-nodes.json' >/dev/null"
@@ -360,16 +365,18 @@ rbac_ok=true
 	for q in "get secrets -n team-a" "get secrets -n team-b" "list spotpools.devops.jokerbai.com -n team-a" \
 		"watch spotpools.devops.jokerbai.com -n team-b" "patch spotpools.devops.jokerbai.com --subresource=status -n team-a" \
 		"create events -n team-b" "create leases.coordination.k8s.io -n $NS" "update leases.coordination.k8s.io/spotpool -n $NS" \
-		"get namespaces/kube-system"; do
+		"get namespaces/kube-system" "list spotnotices.devops.jokerbai.com -n team-a" "watch spotnotices.devops.jokerbai.com -n team-b" \
+		"delete spotnotices.devops.jokerbai.com -n team-a"; do
 		[[ $(can $q) == yes ]] || { rbac_ok=false; echo "denied: $q;"; }
 	done
 	for q in "get secrets -n team-c" "get secrets -n default" "get secrets -n $NS" "list secrets -n team-a" "list secrets -A" \
+		"list spotnotices.devops.jokerbai.com -A" "list spotnotices.devops.jokerbai.com -n team-c" "create spotnotices.devops.jokerbai.com -n team-a" \
 		"list spotpools.devops.jokerbai.com -A" "list spotpools.devops.jokerbai.com -n team-c" "delete spotpools.devops.jokerbai.com -n team-a" \
 		"update leases.coordination.k8s.io/spotpool -n team-a" "get namespaces/default" "list namespaces"; do
 		[[ $(can $q) == no ]] || { rbac_ok=false; echo "allowed: $q;"; }
 	done
 } >"$E2E_TMP/rbac.out"
-check "namespaced SA: Secrets (by name) and pools in team-a/team-b only; cluster-wide only get namespaces/kube-system $(tr '\n' ' ' <"$E2E_TMP/rbac.out")" $rbac_ok
+check "namespaced SA: Secrets (by name), pools and SpotNotices in team-a/team-b only; cluster-wide only get namespaces/kube-system $(tr '\n' ' ' <"$E2E_TMP/rbac.out")" $rbac_ok
 
 # `spotpool run` with the installed Deployment's flags, authenticated only as the
 # chart's ServiceAccount (a TokenRequest token in a kubeconfig of its own).
@@ -414,6 +421,8 @@ check "team-c/pc (not watched) untouched: no status, nothing launched" \
 	test "$(sp_field pc .status.size team-c)" = null -a "$(emu_get 'stats?tagKey=spotpool.jokerbai.com/pool&tagValue=team-c/pc' | jq .launched)" = 0
 check "log: listed spotpools in team-a and in team-b, never all namespaces" bash -c "grep -q 'listed spotpools in team-a ' '$E2E_TMP/ns.log' &&
 	grep -q 'listed spotpools in team-b ' '$E2E_TMP/ns.log' && ! grep -q 'spotpools in all namespaces' '$E2E_TMP/ns.log'"
+check "log: listed spotnotices (the chart's CRD) in team-a and in team-b, never all namespaces" bash -c "grep -q 'listed spotnotices in team-a ' '$E2E_TMP/ns.log' &&
+	grep -q 'listed spotnotices in team-b ' '$E2E_TMP/ns.log' && ! grep -q 'spotnotices in all namespaces' '$E2E_TMP/ns.log'"
 check "log: no 403/forbidden" bash -c "test -s '$E2E_TMP/ns.log' && ! grep -qE 'HTTP 403|forbidden' '$E2E_TMP/ns.log'"
 stop_controller "$ctl"
 check "SIGTERM: exits 0" test $? = 0
@@ -424,8 +433,8 @@ check "helm upgrade --set mode=clusterWide succeeds" test $? = 0
 check "clusterWide: ClusterRole spotpool exists, the per-namespace Roles and ClusterRole spotpool-cluster-id are gone" bash -c \
 	"kubectl get clusterrole spotpool && ! kubectl get role spotpool -n team-a && ! kubectl get role spotpool -n team-b &&
 	 ! kubectl get clusterrole spotpool-cluster-id"
-check "clusterWide SA: list spotpools -A and get secrets in team-c now allowed; list secrets still not" bash -c \
-	"[[ \$(kubectl auth can-i list spotpools.devops.jokerbai.com -A --as=$SA_USER) == yes && \$(kubectl auth can-i get secrets -n team-c --as=$SA_USER) == yes && \$(kubectl auth can-i list secrets -A --as=$SA_USER) == no ]]"
+check "clusterWide SA: list spotpools and spotnotices -A and get secrets in team-c now allowed; list secrets still not" bash -c \
+	"[[ \$(kubectl auth can-i list spotpools.devops.jokerbai.com -A --as=$SA_USER) == yes && \$(kubectl auth can-i list spotnotices.devops.jokerbai.com -A --as=$SA_USER) == yes && \$(kubectl auth can-i get secrets -n team-c --as=$SA_USER) == yes && \$(kubectl auth can-i list secrets -A --as=$SA_USER) == no ]]"
 check "clusterWide Deployment: no --namespace flag" bash -c "! kubectl get deploy spotpool -n $NS -o json | jq -e '.spec.template.spec.containers[0].args | index(\"--namespace\")' >/dev/null"
 "$HELM" uninstall spotpool -n "$NS" >"$E2E_TMP/uninstall.out" 2>&1
 check "helm uninstall succeeds" test $? = 0

@@ -26,6 +26,11 @@ K8S_CA_FILE=$(sed -n 's/^K8S_CA_FILE=//p' "$E2E_TMP/k8s/env")
 K8S_PORT=${K8S_URL##*:}
 
 # --- conf/kubernetes: server-side dry run of every manifest, then the real apply ---
+# The SpotNotice CRD too, as conf/kubernetes/README.md installs it (the controller
+# lists and watches SpotNotices under the ClusterRole).
+kubectl apply -f "$E2E_ROOT/crds/spotnotice.yaml" >/dev/null
+check "SpotNotice CRD established" \
+	wait_for 30 kubectl wait --for condition=established --timeout=5s crd/spotnotices.devops.jokerbai.com
 check "namespace.yaml applies" kubectl apply -f "$CONF/namespace.yaml"
 kubectl apply -k "$CONF" --dry-run=server >"$E2E_TMP/dry-k.out" 2>&1
 rc=$?
@@ -65,12 +70,14 @@ rbac_ok=true
 	for q in "list spotpools.devops.jokerbai.com -A" "watch spotpools.devops.jokerbai.com -A" \
 		"patch spotpools.devops.jokerbai.com -n team-a" "patch spotpools.devops.jokerbai.com --subresource=status -n team-a" \
 		"get secrets -n team-a" "create events -n team-a" "create leases.coordination.k8s.io -n spotpool-system" \
-		"update leases.coordination.k8s.io/spotpool -n spotpool-system" "get namespaces/kube-system"; do
+		"update leases.coordination.k8s.io/spotpool -n spotpool-system" "get namespaces/kube-system" \
+		"list spotnotices.devops.jokerbai.com -A" "watch spotnotices.devops.jokerbai.com -A" "delete spotnotices.devops.jokerbai.com -n team-a"; do
 		[[ $(can $q) == yes ]] || { rbac_ok=false; echo "denied: $q;"; }
 	done
 	for q in "list secrets -A" "create secrets -n team-a" "delete spotpools.devops.jokerbai.com -n team-a" \
 		"update leases.coordination.k8s.io/spotpool -n default" "update leases.coordination.k8s.io/other -n spotpool-system" \
-		"get namespaces/default" "list namespaces"; do
+		"get namespaces/default" "list namespaces" "create spotnotices.devops.jokerbai.com -n team-a" \
+		"patch spotnotices.devops.jokerbai.com -n team-a"; do
 		[[ $(can $q) == no ]] || { rbac_ok=false; echo "allowed: $q;"; }
 	done
 } >"$E2E_TMP/rbac.out"
@@ -190,6 +197,7 @@ check "status instance IDs are the emulator's live ones" bash -c "diff <(kubectl
 	<(curl -s '$EMU_URL/_emulator/instances' | jq -r '.[] | select(.InstanceState==\"RUNNING\" and any(.Tags[]?; .Value==\"team-a/p1\")) | .InstanceId' | sort)"
 check "finalizer added (patch on spotpools)" test "$(sp_field p1 '.metadata.finalizers | index("spotpool.jokerbai.com/finalizer")' team-a)" != null
 check "Launched event recorded (create events)" bash -c "kubectl get events -n team-a -o json | jq -e '[.items[] | select(.reason==\"Launched\" and .involvedObject.name==\"p1\")] | length > 0' >/dev/null"
+check "SpotNotices listed (and watched) in all namespaces under the ClusterRole" grep -q 'listed spotnotices in all namespaces ' "$E2E_TMP/a.log"
 check "no 403 while the full RBAC is in place" bash -c "! grep -qE 'HTTP 403|forbidden' '$E2E_TMP/a.log'"
 stop_controller "$pid_a"
 check "SIGTERM: exits 0" test $? = 0

@@ -100,7 +100,7 @@ app.kubernetes.io/managed-by: {{ .Release.Service }}
 app.kubernetes.io/part-of: spotpool
 {{- end }}
 
-{{/* The rules the controller needs on pools, Secrets and Events: in a
+{{/* The rules the controller needs on pools, Secrets, Events and SpotNotices: in a
 ClusterRole (clusterWide) or in a Role per watched namespace (namespaced).
 Same as conf/kubernetes/clusterrole.yaml (tests/e2e/test_helm.sh compares). */}}
 {{- define "spotpool.controllerRules" -}}
@@ -126,6 +126,11 @@ Same as conf/kubernetes/clusterrole.yaml (tests/e2e/test_helm.sh compares). */}}
 - apiGroups: [""]
   resources: ["events"]
   verbs: ["create"]
+# SpotNotices, the reclaim notices of hosts that are not Nodes: list + watch,
+# deleted an hour past their deadline. Never created.
+- apiGroups: ["devops.jokerbai.com"]
+  resources: ["spotnotices"]
+  verbs: ["get", "list", "watch", "delete"]
 {{- end }}
 
 {{/* Reading this cluster's identity at start-up (without clusterName): the UID
