@@ -242,6 +242,8 @@ rbac_set() {
 }
 check "namespaced: the chart's Roles and RoleBindings == conf/kubernetes/namespaced's (namespaces, names, rules, bindings)" \
 	same "$(rbac_set namespaced)" "$(rbac_set overlay)"
+check "namespaced: Role spotpool-notices in $NS has the spotnotices rule only" same "$(rules namespaced Role spotpool-notices $NS)" \
+	"$(jq -c 'map(select(.resources == ["spotnotices"]))' <<<"$role_rules")"
 check "overlay: no cluster-wide grant but get namespaces/kube-system" same "$(cluster_objects overlay | jq -c '[.[].rules[]]')" "$CLUSTER_ID_RULES"
 
 # --- The notice agent: chart == conf/kubernetes/agent ----------------------------------
@@ -423,7 +425,7 @@ check "log: listed spotpools in team-a and in team-b, never all namespaces" bash
 	grep -q 'listed spotpools in team-b ' '$E2E_TMP/ns.log' && ! grep -q 'spotpools in all namespaces' '$E2E_TMP/ns.log'"
 check "log: listed spotnotices (the chart's CRD) in team-a and in team-b, never all namespaces" bash -c "grep -q 'listed spotnotices in team-a ' '$E2E_TMP/ns.log' &&
 	grep -q 'listed spotnotices in team-b ' '$E2E_TMP/ns.log' && ! grep -q 'spotnotices in all namespaces' '$E2E_TMP/ns.log'"
-check "log: no 403/forbidden" bash -c "test -s '$E2E_TMP/ns.log' && ! grep -qE 'HTTP 403|forbidden' '$E2E_TMP/ns.log'"
+check "log: no 403/forbidden, no RBAC refusal said" bash -c "test -s '$E2E_TMP/ns.log' && ! grep -qE 'HTTP 403|forbidden|\(RBAC\)' '$E2E_TMP/ns.log'"
 stop_controller "$ctl"
 check "SIGTERM: exits 0" test $? = 0
 

@@ -198,7 +198,7 @@ check "status instance IDs are the emulator's live ones" bash -c "diff <(kubectl
 check "finalizer added (patch on spotpools)" test "$(sp_field p1 '.metadata.finalizers | index("spotpool.jokerbai.com/finalizer")' team-a)" != null
 check "Launched event recorded (create events)" bash -c "kubectl get events -n team-a -o json | jq -e '[.items[] | select(.reason==\"Launched\" and .involvedObject.name==\"p1\")] | length > 0' >/dev/null"
 check "SpotNotices listed (and watched) in all namespaces under the ClusterRole" grep -q 'listed spotnotices in all namespaces ' "$E2E_TMP/a.log"
-check "no 403 while the full RBAC is in place" bash -c "! grep -qE 'HTTP 403|forbidden' '$E2E_TMP/a.log'"
+check "no 403 while the full RBAC is in place" bash -c "! grep -qE 'HTTP 403|forbidden|\(RBAC\)' '$E2E_TMP/a.log'"
 stop_controller "$pid_a"
 check "SIGTERM: exits 0" test $? = 0
 check "lease released on exit" wait_for 5 bash -c "[[ -z \$(kubectl get lease spotpool -n spotpool-system -o jsonpath='{.spec.holderIdentity}') ]]"

@@ -126,6 +126,13 @@ Same as conf/kubernetes/clusterrole.yaml (tests/e2e/test_helm.sh compares). */}}
 - apiGroups: [""]
   resources: ["events"]
   verbs: ["create"]
+{{ include "spotpool.noticesRule" . }}
+{{- end }}
+
+{{/* SpotNotices, the reclaim notices of hosts that are not Nodes: in the controller
+rules, and in namespaced mode also in the release namespace (Role <fullname>-notices),
+whose notices count for every pool. Same as conf/kubernetes/namespaced/notices-role.yaml. */}}
+{{- define "spotpool.noticesRule" -}}
 # SpotNotices, the reclaim notices of hosts that are not Nodes: list + watch,
 # deleted an hour past their deadline. Never created.
 - apiGroups: ["devops.jokerbai.com"]
