@@ -610,8 +610,8 @@ static const char *const group_names[] = {
 	[GROUP_UNDO] = "no longer needed",
 };
 
-/* Takes the next step of one victim's drain (instance i, its Node node); true when it
- * is drained (terminate it now). */
+/* Takes the next step of the drain of victim k of group g (instance i, which has a
+ * Node); true when it is drained (terminate it now). */
 static bool drain_one(struct walk *w, enum drain_group g, size_t k, size_t i, const struct pass_pods *pods)
 {
 	const struct pass_input *in = w->in;
