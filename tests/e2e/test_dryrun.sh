@@ -248,7 +248,9 @@ check "several bad documents: exit 1, the valid one is not dry-run either" \
 	bash -c "[[ $rc == 1 ]] && ! grep -q spotpool-c '$OUT'"
 
 # Input caps: 300,000 keys is rejected at once, naming the file, line and limit; a file
-# just under the key cap is read (linear time); more than 4 MiB or 64 levels is rejected.
+# just under the key cap is read (linear time: about 1 s on the 2-core machine, 5 s
+# allowed on a loaded one: a read quadratic in the keys would take far longer); more than 4 MiB
+# or 64 levels is rejected.
 elapsed_ms() { local t0=$(date +%s%N); "$@"; local rc=$?; ELAPSED_MS=$((($(date +%s%N) - t0) / 1000000)); return $rc; }
 keys_manifest() { # NAME N: a Spotpool (min > max, so no call) with N annotations in one flow mapping
 	printf 'apiVersion: devops.jokerbai.com/v1\nkind: Spotpool\nmetadata:\n  name: %s\n  annotations: {' "$1"
@@ -259,7 +261,7 @@ keys_manifest() { # NAME N: a Spotpool (min > max, so no call) with N annotation
 keys_manifest k300k 300000 >"$E2E_TMP/keys300k.yaml"
 elapsed_ms dry -f "$E2E_TMP/keys300k.yaml"
 rc=$?
-if [[ $rc == 1 && $ELAPSED_MS -lt 2000 ]] &&
+if [[ $rc == 1 && $ELAPSED_MS -lt 5000 ]] &&
 	grep -qF "keys300k.yaml: line 5: more than 100000 keys and list items (the limit per file)" "$OUT"; then
 	pass "300,000 keys ($(stat -c %s "$E2E_TMP/keys300k.yaml") bytes): rejected in ${ELAPSED_MS} ms, exit 1, names file, line and limit"
 else
@@ -268,7 +270,7 @@ fi
 keys_manifest k99k 99980 >"$E2E_TMP/keys99k.yaml"
 elapsed_ms dry -f "$E2E_TMP/keys99k.yaml"
 rc=$?
-if [[ $rc == 1 && $ELAPSED_MS -lt 2000 ]] &&
+if [[ $rc == 1 && $ELAPSED_MS -lt 5000 ]] &&
 	grep -qF "keys99k.yaml: document 1 (k99k): spec.minimum: 3 is greater than spec.maximum 1 (line 11)" "$OUT"; then
 	pass "99,980 keys: read and validated in ${ELAPSED_MS} ms"
 else
@@ -279,12 +281,12 @@ fi
 elapsed_ms dry -f "$E2E_TMP/huge.yaml"
 rc=$?
 check "a file over 4 MiB: rejected in ${ELAPSED_MS} ms naming the file and the limit" \
-	bash -c "[[ $rc == 1 && $ELAPSED_MS -lt 2000 ]] && grep -qF 'huge.yaml: larger than 4 MiB (the limit per file)' '$OUT'"
+	bash -c "[[ $rc == 1 && $ELAPSED_MS -lt 5000 ]] && grep -qF 'huge.yaml: larger than 4 MiB (the limit per file)' '$OUT'"
 python3 -c "print('? ' + 'k' * 1000000 + '\n: {' + ', '.join('a%d: 1' % i for i in range(99990)) + '}')" >"$E2E_TMP/longkey.yaml"
 elapsed_ms dry -f "$E2E_TMP/longkey.yaml"
 rc=$?
 check "a 1 MB key above 99,990 keys: read in ${ELAPSED_MS} ms (paths are not copied per key)" \
-	bash -c "[[ $rc == 1 && $ELAPSED_MS -lt 2000 ]] && grep -qF 'no Spotpool documents' '$OUT'"
+	bash -c "[[ $rc == 1 && $ELAPSED_MS -lt 5000 ]] && grep -qF 'no Spotpool documents' '$OUT'"
 python3 -c "print('a:\n  b: ' + '[' * 70 + ']' * 70)" >"$E2E_TMP/deep.yaml"
 dry -f "$E2E_TMP/deep.yaml"
 rc=$?
