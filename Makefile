@@ -61,6 +61,8 @@ check: deps
 	$(MAKE) unit
 	tests/run-tests --build $(BUILD)
 
+# Sanitized binaries take two to five times the CPU, so their end-to-end scripts run one
+# at a time unless E2E_JOBS says otherwise (timings they check stay those of one).
 check-asan: deps
 	$(MAKE) unit BUILD=build-asan OPT="-O1 -g -fno-omit-frame-pointer" \
 		SANITIZE="-fsanitize=address,undefined -fno-sanitize-recover=undefined"
@@ -68,7 +70,7 @@ check-asan: deps
 	SANITIZER_LOG_DIR=$(CURDIR)/build-asan/sanitizer \
 	ASAN_OPTIONS=detect_leaks=1:exitcode=86:log_path=$(CURDIR)/build-asan/sanitizer/asan \
 	UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1:log_path=$(CURDIR)/build-asan/sanitizer/ubsan \
-		tests/run-tests --build build-asan
+	E2E_JOBS=$${E2E_JOBS:-1} tests/run-tests --build build-asan
 
 # ThreadSanitizer: every report fails the run (halt_on_error stops the process that
 # raced; run-tests counts the report files, also of processes whose status nobody checked).
@@ -77,7 +79,7 @@ check-tsan: deps
 	rm -rf build-tsan/sanitizer && mkdir -p build-tsan/sanitizer
 	SANITIZER_LOG_DIR=$(CURDIR)/build-tsan/sanitizer \
 	TSAN_OPTIONS=halt_on_error=1:exitcode=66:second_deadlock_stack=1:log_path=$(CURDIR)/build-tsan/sanitizer/tsan \
-		tests/run-tests --build build-tsan
+	E2E_JOBS=$${E2E_JOBS:-1} tests/run-tests --build build-tsan
 
 # Fuzzing (libFuzzer): every tests/fuzz/fuzz_<name>.c, linked against the library built
 # with clang and the same sanitizers in FUZZ_BUILD, runs FUZZ_SECONDS on its seed corpus
