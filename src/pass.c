@@ -154,7 +154,8 @@ static const struct node_view *node_at(const struct pass_input *in, size_t i)
 static int64_t doomed_at(const struct pass_input *in, size_t i)
 {
 	const struct node_view *node = node_at(in, i);
-	int64_t by_node = node ? node->terminating_at : 0, by_notice = in->notice_at ? in->notice_at[i] : 0;
+	int64_t by_node = node ? node->terminating_at : 0;
+	int64_t by_notice = in->notice_at && i < in->n_notice_at ? in->notice_at[i] : 0;
 	if (!by_node || !by_notice)
 		return by_node ? by_node : by_notice;
 	return by_node < by_notice ? by_node : by_notice;

@@ -738,6 +738,7 @@ static void test_notice_without_node(void **state)
 		s.in.plan.instances = in;
 		s.in.plan.n_instances = c == 1 || c == 6 ? 3 : 2;  /* 1: the replacement i3 runs */
 		s.in.notice_at = c == 6 ? NULL : notice_at;  /* 6: i2's notice not listed yet */
+		s.in.n_notice_at = 3;
 		s.in.notices_pending = c == 6;
 		if (c == 4) {
 			s.in.nodes = nodes;
