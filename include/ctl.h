@@ -25,8 +25,8 @@ struct ctl_options {
 	struct rate_config rate;
 	bool dry_run;                 /* never mutate the cloud */
 	bool nodes;                   /* watch Nodes (nodes.h): status node/ready, gone Nodes deleted */
-	/* The controller's own namespace: SpotNotices there count for every pool (notices.h);
-	 * NULL or "": none. */
+	/* The controller's home namespace (cfg_notices_namespace): SpotNotices there count
+	 * for every pool (notices.h); NULL or "": none. */
 	const char *home_namespace;
 	const struct creds *default_creds; /* used when a pool names none; may be empty */
 	const char *identity;         /* this process, for events and leases */
