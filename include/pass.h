@@ -180,9 +180,10 @@ struct pass_input {
 	 * SpotTerminating condition, the earlier of the two makes the instance doomed. */
 	const int64_t *notice_at;
 	size_t n_notice_at;
-	/* SpotNotices are not listed yet (a fresh start): as nodes_pending, nothing spotpool
-	 * chooses to terminate goes before they are (a doomed instance's replacement would
-	 * look like excess). */
+	/* SpotNotices are not listed yet (a fresh start): no excess is scaled down before
+	 * they are (a doomed instance's replacement would look like excess). Deletions,
+	 * cleanup and deadlines go on: a notice can only doom more or bring a deadline
+	 * earlier. */
 	bool notices_pending;
 };
 

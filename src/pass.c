@@ -722,7 +722,10 @@ static bool drain_one(struct walk *w, enum drain_group g, size_t k, size_t i, co
 static void drain_then(struct walk *w, enum drain_group g, const struct strv *ids, struct strv *ready)
 {
 	const struct pass_input *in = w->in;
-	if (in->nodes_pending || in->notices_pending) {
+	/* Before the Nodes are listed a victim's Node may need draining. Before the notices
+	 * are, an excess instance may be a doomed one's replacement; a notice only dooms
+	 * more or brings a deadline earlier, so deletions and deadlines need not wait. */
+	if (in->nodes_pending || (g == GROUP_SCALE_DOWN && in->notices_pending)) {
 		if (ids->n)
 			look_again(w, 1000);
 		return;

@@ -761,6 +761,44 @@ static void test_notice_without_node(void **state)
 	}
 }
 
+/* While SpotNotices are still being listed (a restart, or a list that keeps failing),
+ * only the scale-down waits (an excess instance may be a doomed one's replacement): a
+ * notice can only doom more instances or bring a deadline earlier, so a deleted pool's
+ * instances (0) and an instance past the deadline its Node announced (1) go all the
+ * same; the excess (2) waits. */
+static void test_notices_pending_holds_only_scale_down(void **state)
+{
+	(void)state;
+	for (int c = 0; c < 3; c++) {
+		struct pool_instance in[3] = {running("i1", "RUNNING"), running("i2", "RUNNING"),
+					      running("i3", "RUNNING")};
+		struct node_view nodes[3] = {named("n1"), named("n2"), named("n3")};
+		nodes[1].terminating_at = NOW - 1;
+		int64_t notice_at[3] = {0};
+		struct sim s;
+		sim_init(&s, c == 0 ? 1 : 2, 2);
+		s.in.deleting = s.in.plan.deleting = c == 0;
+		s.in.plan.instances = in;
+		s.in.plan.n_instances = c == 0 ? 1 : 3;
+		s.in.notice_at = notice_at;
+		s.in.n_notice_at = 3;
+		s.in.notices_pending = true;
+		if (c == 1) {
+			s.spec.drain_timeout = 600;
+			s.in.nodes = nodes;
+			s.in.n_nodes = 3;
+			s.in.plan.n_instances = 3;
+		}
+		sim_run(&s);
+		assert_int_equal(taken(&s, "terminate deletion i1"), c == 0);
+		assert_int_equal(taken(&s, "terminate notice i2"), c == 1);
+		assert_false(taken(&s, "terminate scale-down"));
+		if (c == 2)
+			assert_true(s.requeue_ms > 0);
+		sim_free(&s);
+	}
+}
+
 /* A deleted pool drains each Node first, and terminates once drained or past
  * drainTimeout (then without listing pods again), or past the reclaim deadline of a
  * doomed instance if that comes first. */
@@ -1264,6 +1302,7 @@ int main(void)
 		cmocka_unit_test(test_status_update_failed),
 		cmocka_unit_test(test_launch_abandoned),
 		cmocka_unit_test(test_deletion_sweep),
+		cmocka_unit_test(test_notices_pending_holds_only_scale_down),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }
