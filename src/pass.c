@@ -786,17 +786,14 @@ static void undo_unwanted_drains(struct walk *w, const struct strv *const *wante
 
 /* A doomed instance goes at its deadline, or once drained when its replacement runs:
  * the pool is at its target with every other instance RUNNING and, in a pool whose
- * instances join as Nodes, each one's Node Ready (the pods can move there). */
+ * instances join as Nodes, each one's Node Ready (the pods can move there). Without
+ * replicas the target follows the count, which the doomed already left: above minimum
+ * nothing replaces it, and it is "replaced" at once (see doomed_go). */
 static bool replaced(const struct walk *w)
 {
 	const struct plan *plan = w->plan;
 	const struct pass_input *in = w->in;
 	if (plan->launch || plan->resume || plan->waiting || plan->observed < plan->target)
-		return false;
-	/* Without replicas the target follows the count, which the doomed already left: no
-	 * replacement comes above minimum (as an un-noticed reclaim is not refilled above
-	 * it), so a doomed instance is never "replaced" and works until its deadline. */
-	if (!in->spec->has_replicas)
 		return false;
 	bool joins = false;
 	for (size_t i = 0; i < in->plan.n_instances && !joins; i++)
@@ -976,14 +973,19 @@ static void doomed_go(struct walk *w)
 {
 	struct strv ready = {0}, go = {0};
 	drain_then(w, GROUP_NOTICE, &w->plan->doomed, &ready);
+	const struct pass_input *in = w->in;
 	bool done_replacing = replaced(w);
 	for (size_t k = 0; k < ready.n; k++) {
-		int i = instance_index(w->in, ready.v[k]);
-		int64_t deadline = i >= 0 ? doomed_at(w->in, (size_t)i) : 0;
-		if (done_replacing || w->in->plan.now >= deadline)
+		int i = instance_index(in, ready.v[k]);
+		int64_t deadline = i >= 0 ? doomed_at(in, (size_t)i) : 0;
+		/* Without replicas, above minimum (no replacement was launched), a drained Node
+		 * does no work and goes; an instance without a Node works on until its deadline. */
+		bool node = i >= 0 && node_at(in, (size_t)i);
+		bool early = done_replacing && (in->spec->has_replicas || node || w->plan->observed <= in->spec->minimum);
+		if (early || in->plan.now >= deadline)
 			strv_push(&go, ready.v[k]);
 		else
-			look_again(w, (deadline - w->in->plan.now) * 1000);
+			look_again(w, (deadline - in->plan.now) * 1000);
 	}
 	terminate(w, STEP_NOTICE, &go, PASS_WHY_NOTICE);
 	strv_clear(&go);

@@ -799,6 +799,46 @@ static void test_notices_pending_holds_only_scale_down(void **state)
 	}
 }
 
+/* A pool without replicas (its target follows its count): a doomed instance goes once
+ * replaced when the pool is at minimum (0: no Node, 1: drained, min == max, the
+ * replacement i3 RUNNING), and once drained above minimum (2: nothing replaces it, and a
+ * drained Node does no work); without a Node above minimum it works on until its
+ * deadline (3). */
+static void test_doomed_without_replicas(void **state)
+{
+	(void)state;
+	struct pass_pods pods[3] = {{true, NULL, 0}, {true, NULL, 0}, {true, NULL, 0}};
+	for (int c = 0; c < 4; c++) {
+		struct pool_instance in[3] = {running("i1", "RUNNING"), running("i2", "RUNNING"),
+					      running("i3", "RUNNING")};
+		struct node_view nodes[3] = {named("n1"), named("n2"), named("n3")};
+		int64_t notice_at[3] = {0, NOW + 120, 0};
+		nodes[1].terminating_at = NOW + 120;
+		nodes[1].drain_taint = true;
+		nodes[1].drain_started = NOW - 30;
+		bool at_minimum = c < 2, with_nodes = c == 1 || c == 2;
+		struct sim s;
+		sim_init(&s, at_minimum ? 2 : 0, at_minimum ? 2 : 3);
+		s.spec.drain_timeout = 600;
+		s.in.plan.instances = in;
+		s.in.plan.n_instances = at_minimum ? 3 : 2;
+		if (with_nodes) {
+			s.in.nodes = nodes;
+			s.in.n_nodes = s.in.plan.n_instances;
+			s.pods_listed = pods;
+		} else {
+			s.in.notice_at = notice_at;
+			s.in.n_notice_at = 3;
+		}
+		sim_run(&s);
+		assert_false(taken(&s, "launch"));
+		assert_int_equal(taken(&s, "terminate notice i2"), c < 3);
+		if (c == 3)
+			assert_true(s.requeue_ms > 0 && s.requeue_ms <= 120000);
+		sim_free(&s);
+	}
+}
+
 /* A deleted pool drains each Node first, and terminates once drained or past
  * drainTimeout (then without listing pods again), or past the reclaim deadline of a
  * doomed instance if that comes first. */
@@ -1303,6 +1343,7 @@ int main(void)
 		cmocka_unit_test(test_launch_abandoned),
 		cmocka_unit_test(test_deletion_sweep),
 		cmocka_unit_test(test_notices_pending_holds_only_scale_down),
+		cmocka_unit_test(test_doomed_without_replicas),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }
