@@ -54,8 +54,9 @@ struct notices *notices_new(const struct notices_config *cfg);
 int notices_start(struct notices *n, struct sp_error *err);
 /* One list/watch round of watcher i (informer_lw_round), then the deletion of its
  * expired notices. A list refused by RBAC, or a cluster without the SpotNotice CRD, is
- * said once: notices stay unknown (no instance is doomed by one) until it works, the list
- * retried with the watch's backoff (up to 30 s). */
+ * said once: the watcher's notices are forgotten (also those of earlier lists: they may
+ * have been withdrawn since) and stay unknown (no instance is doomed by one) until it
+ * works, the list retried with the watch's backoff (up to 30 s). */
 int64_t notices_round(struct notices *n, size_t i, const struct kube_api *api);
 void notices_stop(struct notices *n);
 void notices_free(struct notices *n);

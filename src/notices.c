@@ -223,25 +223,30 @@ static void on_item(void *ud, const cJSON *obj)
 	notices_apply_event(w->owner, w->index, "ADDED", obj);
 }
 
-/* A complete list: the notices of this watcher's scope it did not hold are gone, and
- * finds need not wait for this watcher any more (its watch runs for minutes). */
-static void on_end_list(void *ud, bool complete)
+/* Forgets watcher w's notices that its last list did not hold, or all of them. */
+static void forget(struct notices *n, const struct watcher *w, bool all)
 {
-	struct watcher *w = ud;
-	struct notices *n = w->owner;
-	if (!complete)
-		return;
-	atomic_store(&w->settled, true);
 	struct strv changed = {0};
 	pthread_mutex_lock(&n->lock);
 	for (size_t i = 0; i < n->n;) {
-		if (n->v[i].watcher == w->index && n->v[i].listed != w->list_seq)
+		if (n->v[i].watcher == w->index && (all || n->v[i].listed != w->list_seq))
 			drop(n, i, &changed);
 		else
 			i++;
 	}
 	pthread_mutex_unlock(&n->lock);
 	claims_tell(&changed, n->cfg.changed, n->cfg.userdata);
+}
+
+/* A complete list: the notices of this watcher's scope it did not hold are gone, and
+ * finds need not wait for this watcher any more (its watch runs for minutes). */
+static void on_end_list(void *ud, bool complete)
+{
+	struct watcher *w = ud;
+	if (!complete)
+		return;
+	atomic_store(&w->settled, true);
+	forget(w->owner, w, false);
 }
 
 static void on_event(void *ud, const char *type, const cJSON *obj)
@@ -308,6 +313,8 @@ int64_t notices_round(struct notices *n, size_t i, const struct kube_api *api)
 				  scope);
 		w->told = e;
 		atomic_store(&w->settled, true);
+		/* Revoked or deleted after earlier lists: what they held may be withdrawn. */
+		forget(n, w, true);
 		return delay;
 	}
 	if (e == 0 && atomic_load(&w->lw.synced)) {

@@ -243,6 +243,30 @@ static void test_unavailable(void **state)
 	rig_end(&g);
 }
 
+/* A relist RBAC refuses (a role revoked) or of a CRD deleted after earlier lists forgets
+ * that watch's notices: withdrawn ones must not doom instances any more. */
+static void test_refused_relist_forgets(void **state)
+{
+	(void)state;
+	for (int c = 0; c < 2; c++) {
+		const struct reply replies[] = {
+			{"GET", ALL "?limit=500", LIST("5", NOTICE("a", "n", "3", "ins-a", "2026-11-18T11:08:40Z")), 0, 0},
+			{"WATCH", WATCH(ALL, "5"), "[{\"type\":\"ERROR\",\"object\":{\"code\":410}}]", 0, 10},
+			{"GET", ALL "?limit=500", NULL, c == 0 ? SP_EFORBIDDEN : SP_ENOTFOUND, 0},
+		};
+		struct rig g;
+		rig_start(&g, replies, 3, NULL, (struct notices_config){0});
+		assert_int_equal(notices_round(g.notices, 0, &g.kube), 0);
+		assert_int_equal(deadline_of(g.notices, "a/p", "ins-a"), NOW + 120);
+		*told = '\0';
+		assert_int_equal(notices_round(g.notices, 0, &g.kube), 500);
+		assert_int_equal(deadline_of(g.notices, "a/p", "ins-a"), 0);
+		assert_int_equal(notices_count(g.notices), 0);
+		assert_string_equal(told, "a/p");
+		rig_end(&g);
+	}
+}
+
 /* One watch per namespace (a repeated one once) and one of the home namespace; a 410
  * relist of one forgets the notices its new list lacks, never another namespace's;
  * finds are pending until every watch listed. */
@@ -310,6 +334,7 @@ int main(void)
 		cmocka_unit_test(test_expired_deleted),
 		cmocka_unit_test(test_unavailable),
 		cmocka_unit_test(test_namespaces),
+		cmocka_unit_test(test_refused_relist_forgets),
 		cmocka_unit_test(test_bounded),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
