@@ -23,6 +23,10 @@
 /* The deadline of a notice lies between a minute before its creation (an agent's
  * retries) and this long after it. */
 #define NOTICES_WINDOW_SECONDS 900
+/* Expired notices deleted at most per round (after each watch, about 5 minutes), one
+ * every NOTICES_DELETE_GAP_MS: a backlog goes without a burst. */
+#define NOTICES_DELETES_PER_ROUND 100
+#define NOTICES_DELETE_GAP_MS 10
 /* Notices cached at most; more are ignored (with a warning) until some go. */
 #define NOTICES_MAX 10000
 
@@ -31,6 +35,10 @@ struct notices_config {
 	 * it stops (as informer_config's). Unit tests call notices_round instead. */
 	struct kube_api (*api_new)(void *userdata);
 	void (*api_free)(void *userdata, struct kube_api *api);
+	/* The apiserver for the deletions (made and ended as api_new's, by api_free): a client
+	 * that ends with leadership (kube_client_set_until), which the list and watch of a
+	 * standby must not. NULL: api_new's. */
+	struct kube_api (*writer_new)(void *userdata);
 	const struct sp_clock *clock;    /* NULL: sp_clock_system */
 	/* Watched namespaces, as the pools' (empty: all, one watch); home_namespace (may be
 	 * NULL) is watched too when the list lacks it. */

@@ -31,6 +31,7 @@ struct watcher {
 	uint64_t list_seq;            /* the list in progress (written under the owner's lock) */
 	/* Listed, or its list cannot work (RBAC, no CRD): notices_find need not wait. */
 	atomic_bool settled;
+	const struct kube_api *writer;  /* deletions: cfg.writer_new's, NULL: the round's api */
 	pthread_t thread;
 	bool running;
 };
@@ -256,9 +257,10 @@ static void on_event(void *ud, const char *type, const cJSON *obj)
 }
 
 /* Deletes watcher w's notices NOTICES_KEEP_SECONDS past their deadline (the leader
- * only, never in dry-run, and not once a stop is requested); the watch then brings their
- * DELETED events. A deletion RBAC refuses is said once and not tried again before the
- * next list. */
+ * only, leadership checked before each, never in dry-run, and not once a stop is
+ * requested), at most NOTICES_DELETES_PER_ROUND, NOTICES_DELETE_GAP_MS apart; the watch
+ * then brings their DELETED events. A deletion RBAC refuses is said once and not tried
+ * again before the next list. */
 static void collect(struct notices *n, struct watcher *w, const struct kube_api *api)
 {
 	if (n->cfg.read_only || sp_deadline_left_ms(n->cfg.active_until_ms) <= 0 ||
@@ -271,7 +273,10 @@ static void collect(struct notices *n, struct watcher *w, const struct kube_api 
 		if (n->v[i].watcher == w->index && n->v[i].at + NOTICES_KEEP_SECONDS < now)
 			strv_push(&expired, n->v[i].key);
 	pthread_mutex_unlock(&n->lock);
-	for (size_t i = 0; i < expired.n && !stop_requested(&n->stop); i++) {
+	for (size_t i = 0; i < expired.n && i < NOTICES_DELETES_PER_ROUND; i++) {
+		if ((i && stop_wait_ms(&n->stop, NOTICES_DELETE_GAP_MS)) || stop_requested(&n->stop) ||
+		    sp_deadline_left_ms(n->cfg.active_until_ms) <= 0)
+			break;
 		char *name = strchr(expired.v[i], '/');
 		*name++ = '\0';
 		char *path = xasprintf("/apis/" POOL_API_VERSION "/namespaces/%s/" AGENT_NOTICE_PLURAL "/%s", expired.v[i],
@@ -321,7 +326,7 @@ int64_t notices_round(struct notices *n, size_t i, const struct kube_api *api)
 		if (w->told)
 			log_info("listed spotnotices (%s): reclaim notices of hosts that are not Nodes are read", scope);
 		w->told = 0;
-		collect(n, w, api);
+		collect(n, w, w->writer ? w->writer : api);
 	}
 	return delay;
 }
@@ -330,9 +335,16 @@ static void *watcher_main(void *arg)
 {
 	struct watcher *w = arg;
 	struct notices *n = w->owner;
-	struct kube_api api = n->cfg.api_new(n->cfg.userdata);
+	struct kube_api api = n->cfg.api_new(n->cfg.userdata), writer = {0};
+	if (n->cfg.writer_new) {
+		writer = n->cfg.writer_new(n->cfg.userdata);
+		w->writer = &writer;
+	}
 	while (!stop_requested(&n->stop))
 		stop_wait_ms(&n->stop, notices_round(n, w->index, &api));
+	if (w->writer)
+		n->cfg.api_free(n->cfg.userdata, &writer);
+	w->writer = NULL;
 	n->cfg.api_free(n->cfg.userdata, &api);
 	return NULL;
 }

@@ -10,6 +10,7 @@
 #include "testutil.h"
 #include "fakekube.h"
 #include "notices.h"
+#include "buf.h"
 
 static char told[512];
 /* The cache being told, and what a find from the callback answered (during the watch
@@ -217,6 +218,61 @@ static void test_expired_deleted(void **state)
 	}
 }
 
+static _Atomic int64_t leading_until = INT64_MAX;
+
+/* The apiserver, and leadership lost once a DELETE went. */
+static int request_then_deposed(void *ctx, const char *method, const char *path, const char *content_type,
+				const cJSON *body, cJSON **ret, struct sp_error *err)
+{
+	int r = fake_request(ctx, method, path, content_type, body, ret, err);
+	if (strcmp(method, "DELETE") == 0)
+		atomic_store(&leading_until, 0);
+	return r;
+}
+
+/* Deletions are paced: leadership is checked before each (a deposed leader deletes no
+ * more), and a round deletes at most NOTICES_DELETES_PER_ROUND (the rest go after the
+ * next watch). */
+static void test_expired_deletions_paced(void **state)
+{
+	(void)state;
+	const char *list = LIST("5", NOTICE("a", "old", "3", "ins-a", "2026-11-18T10:06:39Z") ","
+				     NOTICE("a", "older", "3", "ins-c", "2026-11-18T09:00:00Z"));
+	const struct reply replies[] = {
+		{"GET", ALL "?limit=500", list, 0, 0},
+		{"WATCH", WATCH(ALL, "5"), NULL, 0, 2000},
+		{"DELETE", IN("a") "/old", "{}", 0, 0},
+	};
+	struct rig g;
+	atomic_store(&leading_until, INT64_MAX);
+	rig_start(&g, replies, 3, NULL, (struct notices_config){.active_until_ms = &leading_until});
+	g.kube.request = request_then_deposed;
+	assert_int_equal(notices_round(g.notices, 0, &g.kube), 0);
+	rig_end(&g);
+
+	enum { EXPIRED = NOTICES_DELETES_PER_ROUND + 50 };
+	struct buf body;
+	buf_init(&body, 1 << 20);
+	buf_puts(&body, "{\"metadata\":{\"resourceVersion\":\"5\"},\"items\":[");
+	static struct reply many[EXPIRED + 2];
+	static char paths[EXPIRED][64];
+	for (int i = 0; i < EXPIRED; i++) {
+		char obj[512];
+		snprintf(obj, sizeof(obj), "%s" NOTICE("a", "n%03d", "3", "ins-%03d", "2026-11-18T09:00:00Z"),
+			 i ? "," : "", i, i);
+		buf_puts(&body, obj);
+		snprintf(paths[i], sizeof(paths[i]), IN("a") "/n%03d", i);
+		many[i + 2] = (struct reply){"DELETE", paths[i], "{}", 0, 0};
+	}
+	buf_puts(&body, "]}");
+	many[0] = (struct reply){"GET", ALL "?limit=500", body.data, 0, 0};
+	many[1] = (struct reply){"WATCH", WATCH(ALL, "5"), NULL, 0, 2000};
+	rig_start(&g, many, NOTICES_DELETES_PER_ROUND + 2, NULL, (struct notices_config){0});
+	assert_int_equal(notices_round(g.notices, 0, &g.kube), 0);
+	rig_end(&g);
+	buf_free(&body);
+}
+
 /* RBAC refuses the list, or the CRD is not installed: no deadline known, no deletion,
  * finds not pending (notices are off, nothing to wait for), the list retried with
  * backoff. */
@@ -332,6 +388,7 @@ int main(void)
 		cmocka_unit_test(test_list_events_and_find),
 		cmocka_unit_test(test_trust_and_window),
 		cmocka_unit_test(test_expired_deleted),
+		cmocka_unit_test(test_expired_deletions_paced),
 		cmocka_unit_test(test_unavailable),
 		cmocka_unit_test(test_namespaces),
 		cmocka_unit_test(test_refused_relist_forgets),
