@@ -27,6 +27,13 @@
  * every NOTICES_DELETE_GAP_MS: a backlog goes without a burst. */
 #define NOTICES_DELETES_PER_ROUND 100
 #define NOTICES_DELETE_GAP_MS 10
+/* Notices per list page: a page of notices padded to their size limit stays far below
+ * KUBE_RESPONSE_MAX. */
+#define NOTICES_PAGE_LIMIT 50
+/* A list failing this long (other than RBAC or a missing CRD) after the start turns
+ * notices off, said at error level: finds stop being pending (the scale-down waits for
+ * them) until a list works. */
+#define NOTICES_LIST_PATIENCE_SECONDS 120
 /* Notices cached at most; more are ignored (with a warning) until some go. */
 #define NOTICES_MAX 10000
 

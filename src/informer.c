@@ -317,7 +317,8 @@ static int list_all(struct informer_lw *lw, const struct informer_lw_ops *ops, c
 	ops->begin_list(ops->userdata);
 	do {
 		char *esc = cont ? kube_escape(cont) : NULL;
-		char *path = xasprintf("%s?limit=500%s%s", ops->path, esc ? "&continue=" : "", esc ? esc : "");
+		char *path = xasprintf("%s?limit=%d%s%s", ops->path, ops->page_limit > 0 ? ops->page_limit : 500,
+				       esc ? "&continue=" : "", esc ? esc : "");
 		free(esc);
 		cJSON *list = NULL;
 		r = kube_api_get(api, path, &list, err);

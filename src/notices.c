@@ -29,6 +29,8 @@ struct watcher {
 	bool told_delete;             /* a refused deletion said */
 	uint64_t delete_refused_seq;  /* deletions refused during this list: none until the next */
 	uint64_t list_seq;            /* the list in progress (written under the owner's lock) */
+	bool failing;                 /* lists failing since failing_since_ms (monotonic) */
+	int64_t failing_since_ms;
 	/* Listed, or its list cannot work (RBAC, no CRD): notices_find need not wait. */
 	atomic_bool settled;
 	const struct kube_api *writer;  /* deletions: cfg.writer_new's, NULL: the round's api */
@@ -305,7 +307,7 @@ int64_t notices_round(struct notices *n, size_t i, const struct kube_api *api)
 	const struct informer_lw_ops ops = {
 		.kind = AGENT_NOTICE_PLURAL, .scope = scope, .path = w->path, .begin_list = on_begin_list,
 		.item = on_item, .end_list = on_end_list, .event = on_event, .userdata = w,
-		.owner_says_refusals = true,
+		.owner_says_refusals = true, .page_limit = NOTICES_PAGE_LIMIT,
 	};
 	int64_t delay = informer_lw_round(&w->lw, &ops, api, &n->stop);
 	int e = w->lw.list_error;
@@ -322,7 +324,21 @@ int64_t notices_round(struct notices *n, size_t i, const struct kube_api *api)
 		forget(n, w, true);
 		return delay;
 	}
-	if (e == 0 && atomic_load(&w->lw.synced)) {
+	if (e < 0) {
+		int64_t now = n->clock->mono_ms(n->clock->ctx);
+		if (!w->failing)
+			w->failing_since_ms = now;
+		w->failing = true;
+		if (!atomic_load(&w->settled) && now - w->failing_since_ms >= NOTICES_LIST_PATIENCE_SECONDS * 1000LL) {
+			log_error("cannot list spotnotices (%s) for %d s: reclaim notices of hosts that are not Nodes are "
+				  "off until it works, excess is scaled down meanwhile", scope, NOTICES_LIST_PATIENCE_SECONDS);
+			w->told = e;
+			atomic_store(&w->settled, true);
+		}
+		return delay;
+	}
+	w->failing = false;
+	if (atomic_load(&w->lw.synced)) {
 		if (w->told)
 			log_info("listed spotnotices (%s): reclaim notices of hosts that are not Nodes are read", scope);
 		w->told = 0;

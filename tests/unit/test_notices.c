@@ -86,7 +86,7 @@ static void test_list_events_and_find(void **state)
 {
 	(void)state;
 	const struct reply replies[] = {
-		{"GET", ALL "?limit=500",
+		{"GET", ALL "?limit=50",
 		 LIST("5", NOTICE("a", "ins-a-1", "3", "ins-a", "2026-11-18T11:08:40Z") ","
 			   NOTICE("b", "ins-b-1", "4", "ins-b", "2026-11-18T11:09:00Z") ","
 			   /* no instance: skipped */
@@ -142,7 +142,7 @@ static void test_list_events_and_find(void **state)
 static void test_trust_and_window(void **state)
 {
 	(void)state;
-	const struct reply listed[] = {{"GET", ALL "?limit=500", LIST("1", ""), 0, 0},
+	const struct reply listed[] = {{"GET", ALL "?limit=50", LIST("1", ""), 0, 0},
 				       {"WATCH", WATCH(ALL, "1"), NULL, 0, 2000}};
 	struct rig g;
 	rig_start(&g, listed, 2, NULL, (struct notices_config){.home_namespace = "spotpool-system"});
@@ -186,7 +186,7 @@ static void test_expired_deleted(void **state)
 					 NOTICE("a", "older", "3", "ins-c", "2026-11-18T09:00:00Z") ","
 					 NOTICE("b", "recent", "4", "ins-b", "2026-11-18T10:06:45Z"));
 	const struct reply replies[] = {
-		{"GET", ALL "?limit=500", list, 0, 0},
+		{"GET", ALL "?limit=50", list, 0, 0},
 		{"WATCH", WATCH(ALL, "5"), NULL, 0, 2000},
 		{"DELETE", IN("a") "/old", "{}", 0, 0},
 		{"DELETE", IN("a") "/older", NULL, SP_ENOTFOUND, 0},
@@ -199,7 +199,7 @@ static void test_expired_deleted(void **state)
 	rig_end(&g);
 
 	const struct reply refused[] = {
-		{"GET", ALL "?limit=500", list, 0, 0},
+		{"GET", ALL "?limit=50", list, 0, 0},
 		{"WATCH", WATCH(ALL, "5"), NULL, 0, 2000},
 		{"DELETE", IN("a") "/old", NULL, SP_EFORBIDDEN, 0},
 		{"WATCH", WATCH(ALL, "5"), NULL, 0, 2000},
@@ -239,7 +239,7 @@ static void test_expired_deletions_paced(void **state)
 	const char *list = LIST("5", NOTICE("a", "old", "3", "ins-a", "2026-11-18T10:06:39Z") ","
 				     NOTICE("a", "older", "3", "ins-c", "2026-11-18T09:00:00Z"));
 	const struct reply replies[] = {
-		{"GET", ALL "?limit=500", list, 0, 0},
+		{"GET", ALL "?limit=50", list, 0, 0},
 		{"WATCH", WATCH(ALL, "5"), NULL, 0, 2000},
 		{"DELETE", IN("a") "/old", "{}", 0, 0},
 	};
@@ -265,7 +265,7 @@ static void test_expired_deletions_paced(void **state)
 		many[i + 2] = (struct reply){"DELETE", paths[i], "{}", 0, 0};
 	}
 	buf_puts(&body, "]}");
-	many[0] = (struct reply){"GET", ALL "?limit=500", body.data, 0, 0};
+	many[0] = (struct reply){"GET", ALL "?limit=50", body.data, 0, 0};
 	many[1] = (struct reply){"WATCH", WATCH(ALL, "5"), NULL, 0, 2000};
 	rig_start(&g, many, NOTICES_DELETES_PER_ROUND + 2, NULL, (struct notices_config){0});
 	assert_int_equal(notices_round(g.notices, 0, &g.kube), 0);
@@ -280,9 +280,9 @@ static void test_unavailable(void **state)
 {
 	(void)state;
 	const struct reply replies[] = {
-		{"GET", ALL "?limit=500", NULL, SP_EFORBIDDEN, 0},
-		{"GET", ALL "?limit=500", NULL, SP_ENOTFOUND, 0},
-		{"GET", ALL "?limit=500", LIST("5", NOTICE("a", "n", "3", "ins-a", "2026-11-18T11:08:40Z")), 0, 0},
+		{"GET", ALL "?limit=50", NULL, SP_EFORBIDDEN, 0},
+		{"GET", ALL "?limit=50", NULL, SP_ENOTFOUND, 0},
+		{"GET", ALL "?limit=50", LIST("5", NOTICE("a", "n", "3", "ins-a", "2026-11-18T11:08:40Z")), 0, 0},
 		{"WATCH", WATCH(ALL, "5"), NULL, 0, 2000},
 	};
 	struct rig g;
@@ -299,6 +299,38 @@ static void test_unavailable(void **state)
 	rig_end(&g);
 }
 
+/* A list that keeps failing otherwise (a 5xx from a broken webhook, a page too large):
+ * finds are pending for NOTICES_LIST_PATIENCE_SECONDS, then notices count as off (not
+ * pending: only the scale-down waited for them) until a list works. Pages are small:
+ * NOTICES_PAGE_LIMIT notices each. */
+static void test_failing_list_turns_off(void **state)
+{
+	(void)state;
+	const struct reply replies[] = {
+		{"GET", ALL "?limit=50", NULL, SP_ETRANSIENT, 0},
+		{"GET", ALL "?limit=50", NULL, SP_ETRANSIENT, 0},
+		{"GET", ALL "?limit=50", NULL, SP_ETOOBIG, 0},
+		{"GET", ALL "?limit=50", LIST("5", NOTICE("a", "n", "3", "ins-a", "2026-11-18T11:08:40Z")), 0, 0},
+		{"WATCH", WATCH(ALL, "5"), NULL, 0, 2000},
+	};
+	struct rig g;
+	rig_start(&g, replies, 5, NULL, (struct notices_config){0});
+	const char *id = "ins-a";
+	int64_t at;
+	assert_int_equal(notices_round(g.notices, 0, &g.kube), 500);
+	assert_int_equal(notices_find(g.notices, "a/p", &id, 1, &at), SP_ETRANSIENT);
+	test_clock_advance_ms(&g.clock, (NOTICES_LIST_PATIENCE_SECONDS - 1) * 1000);
+	notices_round(g.notices, 0, &g.kube);
+	assert_int_equal(notices_find(g.notices, "a/p", &id, 1, &at), SP_ETRANSIENT);
+	test_clock_advance_ms(&g.clock, 1000);
+	notices_round(g.notices, 0, &g.kube);
+	assert_int_equal(notices_find(g.notices, "a/p", &id, 1, &at), 0);
+	assert_int_equal(at, 0);
+	assert_int_equal(notices_round(g.notices, 0, &g.kube), 0);
+	assert_int_equal(deadline_of(g.notices, "a/p", "ins-a"), NOW + 120);
+	rig_end(&g);
+}
+
 /* A relist RBAC refuses (a role revoked) or of a CRD deleted after earlier lists forgets
  * that watch's notices: withdrawn ones must not doom instances any more. */
 static void test_refused_relist_forgets(void **state)
@@ -306,9 +338,9 @@ static void test_refused_relist_forgets(void **state)
 	(void)state;
 	for (int c = 0; c < 2; c++) {
 		const struct reply replies[] = {
-			{"GET", ALL "?limit=500", LIST("5", NOTICE("a", "n", "3", "ins-a", "2026-11-18T11:08:40Z")), 0, 0},
+			{"GET", ALL "?limit=50", LIST("5", NOTICE("a", "n", "3", "ins-a", "2026-11-18T11:08:40Z")), 0, 0},
 			{"WATCH", WATCH(ALL, "5"), "[{\"type\":\"ERROR\",\"object\":{\"code\":410}}]", 0, 10},
-			{"GET", ALL "?limit=500", NULL, c == 0 ? SP_EFORBIDDEN : SP_ENOTFOUND, 0},
+			{"GET", ALL "?limit=50", NULL, c == 0 ? SP_EFORBIDDEN : SP_ENOTFOUND, 0},
 		};
 		struct rig g;
 		rig_start(&g, replies, 3, NULL, (struct notices_config){0});
@@ -330,11 +362,11 @@ static void test_namespaces(void **state)
 {
 	(void)state;
 	const struct reply replies[] = {
-		{"GET", IN("a") "?limit=500", LIST("5", NOTICE("a", "n1", "3", "ins-a", "2026-11-18T11:08:40Z")), 0, 0},
+		{"GET", IN("a") "?limit=50", LIST("5", NOTICE("a", "n1", "3", "ins-a", "2026-11-18T11:08:40Z")), 0, 0},
 		{"WATCH", WATCH(IN("a"), "5"), NULL, 0, 2000},
-		{"GET", IN("home") "?limit=500", LIST("6", NOTICE("home", "n2", "4", "ins-b", "2026-11-18T11:08:40Z")), 0, 0},
+		{"GET", IN("home") "?limit=50", LIST("6", NOTICE("home", "n2", "4", "ins-b", "2026-11-18T11:08:40Z")), 0, 0},
 		{"WATCH", WATCH(IN("home"), "6"), "[{\"type\":\"ERROR\",\"object\":{\"code\":410}}]", 0, 10},
-		{"GET", IN("home") "?limit=500", LIST("9", ""), 0, 0},
+		{"GET", IN("home") "?limit=50", LIST("9", ""), 0, 0},
 		{"WATCH", WATCH(IN("home"), "9"), NULL, 0, 2000},
 	};
 	const char *const namespaces[] = {"a", "a", NULL};
@@ -362,7 +394,7 @@ static void test_namespaces(void **state)
 static void test_bounded(void **state)
 {
 	(void)state;
-	const struct reply listed[] = {{"GET", ALL "?limit=500", LIST("1", ""), 0, 0},
+	const struct reply listed[] = {{"GET", ALL "?limit=50", LIST("1", ""), 0, 0},
 				       {"WATCH", WATCH(ALL, "1"), NULL, 0, 2000}};
 	struct rig g;
 	rig_start(&g, listed, 2, NULL, (struct notices_config){0});
@@ -392,6 +424,7 @@ int main(void)
 		cmocka_unit_test(test_unavailable),
 		cmocka_unit_test(test_namespaces),
 		cmocka_unit_test(test_refused_relist_forgets),
+		cmocka_unit_test(test_failing_list_turns_off),
 		cmocka_unit_test(test_bounded),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
