@@ -218,6 +218,13 @@ static void test_expired_deleted(void **state)
 	}
 }
 
+/* A rig of all namespaces whose first list fails: its round waits 500 ms. */
+static void rig_first_list_fails(struct rig *g, const struct reply *replies, size_t n)
+{
+	rig_start(g, replies, n, NULL, (struct notices_config){0});
+	assert_int_equal(notices_round(g->notices, 0, &g->kube), 500);
+}
+
 static _Atomic int64_t leading_until = INT64_MAX;
 
 /* The apiserver, and leadership lost once a DELETE went. */
@@ -285,11 +292,10 @@ static void test_unavailable(void **state)
 		{"GET", ALL "?limit=50", LIST("5", NOTICE("a", "n", "3", "ins-a", "2026-11-18T11:08:40Z")), 0, 0},
 		{"WATCH", WATCH(ALL, "5"), NULL, 0, 2000},
 	};
-	struct rig g;
-	rig_start(&g, replies, 4, NULL, (struct notices_config){0});
 	const char *id = "ins-a";
 	int64_t at = -1;
-	assert_int_equal(notices_round(g.notices, 0, &g.kube), 500);
+	struct rig g;
+	rig_first_list_fails(&g, replies, 4);
 	assert_int_equal(notices_find(g.notices, "a/p", &id, 1, &at), 0);
 	assert_int_equal(at, 0);
 	assert_int_equal(notices_round(g.notices, 0, &g.kube), 1000);
@@ -313,11 +319,10 @@ static void test_failing_list_turns_off(void **state)
 		{"GET", ALL "?limit=50", LIST("5", NOTICE("a", "n", "3", "ins-a", "2026-11-18T11:08:40Z")), 0, 0},
 		{"WATCH", WATCH(ALL, "5"), NULL, 0, 2000},
 	};
-	struct rig g;
-	rig_start(&g, replies, 5, NULL, (struct notices_config){0});
 	const char *id = "ins-a";
 	int64_t at;
-	assert_int_equal(notices_round(g.notices, 0, &g.kube), 500);
+	struct rig g;
+	rig_first_list_fails(&g, replies, 5);
 	assert_int_equal(notices_find(g.notices, "a/p", &id, 1, &at), SP_ETRANSIENT);
 	test_clock_advance_ms(&g.clock, (NOTICES_LIST_PATIENCE_SECONDS - 1) * 1000);
 	notices_round(g.notices, 0, &g.kube);
