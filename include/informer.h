@@ -92,6 +92,8 @@ bool informer_healthy(const struct informer *inf, int64_t max_quiet_ms);
 cJSON *informer_get(struct informer *inf, const char *key);
 /* Whether key is a cached pool (no copy made). */
 bool informer_has(struct informer *inf, const char *key);
+/* Whether a cached pool lives in namespace ns. */
+bool informer_has_namespace(struct informer *inf, const char *ns);
 /* Replaces the cached object of key by obj (what a patch returned) unless the watch
  * delivered a newer version meanwhile: the cache must hold from_rv, the version the
  * pass started from. When obj carries a new generation or a deletion, the pool is

@@ -5,8 +5,9 @@
  * whose deadline is NOTICES_KEEP_SECONDS past (the agent may only create them).
  *
  * Trust: a notice counts for a pool only when it is in the pool's namespace or in the
- * controller's own (home) namespace, where the shipped reporter Role lives: whoever may
- * create SpotNotices in one team's namespace cannot doom another team's instances. Its
+ * controller's home namespace (cfg_notices_namespace), where the shipped reporter Role
+ * lives: whoever may create SpotNotices in one team's namespace cannot doom another
+ * team's instances. Notices of namespaces without pools are not kept. Its
  * deadline must lie within NOTICES_WINDOW_SECONDS of its creation (Tencent announces
  * about two minutes ahead): a notice outside it is ignored, with a warning.
  * Its threads, lock and callback: src/CONCURRENCY.md. */
@@ -34,8 +35,12 @@
  * notices off, said at error level: finds stop being pending (the scale-down waits for
  * them) until a list works. */
 #define NOTICES_LIST_PATIENCE_SECONDS 120
-/* Notices cached at most; more are ignored (with a warning) until some go. */
+/* Notices cached at most, and of one namespace: more are ignored (with a warning) until
+ * some go, then listed again after the watch round (about 5 minutes), as are the notices
+ * of a namespace no pool was in when they came. One namespace's creators cannot fill
+ * the cache for the others. */
 #define NOTICES_MAX 10000
+#define NOTICES_NAMESPACE_MAX 1000
 
 struct notices_config {
 	/* The apiserver: each watcher thread makes its port when it starts and ends it when
@@ -51,6 +56,13 @@ struct notices_config {
 	 * NULL) is watched too when the list lacks it. */
 	const struct strv *namespaces;
 	const char *home_namespace;
+	/* Whether a pool lives in namespace ns: notices elsewhere (but in the home namespace)
+	 * count for no pool and are not kept. NULL: every namespace. And whether the pools
+	 * are listed: before it, a watcher's first list waits (at most
+	 * NOTICES_LIST_PATIENCE_SECONDS). NULL: at once. Both called without the cache's
+	 * lock. */
+	bool (*namespace_wanted)(void *userdata, const char *ns);
+	bool (*pools_listed)(void *userdata);
 	/* A notice of one of pool's instances (as its last notices_find asked) came, or
 	 * went. Called without the cache's lock. */
 	void (*changed)(void *userdata, const char *pool);

@@ -553,6 +553,17 @@ cJSON *informer_get(struct informer *inf, const char *key)
 	return obj;
 }
 
+bool informer_has_namespace(struct informer *inf, const char *ns)
+{
+	size_t len = strlen(ns);
+	bool found = false;
+	pthread_mutex_lock(&inf->lock);
+	for (size_t i = 0; i < inf->n_pools && !found; i++)
+		found = strncmp(inf->pools[i].key, ns, len) == 0 && inf->pools[i].key[len] == '/';
+	pthread_mutex_unlock(&inf->lock);
+	return found;
+}
+
 bool informer_has(struct informer *inf, const char *key)
 {
 	pthread_mutex_lock(&inf->lock);

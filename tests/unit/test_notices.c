@@ -42,6 +42,8 @@ static void on_changed(void *ud, const char *pool)
 #define ALL "/apis/devops.jokerbai.com/v1/spotnotices"
 #define IN(ns) "/apis/devops.jokerbai.com/v1/namespaces/" ns "/spotnotices"
 #define WATCH(path, rv) path "?watch=1&allowWatchBookmarks=true&timeoutSeconds=300&resourceVersion=" rv
+/* The replies of a round of all namespaces: the list (body, at rv), a watch that ends. */
+#define LISTED(body, rv) {"GET", ALL "?limit=50", body, 0, 0}, {"WATCH", WATCH(ALL, rv), NULL, 0, 2000}
 
 struct rig {
 	struct test_clock clock;
@@ -186,8 +188,7 @@ static void test_expired_deleted(void **state)
 					 NOTICE("a", "older", "3", "ins-c", "2026-11-18T09:00:00Z") ","
 					 NOTICE("b", "recent", "4", "ins-b", "2026-11-18T10:06:45Z"));
 	const struct reply replies[] = {
-		{"GET", ALL "?limit=50", list, 0, 0},
-		{"WATCH", WATCH(ALL, "5"), NULL, 0, 2000},
+		LISTED(list, "5"),
 		{"DELETE", IN("a") "/old", "{}", 0, 0},
 		{"DELETE", IN("a") "/older", NULL, SP_ENOTFOUND, 0},
 	};
@@ -395,27 +396,102 @@ static void test_namespaces(void **state)
 	rig_end(&g);
 }
 
-/* At most NOTICES_MAX notices are kept; one more is ignored until one goes. */
+/* Adds notice ns/n<i> of instance ins-<ns>-<i> through watcher 0. */
+static void add_notice(struct notices *n, const char *type, const char *ns, int i)
+{
+	char obj[512];
+	snprintf(obj, sizeof(obj), NOTICE("%s", "n%05d", "3", "ins-%s-%05d", "2026-11-18T11:08:40Z"), ns, i, ns, i);
+	cJSON *o = cJSON_Parse(obj);
+	notices_apply_event(n, 0, type, o);
+	cJSON_Delete(o);
+}
+
+static int64_t deadline_in(struct notices *n, const char *ns, int i)
+{
+	char id[64], pool[64];
+	snprintf(id, sizeof(id), "ins-%s-%05d", ns, i);
+	snprintf(pool, sizeof(pool), "%s/p", ns);
+	return deadline_of(n, pool, id);
+}
+
+/* At most NOTICES_NAMESPACE_MAX notices of one namespace are kept (another namespace's
+ * still are), and at most NOTICES_MAX in all; one more is ignored until one goes, then
+ * the round that ends relists (the watch does not bring it again). */
 static void test_bounded(void **state)
 {
 	(void)state;
-	const struct reply listed[] = {{"GET", ALL "?limit=50", LIST("1", ""), 0, 0},
-				       {"WATCH", WATCH(ALL, "1"), NULL, 0, 2000}};
+	const struct reply replies[] = {
+		{"GET", ALL "?limit=50", LIST("1", ""), 0, 0},
+		{"WATCH", WATCH(ALL, "1"), NULL, 0, 2000},
+		{"WATCH", WATCH(ALL, "1"), NULL, 0, 2000},
+		{"WATCH", WATCH(ALL, "1"), NULL, 0, 2000},
+		{"GET", ALL "?limit=50", LIST("2", NOTICE("a", "n01000", "3", "ins-a-01000", "2026-11-18T11:08:40Z")), 0, 0},
+		{"WATCH", WATCH(ALL, "2"), NULL, 0, 2000},
+	};
 	struct rig g;
-	rig_start(&g, listed, 2, NULL, (struct notices_config){0});
+	rig_start(&g, replies, 6, NULL, (struct notices_config){0});
 	assert_int_equal(notices_round(g.notices, 0, &g.kube), 0);
-	char obj[512];
-	for (int i = 0; i <= NOTICES_MAX; i++) {
-		snprintf(obj, sizeof(obj), NOTICE("a", "n%05d", "3", "ins-%05d", "2026-11-18T11:08:40Z"), i, i);
-		cJSON *o = cJSON_Parse(obj);
-		notices_apply_event(g.notices, 0, "ADDED", o);
-		cJSON_Delete(o);
-	}
+	for (int i = 0; i <= NOTICES_NAMESPACE_MAX; i++)
+		add_notice(g.notices, "ADDED", "a", i);
+	add_notice(g.notices, "ADDED", "b", 0);
+	assert_int_equal(notices_count(g.notices), NOTICES_NAMESPACE_MAX + 1);
+	assert_int_equal(deadline_in(g.notices, "a", NOTICES_NAMESPACE_MAX), 0);
+	assert_int_equal(deadline_in(g.notices, "a", 42), NOW + 120);
+	assert_int_equal(deadline_in(g.notices, "b", 0), NOW + 120);
+	char ns[16];
+	for (int k = 0; notices_count(g.notices) < NOTICES_MAX; k++)
+		for (int i = 0; i < NOTICES_NAMESPACE_MAX && notices_count(g.notices) < NOTICES_MAX; i++) {
+			snprintf(ns, sizeof(ns), "c%d", k);
+			add_notice(g.notices, "ADDED", ns, i);
+		}
+	add_notice(g.notices, "ADDED", "b", 1);
 	assert_int_equal(notices_count(g.notices), NOTICES_MAX);
-	char last[16];
-	snprintf(last, sizeof(last), "ins-%05d", NOTICES_MAX);
-	assert_int_equal(deadline_of(g.notices, "a/p", last), 0);
-	assert_int_equal(deadline_of(g.notices, "a/p", "ins-00042"), NOW + 120);
+	assert_int_equal(deadline_in(g.notices, "b", 1), 0);
+	/* Still full: the round ends without a relist. */
+	assert_int_equal(notices_round(g.notices, 0, &g.kube), 0);
+	/* One of a's goes (during the next watch): that round's end asks for a relist, and
+	 * the next round's list keeps a's skipped notice. */
+	add_notice(g.notices, "DELETED", "a", 0);
+	assert_int_equal(notices_round(g.notices, 0, &g.kube), 0);
+	assert_int_equal(deadline_in(g.notices, "a", NOTICES_NAMESPACE_MAX), 0);
+	assert_int_equal(notices_round(g.notices, 0, &g.kube), 0);
+	assert_int_equal(deadline_in(g.notices, "a", NOTICES_NAMESPACE_MAX), NOW + 120);
+	rig_end(&g);
+}
+
+static bool z_has_pools;
+
+static bool pools_in(void *ud, const char *ns)
+{
+	(void)ud;
+	return strcmp(ns, "a") == 0 || (z_has_pools && strcmp(ns, "z") == 0);
+}
+
+/* Notices of a namespace where no pool is (but the home one) are not kept: one may not
+ * fill the cache from there. Once a pool comes there, the round that ends relists. */
+static void test_untrusted_not_kept(void **state)
+{
+	(void)state;
+#define OF(ns) NOTICE(ns, "n", "3", "ins-" ns, "2026-11-18T11:08:40Z")
+	const char *list = LIST("5", OF("a") "," OF("home") "," OF("z"));
+#undef OF
+	const struct reply replies[] = {
+		LISTED(list, "5"),
+		{"WATCH", WATCH(ALL, "5"), NULL, 0, 2000},
+		LISTED(list, "5"),
+	};
+	struct rig g;
+	z_has_pools = false;
+	rig_start(&g, replies, 5, NULL,
+		  (struct notices_config){.home_namespace = "home", .namespace_wanted = pools_in});
+	assert_int_equal(notices_round(g.notices, 0, &g.kube), 0);
+	assert_int_equal(notices_count(g.notices), 2);
+	assert_int_equal(deadline_of(g.notices, "z/p", "ins-z"), 0);
+	assert_int_equal(deadline_of(g.notices, "z/p", "ins-home"), NOW + 120);
+	z_has_pools = true;  /* during the next watch */
+	assert_int_equal(notices_round(g.notices, 0, &g.kube), 0);
+	assert_int_equal(notices_round(g.notices, 0, &g.kube), 0);
+	assert_int_equal(deadline_of(g.notices, "z/p", "ins-z"), NOW + 120);
 	rig_end(&g);
 }
 
@@ -431,6 +507,7 @@ int main(void)
 		cmocka_unit_test(test_refused_relist_forgets),
 		cmocka_unit_test(test_failing_list_turns_off),
 		cmocka_unit_test(test_bounded),
+		cmocka_unit_test(test_untrusted_not_kept),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }
