@@ -57,7 +57,8 @@ void ctl_stop(struct ctl *c);
 void ctl_resync(struct ctl *c, int64_t spread_ms);
 /* Every informer has listed at least once. */
 bool ctl_synced(const struct ctl *c);
-/* Informers and workers are running (for health checks and the systemd watchdog). */
+/* Informers (pools, SpotNotices) and workers are running (for health checks and the
+ * systemd watchdog). */
 bool ctl_healthy(struct ctl *c);
 /* Pools known and owned instances last observed, for STATUS= lines. */
 void ctl_counts(struct ctl *c, size_t *ret_pools, size_t *ret_instances);

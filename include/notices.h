@@ -9,7 +9,8 @@
  * lives: whoever may create SpotNotices in one team's namespace cannot doom another
  * team's instances. Notices of namespaces without pools are not kept. Its
  * deadline must lie within NOTICES_WINDOW_SECONDS of its creation (Tencent announces
- * about two minutes ahead): a notice outside it is ignored, with a warning.
+ * about two minutes ahead): a notice outside it is ignored, with a warning (once: a
+ * relist says it again at debug level).
  * Its threads, lock and callback: src/CONCURRENCY.md. */
 #ifndef SPOTPOOL_NOTICES_H
 #define SPOTPOOL_NOTICES_H
@@ -90,6 +91,8 @@ void notices_free(struct notices *n);
 
 /* Every watcher listed at least once. */
 bool notices_synced(const struct notices *n);
+/* Every watcher's thread showed life within max_quiet_ms (the health probe's). */
+bool notices_healthy(const struct notices *n, int64_t max_quiet_ms);
 /* Notices cached. */
 size_t notices_count(struct notices *n);
 /* ret_at[i]: the reclaim deadline (epoch seconds) of ids[i] as the notices pool may

@@ -394,6 +394,7 @@ bool ctl_synced(const struct ctl *c)
 bool ctl_healthy(struct ctl *c)
 {
 	return atomic_load(&c->started) && informer_healthy(c->informer, CTL_INFORMER_QUIET_MS) &&
+	       notices_healthy(c->notices, CTL_INFORMER_QUIET_MS) &&
 	       atomic_load(&c->running_workers) == c->workers_running;
 }
 

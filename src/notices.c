@@ -243,7 +243,8 @@ static void skipped(struct watcher *w, const char *ns)
 		w->skipped_more = true;
 }
 
-void notices_apply_event(struct notices *n, size_t i, const char *type, const cJSON *obj)
+/* quiet: a relist's item, said at debug level (the first list or the event said it). */
+static void apply(struct notices *n, size_t i, const char *type, const cJSON *obj, bool quiet)
 {
 	char *key = informer_key(obj);
 	if (!key || i >= n->n_w) {
@@ -259,7 +260,7 @@ void notices_apply_event(struct notices *n, size_t i, const char *type, const cJ
 		sp_fail(&err, SP_EPROTO, "its namespace is longer than %d", NS_MAX - 1);
 	}
 	if (!readable && !deleted)
-		log_warn(AGENT_NOTICE_KIND " %s ignored: %s", key, err.msg);
+		log_msg(quiet ? LOG_LVL_DEBUG : LOG_LVL_WARN, AGENT_NOTICE_KIND " %s ignored: %s", key, err.msg);
 	char ns[NS_MAX] = "";
 	if (readable)
 		memcpy(ns, key, v.ns_len);
@@ -300,6 +301,11 @@ void notices_apply_event(struct notices *n, size_t i, const char *type, const cJ
 	free(key);
 }
 
+void notices_apply_event(struct notices *n, size_t i, const char *type, const cJSON *obj)
+{
+	apply(n, i, type, obj, false);
+}
+
 static void on_begin_list(void *ud)
 {
 	struct watcher *w = ud;
@@ -334,7 +340,7 @@ static bool relist_wanted(struct notices *n, struct watcher *w)
 static void on_item(void *ud, const cJSON *obj)
 {
 	struct watcher *w = ud;
-	notices_apply_event(w->owner, w->index, "ADDED", obj);
+	apply(w->owner, w->index, "ADDED", obj, atomic_load(&w->lw.synced));
 }
 
 /* Forgets watcher w's notices that its last list did not hold, or all of them. */
@@ -535,6 +541,14 @@ bool notices_synced(const struct notices *n)
 {
 	for (size_t i = 0; i < n->n_w; i++)
 		if (!atomic_load(&n->w[i].lw.synced))
+			return false;
+	return true;
+}
+
+bool notices_healthy(const struct notices *n, int64_t max_quiet_ms)
+{
+	for (size_t i = 0; i < n->n_w; i++)
+		if (!informer_lw_healthy(&n->w[i].lw, max_quiet_ms))
 			return false;
 	return true;
 }

@@ -337,6 +337,20 @@ static void test_failing_list_turns_off(void **state)
 	rig_end(&g);
 }
 
+/* Healthy while every watcher's thread shows life: a round, an event. */
+static void test_healthy(void **state)
+{
+	(void)state;
+	const struct reply replies[] = {LISTED(LIST("1", ""), "1")};
+	struct rig g;
+	rig_start(&g, replies, 2, NULL, (struct notices_config){0});
+	assert_int_equal(notices_round(g.notices, 0, &g.kube), 0);
+	assert_true(notices_healthy(g.notices, 10000));
+	test_clock_advance_ms(&g.clock, 10001);
+	assert_false(notices_healthy(g.notices, 10000));
+	rig_end(&g);
+}
+
 /* A relist RBAC refuses (a role revoked) or of a CRD deleted after earlier lists forgets
  * that watch's notices: withdrawn ones must not doom instances any more. */
 static void test_refused_relist_forgets(void **state)
@@ -505,6 +519,7 @@ int main(void)
 		cmocka_unit_test(test_unavailable),
 		cmocka_unit_test(test_namespaces),
 		cmocka_unit_test(test_refused_relist_forgets),
+		cmocka_unit_test(test_healthy),
 		cmocka_unit_test(test_failing_list_turns_off),
 		cmocka_unit_test(test_bounded),
 		cmocka_unit_test(test_untrusted_not_kept),
