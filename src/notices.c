@@ -292,6 +292,11 @@ static void apply(struct notices *n, size_t i, const char *type, const cJSON *ob
 			v.key = key;
 			key = NULL;
 			v.listed = n->w[i].list_seq;
+			/* The window was checked on the apiserver's clock, the deadline is kept on
+			 * ours: a clock behind must not stretch it past the window from now. */
+			int64_t latest = n->clock->now(n->clock->ctx) + NOTICES_WINDOW_SECONDS;
+			if (v.at > latest)
+				v.at = latest;
 			n->v[at] = v;
 			claimants(n, &n->v[at], &changed);
 		}

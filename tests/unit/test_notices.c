@@ -178,6 +178,21 @@ static void test_trust_and_window(void **state)
 	rig_end(&g);
 }
 
+/* The apiserver's clock an hour ahead of ours: the notice's deadline (2 minutes after
+ * its creation there) is kept at most NOTICES_WINDOW_SECONDS from now on ours. */
+static void test_deadline_clamped_to_our_clock(void **state)
+{
+	(void)state;
+	const char *list =
+		LIST("5", NOTICE_CREATED("a", "n", "3", "ins-a", "2026-11-18T12:08:40Z", "2026-11-18T12:06:40Z"));
+	const struct reply replies[] = {LISTED(list, "5")};
+	struct rig g;
+	rig_start(&g, replies, 2, NULL, (struct notices_config){0});
+	assert_int_equal(notices_round(g.notices, 0, &g.kube), 0);
+	assert_int_equal(deadline_of(g.notices, "a/p", "ins-a"), NOW + NOTICES_WINDOW_SECONDS);
+	rig_end(&g);
+}
+
 /* A notice more than NOTICES_KEEP_SECONDS past its deadline is deleted after the round
  * (a 404: someone did it first, done); a younger one stays. A refused deletion is not
  * tried again before the next list; a standby and a dry run delete none. */
@@ -520,6 +535,7 @@ int main(void)
 		cmocka_unit_test(test_namespaces),
 		cmocka_unit_test(test_refused_relist_forgets),
 		cmocka_unit_test(test_healthy),
+		cmocka_unit_test(test_deadline_clamped_to_our_clock),
 		cmocka_unit_test(test_failing_list_turns_off),
 		cmocka_unit_test(test_bounded),
 		cmocka_unit_test(test_untrusted_not_kept),
