@@ -5,6 +5,7 @@
 #define SPOTPOOL_CFG_H
 
 #include "log.h"
+#include "kube.h"
 #include "spotpool.h"
 
 #include <stdio.h>
@@ -32,6 +33,7 @@ struct cfg {
 	bool leader_elect;
 	char *lease_name;
 	char *lease_namespace;     /* "" = the service account's namespace, else "default" */
+	char *notices_namespace;   /* "" = the service account's namespace in a cluster, else none */
 	int lease_duration_seconds;
 	int renew_deadline_seconds;
 	int retry_period_seconds;
@@ -70,6 +72,11 @@ int cfg_apply_env(struct cfg *c, struct sp_error *err);
 int cfg_set(struct cfg *c, const char *key, const char *value, const char *source, struct sp_error *err);
 /* Checks relations between keys (e.g. the renew deadline below the lease duration). */
 int cfg_validate(const struct cfg *c, struct sp_error *err);
+/* The namespace whose SpotNotices count for every pool (notices.h): noticesNamespace
+ * when set, else in a cluster the service account's (kube->sa_namespace), else NULL:
+ * none. Never a kubeconfig context's namespace nor "default": whoever may create
+ * SpotNotices there could doom every pool's instances. */
+const char *cfg_notices_namespace(const struct cfg *c, const struct kube_config *kube);
 /* A cluster name as a tag value: 1..POOL_CLUSTER_NAME_MAX characters of [A-Za-z0-9._-]. */
 bool cfg_cluster_name_valid(const char *name);
 /* The file the default credentials come from, so that `run` under systemd and

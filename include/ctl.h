@@ -25,8 +25,8 @@ struct ctl_options {
 	struct rate_config rate;
 	bool dry_run;                 /* never mutate the cloud */
 	bool nodes;                   /* watch Nodes (nodes.h): status node/ready, gone Nodes deleted */
-	/* The controller's own namespace: SpotNotices there count for every pool (notices.h);
-	 * NULL or "": none. */
+	/* The controller's home namespace (cfg_notices_namespace): SpotNotices there count
+	 * for every pool (notices.h); NULL or "": none. */
 	const char *home_namespace;
 	const struct creds *default_creds; /* used when a pool names none; may be empty */
 	const char *identity;         /* this process, for events and leases */
@@ -57,7 +57,8 @@ void ctl_stop(struct ctl *c);
 void ctl_resync(struct ctl *c, int64_t spread_ms);
 /* Every informer has listed at least once. */
 bool ctl_synced(const struct ctl *c);
-/* Informers and workers are running (for health checks and the systemd watchdog). */
+/* Informers (pools, SpotNotices) and workers are running (for health checks and the
+ * systemd watchdog). */
 bool ctl_healthy(struct ctl *c);
 /* Pools known and owned instances last observed, for STATUS= lines. */
 void ctl_counts(struct ctl *c, size_t *ret_pools, size_t *ret_instances);

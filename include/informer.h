@@ -30,7 +30,7 @@ struct informer_config {
 struct informer;
 
 /* The list + watch loop of one collection, which the informer and the Node cache
- * (nodes.h) share: a paged list (limit 500) when needed (at the start, after a 410
+ * (nodes.h) share: a paged list (limit 500, or the owner's page_limit) when needed (at the start, after a 410
  * Gone), then a watch from the last resourceVersion seen (a list's, an event's or a
  * bookmark's) until it ends. The owner takes the objects through informer_lw_ops. */
 struct informer_lw {
@@ -57,6 +57,7 @@ struct informer_lw_ops {
 	/* A list refused (403) or of a resource the cluster lacks (404) is logged at debug
 	 * only: the owner says it once (a feature off until RBAC or a CRD allows it). */
 	bool owner_says_refusals;
+	int page_limit;  /* objects per list page; 0: 500 */
 };
 
 /* clock NULL: sp_clock_system. */
@@ -91,6 +92,8 @@ bool informer_healthy(const struct informer *inf, int64_t max_quiet_ms);
 cJSON *informer_get(struct informer *inf, const char *key);
 /* Whether key is a cached pool (no copy made). */
 bool informer_has(struct informer *inf, const char *key);
+/* Whether a cached pool lives in namespace ns. */
+bool informer_has_namespace(struct informer *inf, const char *ns);
 /* Replaces the cached object of key by obj (what a patch returned) unless the watch
  * delivered a newer version meanwhile: the cache must hold from_rv, the version the
  * pass started from. When obj carries a new generation or a deletion, the pool is

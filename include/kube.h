@@ -16,6 +16,9 @@
 struct kube_config {
 	char *server;         /* https://host:port, no trailing slash */
 	char *namespace;      /* the context's (or service account's) namespace */
+	/* In-cluster, the service account's namespace (KUBE_SA_DIR/namespace); NULL from a
+	 * kubeconfig, or when that file is missing or empty. */
+	char *sa_namespace;
 	struct http_tls tls;  /* points into the owned strings below */
 	char *ca_file, *ca_data, *cert_file, *cert_data, *key_file, *key_data;
 	char *token_file;     /* re-read when it changes (projected SA tokens rotate) */

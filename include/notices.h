@@ -5,10 +5,12 @@
  * whose deadline is NOTICES_KEEP_SECONDS past (the agent may only create them).
  *
  * Trust: a notice counts for a pool only when it is in the pool's namespace or in the
- * controller's own (home) namespace, where the shipped reporter Role lives: whoever may
- * create SpotNotices in one team's namespace cannot doom another team's instances. Its
+ * controller's home namespace (cfg_notices_namespace), where the shipped reporter Role
+ * lives: whoever may create SpotNotices in one team's namespace cannot doom another
+ * team's instances. Notices of namespaces without pools are not kept. Its
  * deadline must lie within NOTICES_WINDOW_SECONDS of its creation (Tencent announces
- * about two minutes ahead): a notice outside it is ignored, with a warning.
+ * about two minutes ahead): a notice outside it is ignored, with a warning (once: a
+ * relist says it again at debug level).
  * Its threads, lock and callback: src/CONCURRENCY.md. */
 #ifndef SPOTPOOL_NOTICES_H
 #define SPOTPOOL_NOTICES_H
@@ -23,19 +25,45 @@
 /* The deadline of a notice lies between a minute before its creation (an agent's
  * retries) and this long after it. */
 #define NOTICES_WINDOW_SECONDS 900
-/* Notices cached at most; more are ignored (with a warning) until some go. */
+/* Expired notices deleted at most per round (after each watch, about 5 minutes), one
+ * every NOTICES_DELETE_GAP_MS: a backlog goes without a burst. */
+#define NOTICES_DELETES_PER_ROUND 100
+#define NOTICES_DELETE_GAP_MS 10
+/* Notices per list page: a page of notices padded to their size limit stays far below
+ * KUBE_RESPONSE_MAX. */
+#define NOTICES_PAGE_LIMIT 50
+/* A list failing this long (other than RBAC or a missing CRD) after the start turns
+ * notices off, said at error level: finds stop being pending (the scale-down waits for
+ * them) until a list works. */
+#define NOTICES_LIST_PATIENCE_SECONDS 120
+/* Notices cached at most, and of one namespace: more are ignored (with a warning) until
+ * some go, then listed again after the watch round (about 5 minutes), as are the notices
+ * of a namespace no pool was in when they came. One namespace's creators cannot fill
+ * the cache for the others. */
 #define NOTICES_MAX 10000
+#define NOTICES_NAMESPACE_MAX 1000
 
 struct notices_config {
 	/* The apiserver: each watcher thread makes its port when it starts and ends it when
 	 * it stops (as informer_config's). Unit tests call notices_round instead. */
 	struct kube_api (*api_new)(void *userdata);
 	void (*api_free)(void *userdata, struct kube_api *api);
+	/* The apiserver for the deletions (made and ended as api_new's, by api_free): a client
+	 * that ends with leadership (kube_client_set_until), which the list and watch of a
+	 * standby must not. NULL: api_new's. */
+	struct kube_api (*writer_new)(void *userdata);
 	const struct sp_clock *clock;    /* NULL: sp_clock_system */
 	/* Watched namespaces, as the pools' (empty: all, one watch); home_namespace (may be
 	 * NULL) is watched too when the list lacks it. */
 	const struct strv *namespaces;
 	const char *home_namespace;
+	/* Whether a pool lives in namespace ns: notices elsewhere (but in the home namespace)
+	 * count for no pool and are not kept. NULL: every namespace. And whether the pools
+	 * are listed: before it, a watcher's first list waits (at most
+	 * NOTICES_LIST_PATIENCE_SECONDS). NULL: at once. Both called without the cache's
+	 * lock. */
+	bool (*namespace_wanted)(void *userdata, const char *ns);
+	bool (*pools_listed)(void *userdata);
 	/* A notice of one of pool's instances (as its last notices_find asked) came, or
 	 * went. Called without the cache's lock. */
 	void (*changed)(void *userdata, const char *pool);
@@ -54,14 +82,17 @@ struct notices *notices_new(const struct notices_config *cfg);
 int notices_start(struct notices *n, struct sp_error *err);
 /* One list/watch round of watcher i (informer_lw_round), then the deletion of its
  * expired notices. A list refused by RBAC, or a cluster without the SpotNotice CRD, is
- * said once: notices stay unknown (no instance is doomed by one) until it works, the list
- * retried with the watch's backoff (up to 30 s). */
+ * said once: the watcher's notices are forgotten (also those of earlier lists: they may
+ * have been withdrawn since) and stay unknown (no instance is doomed by one) until it
+ * works, the list retried with the watch's backoff (up to 30 s). */
 int64_t notices_round(struct notices *n, size_t i, const struct kube_api *api);
 void notices_stop(struct notices *n);
 void notices_free(struct notices *n);
 
 /* Every watcher listed at least once. */
 bool notices_synced(const struct notices *n);
+/* Every watcher's thread showed life within max_quiet_ms (the health probe's). */
+bool notices_healthy(const struct notices *n, int64_t max_quiet_ms);
 /* Notices cached. */
 size_t notices_count(struct notices *n);
 /* ret_at[i]: the reclaim deadline (epoch seconds) of ids[i] as the notices pool may

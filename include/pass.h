@@ -175,12 +175,15 @@ struct pass_input {
 	 * Node may need draining. */
 	bool nodes_pending;
 	/* The reclaim deadline of plan.instances[i] that a SpotNotice announced (epoch
-	 * seconds, 0: none), or NULL: none known. With its Node's SpotTerminating condition,
-	 * the earlier of the two makes the instance doomed. */
+	 * seconds, 0: none) for i < n_notice_at (the instances observed when the notices
+	 * were read: a sweep appends more), or NULL: none known. With its Node's
+	 * SpotTerminating condition, the earlier of the two makes the instance doomed. */
 	const int64_t *notice_at;
-	/* SpotNotices are not listed yet (a fresh start): as nodes_pending, nothing spotpool
-	 * chooses to terminate goes before they are (a doomed instance's replacement would
-	 * look like excess). */
+	size_t n_notice_at;
+	/* SpotNotices are not listed yet (a fresh start): no excess is scaled down before
+	 * they are (a doomed instance's replacement would look like excess). Deletions,
+	 * cleanup and deadlines go on: a notice can only doom more or bring a deadline
+	 * earlier. */
 	bool notices_pending;
 };
 

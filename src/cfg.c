@@ -78,6 +78,9 @@ static const struct cfg_key keys[] = {
 	{{"leaderElection.leaseNamespace", "SPOTPOOL_LEASE_NAMESPACE", "lease-namespace", "NS",
 	  "namespace of the Lease; \"\" = the service account's, else default"},
 	 CFG_STR, F(lease_namespace), 0, 0},
+	{{"noticesNamespace", "SPOTPOOL_NOTICES_NAMESPACE", "notices-namespace", "NS",
+	  "namespace whose SpotNotices count for every pool; \"\" = the service account's in a cluster, else none"},
+	 CFG_STR, F(notices_namespace), 0, 0},
 	{{"leaderElection.leaseDurationSeconds", NULL, NULL, NULL,
 	  "how long a Lease stays valid without renewal"},
 	 CFG_INT, F(lease_duration_seconds), 2, 3600},
@@ -124,7 +127,8 @@ void cfg_defaults(struct cfg *c)
 		.cvm_endpoint = xstrdup(""),
 		.credentials_file = xstrdup(""), .log_format = LOG_FMT_AUTO, .log_level = LOG_LVL_INFO,
 		.listen_address = xstrdup("127.0.0.1:9464"), .lease_name = xstrdup("spotpool"),
-		.lease_namespace = xstrdup(""), .lease_duration_seconds = 15, .renew_deadline_seconds = 10,
+		.lease_namespace = xstrdup(""), .notices_namespace = xstrdup(""), .lease_duration_seconds = 15,
+		.renew_deadline_seconds = 10,
 		.retry_period_seconds = 2, .rate_describe_per_second = RATE_DEFAULT_DESCRIBE,
 		.rate_run_per_second = RATE_DEFAULT_RUN, .rate_terminate_per_second = RATE_DEFAULT_TERMINATE,
 		.rate_follow_per_minute = INV_FOLLOW_CALLS_PER_MINUTE,
@@ -173,7 +177,8 @@ static int check_string(const struct cfg_key *k, const char *value, const char *
 	    strncmp(value, "https://", 8) != 0)
 		return sp_fail(err, SP_EINVAL, "%s: cvmEndpoint: must be an http:// or https:// URL, got \"%.80s\"",
 			       source, value);
-	if (strcmp(key, "leaderElection.leaseNamespace") == 0 && !pool_dns_label_valid(value))
+	if ((strcmp(key, "leaderElection.leaseNamespace") == 0 || strcmp(key, "noticesNamespace") == 0) &&
+	    !pool_dns_label_valid(value))
 		return sp_fail(err, SP_EINVAL, "%s: %s: must be a namespace name (a DNS-1123 label: 1 to 63 of "
 			       "a-z 0-9 -, starting and ending with a letter or digit), got \"%.80s\"", source, key,
 			       value);
@@ -436,6 +441,13 @@ char *cfg_default_credentials_path(const struct cfg *c, const char *credentials_
 	if (environment_set)
 		return NULL;
 	return etc_path && access(etc_path, F_OK) == 0 ? xstrdup(etc_path) : NULL;
+}
+
+const char *cfg_notices_namespace(const struct cfg *c, const struct kube_config *kube)
+{
+	if (*c->notices_namespace)
+		return c->notices_namespace;
+	return kube ? kube->sa_namespace : NULL;
 }
 
 bool cfg_cluster_name_valid(const char *s)

@@ -169,6 +169,27 @@ static struct kube_api notices_api_new(void *ud)
 	return kube_client_api(kube_client_new(c->opt.kube, "spotpool/" SPOTPOOL_VERSION " (notices)"));
 }
 
+/* The notices' deletions: no request of it outlives leadership. */
+static struct kube_api notices_writer_new(void *ud)
+{
+	struct ctl *c = ud;
+	struct kube_client *k = kube_client_new(c->opt.kube, "spotpool/" SPOTPOOL_VERSION " (notices)");
+	kube_client_set_until(k, &c->active_until_ms);
+	return kube_client_api(k);
+}
+
+static bool pools_in(void *ud, const char *ns)
+{
+	struct ctl *c = ud;
+	return informer_has_namespace(c->informer, ns);
+}
+
+static bool pools_listed(void *ud)
+{
+	struct ctl *c = ud;
+	return informer_synced(c->informer);
+}
+
 static int find_notices(void *ctx, const char *pool, const char *const *ids, size_t n, int64_t *ret_at)
 {
 	return notices_find(ctx, pool, ids, n, ret_at);
@@ -213,8 +234,10 @@ struct ctl *ctl_new(const struct ctl_options *opt)
 					    .changed = on_instance_object_changed, .userdata = c};
 		c->nodes = nodes_new(&ncfg);
 	}
-	struct notices_config ocfg = {.api_new = notices_api_new, .api_free = informer_api_free, .clock = c->clock,
+	struct notices_config ocfg = {.api_new = notices_api_new, .writer_new = notices_writer_new,
+				      .api_free = informer_api_free, .clock = c->clock,
 				      .namespaces = &c->opt.namespaces, .home_namespace = c->opt.home_namespace,
+				      .namespace_wanted = pools_in, .pools_listed = pools_listed,
 				      .changed = on_instance_object_changed, .userdata = c,
 				      .active_until_ms = &c->active_until_ms, .read_only = c->opt.dry_run};
 	c->notices = notices_new(&ocfg);
@@ -371,6 +394,7 @@ bool ctl_synced(const struct ctl *c)
 bool ctl_healthy(struct ctl *c)
 {
 	return atomic_load(&c->started) && informer_healthy(c->informer, CTL_INFORMER_QUIET_MS) &&
+	       notices_healthy(c->notices, CTL_INFORMER_QUIET_MS) &&
 	       atomic_load(&c->running_workers) == c->workers_running;
 }
 

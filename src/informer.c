@@ -317,7 +317,8 @@ static int list_all(struct informer_lw *lw, const struct informer_lw_ops *ops, c
 	ops->begin_list(ops->userdata);
 	do {
 		char *esc = cont ? kube_escape(cont) : NULL;
-		char *path = xasprintf("%s?limit=500%s%s", ops->path, esc ? "&continue=" : "", esc ? esc : "");
+		char *path = xasprintf("%s?limit=%d%s%s", ops->path, ops->page_limit > 0 ? ops->page_limit : 500,
+				       esc ? "&continue=" : "", esc ? esc : "");
 		free(esc);
 		cJSON *list = NULL;
 		r = kube_api_get(api, path, &list, err);
@@ -550,6 +551,17 @@ cJSON *informer_get(struct informer *inf, const char *key)
 	cJSON *obj = p && p->packed ? unpack(p) : NULL;
 	pthread_mutex_unlock(&inf->lock);
 	return obj;
+}
+
+bool informer_has_namespace(struct informer *inf, const char *ns)
+{
+	size_t len = strlen(ns);
+	bool found = false;
+	pthread_mutex_lock(&inf->lock);
+	for (size_t i = 0; i < inf->n_pools && !found; i++)
+		found = strncmp(inf->pools[i].key, ns, len) == 0 && inf->pools[i].key[len] == '/';
+	pthread_mutex_unlock(&inf->lock);
+	return found;
 }
 
 bool informer_has(struct informer *inf, const char *key)

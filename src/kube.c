@@ -62,6 +62,7 @@ void kube_config_free(struct kube_config *cfg)
 		return;
 	free(cfg->server);
 	free(cfg->namespace);
+	free(cfg->sa_namespace);
 	free(cfg->ca_file);
 	free(cfg->ca_data);
 	free(cfg->cert_file);
@@ -90,6 +91,7 @@ int kube_config_in_cluster(struct kube_config **ret, struct sp_error *err)
 	char *ns = read_file(KUBE_SA_DIR "/namespace", 256, NULL);
 	if (ns)
 		trim_newlines(ns);
+	cfg->sa_namespace = ns && *ns ? xstrdup(ns) : NULL;
 	cfg->namespace = ns && *ns ? ns : (free(ns), xstrdup("default"));
 	struct stat st;
 	if (stat(cfg->token_file, &st) < 0 || stat(cfg->ca_file, &st) < 0) {

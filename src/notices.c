@@ -29,10 +29,28 @@ struct watcher {
 	bool told_delete;             /* a refused deletion said */
 	uint64_t delete_refused_seq;  /* deletions refused during this list: none until the next */
 	uint64_t list_seq;            /* the list in progress (written under the owner's lock) */
+	bool failing;                 /* lists failing since failing_since_ms (monotonic) */
+	int64_t failing_since_ms;
 	/* Listed, or its list cannot work (RBAC, no CRD): notices_find need not wait. */
 	atomic_bool settled;
+	const struct kube_api *writer;  /* deletions: cfg.writer_new's, NULL: the round's api */
+	/* Namespaces whose notices this list or watch skipped (no pool wanted them, or their
+	 * share was full), at most NOTICES_SKIPPED_MAX, more: skipped_more; under the owner's
+	 * lock. The round that ends relists when one of them would be kept now. */
+	struct strv skipped;
+	bool skipped_more;
+	int64_t first_round_ms;         /* when its first round began, 0: not yet */
 	pthread_t thread;
 	bool running;
+};
+
+#define NOTICES_SKIPPED_MAX 256
+#define NS_MAX 64  /* a namespace is a DNS label: 63 bytes at most */
+
+/* How many notices one namespace holds. */
+struct ns_count {
+	char ns[NS_MAX];
+	size_t n;
 };
 
 /* The notices, sorted by (instance ID, key), so an instance's are side by side. */
@@ -42,6 +60,8 @@ struct notices {
 	pthread_mutex_t lock;
 	struct notice *v;
 	size_t n, cap;
+	struct ns_count *per_ns;  /* sorted by namespace, none at 0 */
+	size_t n_ns, cap_ns;
 	bool told_full;
 	struct claims claims;  /* what each pool's last notices_find looked for */
 	struct watcher *w;
@@ -123,9 +143,48 @@ static void claimants(const struct notices *n, const struct notice *c, struct st
 	strv_clear(&claiming);
 }
 
+/* Under the lock: the count of namespace ns (len bytes, < 64), made at 0 when make, else
+ * NULL when it holds none. */
+static struct ns_count *ns_slot(struct notices *n, const char *ns, size_t len, bool make)
+{
+	size_t lo = 0, hi = n->n_ns;
+	while (lo < hi) {
+		size_t mid = lo + (hi - lo) / 2;
+		int c = strncmp(ns, n->per_ns[mid].ns, len);
+		c = c ? c : n->per_ns[mid].ns[len] ? -1 : 0;
+		if (c == 0)
+			return &n->per_ns[mid];
+		if (c > 0)
+			lo = mid + 1;
+		else
+			hi = mid;
+	}
+	if (!make)
+		return NULL;
+	n->per_ns = sp_vec_fit(n->per_ns, n->n_ns + 1, &n->cap_ns, sizeof(*n->per_ns));
+	memmove(&n->per_ns[lo + 1], &n->per_ns[lo], (n->n_ns - lo) * sizeof(*n->per_ns));
+	n->n_ns++;
+	n->per_ns[lo] = (struct ns_count){0};
+	memcpy(n->per_ns[lo].ns, ns, len);
+	return &n->per_ns[lo];
+}
+
+/* Under the lock: whether a notice of namespace ns (len bytes) has room. */
+static bool room_for(struct notices *n, const char *ns, size_t len)
+{
+	const struct ns_count *c = ns_slot(n, ns, len, false);
+	return n->n < NOTICES_MAX && (!c || c->n < NOTICES_NAMESPACE_MAX);
+}
+
 /* Under the lock. */
 static void drop(struct notices *n, size_t i, struct strv *changed)
 {
+	struct ns_count *c = ns_slot(n, n->v[i].key, n->v[i].ns_len, false);
+	if (c && --c->n == 0) {
+		size_t at = (size_t)(c - n->per_ns);
+		memmove(c, c + 1, (n->n_ns - at - 1) * sizeof(*n->per_ns));
+		n->n_ns--;
+	}
 	claimants(n, &n->v[i], changed);
 	free(n->v[i].key);
 	memmove(&n->v[i], &n->v[i + 1], (n->n - i - 1) * sizeof(*n->v));
@@ -164,7 +223,28 @@ static int read_notice(const cJSON *obj, const char *key, struct notice *ret, st
 	return 0;
 }
 
-void notices_apply_event(struct notices *n, size_t i, const char *type, const cJSON *obj)
+/* Whether notices of namespace ns may count for a pool: the home namespace's, or one
+ * where a pool lives (cfg.namespace_wanted). Without the cache's lock. */
+static bool wanted(const struct notices *n, const char *ns)
+{
+	const char *home = n->cfg.home_namespace;
+	return !n->cfg.namespace_wanted || (home && strcmp(home, ns) == 0) ||
+	       n->cfg.namespace_wanted(n->cfg.userdata, ns);
+}
+
+/* Under the lock: watcher w skipped a notice of namespace ns. */
+static void skipped(struct watcher *w, const char *ns)
+{
+	if (strv_contains(&w->skipped, ns))
+		return;
+	if (w->skipped.n < NOTICES_SKIPPED_MAX)
+		strv_push(&w->skipped, ns);
+	else
+		w->skipped_more = true;
+}
+
+/* quiet: a relist's item, said at debug level (the first list or the event said it). */
+static void apply(struct notices *n, size_t i, const char *type, const cJSON *obj, bool quiet)
 {
 	char *key = informer_key(obj);
 	if (!key || i >= n->n_w) {
@@ -175,8 +255,16 @@ void notices_apply_event(struct notices *n, size_t i, const char *type, const cJ
 	struct sp_error err = {0};
 	bool readable = read_notice(obj, key, &v, &err) == 0, found = false;
 	bool deleted = strcmp(type, "DELETED") == 0;
+	if (readable && v.ns_len >= NS_MAX) {
+		readable = false;
+		sp_fail(&err, SP_EPROTO, "its namespace is longer than %d", NS_MAX - 1);
+	}
 	if (!readable && !deleted)
-		log_warn(AGENT_NOTICE_KIND " %s ignored: %s", key, err.msg);
+		log_msg(quiet ? LOG_LVL_DEBUG : LOG_LVL_WARN, AGENT_NOTICE_KIND " %s ignored: %s", key, err.msg);
+	char ns[NS_MAX] = "";
+	if (readable)
+		memcpy(ns, key, v.ns_len);
+	bool want = readable && !deleted && wanted(n, ns);
 	struct strv changed = {0};
 	pthread_mutex_lock(&n->lock);
 	size_t at = readable ? locate(n, v.instance_id, key, &found) : 0;
@@ -186,13 +274,17 @@ void notices_apply_event(struct notices *n, size_t i, const char *type, const cJ
 		drop(n, at, &changed);
 	} else {
 		drop_key(n, key, &changed);  /* a spec that changed after all, or is unreadable now */
-		if (readable && !deleted && n->n >= NOTICES_MAX) {
+		if (readable && !deleted && !want) {
+			skipped(&n->w[i], ns);  /* no pool trusts it (yet) */
+		} else if (readable && !deleted && !room_for(n, ns, v.ns_len)) {
 			if (!n->told_full)
-				log_warn("%d " AGENT_NOTICE_KIND "s cached: %s and any more are ignored until some go",
-					 NOTICES_MAX, key);
+				log_warn("%d " AGENT_NOTICE_KIND "s cached, or %d in namespace %s: %s and any more are "
+					 "ignored until some go", NOTICES_MAX, NOTICES_NAMESPACE_MAX, ns, key);
 			n->told_full = true;
+			skipped(&n->w[i], ns);
 		} else if (readable && !deleted) {
 			n->told_full = false;
+			ns_slot(n, ns, v.ns_len, true)->n++;
 			at = locate(n, v.instance_id, key, &found);
 			n->v = sp_vec_fit(n->v, n->n + 1, &n->cap, sizeof(*n->v));
 			memmove(&n->v[at + 1], &n->v[at], (n->n - at) * sizeof(*n->v));
@@ -200,6 +292,11 @@ void notices_apply_event(struct notices *n, size_t i, const char *type, const cJ
 			v.key = key;
 			key = NULL;
 			v.listed = n->w[i].list_seq;
+			/* The window was checked on the apiserver's clock, the deadline is kept on
+			 * ours: a clock behind must not stretch it past the window from now. */
+			int64_t latest = n->clock->now(n->clock->ctx) + NOTICES_WINDOW_SECONDS;
+			if (v.at > latest)
+				v.at = latest;
 			n->v[at] = v;
 			claimants(n, &n->v[at], &changed);
 		}
@@ -209,18 +306,61 @@ void notices_apply_event(struct notices *n, size_t i, const char *type, const cJ
 	free(key);
 }
 
+void notices_apply_event(struct notices *n, size_t i, const char *type, const cJSON *obj)
+{
+	apply(n, i, type, obj, false);
+}
+
 static void on_begin_list(void *ud)
 {
 	struct watcher *w = ud;
 	pthread_mutex_lock(&w->owner->lock);
 	w->list_seq++;
+	strv_clear(&w->skipped);
+	w->skipped_more = false;
 	pthread_mutex_unlock(&w->owner->lock);
+}
+
+/* Whether a notice watcher w skipped would be kept now (a pool came to its namespace, or
+ * room came): a relist brings it (the watch does not bring an object again). */
+static bool relist_wanted(struct notices *n, struct watcher *w)
+{
+	struct strv ns = {0};
+	pthread_mutex_lock(&n->lock);
+	bool more = w->skipped_more && n->n < NOTICES_MAX;
+	for (size_t i = 0; i < w->skipped.n; i++)
+		strv_push(&ns, w->skipped.v[i]);
+	pthread_mutex_unlock(&n->lock);
+	for (size_t i = 0; i < ns.n && !more; i++) {
+		if (!wanted(n, ns.v[i]))
+			continue;
+		pthread_mutex_lock(&n->lock);
+		more = room_for(n, ns.v[i], strlen(ns.v[i]));
+		pthread_mutex_unlock(&n->lock);
+	}
+	strv_clear(&ns);
+	return more;
 }
 
 static void on_item(void *ud, const cJSON *obj)
 {
 	struct watcher *w = ud;
-	notices_apply_event(w->owner, w->index, "ADDED", obj);
+	apply(w->owner, w->index, "ADDED", obj, atomic_load(&w->lw.synced));
+}
+
+/* Forgets watcher w's notices that its last list did not hold, or all of them. */
+static void forget(struct notices *n, const struct watcher *w, bool all)
+{
+	struct strv changed = {0};
+	pthread_mutex_lock(&n->lock);
+	for (size_t i = 0; i < n->n;) {
+		if (n->v[i].watcher == w->index && (all || n->v[i].listed != w->list_seq))
+			drop(n, i, &changed);
+		else
+			i++;
+	}
+	pthread_mutex_unlock(&n->lock);
+	claims_tell(&changed, n->cfg.changed, n->cfg.userdata);
 }
 
 /* A complete list: the notices of this watcher's scope it did not hold are gone, and
@@ -228,20 +368,10 @@ static void on_item(void *ud, const cJSON *obj)
 static void on_end_list(void *ud, bool complete)
 {
 	struct watcher *w = ud;
-	struct notices *n = w->owner;
 	if (!complete)
 		return;
 	atomic_store(&w->settled, true);
-	struct strv changed = {0};
-	pthread_mutex_lock(&n->lock);
-	for (size_t i = 0; i < n->n;) {
-		if (n->v[i].watcher == w->index && n->v[i].listed != w->list_seq)
-			drop(n, i, &changed);
-		else
-			i++;
-	}
-	pthread_mutex_unlock(&n->lock);
-	claims_tell(&changed, n->cfg.changed, n->cfg.userdata);
+	forget(w->owner, w, false);
 }
 
 static void on_event(void *ud, const char *type, const cJSON *obj)
@@ -251,9 +381,10 @@ static void on_event(void *ud, const char *type, const cJSON *obj)
 }
 
 /* Deletes watcher w's notices NOTICES_KEEP_SECONDS past their deadline (the leader
- * only, never in dry-run, and not once a stop is requested); the watch then brings their
- * DELETED events. A deletion RBAC refuses is said once and not tried again before the
- * next list. */
+ * only, leadership checked before each, never in dry-run, and not once a stop is
+ * requested), at most NOTICES_DELETES_PER_ROUND, NOTICES_DELETE_GAP_MS apart; the watch
+ * then brings their DELETED events. A deletion RBAC refuses is said once and not tried
+ * again before the next list. */
 static void collect(struct notices *n, struct watcher *w, const struct kube_api *api)
 {
 	if (n->cfg.read_only || sp_deadline_left_ms(n->cfg.active_until_ms) <= 0 ||
@@ -266,7 +397,10 @@ static void collect(struct notices *n, struct watcher *w, const struct kube_api 
 		if (n->v[i].watcher == w->index && n->v[i].at + NOTICES_KEEP_SECONDS < now)
 			strv_push(&expired, n->v[i].key);
 	pthread_mutex_unlock(&n->lock);
-	for (size_t i = 0; i < expired.n && !stop_requested(&n->stop); i++) {
+	for (size_t i = 0; i < expired.n && i < NOTICES_DELETES_PER_ROUND; i++) {
+		if ((i && stop_wait_ms(&n->stop, NOTICES_DELETE_GAP_MS)) || stop_requested(&n->stop) ||
+		    sp_deadline_left_ms(n->cfg.active_until_ms) <= 0)
+			break;
 		char *name = strchr(expired.v[i], '/');
 		*name++ = '\0';
 		char *path = xasprintf("/apis/" POOL_API_VERSION "/namespaces/%s/" AGENT_NOTICE_PLURAL "/%s", expired.v[i],
@@ -295,8 +429,16 @@ int64_t notices_round(struct notices *n, size_t i, const struct kube_api *api)
 	const struct informer_lw_ops ops = {
 		.kind = AGENT_NOTICE_PLURAL, .scope = scope, .path = w->path, .begin_list = on_begin_list,
 		.item = on_item, .end_list = on_end_list, .event = on_event, .userdata = w,
-		.owner_says_refusals = true,
+		.owner_says_refusals = true, .page_limit = NOTICES_PAGE_LIMIT,
 	};
+	/* The first list waits (at most NOTICES_LIST_PATIENCE_SECONDS) for the pools to be
+	 * listed: it keeps only the notices of namespaces where pools are. */
+	int64_t now = n->clock->mono_ms(n->clock->ctx);
+	if (!w->first_round_ms)
+		w->first_round_ms = now;
+	if (n->cfg.pools_listed && !atomic_load(&w->lw.synced) && !n->cfg.pools_listed(n->cfg.userdata) &&
+	    now - w->first_round_ms < NOTICES_LIST_PATIENCE_SECONDS * 1000LL)
+		return 200;
 	int64_t delay = informer_lw_round(&w->lw, &ops, api, &n->stop);
 	int e = w->lw.list_error;
 	if (e == SP_EFORBIDDEN || e == SP_ENOTFOUND) {
@@ -308,13 +450,33 @@ int64_t notices_round(struct notices *n, size_t i, const struct kube_api *api)
 				  scope);
 		w->told = e;
 		atomic_store(&w->settled, true);
+		/* Revoked or deleted after earlier lists: what they held may be withdrawn. */
+		forget(n, w, true);
 		return delay;
 	}
-	if (e == 0 && atomic_load(&w->lw.synced)) {
+	if (e < 0) {
+		now = n->clock->mono_ms(n->clock->ctx);
+		if (!w->failing)
+			w->failing_since_ms = now;
+		w->failing = true;
+		if (!atomic_load(&w->settled) && now - w->failing_since_ms >= NOTICES_LIST_PATIENCE_SECONDS * 1000LL) {
+			log_error("cannot list spotnotices (%s) for %d s: reclaim notices of hosts that are not Nodes are "
+				  "off until it works, excess is scaled down meanwhile", scope, NOTICES_LIST_PATIENCE_SECONDS);
+			w->told = e;
+			atomic_store(&w->settled, true);
+		}
+		return delay;
+	}
+	w->failing = false;
+	if (atomic_load(&w->lw.synced)) {
 		if (w->told)
 			log_info("listed spotnotices (%s): reclaim notices of hosts that are not Nodes are read", scope);
 		w->told = 0;
-		collect(n, w, api);
+		collect(n, w, w->writer ? w->writer : api);
+		if (relist_wanted(n, w)) {
+			log_debug("relisting spotnotices (%s): a notice skipped before would be kept now", scope);
+			w->lw.need_list = true;
+		}
 	}
 	return delay;
 }
@@ -323,9 +485,16 @@ static void *watcher_main(void *arg)
 {
 	struct watcher *w = arg;
 	struct notices *n = w->owner;
-	struct kube_api api = n->cfg.api_new(n->cfg.userdata);
+	struct kube_api api = n->cfg.api_new(n->cfg.userdata), writer = {0};
+	if (n->cfg.writer_new) {
+		writer = n->cfg.writer_new(n->cfg.userdata);
+		w->writer = &writer;
+	}
 	while (!stop_requested(&n->stop))
 		stop_wait_ms(&n->stop, notices_round(n, w->index, &api));
+	if (w->writer)
+		n->cfg.api_free(n->cfg.userdata, &writer);
+	w->writer = NULL;
 	n->cfg.api_free(n->cfg.userdata, &api);
 	return NULL;
 }
@@ -360,11 +529,13 @@ void notices_free(struct notices *n)
 	for (size_t i = 0; i < n->n_w; i++) {
 		free(n->w[i].namespace);
 		free(n->w[i].path);
+		strv_clear(&n->w[i].skipped);
 	}
 	free(n->w);
 	for (size_t i = 0; i < n->n; i++)
 		free(n->v[i].key);
 	free(n->v);
+	free(n->per_ns);
 	claims_free(&n->claims);
 	pthread_mutex_destroy(&n->lock);
 	stop_destroy(&n->stop);
@@ -375,6 +546,14 @@ bool notices_synced(const struct notices *n)
 {
 	for (size_t i = 0; i < n->n_w; i++)
 		if (!atomic_load(&n->w[i].lw.synced))
+			return false;
+	return true;
+}
+
+bool notices_healthy(const struct notices *n, int64_t max_quiet_ms)
+{
+	for (size_t i = 0; i < n->n_w; i++)
+		if (!informer_lw_healthy(&n->w[i].lw, max_quiet_ms))
 			return false;
 	return true;
 }

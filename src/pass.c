@@ -154,7 +154,8 @@ static const struct node_view *node_at(const struct pass_input *in, size_t i)
 static int64_t doomed_at(const struct pass_input *in, size_t i)
 {
 	const struct node_view *node = node_at(in, i);
-	int64_t by_node = node ? node->terminating_at : 0, by_notice = in->notice_at ? in->notice_at[i] : 0;
+	int64_t by_node = node ? node->terminating_at : 0;
+	int64_t by_notice = in->notice_at && i < in->n_notice_at ? in->notice_at[i] : 0;
 	if (!by_node || !by_notice)
 		return by_node ? by_node : by_notice;
 	return by_node < by_notice ? by_node : by_notice;
@@ -721,7 +722,10 @@ static bool drain_one(struct walk *w, enum drain_group g, size_t k, size_t i, co
 static void drain_then(struct walk *w, enum drain_group g, const struct strv *ids, struct strv *ready)
 {
 	const struct pass_input *in = w->in;
-	if (in->nodes_pending || in->notices_pending) {
+	/* Before the Nodes are listed a victim's Node may need draining. Before the notices
+	 * are, an excess instance may be a doomed one's replacement; a notice only dooms
+	 * more or brings a deadline earlier, so deletions and deadlines need not wait. */
+	if (in->nodes_pending || (g == GROUP_SCALE_DOWN && in->notices_pending)) {
 		if (ids->n)
 			look_again(w, 1000);
 		return;
@@ -782,17 +786,14 @@ static void undo_unwanted_drains(struct walk *w, const struct strv *const *wante
 
 /* A doomed instance goes at its deadline, or once drained when its replacement runs:
  * the pool is at its target with every other instance RUNNING and, in a pool whose
- * instances join as Nodes, each one's Node Ready (the pods can move there). */
+ * instances join as Nodes, each one's Node Ready (the pods can move there). Without
+ * replicas the target follows the count, which the doomed already left: above minimum
+ * nothing replaces it, and it is "replaced" at once (see doomed_go). */
 static bool replaced(const struct walk *w)
 {
 	const struct plan *plan = w->plan;
 	const struct pass_input *in = w->in;
 	if (plan->launch || plan->resume || plan->waiting || plan->observed < plan->target)
-		return false;
-	/* Without replicas the target follows the count, which the doomed already left: no
-	 * replacement comes above minimum (as an un-noticed reclaim is not refilled above
-	 * it), so a doomed instance is never "replaced" and works until its deadline. */
-	if (!in->spec->has_replicas)
 		return false;
 	bool joins = false;
 	for (size_t i = 0; i < in->plan.n_instances && !joins; i++)
@@ -972,14 +973,19 @@ static void doomed_go(struct walk *w)
 {
 	struct strv ready = {0}, go = {0};
 	drain_then(w, GROUP_NOTICE, &w->plan->doomed, &ready);
+	const struct pass_input *in = w->in;
 	bool done_replacing = replaced(w);
 	for (size_t k = 0; k < ready.n; k++) {
-		int i = instance_index(w->in, ready.v[k]);
-		int64_t deadline = i >= 0 ? doomed_at(w->in, (size_t)i) : 0;
-		if (done_replacing || w->in->plan.now >= deadline)
+		int i = instance_index(in, ready.v[k]);
+		int64_t deadline = i >= 0 ? doomed_at(in, (size_t)i) : 0;
+		/* Without replicas, above minimum (no replacement was launched), a drained Node
+		 * does no work and goes; an instance without a Node works on until its deadline. */
+		bool node = i >= 0 && node_at(in, (size_t)i);
+		bool early = done_replacing && (in->spec->has_replicas || node || w->plan->observed <= in->spec->minimum);
+		if (early || in->plan.now >= deadline)
 			strv_push(&go, ready.v[k]);
 		else
-			look_again(w, (deadline - w->in->plan.now) * 1000);
+			look_again(w, (deadline - in->plan.now) * 1000);
 	}
 	terminate(w, STEP_NOTICE, &go, PASS_WHY_NOTICE);
 	strv_clear(&go);

@@ -60,7 +60,10 @@ struct pass {
 	struct node_view *nodes;
 	size_t n_nodes;
 	bool nodes_pending;          /* Nodes are on but not listed yet */
-	int64_t *notice_at;          /* instances[i]'s SpotNotice deadline, NULL: none read */
+	/* instances[i]'s SpotNotice deadline for i < n_notice_at (those observed before a
+	 * sweep appended more), NULL: none read */
+	int64_t *notice_at;
+	size_t n_notice_at;
 	bool notices_pending;        /* SpotNotices not listed yet */
 	/* The pods of nodes[0..n_nodes) once PASS_LIST_PODS listed them, NULL before. */
 	struct pass_pods *pods;
@@ -407,6 +410,7 @@ static void observe_notices(struct pass *p)
 	for (size_t i = 0; i < p->n_instances; i++)
 		ids[i] = p->instances[i].id;
 	p->notice_at = xcalloc(p->n_instances ? p->n_instances : 1, sizeof(*p->notice_at));
+	p->n_notice_at = p->n_instances;
 	char *pool = xasprintf("%s/%s", p->ns, p->name);
 	p->notices_pending = p->r->notices.find(p->r->notices.ctx, pool, ids, p->n_instances, p->notice_at) < 0;
 	free(pool);
@@ -779,7 +783,7 @@ static void fill_input(const struct pass *p, struct pass_input *in)
 		.probe_at_ms = p->probe_at, .now_ms = p->now_ms, .soldout_ttl_ms = soldout_ttl(p->r->soldout),
 		.nodes = p->nodes, .n_nodes = p->n_nodes, .recorded_nodes = p->nodes ? p->nodes + p->n_nodes : NULL,
 		.pods = p->pods, .nodes_pending = p->nodes_pending, .notice_at = p->notice_at,
-		.notices_pending = p->notices_pending,
+		.n_notice_at = p->n_notice_at, .notices_pending = p->notices_pending,
 	};
 }
 

@@ -83,6 +83,8 @@ static const char run_usage[] =
 	"      --leader-elect         only the holder of a Lease acts (for several replicas)\n"
 	"      --lease-name NAME      default spotpool\n"
 	"      --lease-namespace NS   default: the service account's namespace, else default\n"
+	"      --notices-namespace NS SpotNotices there count for every pool (default: the service\n"
+	"                             account's namespace in a cluster, else none)\n"
 	"      --log-level LEVEL      error, warn, info (default) or debug\n"
 	"      --log-format FMT       auto (journal under systemd, else plain), plain, json, journal\n"
 	"  -h, --help                 this text\n";
@@ -447,7 +449,7 @@ static int serve(struct daemon *d, struct kube_config *kube, struct creds *defau
 		.kube = kube, .namespaces = cfg->namespaces, .resync_seconds = cfg->resync_seconds,
 		.launch_grace_seconds = cfg->launch_grace_seconds, .cluster_name = d->cluster_name,
 		.workers = cfg->workers, .cvm_endpoint = cli_cvm_endpoint(cfg->cvm_endpoint),
-		.dry_run = cfg->dry_run, .nodes = !cfg->nodes_disabled, .home_namespace = kube->namespace,
+		.dry_run = cfg->dry_run, .nodes = !cfg->nodes_disabled, .home_namespace = cfg_notices_namespace(cfg, kube),
 		.default_creds = defaults, .identity = identity,
 		.rate = {.describe_per_second = cfg->rate_describe_per_second, .run_per_second = cfg->rate_run_per_second,
 			 .terminate_per_second = cfg->rate_terminate_per_second, .hooks = &metrics_rate_hooks},

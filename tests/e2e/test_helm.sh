@@ -401,8 +401,11 @@ kubectl -n team-c create secret generic tc-creds --from-literal=secretId="$EMU_S
 pool_manifest pa team-a 2 2 "  credentialsSecretRef: {name: tc-creds}" | kubectl apply -f - >/dev/null
 pool_manifest pc team-c 1 1 "  credentialsSecretRef: {name: tc-creds}" | kubectl apply -f - >/dev/null
 PORT=$(free_port)
-# The rendered flags, then (later flags win) a free loopback port, plain logs and the SA's kubeconfig.
-KUBECONFIG=$SA_KUBECONFIG start_controller ns "${run_args[@]}" --listen "127.0.0.1:$PORT" --log-format plain --kubeconfig "$SA_KUBECONFIG"
+# The rendered flags, then (later flags win) a free loopback port, plain logs and the SA's
+# kubeconfig; --notices-namespace as the pod's service account namespace file says in the
+# cluster (from a kubeconfig there is no home namespace otherwise).
+KUBECONFIG=$SA_KUBECONFIG start_controller ns "${run_args[@]}" --listen "127.0.0.1:$PORT" --log-format plain --kubeconfig "$SA_KUBECONFIG" \
+	--notices-namespace "$NS"
 ctl=$CTL_PID
 converged() { # NAME NS SIZE
 	local j

@@ -1,8 +1,9 @@
 #!/usr/bin/env bash
 # SpotNotices (docs/notice-agent.md): the reclaim notices that `spotpool agent` reports
 # from hosts that are not Nodes, read by a controller that has no Nodes at all
-# (--no-nodes) and watches some namespaces only (--namespace na, nb, nc, and its own:
-# spotpool-system, its kubeconfig context's namespace). The emulator announces a reclaim (noticeSeconds) on an instance's
+# (--no-nodes) and watches some namespaces only (--namespace na, nb, nc, and its home
+# namespace: --notices-namespace spotpool-system). The emulator announces a reclaim
+# (noticeSeconds) on an instance's
 # metadata; an agent without a Node name, polling it every 0.1 s, creates the
 # SpotNotice. Cases side by side in one controller:
 #   a  replicas 2, maximum 2, a second zone; notice 60 s ahead, reported in
@@ -14,9 +15,10 @@
 #   b  maximumIncludesDoomed: true, notice 15 s ahead, reported in the pool's namespace:
 #      no RunInstances while the doomed instance lives; once it is gone the pool refills,
 #      never above maximum
-#   c  a SpotNotice in a namespace the controller does not watch, and one in another
-#      pool's namespace, for an instance of a watched pool: nothing launched or
-#      terminated, no reclaimAt in status
+#   c  a SpotNotice in a namespace the controller does not watch, one in default (its
+#      kubeconfig context's namespace, trusted before --notices-namespace existed), and
+#      one in another pool's namespace, for an instance of a watched pool: nothing
+#      launched or terminated, no reclaimAt in status
 #   d  a SpotNotice for an instance of no pool (and one for an unknown id): nothing
 #      launched, the instance left alone
 # (The deletion of notices an hour past their deadline happens after a watch round,
@@ -41,10 +43,8 @@ ${4:-}" | kubectl apply -f - >/dev/null
 pool na 2 2 '  availabilityZones: [ap-singapore-3]'
 pool nb 2 2 '  maximumIncludesDoomed: true'
 pool nc 1 1
-# The controller's own namespace: its kubeconfig context's.
-cp "$KUBECONFIG" "$E2E_TMP/home.kubeconfig"
-kubectl config --kubeconfig="$E2E_TMP/home.kubeconfig" set-context --current --namespace=spotpool-system >/dev/null
-start_controller ctl --no-nodes --namespace na --namespace nb --namespace nc --kubeconfig "$E2E_TMP/home.kubeconfig"
+# The controller's home namespace, named: from a kubeconfig there is none otherwise.
+start_controller ctl --no-nodes --namespace na --namespace nb --namespace nc --notices-namespace spotpool-system
 for p in na nb nc; do
 	check "$p: the pool reaches its size" wait_for 60 at_size "$p" "$(sp_field "$p" .spec.replicas "$p")" "$p"
 done
@@ -102,6 +102,8 @@ launched_before=$(emu_get stats | jq .launched)
 now=$(date +%s) t0=$(date +%s.%N)
 UNOWNED=$(emu_post instances '{"region": "ap-singapore", "zone": "ap-singapore-2"}' | jq -r '.instanceIds[0]')
 check "c: SpotNotice in nz (not watched) for nc's instance $C, 60 s ahead" notice nz "$C" $((now + 60))
+check "c: SpotNotice in default (the kubeconfig context's namespace) for nc's instance $C, 55 s ahead" \
+	notice default "$C" $((now + 55))
 check "c: SpotNotice in nb (another pool's namespace) for nc's instance $C, 50 s ahead" notice nb "$C" $((now + 50))
 check "d: SpotNotice in na for $UNOWNED (an instance of no pool), 30 s ahead" notice na "$UNOWNED" $((now + 30))
 check "d: SpotNotice in na for ins-nosuch0 (no such instance), 30 s ahead" notice na ins-nosuch0 $((now + 30))

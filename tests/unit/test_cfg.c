@@ -308,6 +308,40 @@ static void settings_table(void **state)
 	assert_int_equal(cfg_print_settings(stdout, "html", &err), SP_EINVAL);
 }
 
+/* The namespace whose SpotNotices count for every pool: noticesNamespace, else in a
+ * cluster the service account's; from a kubeconfig none, whatever its context's
+ * namespace (or "default" when it names none) is. */
+static void notices_namespace_is_never_the_contexts(void **state)
+{
+	(void)state;
+	struct cfg c;
+	cfg_defaults(&c);
+	static const char *const kubeconfigs[] = {
+		"apiVersion: v1\nkind: Config\ncurrent-context: c\n"
+		"contexts: [{name: c, context: {cluster: k, user: u, namespace: team-x}}]\n"
+		"clusters: [{name: k, cluster: {server: 'https://127.0.0.1:6443'}}]\nusers: [{name: u, user: {}}]\n",
+		"apiVersion: v1\nkind: Config\ncurrent-context: c\n"
+		"contexts: [{name: c, context: {cluster: k, user: u}}]\n"
+		"clusters: [{name: k, cluster: {server: 'https://127.0.0.1:6443'}}]\nusers: [{name: u, user: {}}]\n",
+	};
+	for (size_t i = 0; i < 2; i++) {
+		struct kube_config *kube = NULL;
+		struct sp_error err = {0};
+		assert_int_equal(kube_config_parse(kubeconfigs[i], strlen(kubeconfigs[i]), "/tmp/kc", &kube, &err), 0);
+		assert_string_equal(kube->namespace, i == 0 ? "team-x" : "default");
+		assert_null(cfg_notices_namespace(&c, kube));
+		assert_int_equal(cfg_set(&c, "noticesNamespace", "ops", "--notices-namespace", &err), 0);
+		assert_string_equal(cfg_notices_namespace(&c, kube), "ops");
+		assert_int_equal(cfg_set(&c, "noticesNamespace", "", "--notices-namespace", &err), 0);
+		kube_config_free(kube);
+	}
+	struct kube_config in_cluster = {.namespace = "spotpool-system", .sa_namespace = "spotpool-system"};
+	assert_string_equal(cfg_notices_namespace(&c, &in_cluster), "spotpool-system");
+	struct sp_error err = {0};
+	assert_int_equal(cfg_set(&c, "noticesNamespace", "Not_A_Namespace", "--notices-namespace", &err), SP_EINVAL);
+	cfg_free(&c);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -320,6 +354,7 @@ int main(void)
 		cmocka_unit_test(default_credentials_path),
 		cmocka_unit_test(whole_numbers_in_any_yaml_form),
 		cmocka_unit_test(settings_table),
+		cmocka_unit_test(notices_namespace_is_never_the_contexts),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }

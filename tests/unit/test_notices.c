@@ -10,6 +10,7 @@
 #include "testutil.h"
 #include "fakekube.h"
 #include "notices.h"
+#include "buf.h"
 
 static char told[512];
 /* The cache being told, and what a find from the callback answered (during the watch
@@ -41,6 +42,8 @@ static void on_changed(void *ud, const char *pool)
 #define ALL "/apis/devops.jokerbai.com/v1/spotnotices"
 #define IN(ns) "/apis/devops.jokerbai.com/v1/namespaces/" ns "/spotnotices"
 #define WATCH(path, rv) path "?watch=1&allowWatchBookmarks=true&timeoutSeconds=300&resourceVersion=" rv
+/* The replies of a round of all namespaces: the list (body, at rv), a watch that ends. */
+#define LISTED(body, rv) {"GET", ALL "?limit=50", body, 0, 0}, {"WATCH", WATCH(ALL, rv), NULL, 0, 2000}
 
 struct rig {
 	struct test_clock clock;
@@ -85,7 +88,7 @@ static void test_list_events_and_find(void **state)
 {
 	(void)state;
 	const struct reply replies[] = {
-		{"GET", ALL "?limit=500",
+		{"GET", ALL "?limit=50",
 		 LIST("5", NOTICE("a", "ins-a-1", "3", "ins-a", "2026-11-18T11:08:40Z") ","
 			   NOTICE("b", "ins-b-1", "4", "ins-b", "2026-11-18T11:09:00Z") ","
 			   /* no instance: skipped */
@@ -141,7 +144,7 @@ static void test_list_events_and_find(void **state)
 static void test_trust_and_window(void **state)
 {
 	(void)state;
-	const struct reply listed[] = {{"GET", ALL "?limit=500", LIST("1", ""), 0, 0},
+	const struct reply listed[] = {{"GET", ALL "?limit=50", LIST("1", ""), 0, 0},
 				       {"WATCH", WATCH(ALL, "1"), NULL, 0, 2000}};
 	struct rig g;
 	rig_start(&g, listed, 2, NULL, (struct notices_config){.home_namespace = "spotpool-system"});
@@ -175,6 +178,21 @@ static void test_trust_and_window(void **state)
 	rig_end(&g);
 }
 
+/* The apiserver's clock an hour ahead of ours: the notice's deadline (2 minutes after
+ * its creation there) is kept at most NOTICES_WINDOW_SECONDS from now on ours. */
+static void test_deadline_clamped_to_our_clock(void **state)
+{
+	(void)state;
+	const char *list =
+		LIST("5", NOTICE_CREATED("a", "n", "3", "ins-a", "2026-11-18T12:08:40Z", "2026-11-18T12:06:40Z"));
+	const struct reply replies[] = {LISTED(list, "5")};
+	struct rig g;
+	rig_start(&g, replies, 2, NULL, (struct notices_config){0});
+	assert_int_equal(notices_round(g.notices, 0, &g.kube), 0);
+	assert_int_equal(deadline_of(g.notices, "a/p", "ins-a"), NOW + NOTICES_WINDOW_SECONDS);
+	rig_end(&g);
+}
+
 /* A notice more than NOTICES_KEEP_SECONDS past its deadline is deleted after the round
  * (a 404: someone did it first, done); a younger one stays. A refused deletion is not
  * tried again before the next list; a standby and a dry run delete none. */
@@ -185,8 +203,7 @@ static void test_expired_deleted(void **state)
 					 NOTICE("a", "older", "3", "ins-c", "2026-11-18T09:00:00Z") ","
 					 NOTICE("b", "recent", "4", "ins-b", "2026-11-18T10:06:45Z"));
 	const struct reply replies[] = {
-		{"GET", ALL "?limit=500", list, 0, 0},
-		{"WATCH", WATCH(ALL, "5"), NULL, 0, 2000},
+		LISTED(list, "5"),
 		{"DELETE", IN("a") "/old", "{}", 0, 0},
 		{"DELETE", IN("a") "/older", NULL, SP_ENOTFOUND, 0},
 	};
@@ -198,7 +215,7 @@ static void test_expired_deleted(void **state)
 	rig_end(&g);
 
 	const struct reply refused[] = {
-		{"GET", ALL "?limit=500", list, 0, 0},
+		{"GET", ALL "?limit=50", list, 0, 0},
 		{"WATCH", WATCH(ALL, "5"), NULL, 0, 2000},
 		{"DELETE", IN("a") "/old", NULL, SP_EFORBIDDEN, 0},
 		{"WATCH", WATCH(ALL, "5"), NULL, 0, 2000},
@@ -217,6 +234,68 @@ static void test_expired_deleted(void **state)
 	}
 }
 
+/* A rig of all namespaces whose first list fails: its round waits 500 ms. */
+static void rig_first_list_fails(struct rig *g, const struct reply *replies, size_t n)
+{
+	rig_start(g, replies, n, NULL, (struct notices_config){0});
+	assert_int_equal(notices_round(g->notices, 0, &g->kube), 500);
+}
+
+static _Atomic int64_t leading_until = INT64_MAX;
+
+/* The apiserver, and leadership lost once a DELETE went. */
+static int request_then_deposed(void *ctx, const char *method, const char *path, const char *content_type,
+				const cJSON *body, cJSON **ret, struct sp_error *err)
+{
+	int r = fake_request(ctx, method, path, content_type, body, ret, err);
+	if (strcmp(method, "DELETE") == 0)
+		atomic_store(&leading_until, 0);
+	return r;
+}
+
+/* Deletions are paced: leadership is checked before each (a deposed leader deletes no
+ * more), and a round deletes at most NOTICES_DELETES_PER_ROUND (the rest go after the
+ * next watch). */
+static void test_expired_deletions_paced(void **state)
+{
+	(void)state;
+	const char *list = LIST("5", NOTICE("a", "old", "3", "ins-a", "2026-11-18T10:06:39Z") ","
+				     NOTICE("a", "older", "3", "ins-c", "2026-11-18T09:00:00Z"));
+	const struct reply replies[] = {
+		{"GET", ALL "?limit=50", list, 0, 0},
+		{"WATCH", WATCH(ALL, "5"), NULL, 0, 2000},
+		{"DELETE", IN("a") "/old", "{}", 0, 0},
+	};
+	struct rig g;
+	atomic_store(&leading_until, INT64_MAX);
+	rig_start(&g, replies, 3, NULL, (struct notices_config){.active_until_ms = &leading_until});
+	g.kube.request = request_then_deposed;
+	assert_int_equal(notices_round(g.notices, 0, &g.kube), 0);
+	rig_end(&g);
+
+	enum { EXPIRED = NOTICES_DELETES_PER_ROUND + 50 };
+	struct buf body;
+	buf_init(&body, 1 << 20);
+	buf_puts(&body, "{\"metadata\":{\"resourceVersion\":\"5\"},\"items\":[");
+	static struct reply many[EXPIRED + 2];
+	static char paths[EXPIRED][64];
+	for (int i = 0; i < EXPIRED; i++) {
+		char obj[512];
+		snprintf(obj, sizeof(obj), "%s" NOTICE("a", "n%03d", "3", "ins-%03d", "2026-11-18T09:00:00Z"),
+			 i ? "," : "", i, i);
+		buf_puts(&body, obj);
+		snprintf(paths[i], sizeof(paths[i]), IN("a") "/n%03d", i);
+		many[i + 2] = (struct reply){"DELETE", paths[i], "{}", 0, 0};
+	}
+	buf_puts(&body, "]}");
+	many[0] = (struct reply){"GET", ALL "?limit=50", body.data, 0, 0};
+	many[1] = (struct reply){"WATCH", WATCH(ALL, "5"), NULL, 0, 2000};
+	rig_start(&g, many, NOTICES_DELETES_PER_ROUND + 2, NULL, (struct notices_config){0});
+	assert_int_equal(notices_round(g.notices, 0, &g.kube), 0);
+	rig_end(&g);
+	buf_free(&body);
+}
+
 /* RBAC refuses the list, or the CRD is not installed: no deadline known, no deletion,
  * finds not pending (notices are off, nothing to wait for), the list retried with
  * backoff. */
@@ -224,16 +303,15 @@ static void test_unavailable(void **state)
 {
 	(void)state;
 	const struct reply replies[] = {
-		{"GET", ALL "?limit=500", NULL, SP_EFORBIDDEN, 0},
-		{"GET", ALL "?limit=500", NULL, SP_ENOTFOUND, 0},
-		{"GET", ALL "?limit=500", LIST("5", NOTICE("a", "n", "3", "ins-a", "2026-11-18T11:08:40Z")), 0, 0},
+		{"GET", ALL "?limit=50", NULL, SP_EFORBIDDEN, 0},
+		{"GET", ALL "?limit=50", NULL, SP_ENOTFOUND, 0},
+		{"GET", ALL "?limit=50", LIST("5", NOTICE("a", "n", "3", "ins-a", "2026-11-18T11:08:40Z")), 0, 0},
 		{"WATCH", WATCH(ALL, "5"), NULL, 0, 2000},
 	};
-	struct rig g;
-	rig_start(&g, replies, 4, NULL, (struct notices_config){0});
 	const char *id = "ins-a";
 	int64_t at = -1;
-	assert_int_equal(notices_round(g.notices, 0, &g.kube), 500);
+	struct rig g;
+	rig_first_list_fails(&g, replies, 4);
 	assert_int_equal(notices_find(g.notices, "a/p", &id, 1, &at), 0);
 	assert_int_equal(at, 0);
 	assert_int_equal(notices_round(g.notices, 0, &g.kube), 1000);
@@ -243,6 +321,75 @@ static void test_unavailable(void **state)
 	rig_end(&g);
 }
 
+/* A list that keeps failing otherwise (a 5xx from a broken webhook, a page too large):
+ * finds are pending for NOTICES_LIST_PATIENCE_SECONDS, then notices count as off (not
+ * pending: only the scale-down waited for them) until a list works. Pages are small:
+ * NOTICES_PAGE_LIMIT notices each. */
+static void test_failing_list_turns_off(void **state)
+{
+	(void)state;
+	const struct reply replies[] = {
+		{"GET", ALL "?limit=50", NULL, SP_ETRANSIENT, 0},
+		{"GET", ALL "?limit=50", NULL, SP_ETRANSIENT, 0},
+		{"GET", ALL "?limit=50", NULL, SP_ETOOBIG, 0},
+		{"GET", ALL "?limit=50", LIST("5", NOTICE("a", "n", "3", "ins-a", "2026-11-18T11:08:40Z")), 0, 0},
+		{"WATCH", WATCH(ALL, "5"), NULL, 0, 2000},
+	};
+	const char *id = "ins-a";
+	int64_t at;
+	struct rig g;
+	rig_first_list_fails(&g, replies, 5);
+	assert_int_equal(notices_find(g.notices, "a/p", &id, 1, &at), SP_ETRANSIENT);
+	test_clock_advance_ms(&g.clock, (NOTICES_LIST_PATIENCE_SECONDS - 1) * 1000);
+	notices_round(g.notices, 0, &g.kube);
+	assert_int_equal(notices_find(g.notices, "a/p", &id, 1, &at), SP_ETRANSIENT);
+	test_clock_advance_ms(&g.clock, 1000);
+	notices_round(g.notices, 0, &g.kube);
+	assert_int_equal(notices_find(g.notices, "a/p", &id, 1, &at), 0);
+	assert_int_equal(at, 0);
+	assert_int_equal(notices_round(g.notices, 0, &g.kube), 0);
+	assert_int_equal(deadline_of(g.notices, "a/p", "ins-a"), NOW + 120);
+	rig_end(&g);
+}
+
+/* Healthy while every watcher's thread shows life: a round, an event. */
+static void test_healthy(void **state)
+{
+	(void)state;
+	const struct reply replies[] = {LISTED(LIST("1", ""), "1")};
+	struct rig g;
+	rig_start(&g, replies, 2, NULL, (struct notices_config){0});
+	assert_int_equal(notices_round(g.notices, 0, &g.kube), 0);
+	assert_true(notices_healthy(g.notices, 10000));
+	test_clock_advance_ms(&g.clock, 10001);
+	assert_false(notices_healthy(g.notices, 10000));
+	rig_end(&g);
+}
+
+/* A relist RBAC refuses (a role revoked) or of a CRD deleted after earlier lists forgets
+ * that watch's notices: withdrawn ones must not doom instances any more. */
+static void test_refused_relist_forgets(void **state)
+{
+	(void)state;
+	for (int c = 0; c < 2; c++) {
+		const struct reply replies[] = {
+			{"GET", ALL "?limit=50", LIST("5", NOTICE("a", "n", "3", "ins-a", "2026-11-18T11:08:40Z")), 0, 0},
+			{"WATCH", WATCH(ALL, "5"), "[{\"type\":\"ERROR\",\"object\":{\"code\":410}}]", 0, 10},
+			{"GET", ALL "?limit=50", NULL, c == 0 ? SP_EFORBIDDEN : SP_ENOTFOUND, 0},
+		};
+		struct rig g;
+		rig_start(&g, replies, 3, NULL, (struct notices_config){0});
+		assert_int_equal(notices_round(g.notices, 0, &g.kube), 0);
+		assert_int_equal(deadline_of(g.notices, "a/p", "ins-a"), NOW + 120);
+		*told = '\0';
+		assert_int_equal(notices_round(g.notices, 0, &g.kube), 500);
+		assert_int_equal(deadline_of(g.notices, "a/p", "ins-a"), 0);
+		assert_int_equal(notices_count(g.notices), 0);
+		assert_string_equal(told, "a/p");
+		rig_end(&g);
+	}
+}
+
 /* One watch per namespace (a repeated one once) and one of the home namespace; a 410
  * relist of one forgets the notices its new list lacks, never another namespace's;
  * finds are pending until every watch listed. */
@@ -250,11 +397,11 @@ static void test_namespaces(void **state)
 {
 	(void)state;
 	const struct reply replies[] = {
-		{"GET", IN("a") "?limit=500", LIST("5", NOTICE("a", "n1", "3", "ins-a", "2026-11-18T11:08:40Z")), 0, 0},
+		{"GET", IN("a") "?limit=50", LIST("5", NOTICE("a", "n1", "3", "ins-a", "2026-11-18T11:08:40Z")), 0, 0},
 		{"WATCH", WATCH(IN("a"), "5"), NULL, 0, 2000},
-		{"GET", IN("home") "?limit=500", LIST("6", NOTICE("home", "n2", "4", "ins-b", "2026-11-18T11:08:40Z")), 0, 0},
+		{"GET", IN("home") "?limit=50", LIST("6", NOTICE("home", "n2", "4", "ins-b", "2026-11-18T11:08:40Z")), 0, 0},
 		{"WATCH", WATCH(IN("home"), "6"), "[{\"type\":\"ERROR\",\"object\":{\"code\":410}}]", 0, 10},
-		{"GET", IN("home") "?limit=500", LIST("9", ""), 0, 0},
+		{"GET", IN("home") "?limit=50", LIST("9", ""), 0, 0},
 		{"WATCH", WATCH(IN("home"), "9"), NULL, 0, 2000},
 	};
 	const char *const namespaces[] = {"a", "a", NULL};
@@ -278,27 +425,102 @@ static void test_namespaces(void **state)
 	rig_end(&g);
 }
 
-/* At most NOTICES_MAX notices are kept; one more is ignored until one goes. */
+/* Adds notice ns/n<i> of instance ins-<ns>-<i> through watcher 0. */
+static void add_notice(struct notices *n, const char *type, const char *ns, int i)
+{
+	char obj[512];
+	snprintf(obj, sizeof(obj), NOTICE("%s", "n%05d", "3", "ins-%s-%05d", "2026-11-18T11:08:40Z"), ns, i, ns, i);
+	cJSON *o = cJSON_Parse(obj);
+	notices_apply_event(n, 0, type, o);
+	cJSON_Delete(o);
+}
+
+static int64_t deadline_in(struct notices *n, const char *ns, int i)
+{
+	char id[64], pool[64];
+	snprintf(id, sizeof(id), "ins-%s-%05d", ns, i);
+	snprintf(pool, sizeof(pool), "%s/p", ns);
+	return deadline_of(n, pool, id);
+}
+
+/* At most NOTICES_NAMESPACE_MAX notices of one namespace are kept (another namespace's
+ * still are), and at most NOTICES_MAX in all; one more is ignored until one goes, then
+ * the round that ends relists (the watch does not bring it again). */
 static void test_bounded(void **state)
 {
 	(void)state;
-	const struct reply listed[] = {{"GET", ALL "?limit=500", LIST("1", ""), 0, 0},
-				       {"WATCH", WATCH(ALL, "1"), NULL, 0, 2000}};
+	const struct reply replies[] = {
+		{"GET", ALL "?limit=50", LIST("1", ""), 0, 0},
+		{"WATCH", WATCH(ALL, "1"), NULL, 0, 2000},
+		{"WATCH", WATCH(ALL, "1"), NULL, 0, 2000},
+		{"WATCH", WATCH(ALL, "1"), NULL, 0, 2000},
+		{"GET", ALL "?limit=50", LIST("2", NOTICE("a", "n01000", "3", "ins-a-01000", "2026-11-18T11:08:40Z")), 0, 0},
+		{"WATCH", WATCH(ALL, "2"), NULL, 0, 2000},
+	};
 	struct rig g;
-	rig_start(&g, listed, 2, NULL, (struct notices_config){0});
+	rig_start(&g, replies, 6, NULL, (struct notices_config){0});
 	assert_int_equal(notices_round(g.notices, 0, &g.kube), 0);
-	char obj[512];
-	for (int i = 0; i <= NOTICES_MAX; i++) {
-		snprintf(obj, sizeof(obj), NOTICE("a", "n%05d", "3", "ins-%05d", "2026-11-18T11:08:40Z"), i, i);
-		cJSON *o = cJSON_Parse(obj);
-		notices_apply_event(g.notices, 0, "ADDED", o);
-		cJSON_Delete(o);
-	}
+	for (int i = 0; i <= NOTICES_NAMESPACE_MAX; i++)
+		add_notice(g.notices, "ADDED", "a", i);
+	add_notice(g.notices, "ADDED", "b", 0);
+	assert_int_equal(notices_count(g.notices), NOTICES_NAMESPACE_MAX + 1);
+	assert_int_equal(deadline_in(g.notices, "a", NOTICES_NAMESPACE_MAX), 0);
+	assert_int_equal(deadline_in(g.notices, "a", 42), NOW + 120);
+	assert_int_equal(deadline_in(g.notices, "b", 0), NOW + 120);
+	char ns[16];
+	for (int k = 0; notices_count(g.notices) < NOTICES_MAX; k++)
+		for (int i = 0; i < NOTICES_NAMESPACE_MAX && notices_count(g.notices) < NOTICES_MAX; i++) {
+			snprintf(ns, sizeof(ns), "c%d", k);
+			add_notice(g.notices, "ADDED", ns, i);
+		}
+	add_notice(g.notices, "ADDED", "b", 1);
 	assert_int_equal(notices_count(g.notices), NOTICES_MAX);
-	char last[16];
-	snprintf(last, sizeof(last), "ins-%05d", NOTICES_MAX);
-	assert_int_equal(deadline_of(g.notices, "a/p", last), 0);
-	assert_int_equal(deadline_of(g.notices, "a/p", "ins-00042"), NOW + 120);
+	assert_int_equal(deadline_in(g.notices, "b", 1), 0);
+	/* Still full: the round ends without a relist. */
+	assert_int_equal(notices_round(g.notices, 0, &g.kube), 0);
+	/* One of a's goes (during the next watch): that round's end asks for a relist, and
+	 * the next round's list keeps a's skipped notice. */
+	add_notice(g.notices, "DELETED", "a", 0);
+	assert_int_equal(notices_round(g.notices, 0, &g.kube), 0);
+	assert_int_equal(deadline_in(g.notices, "a", NOTICES_NAMESPACE_MAX), 0);
+	assert_int_equal(notices_round(g.notices, 0, &g.kube), 0);
+	assert_int_equal(deadline_in(g.notices, "a", NOTICES_NAMESPACE_MAX), NOW + 120);
+	rig_end(&g);
+}
+
+static bool z_has_pools;
+
+static bool pools_in(void *ud, const char *ns)
+{
+	(void)ud;
+	return strcmp(ns, "a") == 0 || (z_has_pools && strcmp(ns, "z") == 0);
+}
+
+/* Notices of a namespace where no pool is (but the home one) are not kept: one may not
+ * fill the cache from there. Once a pool comes there, the round that ends relists. */
+static void test_untrusted_not_kept(void **state)
+{
+	(void)state;
+#define OF(ns) NOTICE(ns, "n", "3", "ins-" ns, "2026-11-18T11:08:40Z")
+	const char *list = LIST("5", OF("a") "," OF("home") "," OF("z"));
+#undef OF
+	const struct reply replies[] = {
+		LISTED(list, "5"),
+		{"WATCH", WATCH(ALL, "5"), NULL, 0, 2000},
+		LISTED(list, "5"),
+	};
+	struct rig g;
+	z_has_pools = false;
+	rig_start(&g, replies, 5, NULL,
+		  (struct notices_config){.home_namespace = "home", .namespace_wanted = pools_in});
+	assert_int_equal(notices_round(g.notices, 0, &g.kube), 0);
+	assert_int_equal(notices_count(g.notices), 2);
+	assert_int_equal(deadline_of(g.notices, "z/p", "ins-z"), 0);
+	assert_int_equal(deadline_of(g.notices, "z/p", "ins-home"), NOW + 120);
+	z_has_pools = true;  /* during the next watch */
+	assert_int_equal(notices_round(g.notices, 0, &g.kube), 0);
+	assert_int_equal(notices_round(g.notices, 0, &g.kube), 0);
+	assert_int_equal(deadline_of(g.notices, "z/p", "ins-z"), NOW + 120);
 	rig_end(&g);
 }
 
@@ -308,9 +530,15 @@ int main(void)
 		cmocka_unit_test(test_list_events_and_find),
 		cmocka_unit_test(test_trust_and_window),
 		cmocka_unit_test(test_expired_deleted),
+		cmocka_unit_test(test_expired_deletions_paced),
 		cmocka_unit_test(test_unavailable),
 		cmocka_unit_test(test_namespaces),
+		cmocka_unit_test(test_refused_relist_forgets),
+		cmocka_unit_test(test_healthy),
+		cmocka_unit_test(test_deadline_clamped_to_our_clock),
+		cmocka_unit_test(test_failing_list_turns_off),
 		cmocka_unit_test(test_bounded),
+		cmocka_unit_test(test_untrusted_not_kept),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -738,6 +738,7 @@ static void test_notice_without_node(void **state)
 		s.in.plan.instances = in;
 		s.in.plan.n_instances = c == 1 || c == 6 ? 3 : 2;  /* 1: the replacement i3 runs */
 		s.in.notice_at = c == 6 ? NULL : notice_at;  /* 6: i2's notice not listed yet */
+		s.in.n_notice_at = 3;
 		s.in.notices_pending = c == 6;
 		if (c == 4) {
 			s.in.nodes = nodes;
@@ -756,6 +757,84 @@ static void test_notice_without_node(void **state)
 		}
 		if (c == 4)
 			assert_string_equal(status_reclaim_at(s.last_status, "i2"), "2027-01-15T08:02:00Z");
+		sim_free(&s);
+	}
+}
+
+/* While SpotNotices are still being listed (a restart, or a list that keeps failing),
+ * only the scale-down waits (an excess instance may be a doomed one's replacement): a
+ * notice can only doom more instances or bring a deadline earlier, so a deleted pool's
+ * instances (0) and an instance past the deadline its Node announced (1) go all the
+ * same; the excess (2) waits. */
+static void test_notices_pending_holds_only_scale_down(void **state)
+{
+	(void)state;
+	for (int c = 0; c < 3; c++) {
+		struct pool_instance in[3] = {running("i1", "RUNNING"), running("i2", "RUNNING"),
+					      running("i3", "RUNNING")};
+		struct node_view nodes[3] = {named("n1"), named("n2"), named("n3")};
+		nodes[1].terminating_at = NOW - 1;
+		int64_t notice_at[3] = {0};
+		struct sim s;
+		sim_init(&s, c == 0 ? 1 : 2, 2);
+		s.in.deleting = s.in.plan.deleting = c == 0;
+		s.in.plan.instances = in;
+		s.in.plan.n_instances = c == 0 ? 1 : 3;
+		s.in.notice_at = notice_at;
+		s.in.n_notice_at = 3;
+		s.in.notices_pending = true;
+		if (c == 1) {
+			s.spec.drain_timeout = 600;
+			s.in.nodes = nodes;
+			s.in.n_nodes = 3;
+			s.in.plan.n_instances = 3;
+		}
+		sim_run(&s);
+		assert_int_equal(taken(&s, "terminate deletion i1"), c == 0);
+		assert_int_equal(taken(&s, "terminate notice i2"), c == 1);
+		assert_false(taken(&s, "terminate scale-down"));
+		if (c == 2)
+			assert_true(s.requeue_ms > 0);
+		sim_free(&s);
+	}
+}
+
+/* A pool without replicas (its target follows its count): a doomed instance goes once
+ * replaced when the pool is at minimum (0: no Node, 1: drained, min == max, the
+ * replacement i3 RUNNING), and once drained above minimum (2: nothing replaces it, and a
+ * drained Node does no work); without a Node above minimum it works on until its
+ * deadline (3). */
+static void test_doomed_without_replicas(void **state)
+{
+	(void)state;
+	struct pass_pods pods[3] = {{true, NULL, 0}, {true, NULL, 0}, {true, NULL, 0}};
+	for (int c = 0; c < 4; c++) {
+		struct pool_instance in[3] = {running("i1", "RUNNING"), running("i2", "RUNNING"),
+					      running("i3", "RUNNING")};
+		struct node_view nodes[3] = {named("n1"), named("n2"), named("n3")};
+		int64_t notice_at[3] = {0, NOW + 120, 0};
+		nodes[1].terminating_at = NOW + 120;
+		nodes[1].drain_taint = true;
+		nodes[1].drain_started = NOW - 30;
+		bool at_minimum = c < 2, with_nodes = c == 1 || c == 2;
+		struct sim s;
+		sim_init(&s, at_minimum ? 2 : 0, at_minimum ? 2 : 3);
+		s.spec.drain_timeout = 600;
+		s.in.plan.instances = in;
+		s.in.plan.n_instances = at_minimum ? 3 : 2;
+		if (with_nodes) {
+			s.in.nodes = nodes;
+			s.in.n_nodes = s.in.plan.n_instances;
+			s.pods_listed = pods;
+		} else {
+			s.in.notice_at = notice_at;
+			s.in.n_notice_at = 3;
+		}
+		sim_run(&s);
+		assert_false(taken(&s, "launch"));
+		assert_int_equal(taken(&s, "terminate notice i2"), c < 3);
+		if (c == 3)
+			assert_true(s.requeue_ms > 0 && s.requeue_ms <= 120000);
 		sim_free(&s);
 	}
 }
@@ -1263,6 +1342,8 @@ int main(void)
 		cmocka_unit_test(test_status_update_failed),
 		cmocka_unit_test(test_launch_abandoned),
 		cmocka_unit_test(test_deletion_sweep),
+		cmocka_unit_test(test_notices_pending_holds_only_scale_down),
+		cmocka_unit_test(test_doomed_without_replicas),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }
