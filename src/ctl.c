@@ -85,6 +85,7 @@ static void on_deleted(void *ud, const char *key)
 	if (slash) {
 		*slash = '\0';
 		metrics_pool_forget(copy, slash + 1);
+		log_forget_owner(copy, slash + 1);
 		char *owner = pool_owner_tag(copy, slash + 1);
 		answers_forget(c->answers, owner);
 		if (c->inv_port.forget)
