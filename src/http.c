@@ -300,9 +300,14 @@ int http_do(struct http_client *c, const struct http_request *req, struct http_r
 	if (r < 0)
 		return r;
 
-	curl_easy_reset(curl);
 	curl_easy_setopt(curl, CURLOPT_URL, req->url);
 	curl_easy_setopt(curl, CURLOPT_PROTOCOLS_STR, "http,https");
+	/* One transfer at a time per client, so HTTP/2's multiplexing buys nothing, and its
+	 * header tables (HPACK: up to 4 KiB per connection, every entry an allocation of its
+	 * own, replaced by each response's Audit-Id) keep the last responses' headers of
+	 * every idle client: after 1,000 pools created and deleted they pinned about 100
+	 * pages of the heap (BENCHMARKS.md, "Churn"). */
+	curl_easy_setopt(curl, CURLOPT_HTTP_VERSION, (long)CURL_HTTP_VERSION_1_1);
 	curl_easy_setopt(curl, CURLOPT_USERAGENT, c->user_agent);
 	curl_easy_setopt(curl, CURLOPT_NOSIGNAL, 1L);
 	curl_easy_setopt(curl, CURLOPT_CUSTOMREQUEST, req->method);
@@ -329,8 +334,13 @@ int http_do(struct http_client *c, const struct http_request *req, struct http_r
 	curl_easy_setopt(curl, CURLOPT_HTTPHEADER, hdrs);
 
 	CURLcode rc = perform(c, &t);
-	curl_slist_free_all(hdrs);
 	curl_easy_getinfo(curl, CURLINFO_RESPONSE_CODE, &ret->status);
+	/* The options' copies (URL, method, user agent, TLS files) and the response's
+	 * headers go with the transfer rather than with the next one: a client idle after
+	 * a busy time would keep them where they were allocated then (BENCHMARKS.md,
+	 * "Churn"). Connections stay with the multi handle. */
+	curl_easy_reset(curl);
+	curl_slist_free_all(hdrs);
 
 	if (rc == CURLE_OK)
 		return 0;
