@@ -183,10 +183,13 @@ static void disown_locked(const char *owner, size_t n, const char *keep)
 			} else {
 				j++;
 			}
-		if (!e->owners.n && !e->pinned)
+		if (!o->n && !e->pinned) {
 			remove_at(i);
-		else
-			i++;
+			continue;
+		}
+		if (!o->n)  /* a pinned value many pools held: their room goes with them */
+			strv_clear(o);
+		i++;
 	}
 }
 
