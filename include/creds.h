@@ -19,7 +19,7 @@ int creds_from_env(struct creds *ret, struct sp_error *err);
 int creds_from_file(struct creds *ret, const char *path, struct sp_error *err);
 /* Takes copies. Registering the secret parts for log redaction is the source's part:
  * the process's own are pinned (log_add_secret, as creds_from_env and creds_from_file
- * do), a tenant's are owned by the object they came from (log_replace_secret). */
+ * do), a tenant's are owned by the pool that uses them (log_replace_secret). */
 void creds_set(struct creds *c, const char *id, const char *key, const char *token, const char *source);
 struct cvm_credentials creds_view(const struct creds *c);
 void creds_clear(struct creds *c);

@@ -62,11 +62,16 @@ bool log_enabled(enum log_level level);
  * Values shorter than LOG_SECRET_MIN are ignored. A tenant's Secret registers through
  * log_replace_secret. */
 void log_add_secret(const char *secret);
-/* Registers secret as the one value of field of Secret ns/name, forgetting the value it
- * held before (a rotated key) unless another owner still holds it; secret NULL just
- * forgets it. At most LOG_SECRETS_MAX values are kept: past that, the least recently
- * registered tenant value goes. */
+/* Registers secret as the one value of field of object ns/name (the controller: the
+ * pool whose credentials hold it), forgetting the value it held before (a rotated key)
+ * unless another owner still holds it; secret NULL just forgets it. At most
+ * LOG_SECRETS_MAX values are kept: past that, the least recently registered tenant value
+ * goes. */
 void log_replace_secret(const char *ns, const char *name, const char *field, const char *secret);
+/* Forgets the values of every field of object ns/name (a pool deleted, or now on the
+ * controller's own credentials) unless another owner still holds them: a value nothing
+ * in use holds cannot reach the output any more, and kept it would stay in the heap. */
+void log_forget_owner(const char *ns, const char *name);
 /* How many values are registered. */
 size_t log_secret_count(void);
 /* Forgets (and wipes) a registered secret that is no longer in use, e.g. a rotated token. */

@@ -63,6 +63,10 @@ struct rate_config {
 struct rate *rate_new(const struct rate_config *cfg);
 /* No caller may be waiting at it, and no client that borrowed it may be used again. */
 void rate_free(struct rate *r);
+/* Drops the buckets at rest (as a call would, at most every 10 s): called at each
+ * resync, so the buckets of SecretIds gone go even when no call comes (BENCHMARKS.md,
+ * "Churn"). */
+void rate_prune(struct rate *r);
 /* The configured rate of action (before any throttling). */
 double rate_configured(const struct rate *r, const char *action);
 

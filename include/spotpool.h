@@ -98,8 +98,9 @@ char *xstrdup(const char *s);
 char *xstrndup(const char *s, size_t n);
 char *xasprintf(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 /* The array p of *cap elements of size bytes, resized for n: doubled (from 16) when n is
- * more, halved when n falls to a quarter, so a table that once held a thousand pools
- * does not keep their room. Call with the new count before adding and after removing. */
+ * more, halved (into a new allocation, the first n elements copied) when n falls to a
+ * quarter, so a table that once held a thousand pools does not keep their room, nor
+ * its place. Call with the new count before adding and after removing. */
 void *sp_vec_fit(void *p, size_t n, size_t *cap, size_t size);
 
 /* A NULL-terminated, owned list of owned strings. */

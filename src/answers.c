@@ -15,7 +15,7 @@ struct answer {
 struct answers {
 	pthread_mutex_t lock;
 	struct answer *v;
-	size_t n, max;
+	size_t n, cap, max;
 	uint64_t next_seq;
 };
 
@@ -32,6 +32,7 @@ static void drop(struct answers *a, size_t i)
 	free(a->v[i].owner);
 	strv_clear(&a->v[i].ids);
 	a->v[i] = a->v[--a->n];
+	a->v = sp_vec_fit(a->v, a->n, &a->cap, sizeof(*a->v));
 }
 
 void answers_free(struct answers *a)
@@ -71,7 +72,7 @@ void answers_remember(struct answers *a, const char *owner, const char *token, c
 					oldest = i;
 			drop(a, oldest);
 		}
-		a->v = xrealloc(a->v, (a->n + 1) * sizeof(*a->v));
+		a->v = sp_vec_fit(a->v, a->n + 1, &a->cap, sizeof(*a->v));
 		e = &a->v[a->n++];
 		*e = (struct answer){.owner = xstrdup(owner)};
 	}

@@ -85,6 +85,7 @@ static void on_deleted(void *ud, const char *key)
 	if (slash) {
 		*slash = '\0';
 		metrics_pool_forget(copy, slash + 1);
+		log_forget_owner(copy, slash + 1);
 		char *owner = pool_owner_tag(copy, slash + 1);
 		answers_forget(c->answers, owner);
 		if (c->inv_port.forget)
@@ -384,6 +385,8 @@ void ctl_resync(struct ctl *c, int64_t spread_ms)
 	for (size_t i = 0; i < keys.n; i++)
 		wq_add_resync(c->queue, keys.v[i], wq_resync_offset_ms(keys.v[i], round, spread_ms));
 	strv_clear(&keys);
+	/* The main loop trims malloc's heaps right after: what pools gone left goes first. */
+	rate_prune(c->rate);
 }
 
 bool ctl_synced(const struct ctl *c)

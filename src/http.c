@@ -22,11 +22,14 @@ static void aborting_init(void)
 	stop_init(&aborting);
 }
 
-/* One easy handle driven by its own multi handle (which keeps the connections), so a
- * transfer waits in curl_multi_poll together with the stop eventfds and ends at once
- * when one is requested. */
+/* A multi handle (which keeps the connections) driving one easy handle per transfer, so
+ * a transfer waits in curl_multi_poll together with the stop eventfds and ends at once
+ * when one is requested. The easy handle goes with its transfer, and with it the
+ * options' copies (URL, method, user agent, TLS files), the response's headers and the
+ * receive buffer, which libcurl keeps until the next transfer or the handle's end: a
+ * client idle after a busy time kept them where they were allocated then, pinning heap
+ * pages (BENCHMARKS.md, "Churn"). */
 struct http_client {
-	CURL *curl;
 	CURLM *multi;
 	char *user_agent;
 };
@@ -69,9 +72,8 @@ struct http_client *http_client_new(const char *user_agent)
 {
 	pthread_once(&aborting_once, aborting_init);
 	struct http_client *c = xcalloc(1, sizeof(*c));
-	c->curl = curl_easy_init();
 	c->multi = curl_multi_init();
-	if (!c->curl || !c->multi)
+	if (!c->multi)
 		abort();
 	c->user_agent = xstrdup(user_agent ? user_agent : "spotpool/" SPOTPOOL_VERSION);
 	return c;
@@ -82,7 +84,6 @@ void http_client_free(struct http_client *c)
 	if (!c)
 		return;
 	curl_multi_cleanup(c->multi);
-	curl_easy_cleanup(c->curl);
 	free(c->user_agent);
 	free(c);
 }
@@ -222,7 +223,7 @@ static bool stopped(struct transfer *t)
 
 /* Runs the transfer on c's multi handle, waiting for its sockets and for the stops
  * that end it; CURLE_ABORTED_BY_CALLBACK when one did. */
-static CURLcode perform(struct http_client *c, struct transfer *t)
+static CURLcode perform(struct http_client *c, CURL *curl, struct transfer *t)
 {
 	struct curl_waitfd fds[2];
 	unsigned n = 0;
@@ -230,7 +231,7 @@ static CURLcode perform(struct http_client *c, struct transfer *t)
 		fds[n++] = (struct curl_waitfd){.fd = stop_fd(&aborting), .events = CURL_WAIT_POLLIN};
 	if (t->req->cancel)
 		fds[n++] = (struct curl_waitfd){.fd = stop_fd(t->req->cancel), .events = CURL_WAIT_POLLIN};
-	if (curl_multi_add_handle(c->multi, c->curl) != CURLM_OK)
+	if (curl_multi_add_handle(c->multi, curl) != CURLM_OK)
 		return CURLE_FAILED_INIT;
 	CURLcode rc = CURLE_OK;
 	int running = 1;
@@ -250,9 +251,9 @@ static CURLcode perform(struct http_client *c, struct transfer *t)
 	int left;
 	CURLMsg *msg;
 	while (!running && (msg = curl_multi_info_read(c->multi, &left)))
-		if (msg->msg == CURLMSG_DONE && msg->easy_handle == c->curl)
+		if (msg->msg == CURLMSG_DONE && msg->easy_handle == curl)
 			rc = msg->data.result;
-	curl_multi_remove_handle(c->multi, c->curl);
+	curl_multi_remove_handle(c->multi, curl);
 	return rc;
 }
 
@@ -293,16 +294,23 @@ int http_do(struct http_client *c, const struct http_request *req, struct http_r
 	buf_init(&ret->body, req->max_response ? req->max_response : 1024 * 1024);
 	struct transfer t = {.req = req, .resp = ret,
 			     .abortable = req->refuse_after_abort || !http_aborting()};
-	CURL *curl = c->curl;
 	if (req->refuse_after_abort && http_aborting())
 		return sp_fail(err, SP_ETRANSIENT, "%s %s: aborted (shutting down)", req->method, req->url);
 	int r = check_cleartext(req, err);
 	if (r < 0)
 		return r;
+	CURL *curl = curl_easy_init();
+	if (!curl)
+		abort();
 
-	curl_easy_reset(curl);
 	curl_easy_setopt(curl, CURLOPT_URL, req->url);
 	curl_easy_setopt(curl, CURLOPT_PROTOCOLS_STR, "http,https");
+	/* One transfer at a time per client, so HTTP/2's multiplexing buys nothing, and its
+	 * header tables (HPACK: up to 4 KiB per connection, every entry an allocation of its
+	 * own, replaced by each response's Audit-Id) keep the last responses' headers of
+	 * every idle client: after 1,000 pools created and deleted they pinned about 100
+	 * pages of the heap (BENCHMARKS.md, "Churn"). */
+	curl_easy_setopt(curl, CURLOPT_HTTP_VERSION, (long)CURL_HTTP_VERSION_1_1);
 	curl_easy_setopt(curl, CURLOPT_USERAGENT, c->user_agent);
 	curl_easy_setopt(curl, CURLOPT_NOSIGNAL, 1L);
 	curl_easy_setopt(curl, CURLOPT_CUSTOMREQUEST, req->method);
@@ -328,9 +336,10 @@ int http_do(struct http_client *c, const struct http_request *req, struct http_r
 	hdrs = curl_slist_append(hdrs, "Expect:");
 	curl_easy_setopt(curl, CURLOPT_HTTPHEADER, hdrs);
 
-	CURLcode rc = perform(c, &t);
-	curl_slist_free_all(hdrs);
+	CURLcode rc = perform(c, curl, &t);
 	curl_easy_getinfo(curl, CURLINFO_RESPONSE_CODE, &ret->status);
+	curl_easy_cleanup(curl);  /* its connection stays with the multi handle */
+	curl_slist_free_all(hdrs);
 
 	if (rc == CURLE_OK)
 		return 0;

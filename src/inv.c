@@ -63,11 +63,11 @@ struct inv {
 	/* No cap: a poller lives while pools read it, so the pairs are bounded by the pools
 	 * (a cap let one namespace's pairs lock out every other's). */
 	struct poller **pollers;      /* found by (SecretId, region) */
-	size_t n_pollers;
+	size_t n_pollers, cap_pollers;
 	/* Retired pollers not freed yet: their threads may still be ending a sweep, or a
 	 * reader still looks at them. */
 	struct poller **retired;
-	size_t n_retired;
+	size_t n_retired, cap_retired;
 	size_t n_reaping;             /* taken off retired by the janitor, being freed */
 	/* The janitor retires pollers no pool uses (no owner left, or unread for
 	 * retire_after_ms) and joins and frees retired ones, outside the lock (a join
@@ -142,9 +142,11 @@ static void retire(struct inv *inv, struct poller *p)
 	for (size_t i = 0; i < inv->n_pollers; i++)
 		if (inv->pollers[i] == p) {
 			inv->pollers[i] = inv->pollers[--inv->n_pollers];
+			inv->pollers = sp_vec_fit(inv->pollers, inv->n_pollers, &inv->cap_pollers,
+						  sizeof(*inv->pollers));
 			break;
 		}
-	inv->retired = xrealloc(inv->retired, (inv->n_retired + 1) * sizeof(*inv->retired));
+	inv->retired = sp_vec_fit(inv->retired, inv->n_retired + 1, &inv->cap_retired, sizeof(*inv->retired));
 	inv->retired[inv->n_retired++] = p;
 	p->retired = true;
 	sp_secure_free(p->creds.secret_key);
@@ -383,6 +385,7 @@ static void *janitor_main(void *arg)
 				i++;
 			}
 		}
+		inv->retired = sp_vec_fit(inv->retired, inv->n_retired, &inv->cap_retired, sizeof(*inv->retired));
 		if (!n_gone) {
 			sp_cond_wait_until_ms(&inv->janitor_cond, &inv->lock, next);
 			continue;
@@ -492,7 +495,7 @@ static int get_poller(struct inv *inv, const struct cvm_credentials *cred, const
 		poller_free(p);
 		return sp_fail(err, SP_EIO, "inventory: cannot start a poller thread");
 	}
-	inv->pollers = xrealloc(inv->pollers, (inv->n_pollers + 1) * sizeof(*inv->pollers));
+	inv->pollers = sp_vec_fit(inv->pollers, inv->n_pollers + 1, &inv->cap_pollers, sizeof(*inv->pollers));
 	inv->pollers[inv->n_pollers++] = p;
 	*ret = p;
 	return 0;

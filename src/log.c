@@ -20,11 +20,12 @@ static enum log_level log_lvl = LOG_LVL_INFO;
  * rotated keys and tokens would otherwise pile up): when full, the least recently
  * registered of the tenants' values goes, never the process's own. Secrets in use are
  * registered again by every pass that uses them, so only values nobody used lately are
- * evicted. An owner (a Secret's field) holds one value, and a value may have several
- * owners (one key copied into two Secrets): it is forgotten when the last lets go. */
+ * evicted. An owner (a pool's credentials field) holds one value, and a value may have
+ * several owners (pools sharing a Secret, one key copied into two): it is forgotten when
+ * the last lets go. */
 struct secret {
 	char *value;
-	struct strv owners; /* the Secret fields (ns/name/field) holding it now */
+	struct strv owners; /* the objects' fields (ns/name/field) holding it now */
 	bool pinned;        /* the process's own (environment, files, kubeconfig): never evicted */
 	uint64_t used;      /* registration tick, for eviction */
 };
@@ -166,25 +167,29 @@ void log_add_secret(const char *secret)
 	pthread_mutex_unlock(&log_lock);
 }
 
-/* Drops owner from every value but keep; a value no one holds any more goes unless
- * pinned. Under the lock. */
-static void disown_locked(const char *owner, const char *keep)
+/* Drops the owners whose first n characters are owner's (n = strlen(owner) + 1: owner
+ * itself) from every value but keep; a value no one holds any more goes unless pinned.
+ * Under the lock. */
+static void disown_locked(const char *owner, size_t n, const char *keep)
 {
 	for (size_t i = 0; i < log_n_secrets;) {
 		struct secret *e = &log_secrets[i];
 		struct strv *o = &e->owners;
 		for (size_t j = 0; j < o->n && (!keep || strcmp(e->value, keep) != 0);)
-			if (strcmp(o->v[j], owner) == 0) {
+			if (strncmp(o->v[j], owner, n) == 0) {
 				free(o->v[j]);
 				o->v[j] = o->v[--o->n];
 				o->v[o->n] = NULL;
 			} else {
 				j++;
 			}
-		if (!e->owners.n && !e->pinned)
+		if (!o->n && !e->pinned) {
 			remove_at(i);
-		else
-			i++;
+			continue;
+		}
+		if (!o->n)  /* a pinned value many pools held: their room goes with them */
+			strv_clear(o);
+		i++;
 	}
 }
 
@@ -192,7 +197,7 @@ void log_replace_secret(const char *ns, const char *name, const char *field, con
 {
 	char *owner = xasprintf("%s/%s/%s", ns ? ns : "", name ? name : "", field ? field : "");
 	pthread_mutex_lock(&log_lock);
-	disown_locked(owner, worth_redacting(secret) ? secret : NULL);
+	disown_locked(owner, strlen(owner) + 1, worth_redacting(secret) ? secret : NULL);
 	if (worth_redacting(secret)) {
 		struct secret *e = add_locked(secret);
 		if (!strv_contains(&e->owners, owner))
@@ -200,6 +205,16 @@ void log_replace_secret(const char *ns, const char *name, const char *field, con
 	}
 	pthread_mutex_unlock(&log_lock);
 	free(owner);
+}
+
+void log_forget_owner(const char *ns, const char *name)
+{
+	/* Names have no '/': "ns/name/" starts the owners of that object's fields only. */
+	char *prefix = xasprintf("%s/%s/", ns ? ns : "", name ? name : "");
+	pthread_mutex_lock(&log_lock);
+	disown_locked(prefix, strlen(prefix), NULL);
+	pthread_mutex_unlock(&log_lock);
+	free(prefix);
 }
 
 void log_remove_secret(const char *secret)

@@ -87,8 +87,9 @@ static int cmd_help(int argc, char **argv)
 
 /* glibc's per-thread caches (tcache) keep up to 7 freed chunks of every small size in
  * each thread, where malloc_trim cannot give them back and where they pin the pages
- * around them: after 1,000 pools created and deleted the controller kept 7.3 MiB of
- * private memory with them, 4.4 without (tests/e2e/test_churn.sh, BENCHMARKS.md "Churn").
+ * around them: with them the idle controller had 3.3 MiB of private memory and 6.3-6.7
+ * after 1,000 pools created and deleted, without them 2.7 and 2.7
+ * (tests/e2e/test_churn.sh, BENCHMARKS.md "Churn").
  * Only GLIBC_TUNABLES at start turns them off, so `run` starts itself again once with
  * it (same PID; a tcache_count the user set wins). If that exec fails it runs as is. */
 static void restart_without_tcache(char **argv)

@@ -166,7 +166,8 @@ static bool at_rest(struct bucket *b, int64_t now)
 }
 
 /* Drops the buckets at rest, at most every RATE_PRUNE_EVERY_US: the keys of pools gone
- * (each SecretId has its own) would otherwise stay up to RATE_BUCKETS_MAX. */
+ * (each SecretId has its own) would otherwise stay up to RATE_BUCKETS_MAX. Under the
+ * lock. */
 static void prune_at_rest(struct rate *r, int64_t now)
 {
 	if (now - r->pruned_us < RATE_PRUNE_EVERY_US)
@@ -183,6 +184,13 @@ static void prune_at_rest(struct rate *r, int64_t now)
 				p = &b->next;
 			}
 		}
+}
+
+void rate_prune(struct rate *r)
+{
+	pthread_mutex_lock(&r->lock);
+	prune_at_rest(r, now_us(r));
+	pthread_mutex_unlock(&r->lock);
 }
 
 /* The key's bucket, created full if new; NULL when the limiter is full of busy ones. */

@@ -262,12 +262,16 @@ static int resolve_credentials(struct pass *p)
 	case PASS_CREDS_SECRET: break;
 	case PASS_CREDS_INLINE:
 		creds_set(&p->creds, s->secret_id, s->secret_key, NULL, "spec");
-		/* Owned by the pool: an edited key forgets the old one. */
-		log_replace_secret(p->ns, p->name, "spec.secretKey", s->secret_key);
+		/* The values a pool's credentials hold are owned by the pool, whatever their
+		 * source: an edited or rotated key forgets the old one, and so does the
+		 * pool's deletion (ctl.c, on_deleted). */
+		log_replace_secret(p->ns, p->name, "secretKey", s->secret_key);
+		log_replace_secret(p->ns, p->name, "token", NULL);
 		p->insecure = true;
 		return 0;
 	case PASS_CREDS_DEFAULT:
 		creds_set(&p->creds, d->secret_id, d->secret_key, d->token, d->source);
+		log_forget_owner(p->ns, p->name);  /* the controller's own are registered for good */
 		return 0;
 	case PASS_CREDS_NONE:
 		return observe_failed(p, SP_EAUTH, "no credentials: set spec.credentialsSecretRef, or give the "
@@ -291,8 +295,8 @@ static int resolve_credentials(struct pass *p)
 	int rc = 0;
 	if (id && key && *id && *key) {
 		creds_set(&p->creds, id, key, token, "secret");
-		log_replace_secret(p->ns, s->credentials_secret, "secretKey", key);  /* a rotated key is forgotten */
-		log_replace_secret(p->ns, s->credentials_secret, "token", token);
+		log_replace_secret(p->ns, p->name, "secretKey", key);  /* owned by the pool, as above */
+		log_replace_secret(p->ns, p->name, "token", token);
 	} else {
 		rc = observe_failed(p, SP_EAUTH, "Secret %s/%s: key %s is %s", p->ns, s->credentials_secret,
 				    !id || !*id ? "secretId" : "secretKey", (!id || !key) ? "missing" : "empty");

@@ -423,11 +423,12 @@ static void main_loop(struct daemon *d)
 			next_resync = now + d->cfg.resync_seconds * 1000LL;
 			/* Gives back the free pages inside malloc's heaps, not only above their
 			 * top (M_TRIM_THRESHOLD): after a mass deletion the freed space is full
-			 * of holes pinned by a few live chunks. 1,000 pools (170 pollers) created
-			 * and deleted left 15-16 MiB of private memory (Pss_Anon) where the idle
-			 * controller had 3; with this 7-8.5 MiB, the same after a second churn
-			 * (tests/e2e/test_churn.sh, BENCHMARKS.md "Churn"). It took 0.04-2.3 ms
-			 * (median 0.2) at up to 1,000 pools. */
+			 * of holes between the chunks that stay. 1,000 pools (170 pollers)
+			 * created and deleted left 15-16 MiB of private memory (Pss_Anon) where
+			 * the idle controller had 3 without it; with it, and nothing of the pools
+			 * gone kept (ctl_resync drops their rate buckets just before), within 10%
+			 * of the idle figure (tests/e2e/test_churn.sh, BENCHMARKS.md "Churn"). It
+			 * took 0.04-2.3 ms (median 0.2) at up to 1,000 pools. */
 			malloc_trim(0);
 		}
 		if (ready && now >= next_status) {

@@ -92,7 +92,14 @@ void *sp_vec_fit(void *p, size_t n, size_t *cap, size_t size)
 		for (c = c ? c : SMALLEST; c < n; c *= 2)
 			;
 	} else if (c > SMALLEST && n <= c / 4) {
-		c /= 2;
+		/* Moved, not shrunk in place: realloc would leave it where the table grew to,
+		 * high in the heap, among the holes of what went with it, where it keeps a
+		 * page that malloc_trim would otherwise give back (BENCHMARKS.md, "Churn"). */
+		void *q = xmalloc(c / 2 * size);
+		memcpy(q, p, n * size);
+		free(p);
+		*cap = c / 2;
+		return q;
 	} else {
 		return p;
 	}

@@ -379,6 +379,32 @@ static void test_shared_value_stays_while_owned(void **state)
 	log_shutdown();
 }
 
+/* A deleted pool's values go with it (its owners' prefix "ns/name/" only), unless
+ * another pool still holds them or they are the process's own. */
+static void test_forget_owner(void **state)
+{
+	(void)state;
+	char line[160];
+	size_t base = log_secret_count();
+	log_add_secret("process-own-secret-key-43");
+	log_replace_secret("team-a", "p1", "secretKey", "p1-secret-key-0123456789");
+	log_replace_secret("team-a", "p1", "token", "p1-session-token-0123456789");
+	log_replace_secret("team-a", "p10", "secretKey", "p10-secret-key-0123456789");
+	log_replace_secret("team-b", "p1", "secretKey", "p1-secret-key-0123456789");
+	log_replace_secret("team-a", "p2", "secretKey", "process-own-secret-key-43");
+	assert_int_equal(log_secret_count(), base + 4);
+	log_forget_owner("team-a", "p1");
+	assert_int_equal(log_secret_count(), base + 3);  /* the token: team-a/p1's only */
+	log_forget_owner("team-b", "p1");
+	log_forget_owner("team-a", "p2");
+	snprintf(line, sizeof(line), "p1-secret-key-0123456789 p10-secret-key-0123456789 process-own-secret-key-43");
+	assert_string_equal(log_redact(line, sizeof(line)),
+			    "p1-secret-key-0123456789 [redacted] [redacted]");
+	log_forget_owner("team-a", "p10");
+	assert_int_equal(log_secret_count(), base + 1);
+	log_shutdown();
+}
+
 /* Regression (review of af42319): tenants' values evicted the process's own (its
  * environment key, kubeconfig key, service-account token) once 256 were registered.
  * The list stays bounded; the least recently registered tenant value goes first. */
@@ -420,6 +446,7 @@ int main(void)
 		cmocka_unit_test_setup_teardown(test_short_value_not_redacted, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_rotation_forgets, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_shared_value_stays_while_owned, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_forget_owner, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_list_bounded_process_secrets_stay, setup, teardown),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
