@@ -134,6 +134,30 @@ static void take(void *userdata, const struct pool_instance *inst)
 	snap_add(userdata, inst);
 }
 
+/* The poller's key and token, registered for redaction in its own name (no namespace:
+ * no pool's) while it holds them: the pool it took them from may be deleted first, and
+ * its deletion forgets what the pool registered (log_forget_owner). */
+static void poller_take_creds(struct poller *p, const struct cvm_credentials *cred)
+{
+	creds_set(&p->creds, cred->secret_id, cred->secret_key, cred->token, "pool");
+	char *name = xasprintf("%s:%s", p->creds.secret_id, p->region);
+	log_replace_secret("", name, "secretKey", cred->secret_key);
+	log_replace_secret("", name, "token", cred->token);
+	free(name);
+}
+
+/* Wipes p's key and token and lets go of their redaction (the SecretId stays for log
+ * lines until the janitor frees p). */
+static void poller_drop_creds(struct poller *p)
+{
+	sp_secure_free(p->creds.secret_key);
+	sp_secure_free(p->creds.token);
+	p->creds.secret_key = p->creds.token = NULL;
+	char *name = xasprintf("%s:%s", p->creds.secret_id, p->region);
+	log_forget_owner("", name);
+	free(name);
+}
+
 /* Takes p off the list (a later read starts a new one), tells its thread to end and
  * wipes its key and token at once (a sweep under way signs with its own copies; the
  * SecretId stays for log lines until the janitor frees p). Called with the lock held. */
@@ -149,9 +173,7 @@ static void retire(struct inv *inv, struct poller *p)
 	inv->retired = sp_vec_fit(inv->retired, inv->n_retired + 1, &inv->cap_retired, sizeof(*inv->retired));
 	inv->retired[inv->n_retired++] = p;
 	p->retired = true;
-	sp_secure_free(p->creds.secret_key);
-	sp_secure_free(p->creds.token);
-	p->creds.secret_key = p->creds.token = NULL;
+	poller_drop_creds(p);
 	pthread_cond_broadcast(&inv->cond);
 	pthread_cond_signal(&inv->janitor_cond);
 }
@@ -487,11 +509,12 @@ static int get_poller(struct inv *inv, const struct cvm_credentials *cred, const
 	p = xcalloc(1, sizeof(*p));
 	p->inv = inv;
 	p->region = xstrdup(region);
-	creds_set(&p->creds, cred->secret_id, cred->secret_key, cred->token, "pool");
+	poller_take_creds(p, cred);
 	p->cvm = cvm_client_new(&inv->cfg.cvm);
 	p->poke = true;
 	p->last_read_ms = sp_mono_ms();
 	if (pthread_create(&p->thread, NULL, poller_main, p) != 0) {
+		poller_drop_creds(p);
 		poller_free(p);
 		return sp_fail(err, SP_EIO, "inventory: cannot start a poller thread");
 	}
@@ -523,7 +546,7 @@ static int check_other_key(struct inv *inv, struct cvm_client *cvm, struct polle
 	int r = cvm_describe_tagged(cvm, cred, p->region, POOL_TAG_KEY, owner, ret_instances, ret_n, err);
 	pthread_mutex_lock(&inv->lock);
 	if (r == 0 && !p->retired && (differs(p->creds.secret_key, cred->secret_key) || differs(p->creds.token, cred->token))) {
-		creds_set(&p->creds, cred->secret_id, cred->secret_key, cred->token, "pool");
+		poller_take_creds(p, cred);
 		p->poke = true;
 		pthread_cond_broadcast(&inv->cond);
 	}

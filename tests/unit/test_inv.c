@@ -3,6 +3,7 @@
  * ID, against a fake CVM endpoint. */
 #include "testutil.h"
 #include "inv.h"
+#include "log.h"
 
 #include <arpa/inet.h>
 #include <dirent.h>
@@ -604,6 +605,39 @@ static void test_followed_reclaim_wakes_its_pool(void **state)
 	env_stop(&e);
 }
 
+/* A poller holds the key of the pool that started it after that pool is deleted (the
+ * deletion forgets what the pool registered for redaction): the key stays redacted
+ * while the poller has it, and goes with the poller. */
+static void test_poller_keeps_its_key_redacted(void **state)
+{
+	(void)state;
+	static const char key[] = "pollerKeyThatMustStayRedacted42";
+	struct env e;
+	env_start(&e, 600000);
+	size_t before = log_secret_count();
+	log_replace_secret("ns", "gone", "secretKey", key);  /* as the pool's pass does */
+	struct cvm_credentials cred = {.secret_id = "AKIDkept", .secret_key = key};
+	struct pool_instance *list = NULL;
+	size_t n = 0;
+	struct sp_error err = {0};
+	/* its pool, then another one on the same credentials, which keeps the poller */
+	for (int i = 0; i < 2; i++) {
+		assert_int_equal(inv_read(e.inv, NULL, &cred, "ap-test", i ? "ns/other" : "ns/gone", false, 0, 5000,
+					  &list, &n, &err), 0);
+		free(list);
+		list = NULL;
+	}
+	log_forget_owner("ns", "gone");  /* the pool is deleted */
+	inv_forget(e.inv, "ns/gone");
+	char line[128];
+	snprintf(line, sizeof(line), "signed with %s", key);
+	assert_string_equal(log_redact(line, sizeof(line)), "signed with [redacted]");
+	inv_forget(e.inv, "ns/other");
+	assert_int_equal(wait_pollers(e.inv, 0), 0);
+	assert_int_equal(log_secret_count(), before);
+	env_stop(&e);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -613,6 +647,7 @@ int main(void)
 		cmocka_unit_test(test_unread_pollers_are_retired_and_joined),
 		cmocka_unit_test(test_rotations_leave_one_poller_per_id_in_use),
 		cmocka_unit_test(test_forgotten_pools_release_their_poller),
+		cmocka_unit_test(test_poller_keeps_its_key_redacted),
 		cmocka_unit_test(test_slow_read_keeps_its_poller),
 		cmocka_unit_test(test_concurrent_reads_rotations_and_forgets),
 		cmocka_unit_test(test_refused_credentials_leave_no_poller),
