@@ -110,10 +110,11 @@ struct pass_answer {
 	bool sold_out;               /* a launch refused as "this offering has no capacity" */
 };
 
-/* What earlier actions of this pass answered. */
+/* What earlier actions of this pass answered: grown as answers come (a pass takes a
+ * few), at most PASS_DONE_MAX. Zero-initialized is empty; pass_done_free frees it. */
 struct pass_done {
-	struct pass_answer v[PASS_DONE_MAX];
-	size_t n;
+	struct pass_answer *v;
+	size_t n, cap;
 };
 
 /* A Node's pods, classified (drain.h). */
@@ -195,9 +196,11 @@ enum pass_creds pass_credentials_source(const struct pool_spec *spec, bool have_
  * this pass answered (done). Empty when the pass is over. */
 void pass_plan(const struct pass_input *in, const struct pass_done *done, struct pass_actions *ret);
 void pass_actions_free(struct pass_actions *a);
-/* Records the answer of action a (reason and message may be NULL). */
+/* Records the answer of action a (reason and message may be NULL); nothing once
+ * PASS_DONE_MAX answers are recorded. */
 void pass_done_add(struct pass_done *d, const struct pass_action *a, int code, const char *reason,
 		   const char *message, bool sold_out);
+void pass_done_free(struct pass_done *d);
 /* One line describing a, stable across runs (no times, no request IDs): what dry-runs
  * print and the controller logs. */
 void pass_action_line(const struct pass_action *a, char *out, size_t size);

@@ -309,6 +309,7 @@ static bool dry_run_pool(struct cvm_client *cvm, const struct pool_spec *s, cons
 		for (size_t i = 0; i < n; i++)
 			cJSON_AddItemToArray(list, status_instance_json(&instances[i]));
 		pass_actions_free(&acts);
+		pass_done_free(&done);
 	}
 	plan_launch_clear(&ledger);
 	strv_clear(&seen);

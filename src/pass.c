@@ -1221,10 +1221,20 @@ void pass_done_add(struct pass_done *d, const struct pass_action *a, int code, c
 {
 	if (d->n == PASS_DONE_MAX)
 		return;  /* the executor stops the pass there */
+	if (d->n == d->cap) {
+		d->cap = d->cap ? 2 * d->cap : 8;
+		d->v = xrealloc(d->v, d->cap * sizeof(*d->v));
+	}
 	struct pass_answer *x = &d->v[d->n++];
 	*x = (struct pass_answer){.step = a->step, .kind = a->kind, .code = code, .sold_out = sold_out};
 	snprintf(x->reason, sizeof(x->reason), "%s", reason ? reason : "");
 	snprintf(x->message, sizeof(x->message), "%s", message ? message : "");
+}
+
+void pass_done_free(struct pass_done *d)
+{
+	free(d->v);
+	*d = (struct pass_done){0};
 }
 
 static void join_ids(const struct strv *ids, char *out, size_t size)

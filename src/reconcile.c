@@ -83,7 +83,7 @@ struct pass {
 	bool holding_probe;
 	char probe_zone[POOL_ZONE_MAX + 1], probe_type[POOL_INSTANCE_TYPE_MAX + 1];
 	/* On the heap: its 160 KB on a worker's stack would stay resident for good. */
-	struct pass_done *done;
+	struct pass_done done;
 	/* The failure the pass ends with (pass_actions.degraded_*), NULL: none. */
 	const char *degraded_reason;
 	char degraded_message[SP_ERROR_MAX];
@@ -810,7 +810,7 @@ static void execute(struct pass *p)
 		struct pass_input in;
 		fill_input(p, &in);
 		struct pass_actions acts;
-		pass_plan(&in, p->done, &acts);
+		pass_plan(&in, &p->done, &acts);
 		if (first)
 			log_plan(p, &acts);
 		if (first && acts.live >= 0) {
@@ -840,13 +840,13 @@ static void execute(struct pass *p)
 			/* Shutting down, or leadership ended mid-call: not a failure of the pool
 			 * (no episode); the next leader finds the pool as it is. */
 			go_on = !http_aborting() && still_leading(p) == 0;
-			pass_done_add(p->done, a, r, err.reason, msg, r == SP_ECAPACITY && cvm_code_is_sold_out(err.reason));
+			pass_done_add(&p->done, a, r, err.reason, msg, r == SP_ECAPACITY && cvm_code_is_sold_out(err.reason));
 		} else if (go_on) {
-			pass_done_add(p->done, a, 0, NULL, NULL, false);
+			pass_done_add(&p->done, a, 0, NULL, NULL, false);
 		}
 		if (a && !go_on && a->kind != PASS_REQUEUE)
 			p->res->error = SP_ETRANSIENT;
-		if (p->done->n == PASS_DONE_MAX) {  /* never, unless the planner loops */
+		if (p->done.n == PASS_DONE_MAX) {  /* never, unless the planner loops */
 			pool_log(p, LOG_LVL_ERROR, "plan", NULL, "pass stopped after %d actions", PASS_DONE_MAX);
 			p->res->error = SP_ETRANSIENT;
 			go_on = false;
@@ -859,7 +859,7 @@ static void execute(struct pass *p)
 
 static void free_pass(struct pass *p)
 {
-	free(p->done);
+	pass_done_free(&p->done);
 	plan_launch_clear(&p->found);
 	plan_launch_clear(&p->ledger);
 	creds_clear(&p->creds);
@@ -928,7 +928,7 @@ void reconcile_pool(struct reconciler *r, cJSON *obj, struct reconcile_result *r
 		cJSON_Delete(obj);
 		return;
 	}
-	struct pass p = {.r = r, .obj = obj, .res = res, .done = xcalloc(1, sizeof(struct pass_done))};
+	struct pass p = {.r = r, .obj = obj, .res = res, };
 	/* Copies: the object is replaced by what each patch returns. */
 	p.ns = xstrdup(jns->valuestring);
 	p.name = xstrdup(jname->valuestring);

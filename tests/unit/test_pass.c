@@ -109,6 +109,7 @@ static void sim_run(struct sim *s)
 static void sim_free(struct sim *s)
 {
 	cJSON_Delete(s->last_status);
+	pass_done_free(&s->done);
 	plan_launch_clear(&s->ledger);
 	strv_clear(&s->terminated);
 }
