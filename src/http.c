@@ -221,6 +221,11 @@ static bool stopped(struct transfer *t)
 	return t->req->cancel && stop_requested(t->req->cancel);
 }
 
+/* The longest one wait in curl_multi_poll: its sockets, curl's own timers (it waits
+ * less when one is due) and the stops' eventfds end a wait, so a long watch that sees
+ * no event wakes twice a minute, not every second. */
+#define HTTP_POLL_MAX_MS 30000
+
 /* Runs the transfer on c's multi handle, waiting for its sockets and for the stops
  * that end it; CURLE_ABORTED_BY_CALLBACK when one did. */
 static CURLcode perform(struct http_client *c, CURL *curl, struct transfer *t)
@@ -242,7 +247,7 @@ static CURLcode perform(struct http_client *c, CURL *curl, struct transfer *t)
 		}
 		CURLMcode mc = curl_multi_perform(c->multi, &running);
 		if (mc == CURLM_OK && running)
-			mc = curl_multi_poll(c->multi, fds, n, 1000, NULL);
+			mc = curl_multi_poll(c->multi, fds, n, HTTP_POLL_MAX_MS, NULL);
 		if (mc != CURLM_OK) {
 			rc = CURLE_FAILED_INIT;
 			break;

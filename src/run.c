@@ -26,9 +26,11 @@
 
 #define STATUS_EVERY_MS 5000
 #define MAIN_LOOP_STALL_MS 10000
-/* The main loop's period: the heartbeat, readiness, resync, status and watchdog timers
- * are looked at this often; a stop ends its wait at once. */
+/* The main loop's period until the initial list completes (readiness is noticed within
+ * it), then at most MAIN_LOOP_IDLE_MS (the heartbeat) or until the next resync, status
+ * or watchdog timer; a stop ends its wait at once. */
 #define MAIN_LOOP_TICK_MS 100
+#define MAIN_LOOP_IDLE_MS 1000
 
 /* SIGTERM or SIGINT, or an identity refused for good: the main loop wakes at once. */
 static struct stop daemon_stop = {.fd = -1};
@@ -399,6 +401,18 @@ static void notify_status(struct daemon *d)
 	sd_notifyf(0, "STATUS=%zu pool(s), %zu live instance(s), %s", pools, instances, role);
 }
 
+/* How long the main loop sleeps: MAIN_LOOP_TICK_MS before ready; after, until the
+ * first timer due, at most MAIN_LOOP_IDLE_MS and at least 1 ms. */
+static int64_t main_loop_wait_ms(bool ready, int64_t now, int64_t t1, int64_t t2, int64_t t3)
+{
+	if (!ready)
+		return MAIN_LOOP_TICK_MS;
+	int64_t due = t1 < t2 ? t1 : t2;
+	due = due < t3 ? due : t3;
+	int64_t w = due - now;
+	return w < 1 ? 1 : w > MAIN_LOOP_IDLE_MS ? MAIN_LOOP_IDLE_MS : w;
+}
+
 /* The main loop: resync timer, readiness, status and watchdog pings. */
 static void main_loop(struct daemon *d)
 {
@@ -407,7 +421,8 @@ static void main_loop(struct daemon *d)
 	int64_t now = sp_mono_ms();
 	int64_t next_resync = now + d->cfg.resync_seconds * 1000LL, next_status = now, next_ping = now;
 	bool ready = false;
-	while (!stop_wait_ms(&daemon_stop, MAIN_LOOP_TICK_MS)) {
+	int64_t wait_ms = MAIN_LOOP_TICK_MS;
+	while (!stop_wait_ms(&daemon_stop, wait_ms)) {
 		now = sp_mono_ms();
 		atomic_store(&d->heartbeat_ms, now);
 		retry_identity(d, now);
@@ -440,6 +455,8 @@ static void main_loop(struct daemon *d)
 			sd_notify(0, "WATCHDOG=1");
 			next_ping = now + (int64_t)(watchdog_usec / 2000);
 		}
+		wait_ms = main_loop_wait_ms(ready, now, next_resync, ready ? next_status : INT64_MAX,
+					    watchdog && next_ping > now ? next_ping : INT64_MAX);
 	}
 }
 
