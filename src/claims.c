@@ -10,29 +10,49 @@ static void claim_clear(struct claim *c)
 	strv_clear(&c->ips);
 }
 
+/* Where pool's claim is, or would go: claims are sorted by pool, since every pass of
+ * every pool renews its claim in two caches (a linear search cost 4 million string
+ * comparisons a minute at 1,000 pools). */
+static size_t locate(const struct claims *c, const char *pool, bool *found)
+{
+	size_t lo = 0, hi = c->n;
+	while (lo < hi) {
+		size_t mid = lo + (hi - lo) / 2;
+		if (strcmp(c->v[mid].pool, pool) < 0)
+			lo = mid + 1;
+		else
+			hi = mid;
+	}
+	*found = lo < c->n && strcmp(c->v[lo].pool, pool) == 0;
+	return lo;
+}
+
 struct claim *claims_renew(struct claims *c, const char *pool)
 {
-	for (size_t i = 0; i < c->n; i++)
-		if (strcmp(c->v[i].pool, pool) == 0) {
-			strv_clear(&c->v[i].ids);
-			strv_clear(&c->v[i].ips);
-			return &c->v[i];
-		}
+	bool found;
+	size_t i = locate(c, pool, &found);
+	if (found) {
+		strv_clear(&c->v[i].ids);
+		strv_clear(&c->v[i].ips);
+		return &c->v[i];
+	}
 	c->v = sp_vec_fit(c->v, c->n + 1, &c->cap, sizeof(*c->v));
-	struct claim *cl = &c->v[c->n++];
-	*cl = (struct claim){.pool = xstrdup(pool)};
-	return cl;
+	memmove(&c->v[i + 1], &c->v[i], (c->n - i) * sizeof(*c->v));
+	c->n++;
+	c->v[i] = (struct claim){.pool = xstrdup(pool)};
+	return &c->v[i];
 }
 
 void claims_forget(struct claims *c, const char *pool)
 {
-	for (size_t i = 0; i < c->n; i++)
-		if (strcmp(c->v[i].pool, pool) == 0) {
-			claim_clear(&c->v[i]);
-			c->v[i] = c->v[--c->n];
-			c->v = sp_vec_fit(c->v, c->n, &c->cap, sizeof(*c->v));
-			return;
-		}
+	bool found;
+	size_t i = locate(c, pool, &found);
+	if (!found)
+		return;
+	claim_clear(&c->v[i]);
+	memmove(&c->v[i], &c->v[i + 1], (c->n - i - 1) * sizeof(*c->v));
+	c->n--;
+	c->v = sp_vec_fit(c->v, c->n, &c->cap, sizeof(*c->v));
 }
 
 void claims_find(const struct claims *c, const char *const *ids, size_t n_ids, const char *ip, struct strv *out)
