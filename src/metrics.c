@@ -236,20 +236,43 @@ static const char *admit(struct strv *seen, const char *v)
 
 /* Pools */
 
+static int pool_cmp(const struct pool_series *p, const char *ns, const char *pool)
+{
+	int c = strcmp(p->ns, ns);
+	return c ? c : strcmp(p->pool, pool);
+}
+
+/* Where the pool's series is, or would go: series are sorted by namespace and pool
+ * (every pass of every pool looks its series up), which is also their exposition
+ * order. */
+static size_t pool_locate(const char *ns, const char *pool, bool *found)
+{
+	size_t lo = 0, hi = reg.n_pools;
+	while (lo < hi) {
+		size_t mid = lo + (hi - lo) / 2;
+		if (pool_cmp(&reg.pools[mid], ns, pool) < 0)
+			lo = mid + 1;
+		else
+			hi = mid;
+	}
+	*found = lo < reg.n_pools && pool_cmp(&reg.pools[lo], ns, pool) == 0;
+	return lo;
+}
+
 static struct pool_series *pool_find(const char *ns, const char *pool)
 {
-	for (size_t i = 0; i < reg.n_pools; i++)
-		if (strcmp(reg.pools[i].ns, ns) == 0 && strcmp(reg.pools[i].pool, pool) == 0)
-			return &reg.pools[i];
-	return NULL;
+	bool found;
+	size_t i = pool_locate(ns, pool, &found);
+	return found ? &reg.pools[i] : NULL;
 }
 
 /* The pool's series, created if new; NULL when METRICS_POOLS_MAX pools are tracked. */
 static struct pool_series *pool_get(const char *ns, const char *pool)
 {
-	struct pool_series *p = pool_find(ns, pool);
-	if (p)
-		return p;
+	bool found;
+	size_t i = pool_locate(ns, pool, &found);
+	if (found)
+		return &reg.pools[i];
 	if (reg.n_pools >= METRICS_POOLS_MAX) {
 		if (!reg.pools_full_logged)
 			log_warn("metrics: more than %d pools; %s/%s and further pools are not exported",
@@ -258,7 +281,9 @@ static struct pool_series *pool_get(const char *ns, const char *pool)
 		return NULL;
 	}
 	reg.pools = sp_vec_fit(reg.pools, reg.n_pools + 1, &reg.cap_pools, sizeof(*reg.pools));
-	p = &reg.pools[reg.n_pools++];
+	memmove(&reg.pools[i + 1], &reg.pools[i], (reg.n_pools - i) * sizeof(*reg.pools));
+	reg.n_pools++;
+	struct pool_series *p = &reg.pools[i];
 	*p = (struct pool_series){.ns = xstrdup(ns), .pool = xstrdup(pool),
 				  .labels = label_pair("namespace", ns, "pool", pool)};
 	return p;
@@ -363,7 +388,7 @@ void metrics_pool_forget(const char *ns, const char *pool)
 	struct pool_series *p = pool_find(ns, pool);
 	if (p) {
 		pool_series_free(p);
-		/* memmove rather than swap keeps the exposition order stable between scrapes. */
+		/* memmove rather than swap keeps the series sorted. */
 		size_t i = (size_t)(p - reg.pools);
 		memmove(p, p + 1, (reg.n_pools - i - 1) * sizeof(*p));
 		reg.n_pools--;

@@ -454,6 +454,37 @@ static void test_pool_count_is_capped(void **state)
 	free(page);
 }
 
+/* Pools come in any order, each counted in its own series, exposed sorted by namespace
+ * and pool; forgetting one in the middle keeps the others' counts. */
+static void test_pools_sorted_whatever_their_order(void **state)
+{
+	(void)state;
+	enum { N = 300, STRIDE = 7 };
+	char name[32];
+	for (int k = 0; k < N; k++) {
+		int i = k * STRIDE % N;
+		snprintf(name, sizeof(name), "p%03d", i);
+		for (int r = 0; r <= i % 3; r++)
+			metrics_instance_reclaimed(i % 2 ? "b-ns" : "a-ns", name);
+	}
+	metrics_pool_forget("b-ns", "p151");
+	char *page = metrics_render();
+	const char *at = page;
+	char line[128];
+	for (int ns = 0; ns < 2; ns++)
+		for (int i = ns; i < N; i += 2) {
+			if (i == 151)
+				continue;
+			snprintf(line, sizeof(line), "\nspotpool_instances_reclaimed_total{namespace=\"%s\",pool=\"p%03d\"} %d\n",
+				 ns ? "b-ns" : "a-ns", i, i % 3 + 1);
+			const char *found = strstr(at, line);
+			assert_non_null(found);
+			at = found + 1;
+		}
+	assert_not_contains(page, "pool=\"p151\"");
+	free(page);
+}
+
 static void test_forget_drops_every_pool_series(void **state)
 {
 	(void)state;
@@ -877,6 +908,7 @@ int main(void)
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test_setup_teardown(test_families_appear_once, reset, reset),
 		cmocka_unit_test_setup_teardown(test_pool_values, reset, reset),
+		cmocka_unit_test_setup_teardown(test_pools_sorted_whatever_their_order, reset, reset),
 		cmocka_unit_test_setup_teardown(test_launch_outcomes_and_failure_reasons, reset, reset),
 		cmocka_unit_test_setup_teardown(test_histograms_and_counters, reset, reset),
 		cmocka_unit_test_setup_teardown(test_workqueue_hooks, reset, reset),
