@@ -82,7 +82,6 @@ struct pass {
 	 * probe lease against every pool of the account. */
 	bool holding_probe;
 	char probe_zone[POOL_ZONE_MAX + 1], probe_type[POOL_INSTANCE_TYPE_MAX + 1];
-	/* On the heap: its 160 KB on a worker's stack would stay resident for good. */
 	struct pass_done done;
 	/* The failure the pass ends with (pass_actions.degraded_*), NULL: none. */
 	const char *degraded_reason;

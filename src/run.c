@@ -401,14 +401,13 @@ static void notify_status(struct daemon *d)
 	sd_notifyf(0, "STATUS=%zu pool(s), %zu live instance(s), %s", pools, instances, role);
 }
 
-/* How long the main loop sleeps: MAIN_LOOP_TICK_MS before ready; after, until the
- * first timer due, at most MAIN_LOOP_IDLE_MS and at least 1 ms. */
-static int64_t main_loop_wait_ms(bool ready, int64_t now, int64_t t1, int64_t t2, int64_t t3)
+/* How long the main loop sleeps once ready: until the first of the n timers is due,
+ * at most MAIN_LOOP_IDLE_MS and at least 1 ms. */
+static int64_t main_loop_wait_ms(int64_t now, const int64_t *timers, size_t n)
 {
-	if (!ready)
-		return MAIN_LOOP_TICK_MS;
-	int64_t due = t1 < t2 ? t1 : t2;
-	due = due < t3 ? due : t3;
+	int64_t due = INT64_MAX;
+	for (size_t i = 0; i < n; i++)
+		due = timers[i] < due ? timers[i] : due;
 	int64_t w = due - now;
 	return w < 1 ? 1 : w > MAIN_LOOP_IDLE_MS ? MAIN_LOOP_IDLE_MS : w;
 }
@@ -455,8 +454,15 @@ static void main_loop(struct daemon *d)
 			sd_notify(0, "WATCHDOG=1");
 			next_ping = now + (int64_t)(watchdog_usec / 2000);
 		}
-		wait_ms = main_loop_wait_ms(ready, now, next_resync, ready ? next_status : INT64_MAX,
-					    watchdog && next_ping > now ? next_ping : INT64_MAX);
+		/* An unhealthy daemon does not ping; it looks again at the tick, so that a
+		 * recovery pings at once. */
+		const int64_t timers[] = {
+			next_resync, next_status,
+			!watchdog ? INT64_MAX : next_ping > now ? next_ping : now + MAIN_LOOP_TICK_MS,
+			atomic_load(&d->identified) ? INT64_MAX : d->next_identity_ms,
+		};
+		wait_ms = ready ? main_loop_wait_ms(now, timers, sizeof(timers) / sizeof(timers[0]))
+			: MAIN_LOOP_TICK_MS;
 	}
 }
 
