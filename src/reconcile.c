@@ -927,7 +927,7 @@ void reconcile_pool(struct reconciler *r, cJSON *obj, struct reconcile_result *r
 		cJSON_Delete(obj);
 		return;
 	}
-	struct pass p = {.r = r, .obj = obj, .res = res, };
+	struct pass p = {.r = r, .obj = obj, .res = res};
 	/* Copies: the object is replaced by what each patch returns. */
 	p.ns = xstrdup(jns->valuestring);
 	p.name = xstrdup(jname->valuestring);
