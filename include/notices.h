@@ -42,8 +42,8 @@
  * namespace asked about (notices_find: the pool's own instances) is always kept, at most
  * NOTICES_INSTANCE_MAX of one instance in one namespace (real instances bound them). The
  * others (made-up instance IDs, or a pool whose first pass since a restart is still to
- * come) are kept unclaimed, at most NOTICES_NAMESPACE_MAX of one namespace and
- * NOTICES_UNCLAIMED_MAX in all: notices for made-up IDs in a tenant's namespaces cannot
+ * come) are kept unclaimed, at most NOTICES_NAMESPACE_MAX of one namespace (but the
+ * home one, trusted by every pool) and NOTICES_UNCLAIMED_MAX in all: notices for made-up IDs in a tenant's namespaces cannot
  * crowd out another namespace's, nor a claimed one anywhere. More are ignored (with a
  * warning) and listed again after the watch round (about 5 minutes) once they would be
  * kept (room came, a pool asked about the instance, a pool came to the namespace). */

@@ -180,11 +180,16 @@ static struct ns_count *ns_slot(struct notices *n, const char *ns, size_t len, b
 	return &n->per_ns[lo];
 }
 
-/* Under the lock: whether an unclaimed notice of namespace ns (len bytes) has room. */
+/* Under the lock: whether an unclaimed notice of namespace ns (len bytes) has room. The
+ * home namespace has no share of its own: its creators are trusted by every pool, and
+ * every notice of hosts outside Kubernetes lands there (a wave of them before the pools'
+ * first passes must not wait for a relist). */
 static bool room_for(struct notices *n, const char *ns, size_t len)
 {
 	const struct ns_count *c = ns_slot(n, ns, len, false);
-	return n->unclaimed < NOTICES_UNCLAIMED_MAX && (!c || c->n < NOTICES_NAMESPACE_MAX);
+	const char *home = n->cfg.home_namespace;
+	bool is_home = home && strlen(home) == len && strncmp(home, ns, len) == 0;
+	return n->unclaimed < NOTICES_UNCLAIMED_MAX && (is_home || !c || c->n < NOTICES_NAMESPACE_MAX);
 }
 
 /* Under the lock: whether a new notice of instance id in namespace ns (ns_len bytes) is

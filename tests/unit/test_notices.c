@@ -460,8 +460,8 @@ static int64_t deadline_in(struct notices *n, const char *ns, int i)
 }
 
 /* Notices of instances no pool asked about: at most NOTICES_NAMESPACE_MAX of one
- * namespace are kept (another namespace's still are), and at most NOTICES_UNCLAIMED_MAX
- * in all; a notice of an instance a pool trusting it asked about is kept beyond both,
+ * namespace are kept (another namespace's still are; the home namespace has no such
+ * share), and at most NOTICES_UNCLAIMED_MAX in all; a notice of an instance a pool trusting it asked about is kept beyond both,
  * at most NOTICES_INSTANCE_MAX of one instance in one namespace. One more is ignored
  * until one goes, then the round that ends relists (the watch does not bring it
  * again). */
@@ -470,12 +470,15 @@ static void test_bounded(void **state)
 	(void)state;
 	const struct reply replies[] = RELISTED(NOTICE("a", "n00100", "3", "ins-a-00100", "2026-11-18T11:08:40Z"));
 	struct rig g;
-	rig_start(&g, replies, 6, NULL, (struct notices_config){0});
+	rig_start(&g, replies, 6, NULL, (struct notices_config){.home_namespace = "home"});
 	assert_int_equal(notices_round(g.notices, 0, &g.kube), 0);
 	for (int i = 0; i <= NOTICES_NAMESPACE_MAX; i++)
 		add_notice(g.notices, "ADDED", "a", i);
 	add_notice(g.notices, "ADDED", "b", 0);
 	assert_int_equal(notices_count(g.notices), NOTICES_NAMESPACE_MAX + 1);
+	for (int i = 0; i <= NOTICES_NAMESPACE_MAX; i++)
+		add_notice(g.notices, "ADDED", "home", i);
+	assert_int_equal(notices_count(g.notices), 2 * NOTICES_NAMESPACE_MAX + 2);
 	assert_int_equal(deadline_of(g.notices, "x/p", "ins-a-00100"), 0);  /* x/p does not trust a */
 	assert_int_equal(deadline_of(g.notices, "x/p", "ins-a-00042"), 0);
 	assert_int_equal(deadline_in(g.notices, "a", 42), NOW + 120);
