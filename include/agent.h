@@ -8,7 +8,9 @@
  *     SpotTerminating=True, reason SpotInstanceTerminating, message
  *     "reclaim at <RFC3339 UTC deadline>", by a strategic merge patch of nodes/NAME/status
  *     (conditions merge by type, so no other condition is touched); a notice withdrawn
- *     later (404 again) sets it False, reason SpotNoticeWithdrawn;
+ *     later (404 again) sets it False, reason SpotNoticeWithdrawn. On start it reads
+ *     back what it last reported (a patch that changes nothing answers with the Node:
+ *     no read access needed), so a notice withdrawn while it was down is set False too;
  *   - on a host that is not a Node: a SpotNotice object (devops.jokerbai.com/v1, named
  *     <instance id>-<deadline epoch>), created only (a 409 means already reported).
  * Pure: the parse of the answer, the patch and object it writes, and what the controller
@@ -47,6 +49,12 @@ int agent_parse_termination_time(const char *text, size_t len, int64_t *ret, str
  * seconds), or with deadline 0 for a withdrawn one; now is the transition time. */
 cJSON *agent_condition_patch(int64_t deadline, int64_t now);
 
+/* What a Node says the agent reported last: the deadline of its SpotTerminating=True
+ * condition, AGENT_REPORTED_UNREADABLE for a True one whose message does not read as
+ * the agent writes it, 0 for none (False, Unknown or no such condition). */
+#define AGENT_REPORTED_UNREADABLE (-1)
+int64_t agent_condition_read(const cJSON *node);
+
 /* The SpotNotice object for instance_id's reclaim at deadline, reported by host
  * (may be NULL) at now. */
 cJSON *agent_notice_object(const char *instance_id, int64_t deadline, const char *host, int64_t now);
@@ -80,6 +88,9 @@ struct agent {
 	char instance_id[AGENT_INSTANCE_ID_MAX + 1];  /* "" until the metadata said */
 	int64_t announced;   /* deadline of the notice the metadata shows now, 0: none */
 	int64_t reported;    /* deadline last reported (0: none, or a withdrawal reported) */
+	bool polled;         /* the metadata has answered since the start */
+	bool known;          /* reported is what the cluster holds: read back or written since
+			      * the start (a SpotNotice agent, create-only, cannot withdraw) */
 	int64_t next_poll_ms, next_report_ms, backoff_ms;
 	bool poll_failing;   /* the last poll failed (warned once, not every round) */
 	unsigned reports;    /* successful reports, for tests and the log */
@@ -88,7 +99,8 @@ struct agent {
 void agent_init(struct agent *a, const struct agent_options *o);
 /* One round at the clock's monotonic time: polls the metadata when due, and reports a
  * notice (or, on a Node, its withdrawal) not yet reported, retrying a failed report
- * with backoff. Returns the monotonic time of the next round. */
+ * with backoff. On a Node whose metadata announces nothing, the first report reads
+ * back the Node's condition first and withdraws a True one. Returns the monotonic time of the next round. */
 int64_t agent_step(struct agent *a);
 /* Rounds until stop is requested. */
 void agent_run(struct agent *a, const struct stop *stop);

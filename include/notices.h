@@ -1,6 +1,6 @@
 /* notices: a list + watch of SpotNotices (reclaim notices that `spotpool agent` reports
  * from hosts that are not Nodes, agent.h), kept as (namespace, instance ID, deadline):
- * a few hundred bytes per notice, at most NOTICES_MAX. Tells its owner which pools to
+ * a few hundred bytes per notice, bounded as NOTICES_UNCLAIMED_MAX says. Tells its owner which pools to
  * look at when a notice of one of their instances comes or goes, and deletes notices
  * whose deadline is NOTICES_KEEP_SECONDS past (the agent may only create them).
  *
@@ -19,9 +19,11 @@
 #include "kube.h"
 #include "spotpool.h"
 
-/* A notice this long past its deadline is deleted: the instance was reclaimed or
- * terminated at the deadline by then, and a late look at it still finds the notice. */
-#define NOTICES_KEEP_SECONDS 3600
+/* A notice this long past its deadline is deleted (about 5 minutes later: deletions
+ * follow a watch round): the instance was reclaimed, terminated, or found still live
+ * past the deadline (a false notice) by then. Short, since notices made up to crowd the
+ * cache stay until they are deleted. */
+#define NOTICES_KEEP_SECONDS 600
 /* The deadline of a notice lies between a minute before its creation (an agent's
  * retries) and this long after it. */
 #define NOTICES_WINDOW_SECONDS 900
@@ -36,12 +38,18 @@
  * notices off, said at error level: finds stop being pending (the scale-down waits for
  * them) until a list works. */
 #define NOTICES_LIST_PATIENCE_SECONDS 120
-/* Notices cached at most, and of one namespace: more are ignored (with a warning) until
- * some go, then listed again after the watch round (about 5 minutes), as are the notices
- * of a namespace no pool was in when they came. One namespace's creators cannot fill
- * the cache for the others. */
-#define NOTICES_MAX 10000
-#define NOTICES_NAMESPACE_MAX 1000
+/* Room is shared fairly: a notice of an instance that a pool trusting the notice's
+ * namespace asked about (notices_find: the pool's own instances) is always kept, at most
+ * NOTICES_INSTANCE_MAX of one instance in one namespace (real instances bound them). The
+ * others (made-up instance IDs, or a pool whose first pass since a restart is still to
+ * come) are kept unclaimed, at most NOTICES_NAMESPACE_MAX of one namespace (but the
+ * home one, trusted by every pool) and NOTICES_UNCLAIMED_MAX in all: notices for made-up IDs in a tenant's namespaces cannot
+ * crowd out another namespace's, nor a claimed one anywhere. More are ignored (with a
+ * warning) and listed again after the watch round (about 5 minutes) once they would be
+ * kept (room came, a pool asked about the instance, a pool came to the namespace). */
+#define NOTICES_INSTANCE_MAX 4
+#define NOTICES_NAMESPACE_MAX 100
+#define NOTICES_UNCLAIMED_MAX 10000
 
 struct notices_config {
 	/* The apiserver: each watcher thread makes its port when it starts and ends it when

@@ -121,6 +121,28 @@ cJSON *agent_notice_object(const char *instance_id, int64_t deadline, const char
 	return o;
 }
 
+int64_t agent_condition_read(const cJSON *node)
+{
+	const cJSON *c;
+	cJSON_ArrayForEach(c, cJSON_GetObjectItemCaseSensitive(cJSON_GetObjectItemCaseSensitive(node, "status"),
+							       "conditions")) {
+		const cJSON *type = cJSON_GetObjectItemCaseSensitive(c, "type");
+		const cJSON *status = cJSON_GetObjectItemCaseSensitive(c, "status");
+		const cJSON *message = cJSON_GetObjectItemCaseSensitive(c, "message");
+		if (!cJSON_IsString(type) || strcmp(type->valuestring, NODE_CONDITION_TERMINATING) != 0)
+			continue;
+		if (!cJSON_IsString(status) || strcmp(status->valuestring, "True") != 0)
+			return 0;
+		static const char prefix[] = NODE_TERMINATING_PREFIX;
+		int64_t t;
+		if (!cJSON_IsString(message) || strncmp(message->valuestring, prefix, sizeof(prefix) - 1) != 0 ||
+		    parse_rfc3339(message->valuestring + sizeof(prefix) - 1, "message", &t, NULL) < 0 || t <= 0)
+			return AGENT_REPORTED_UNREADABLE;
+		return t;
+	}
+	return 0;
+}
+
 int agent_notice_read(const cJSON *notice, char ret_id[AGENT_INSTANCE_ID_MAX + 1], int64_t *ret_deadline,
 		      struct sp_error *err)
 {
@@ -146,6 +168,7 @@ void agent_init(struct agent *a, const struct agent_options *o)
 	if (a->o.interval_ms <= 0)
 		a->o.interval_ms = AGENT_INTERVAL_MS_DEFAULT;
 	a->next_poll_ms = a->next_report_ms = a->o.clock.mono_ms(a->o.clock.ctx);
+	a->known = !a->o.node_name;
 }
 
 /* One metadata item: 0 with its body on 200, SP_ENOTFOUND on 404, else an error. */
@@ -198,6 +221,7 @@ static bool poll(struct agent *a, struct sp_error *err)
 	int r = metadata_get(a, "spot/termination-time", &body, err);
 	if (r == SP_ENOTFOUND) {
 		a->announced = 0;
+		a->polled = true;
 		return true;
 	}
 	int64_t deadline;
@@ -207,7 +231,41 @@ static bool poll(struct agent *a, struct sp_error *err)
 	if (r < 0)
 		return false;
 	a->announced = deadline;
+	a->polled = true;
 	return true;
+}
+
+static char *node_status_path(const struct agent *a)
+{
+	return xasprintf("/api/v1/nodes/%s/status", a->o.node_name);
+}
+
+/* What the Node holds of the agent's reports, into a->reported: a patch that changes
+ * nothing answers with the Node (the agent may only patch nodes/status). A Node that
+ * does not exist holds nothing. */
+static int read_back(struct agent *a, struct sp_error *err)
+{
+	cJSON *empty = cJSON_CreateObject(), *node = NULL;
+	char *path = node_status_path(a);
+	int r = a->o.api->request(a->o.api->ctx, "PATCH", path, "application/strategic-merge-patch+json", empty,
+				  &node, err);
+	free(path);
+	cJSON_Delete(empty);
+	if (r == SP_ENOTFOUND)
+		r = 0;
+	if (r < 0)
+		return r;
+	a->reported = agent_condition_read(node);
+	a->known = true;
+	cJSON_Delete(node);
+	if (a->reported) {
+		char at[32] = "a deadline that does not read";
+		if (a->reported > 0)
+			sp_format_time(a->reported, at);
+		log_info("agent: Node %s holds " NODE_CONDITION_TERMINATING "=True (reclaim at %s) but the metadata "
+			 "announces no reclaim: withdrawn while the agent was down", a->o.node_name, at);
+	}
+	return 0;
 }
 
 static int report(struct agent *a, int64_t now, struct sp_error *err)
@@ -216,7 +274,7 @@ static int report(struct agent *a, int64_t now, struct sp_error *err)
 	int r;
 	if (a->o.node_name) {
 		body = agent_condition_patch(a->announced, now);
-		char *path = xasprintf("/api/v1/nodes/%s/status", a->o.node_name);
+		char *path = node_status_path(a);
 		r = a->o.api->request(a->o.api->ctx, "PATCH", path, "application/strategic-merge-patch+json", body,
 				      NULL, err);
 		free(path);
@@ -244,8 +302,17 @@ static void report_due(struct agent *a, int64_t mono)
 	}
 	struct sp_error err = {0};
 	int64_t now = a->o.clock.now(a->o.clock.ctx);
-	if (report(a, now, &err) == 0) {
+	/* Nothing announced and the Node not read back yet: it may hold a notice reported
+	 * before a restart and withdrawn since. A notice announced needs no read-back: its
+	 * report makes the Node agree. */
+	int r = !a->known && !a->announced ? read_back(a, &err) : 0;
+	if (r == 0 && a->known && a->announced == a->reported) {
+		a->backoff_ms = 0;
+		return;  /* it holds nothing to withdraw */
+	}
+	if (r == 0 && report(a, now, &err) == 0) {
 		a->reported = a->announced;
+		a->known = true;
 		a->backoff_ms = 0;
 		a->reports++;
 		if (a->announced)
@@ -261,10 +328,12 @@ static void report_due(struct agent *a, int64_t mono)
 	if (a->backoff_ms > AGENT_BACKOFF_MAX_MS)
 		a->backoff_ms = AGENT_BACKOFF_MAX_MS;
 	a->next_report_ms = mono + a->backoff_ms;
-	char what[64] = "the withdrawal of the notice";
-	if (a->announced)
-		snprintf(what, sizeof(what), "the notice (reclaim at %s)", at);
-	log_warn("agent: reporting %s failed, retrying in %lld ms: %s", what, (long long)a->backoff_ms,
+	char what[320] = "reporting the withdrawal of the notice";
+	if (!a->known && !a->announced)
+		snprintf(what, sizeof(what), "reading back Node %s", a->o.node_name);
+	else if (a->announced)
+		snprintf(what, sizeof(what), "reporting the notice (reclaim at %s)", at);
+	log_warn("agent: %s failed, retrying in %lld ms: %s", what, (long long)a->backoff_ms,
 		 log_redact(err.msg, sizeof(err.msg)));
 }
 
@@ -282,10 +351,10 @@ int64_t agent_step(struct agent *a)
 		a->poll_failing = !ok;
 		a->next_poll_ms = mono + a->o.interval_ms;
 	}
-	bool pending = a->announced != a->reported;
+	bool pending = a->polled && (a->announced != a->reported || !a->known);
 	if (pending && mono >= a->next_report_ms)
 		report_due(a, mono);
-	pending = a->announced != a->reported;
+	pending = a->polled && (a->announced != a->reported || !a->known);
 	return pending && a->next_report_ms < a->next_poll_ms ? a->next_report_ms : a->next_poll_ms;
 }
 

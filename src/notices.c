@@ -16,6 +16,8 @@ struct notice {
 	int64_t at;                                 /* the deadline, epoch seconds */
 	size_t watcher;                             /* whose scope it is in */
 	uint64_t listed;                            /* the list that last held it */
+	bool unclaimed;  /* kept when no pool trusting it had asked about its instance: counted
+			  * in its namespace's share of NOTICES_UNCLAIMED_MAX */
 };
 
 struct watcher {
@@ -34,9 +36,10 @@ struct watcher {
 	/* Listed, or its list cannot work (RBAC, no CRD): notices_find need not wait. */
 	atomic_bool settled;
 	const struct kube_api *writer;  /* deletions: cfg.writer_new's, NULL: the round's api */
-	/* Namespaces whose notices this list or watch skipped (no pool wanted them, or their
-	 * share was full), at most NOTICES_SKIPPED_MAX, more: skipped_more; under the owner's
-	 * lock. The round that ends relists when one of them would be kept now. */
+	/* "<namespace>/<instance ID>" of the notices this list or watch skipped (no pool
+	 * wanted their namespace, or their share was full; skipped()), at most
+	 * NOTICES_SKIPPED_MAX, more: skipped_more; under the owner's lock. The round that
+	 * ends relists when one of them would be kept now. */
 	struct strv skipped;
 	bool skipped_more;
 	int64_t first_round_ms;         /* when its first round began, 0: not yet */
@@ -45,9 +48,10 @@ struct watcher {
 };
 
 #define NOTICES_SKIPPED_MAX 256
+#define SKIPPED_NAMESPACE_MAX 8
 #define NS_MAX 64  /* a namespace is a DNS label: 63 bytes at most */
 
-/* How many notices one namespace holds. */
+/* How many unclaimed notices one namespace holds. */
 struct ns_count {
 	char ns[NS_MAX];
 	size_t n;
@@ -62,6 +66,7 @@ struct notices {
 	size_t n, cap;
 	struct ns_count *per_ns;  /* sorted by namespace, none at 0 */
 	size_t n_ns, cap_ns;
+	size_t unclaimed;         /* notices kept unclaimed, in all */
 	bool told_full;
 	struct claims claims;  /* what each pool's last notices_find looked for */
 	struct watcher *w;
@@ -131,16 +136,22 @@ static bool trusted(const struct notices *n, const char *pool, const char *ns, s
 	return strncmp(pool, ns, ns_len) == 0 && pool[ns_len] == '/';
 }
 
+/* Under the lock: the pools that asked about instance id (notices_find) and trust
+ * namespace ns (ns_len bytes) go to out. */
+static void claiming(const struct notices *n, const char *id, const char *ns, size_t ns_len, struct strv *out)
+{
+	struct strv pools = {0};
+	claims_find(&n->claims, &id, 1, NULL, &pools);
+	for (size_t i = 0; i < pools.n; i++)
+		if (trusted(n, pools.v[i], ns, ns_len) && !strv_contains(out, pools.v[i]))
+			strv_push(out, pools.v[i]);
+	strv_clear(&pools);
+}
+
 /* Under the lock: the pools claiming notice c's instance and trusting it go to changed. */
 static void claimants(const struct notices *n, const struct notice *c, struct strv *changed)
 {
-	struct strv claiming = {0};
-	const char *id = c->instance_id;
-	claims_find(&n->claims, &id, 1, NULL, &claiming);
-	for (size_t i = 0; i < claiming.n; i++)
-		if (trusted(n, claiming.v[i], c->key, c->ns_len) && !strv_contains(changed, claiming.v[i]))
-			strv_push(changed, claiming.v[i]);
-	strv_clear(&claiming);
+	claiming(n, c->instance_id, c->key, c->ns_len, changed);
 }
 
 /* Under the lock: the count of namespace ns (len bytes, < 64), made at 0 when make, else
@@ -169,17 +180,44 @@ static struct ns_count *ns_slot(struct notices *n, const char *ns, size_t len, b
 	return &n->per_ns[lo];
 }
 
-/* Under the lock: whether a notice of namespace ns (len bytes) has room. */
+/* Under the lock: whether an unclaimed notice of namespace ns (len bytes) has room. The
+ * home namespace has no share of its own: its creators are trusted by every pool, and
+ * every notice of hosts outside Kubernetes lands there (a wave of them before the pools'
+ * first passes must not wait for a relist). */
 static bool room_for(struct notices *n, const char *ns, size_t len)
 {
 	const struct ns_count *c = ns_slot(n, ns, len, false);
-	return n->n < NOTICES_MAX && (!c || c->n < NOTICES_NAMESPACE_MAX);
+	const char *home = n->cfg.home_namespace;
+	bool is_home = home && strlen(home) == len && strncmp(home, ns, len) == 0;
+	return n->unclaimed < NOTICES_UNCLAIMED_MAX && (is_home || !c || c->n < NOTICES_NAMESPACE_MAX);
+}
+
+/* Under the lock: whether a new notice of instance id in namespace ns (ns_len bytes) is
+ * kept, and if so whether unclaimed. A notice of an instance that a pool trusting its
+ * namespace asked about (a real instance of that pool) is kept whatever other
+ * namespaces hold: only the unclaimed ones (made-up IDs, or a pool's first pass still to
+ * come) share the bounded room, NOTICES_NAMESPACE_MAX of each namespace. At most
+ * NOTICES_INSTANCE_MAX of one instance in one namespace (a moved deadline is a second). */
+static bool admit(struct notices *n, const char *id, const char *ns, size_t ns_len, bool *ret_unclaimed)
+{
+	bool found;
+	size_t same = 0;
+	for (size_t k = locate(n, id, "", &found); k < n->n && strcmp(n->v[k].instance_id, id) == 0; k++)
+		same += n->v[k].ns_len == ns_len && strncmp(n->v[k].key, ns, ns_len) == 0;
+	if (same >= NOTICES_INSTANCE_MAX)
+		return false;
+	struct strv pools = {0};
+	claiming(n, id, ns, ns_len, &pools);
+	*ret_unclaimed = pools.n == 0;
+	strv_clear(&pools);
+	return !*ret_unclaimed || room_for(n, ns, ns_len);
 }
 
 /* Under the lock. */
 static void drop(struct notices *n, size_t i, struct strv *changed)
 {
-	struct ns_count *c = ns_slot(n, n->v[i].key, n->v[i].ns_len, false);
+	struct ns_count *c = n->v[i].unclaimed ? ns_slot(n, n->v[i].key, n->v[i].ns_len, false) : NULL;
+	n->unclaimed -= n->v[i].unclaimed;
 	if (c && --c->n == 0) {
 		size_t at = (size_t)(c - n->per_ns);
 		memmove(c, c + 1, (n->n_ns - at - 1) * sizeof(*n->per_ns));
@@ -232,15 +270,22 @@ static bool wanted(const struct notices *n, const char *ns)
 	       n->cfg.namespace_wanted(n->cfg.userdata, ns);
 }
 
-/* Under the lock: watcher w skipped a notice of namespace ns. */
-static void skipped(struct watcher *w, const char *ns)
+/* Under the lock: watcher w skipped a notice of instance id in namespace ns: noted as
+ * "ns/id", or once a namespace has SKIPPED_NAMESPACE_MAX of those, as "ns/" (some
+ * instance of ns: kept once its namespace has room). */
+static void skipped(struct watcher *w, const char *ns, const char *id)
 {
-	if (strv_contains(&w->skipped, ns))
-		return;
-	if (w->skipped.n < NOTICES_SKIPPED_MAX)
-		strv_push(&w->skipped, ns);
-	else
-		w->skipped_more = true;
+	size_t of_ns = 0, len = strlen(ns);
+	for (size_t i = 0; i < w->skipped.n; i++)
+		of_ns += strncmp(w->skipped.v[i], ns, len) == 0 && w->skipped.v[i][len] == '/';
+	char *entry = xasprintf("%s/%s", ns, of_ns < SKIPPED_NAMESPACE_MAX ? id : "");
+	if (!strv_contains(&w->skipped, entry)) {
+		if (w->skipped.n < NOTICES_SKIPPED_MAX)
+			strv_push(&w->skipped, entry);
+		else
+			w->skipped_more = true;
+	}
+	free(entry);
 }
 
 /* quiet: a relist's item, said at debug level (the first list or the event said it). */
@@ -264,7 +309,7 @@ static void apply(struct notices *n, size_t i, const char *type, const cJSON *ob
 	char ns[NS_MAX] = "";
 	if (readable)
 		memcpy(ns, key, v.ns_len);
-	bool want = readable && !deleted && wanted(n, ns);
+	bool want = readable && !deleted && wanted(n, ns), unclaimed = false;
 	struct strv changed = {0};
 	pthread_mutex_lock(&n->lock);
 	size_t at = readable ? locate(n, v.instance_id, key, &found) : 0;
@@ -275,16 +320,21 @@ static void apply(struct notices *n, size_t i, const char *type, const cJSON *ob
 	} else {
 		drop_key(n, key, &changed);  /* a spec that changed after all, or is unreadable now */
 		if (readable && !deleted && !want) {
-			skipped(&n->w[i], ns);  /* no pool trusts it (yet) */
-		} else if (readable && !deleted && !room_for(n, ns, v.ns_len)) {
+			skipped(&n->w[i], ns, v.instance_id);  /* no pool trusts it (yet) */
+		} else if (readable && !deleted && !admit(n, v.instance_id, ns, v.ns_len, &unclaimed)) {
 			if (!n->told_full)
-				log_warn("%d " AGENT_NOTICE_KIND "s cached, or %d in namespace %s: %s and any more are "
-					 "ignored until some go", NOTICES_MAX, NOTICES_NAMESPACE_MAX, ns, key);
+				log_warn(AGENT_NOTICE_KIND " %s ignored, and any more like it until some go: %d of its "
+					 "instance in its namespace, or (no pool there has asked about the instance) %d "
+					 "such in its namespace or %d in all", key, NOTICES_INSTANCE_MAX,
+					 NOTICES_NAMESPACE_MAX, NOTICES_UNCLAIMED_MAX);
 			n->told_full = true;
-			skipped(&n->w[i], ns);
+			skipped(&n->w[i], ns, v.instance_id);
 		} else if (readable && !deleted) {
 			n->told_full = false;
-			ns_slot(n, ns, v.ns_len, true)->n++;
+			v.unclaimed = unclaimed;
+			n->unclaimed += unclaimed;
+			if (unclaimed)
+				ns_slot(n, ns, v.ns_len, true)->n++;
 			at = locate(n, v.instance_id, key, &found);
 			n->v = sp_vec_fit(n->v, n->n + 1, &n->cap, sizeof(*n->v));
 			memmove(&n->v[at + 1], &n->v[at], (n->n - at) * sizeof(*n->v));
@@ -321,24 +371,28 @@ static void on_begin_list(void *ud)
 	pthread_mutex_unlock(&w->owner->lock);
 }
 
-/* Whether a notice watcher w skipped would be kept now (a pool came to its namespace, or
- * room came): a relist brings it (the watch does not bring an object again). */
+/* Whether a notice watcher w skipped would be kept now (a pool came to its namespace, a
+ * pool there asked about its instance, or room came): a relist brings it (the watch does
+ * not bring an object again). */
 static bool relist_wanted(struct notices *n, struct watcher *w)
 {
-	struct strv ns = {0};
+	struct strv skips = {0};
 	pthread_mutex_lock(&n->lock);
-	bool more = w->skipped_more && n->n < NOTICES_MAX;
+	bool more = w->skipped_more && n->unclaimed < NOTICES_UNCLAIMED_MAX;
 	for (size_t i = 0; i < w->skipped.n; i++)
-		strv_push(&ns, w->skipped.v[i]);
+		strv_push(&skips, w->skipped.v[i]);
 	pthread_mutex_unlock(&n->lock);
-	for (size_t i = 0; i < ns.n && !more; i++) {
-		if (!wanted(n, ns.v[i]))
+	for (size_t i = 0; i < skips.n && !more; i++) {
+		char *id = strchr(skips.v[i], '/');
+		*id++ = '\0';
+		if (!wanted(n, skips.v[i]))
 			continue;
+		bool unclaimed;
 		pthread_mutex_lock(&n->lock);
-		more = room_for(n, ns.v[i], strlen(ns.v[i]));
+		more = admit(n, id, skips.v[i], strlen(skips.v[i]), &unclaimed);
 		pthread_mutex_unlock(&n->lock);
 	}
-	strv_clear(&ns);
+	strv_clear(&skips);
 	return more;
 }
 

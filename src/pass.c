@@ -315,12 +315,12 @@ static void emit_soldout(struct walk *w, enum pass_kind kind, int step, const st
  * of a sold-out offering per TTL across all pools (soldout.h). */
 static int instance_index(const struct pass_input *in, const char *id);
 
-/* A doomed instance's offering is being reclaimed: its replacement goes to another one
- * when the pool has another available (for this pick only; nothing is marked sold out). */
-static void avoid_doomed_offerings(const struct walk *w, enum offer_state *state)
+/* The offerings of doomed instances, being reclaimed: their replacements go elsewhere
+ * when the pool can (pick_view). */
+static void doomed_offerings(const struct walk *w, bool avoid[OFFER_MAX])
 {
 	const struct offer_list *offers = w->in->offers;
-	bool avoid[OFFER_MAX] = {0}, other = false;
+	memset(avoid, 0, OFFER_MAX * sizeof(*avoid));
 	for (size_t d = 0; d < w->plan->doomed.n; d++) {
 		int i = instance_index(w->in, w->plan->doomed.v[d]);
 		const struct pool_instance *p = i >= 0 ? &w->in->plan.instances[i] : NULL;
@@ -328,24 +328,34 @@ static void avoid_doomed_offerings(const struct walk *w, enum offer_state *state
 			avoid[o] = avoid[o] || (strcmp(offers->v[o].zone, p->zone) == 0 &&
 						strcmp(offers->v[o].instance_type, p->instance_type) == 0);
 	}
+}
+
+/* What the next pick sees: state, with the avoided offerings out while another one is
+ * available. A preference, not a mark: once every other offering has answered sold out
+ * in this pass, the avoided ones are tried in the same pass, and the scarcity the pool
+ * shows (state) never names them for having been avoided. */
+static void pick_view(const struct offer_list *offers, const enum offer_state *state, const bool *avoid,
+		      enum offer_state *view)
+{
+	bool other = false;
 	for (size_t o = 0; o < offers->n; o++)
 		other = other || (!avoid[o] && state[o] == OFFER_AVAILABLE);
-	for (size_t o = 0; other && o < offers->n; o++)
-		if (avoid[o])
-			state[o] = OFFER_SOLD_OUT;
+	for (size_t o = 0; o < offers->n; o++)
+		view[o] = other && avoid[o] ? OFFER_SOLD_OUT : state[o];
 }
 
 static void launch_shortfall(struct walk *w)
 {
 	const struct pass_input *in = w->in;
 	const struct offer_list *offers = in->offers;
-	enum offer_state state[OFFER_MAX];
+	enum offer_state state[OFFER_MAX], view[OFFER_MAX];
 	int64_t probe_at[OFFER_MAX];
+	bool avoid[OFFER_MAX];
 	for (size_t i = 0; i < offers->n; i++) {
 		state[i] = in->offer_state[i];
 		probe_at[i] = in->probe_at_ms[i];
 	}
-	avoid_doomed_offerings(w, state);
+	doomed_offerings(w, avoid);
 	int zone_live[OFFER_ZONES_MAX];
 	offer_zone_live(offers, in->plan.instances, in->plan.n_instances, zone_live);
 	bool launched = false, over = false, capped = false;
@@ -354,7 +364,8 @@ static void launch_shortfall(struct walk *w)
 			capped = true;  /* the next offerings next pass */
 			break;
 		}
-		struct offer_input oin = {.list = offers, .state = state, .zone_live = zone_live,
+		pick_view(offers, state, avoid, view);
+		struct offer_input oin = {.list = offers, .state = view, .zone_live = zone_live,
 					  .strategy = in->spec->allocation, .want = w->plan->launch};
 		struct offer_pick pick;
 		offer_choose(&oin, &pick);

@@ -7,7 +7,9 @@
 #     message within 3 s of the announcement, touching no other condition and nothing
 #     else of the Node, once per notice; a withdrawn notice sets it False, a moved
 #     deadline is reported again; a Node that does not exist yet is retried with
-#     backoff until it does; SIGTERM exits 0 at once;
+#     backoff until it does; SIGTERM exits 0 at once; an agent restarted after the
+#     notice was withdrawn while it was down sets the condition False (read back on
+#     start with a patch that changes nothing: no write when there is nothing to undo);
 #   - on a host that is not a Node: one SpotNotice per notice, still one after a
 #     restart (create-only RBAC, AlreadyExists = reported);
 #   - the RBAC is least: the agent may only patch nodes/status, the reporter only
@@ -158,6 +160,21 @@ stop_agent "$agent"
 check "SIGTERM: exit 0 ($?) within 1 s ($STOP_MS ms)" test $? = 0 -a "$STOP_MS" -le 1000
 check "log: stopping" grep -q 'agent: stopping' "$E2E_TMP/node.log"
 
+# --- Withdrawn while the agent was down: read back on start ---------------------------
+emu_post notice "{\"instanceIds\": [\"$ID\"], \"cancel\": true}" >/dev/null
+NODE_NAME=$NODE start_agent restart "$E2E_TMP/spotpool-agent.kubeconfig" "$ID"
+check "restarted after the notice was withdrawn while it was down: SpotTerminating=False within 5 s" wait_for 5 \
+	holds node "$NODE" 'any(.status.conditions[]; .type == "SpotTerminating" and .status == "False" and .reason == "SpotNoticeWithdrawn")'
+stop_agent "$AGENT_PID"
+check "SIGTERM: exit 0" test $? = 0
+rv=$(kubectl get node "$NODE" -o jsonpath='{.metadata.resourceVersion}')
+NODE_NAME=$NODE start_agent restart "$E2E_TMP/spotpool-agent.kubeconfig" "$ID"
+sleep 3
+check "restarted with nothing to withdraw: the read-back writes nothing (resourceVersion $rv stays)" \
+	test "$(kubectl get node "$NODE" -o jsonpath='{.metadata.resourceVersion}')" = "$rv"
+stop_agent "$AGENT_PID"
+check "SIGTERM: exit 0" test $? = 0
+
 # --- A Node that does not exist yet: retried with backoff -------------------------------
 ID3=$(new_instance)
 NODE3=10.0.0.9
@@ -198,7 +215,7 @@ check "a SpotNotice cannot change once reported: the schema refuses a new spec, 
 	"! kubectl patch spotnotice $notice -n $NS --type=merge -p '{\"spec\":{\"reclaimAt\":\"2030-01-01T00:00:00Z\"}}'"
 
 # --- Logs --------------------------------------------------------------------------------
-check "no 403 in any agent log" bash -c "! grep -qE 'HTTP 403|forbidden' '$E2E_TMP/node.log' '$E2E_TMP/late.log' '$E2E_TMP/host.log'"
-leak=$(grep -lF -f "$E2E_TMP/tokens" "$E2E_TMP"/node.log "$E2E_TMP"/late.log "$E2E_TMP"/host.log)
+check "no 403 in any agent log" bash -c "! grep -qE 'HTTP 403|forbidden' '$E2E_TMP/node.log' '$E2E_TMP/restart.log' '$E2E_TMP/late.log' '$E2E_TMP/host.log'"
+leak=$(grep -lF -f "$E2E_TMP/tokens" "$E2E_TMP"/node.log "$E2E_TMP"/restart.log "$E2E_TMP"/late.log "$E2E_TMP"/host.log)
 check "no ServiceAccount token in any agent log $leak" test -z "$leak"
 finish

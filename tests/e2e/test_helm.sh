@@ -212,7 +212,7 @@ NODES_RULES='[{"apiGroups":[""],"nonResourceURLs":[],"resourceNames":[],"resourc
 NODE_RES='.resources == ["nodes"] or .resources == ["pods"] or .resources == ["pods/eviction"]'
 check "clusterWide: the ClusterRole may get, list, watch, patch and delete nodes, list pods and evict them" \
 	bash -c "jq -e --argjson n '$NODES_RULES' '[.[] | select($NODE_RES)] == \$n' <<<'$base_rules'"
-# SpotNotices (docs/notice-agent.md): read, watched and deleted an hour past their
+# SpotNotices (docs/notice-agent.md): read, watched and deleted 10 minutes past their
 # deadline; in every mode (the Roles carry it too, through role_rules below).
 NOTICE_RULES='[{"apiGroups":["devops.jokerbai.com"],"nonResourceURLs":[],"resourceNames":[],"resources":["spotnotices"],"verbs":["delete","get","list","watch"]}]'
 check "clusterWide: the ClusterRole may get, list, watch and delete SpotNotices, and not create or change them" \

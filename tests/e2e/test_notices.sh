@@ -21,7 +21,7 @@
 #      launched or terminated, no reclaimAt in status
 #   d  a SpotNotice for an instance of no pool (and one for an unknown id): nothing
 #      launched, the instance left alone
-# (The deletion of notices an hour past their deadline happens after a watch round,
+# (The deletion of notices 10 minutes past their deadline happens after a watch round,
 # every 5 minutes: unit test test_notices has it.)
 source "$(dirname "$0")/lib.sh"
 
@@ -188,7 +188,7 @@ check "d: $UNOWNED (no pool) live, never terminated" untouched "$UNOWNED"
 launched=$(($(emu_get stats | jq .launched) - launched_before))
 check "c, d: the only launches since the notices are a's replacement and b's refill ($launched)" test "$launched" = 2
 kept() { kubectl get spotnotice "$NOTICE_A" -n spotpool-system && kubectl get spotnotice "$NOTICE_B" -n nb; }
-check "the notices of a and b are kept (deleted an hour past their deadline)" kept
+check "the notices of a and b are kept (deleted 10 minutes past their deadline)" kept
 
 check "no 403 or failed notice request in the controller's log" bash -c "! grep -iE 'HTTP 403|forbidden|notice.*failed' '$E2E_TMP/ctl.log'"
 finish

@@ -111,29 +111,34 @@ static void test_condition_patch(void **state)
 	cJSON_Delete(patch);
 }
 
+/* What the controller reads of a Node's condition (terminating_at), and what an agent
+ * reads back as its own last report (agent_condition_read: a True condition it cannot
+ * read is one to rewrite). */
 static void test_node_deadline(void **state)
 {
 	(void)state;
 	static const struct {
 		const char *json;
-		int64_t deadline;
+		int64_t deadline, reported;
 	} cases[] = {
-		{"{}", 0},
-		{"{\"status\":{\"conditions\":[{\"type\":\"Ready\",\"status\":\"True\"}]}}", 0},
+		{"{}", 0, 0},
+		{"{\"status\":{\"conditions\":[{\"type\":\"Ready\",\"status\":\"True\"}]}}", 0, 0},
 		{"{\"status\":{\"conditions\":[{\"type\":\"SpotTerminating\",\"status\":\"False\","
-		 "\"message\":\"reclaim at 2026-11-25T02:29:16Z\"}]}}", 0},
-		{"{\"status\":{\"conditions\":[{\"type\":\"SpotTerminating\",\"status\":\"Unknown\"}]}}", 0},
-		{"{\"status\":{\"conditions\":[{\"type\":\"SpotTerminating\",\"status\":\"True\"}]}}", 0},
+		 "\"message\":\"reclaim at 2026-11-25T02:29:16Z\"}]}}", 0, 0},
+		{"{\"status\":{\"conditions\":[{\"type\":\"SpotTerminating\",\"status\":\"Unknown\"}]}}", 0, 0},
+		{"{\"status\":{\"conditions\":[{\"type\":\"SpotTerminating\",\"status\":\"True\"}]}}", 0,
+		 AGENT_REPORTED_UNREADABLE},
 		{"{\"status\":{\"conditions\":[{\"type\":\"SpotTerminating\",\"status\":\"True\","
-		 "\"message\":\"reclaim at 2026-11-25 10:29:16\"}]}}", 0},
+		 "\"message\":\"reclaim at 2026-11-25 10:29:16\"}]}}", 0, AGENT_REPORTED_UNREADABLE},
 		{"{\"status\":{\"conditions\":[{\"type\":\"SpotTerminating\",\"status\":\"True\","
-		 "\"message\":\"reclaim at 2026-11-25T10:29:16+08:00\"}]}}", T0},
+		 "\"message\":\"reclaim at 2026-11-25T10:29:16+08:00\"}]}}", T0, AGENT_REPORTED_UNREADABLE},
 		{"{\"status\":{\"conditions\":[{\"type\":\"SpotTerminating\",\"status\":\"True\","
-		 "\"message\":\"reclaim at 2026-11-25T02:29:16Z\"}]}}", T0},
+		 "\"message\":\"reclaim at 2026-11-25T02:29:16Z\"}]}}", T0, T0},
 	};
 	for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
 		cJSON *node = cJSON_Parse(cases[i].json);
 		assert_int_equal(node_deadline(node), cases[i].deadline);
+		assert_int_equal(agent_condition_read(node), cases[i].reported);
 		cJSON_Delete(node);
 	}
 }
@@ -188,6 +193,7 @@ struct fake {
 	unsigned polls;
 	/* apiserver */
 	int api_rc[8];                  /* answers of the next calls, in order (then 0) */
+	const char *node_json;          /* the Node a call that wants an answer gets, NULL: {} */
 	unsigned calls;
 	char method[8], path[256], content_type[64];
 	cJSON *body;
@@ -209,7 +215,6 @@ static int fake_request(void *ctx, const char *method, const char *path, const c
 			cJSON **ret, struct sp_error *err)
 {
 	struct fake *f = ctx;
-	assert_null(ret);
 	snprintf(f->method, sizeof(f->method), "%s", method);
 	snprintf(f->path, sizeof(f->path), "%s", path);
 	snprintf(f->content_type, sizeof(f->content_type), "%s", content_type);
@@ -217,6 +222,8 @@ static int fake_request(void *ctx, const char *method, const char *path, const c
 	f->body = cJSON_Duplicate(body, true);
 	int rc = f->calls < 8 ? f->api_rc[f->calls] : 0;
 	f->calls++;
+	if (rc == 0 && ret)
+		*ret = cJSON_Parse(f->node_json ? f->node_json : "{}");
 	return rc < 0 ? sp_fail(err, rc, "fake apiserver says %d", rc) : 0;
 }
 
@@ -259,31 +266,33 @@ static void test_node_notice_once(void **state)
 	rig_init(&r, "10.0.0.7");
 	run_for(&r, 10000);
 	assert_int_equal(r.f.polls, 6);  /* at once, then every 2 s */
-	assert_int_equal(r.f.calls, 0);  /* no notice, no write */
+	assert_int_equal(r.f.calls, 1);  /* no notice: the Node read back once, nothing written */
+	assert_string_equal(r.f.path, "/api/v1/nodes/10.0.0.7/status");
+	assert_int_equal(cJSON_GetArraySize(r.f.body), 0);
 	assert_string_equal(r.a.instance_id, "ins-abcd1234");
 
 	r.f.termination_time = "2026-11-25 10:29:16";
 	run_for(&r, 2000);
-	assert_int_equal(r.f.calls, 1);
+	assert_int_equal(r.f.calls, 2);
 	assert_string_equal(r.f.method, "PATCH");
 	assert_string_equal(r.f.path, "/api/v1/nodes/10.0.0.7/status");
 	assert_string_equal(r.f.content_type, "application/strategic-merge-patch+json");
 	assert_int_equal(node_deadline(r.f.body), T0);
 
 	run_for(&r, 20000);
-	assert_int_equal(r.f.calls, 1);  /* once per notice */
+	assert_int_equal(r.f.calls, 2);  /* once per notice */
 
 	r.f.termination_time = "2026-11-25 10:30:16\n";  /* the reclaim moved: a new notice */
 	run_for(&r, 2000);
-	assert_int_equal(r.f.calls, 2);
+	assert_int_equal(r.f.calls, 3);
 	assert_int_equal(node_deadline(r.f.body), T0 + 60);
 
 	r.f.termination_time = NULL;  /* withdrawn: the condition goes False */
 	run_for(&r, 2000);
-	assert_int_equal(r.f.calls, 3);
+	assert_int_equal(r.f.calls, 4);
 	assert_string_equal(str(only_condition(r.f.body), "status"), "False");
 	run_for(&r, 10000);
-	assert_int_equal(r.f.calls, 3);
+	assert_int_equal(r.f.calls, 4);
 	assert_int_equal(r.a.reports, 3);
 	cJSON_Delete(r.f.body);
 }
@@ -370,6 +379,63 @@ static void test_metadata_failures(void **state)
 	assert_string_equal(r.a.instance_id, "");
 }
 
+#define HOLDS_TRUE(msg) \
+	"{\"status\":{\"conditions\":[{\"type\":\"Ready\",\"status\":\"True\"},{\"type\":\"SpotTerminating\"," \
+	"\"status\":\"True\",\"reason\":\"SpotInstanceTerminating\",\"message\":\"" msg "\"}]}}"
+
+/* An agent (re)started on a Node reads back what the Node holds before it writes
+ * anything, unless the metadata announces a notice (its report makes the Node agree at
+ * once): a True condition whose notice the metadata no longer announces (withdrawn
+ * while the agent was down) is set False; nothing else is written. The read-back is a
+ * patch that changes nothing (the agent may not get Nodes); a Node that does not exist
+ * holds nothing; a failed read-back is retried with backoff; nothing is read back or
+ * withdrawn before the metadata has answered. */
+static void test_restart_reads_back(void **state)
+{
+	(void)state;
+	static const struct {
+		const char *node;      /* what the Node holds */
+		const char *announced; /* spot/termination-time, NULL: 404 */
+		int first_rc;          /* the first call's answer */
+		bool metadata_down;
+		unsigned calls;        /* in 10 s */
+		const char *last;      /* the last write's SpotTerminating status, NULL: only the read-back */
+		int64_t deadline;      /* a True one's */
+	} cases[] = {
+		{HOLDS_TRUE("reclaim at 2026-11-25T02:29:16Z"), NULL, 0, false, 2, "False", 0},
+		{HOLDS_TRUE("soon"), NULL, 0, false, 2, "False", 0},
+		{"{\"status\":{\"conditions\":[{\"type\":\"SpotTerminating\",\"status\":\"False\"}]}}", NULL, 0, false,
+		 1, NULL, 0},
+		{"{}", NULL, 0, false, 1, NULL, 0},
+		{"{}", NULL, SP_ENOTFOUND, false, 1, NULL, 0},
+		{HOLDS_TRUE("reclaim at 2026-11-25T02:29:16Z"), NULL, SP_ETRANSIENT, false, 3, "False", 0},
+		{HOLDS_TRUE("reclaim at 2026-11-25T02:29:16Z"), "2026-11-25 10:29:16", 0, false, 1, "True", T0},
+		{HOLDS_TRUE("reclaim at 2026-11-25T02:29:16Z"), "2026-11-25 10:30:16", 0, false, 1, "True", T0 + 60},
+		{HOLDS_TRUE("reclaim at 2026-11-25T02:29:16Z"), NULL, 0, true, 0, NULL, 0},
+	};
+	for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+		struct rig r;
+		rig_init(&r, "n1");
+		r.f.node_json = cases[i].node;
+		r.f.termination_time = cases[i].announced;
+		r.f.api_rc[0] = cases[i].first_rc;
+		r.f.metadata_rc = cases[i].metadata_down ? SP_ETRANSIENT : 0;
+		run_for(&r, 10000);
+		if (r.f.calls != cases[i].calls)
+			fail_msg("case %zu: %u calls, want %u", i, r.f.calls, cases[i].calls);
+		if (cases[i].calls)
+			assert_string_equal(r.f.path, "/api/v1/nodes/n1/status");
+		if (cases[i].last) {
+			const cJSON *c = only_condition(r.f.body);
+			assert_string_equal(str(c, "status"), cases[i].last);
+			assert_int_equal(node_deadline(r.f.body), cases[i].deadline);
+		} else if (cases[i].calls) {
+			assert_int_equal(cJSON_GetArraySize(r.f.body), 0);  /* changes nothing */
+		}
+		cJSON_Delete(r.f.body);
+	}
+}
+
 static void test_spot_notice_mode(void **state)
 {
 	(void)state;
@@ -409,6 +475,7 @@ int main(void)
 		cmocka_unit_test(test_backoff_capped),
 		cmocka_unit_test(test_metadata_failures),
 		cmocka_unit_test(test_spot_notice_mode),
+		cmocka_unit_test(test_restart_reads_back),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }

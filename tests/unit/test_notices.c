@@ -3,10 +3,11 @@
  * told when a notice of one of its instances comes or goes; an instance's deadline is the
  * earliest of its notices; a notice counts only in its pool's namespace or the home one,
  * and only with a deadline near its creation; finds say "pending" until every watch
- * listed (not when RBAC or a missing CRD keeps them from ever listing); a notice an hour
+ * listed (not when RBAC or a missing CRD keeps them from ever listing); a notice 10 minutes
  * past its deadline is deleted by the leader (404 = done; a refusal not retried before
  * the next list; none by a standby or in dry-run); one watch per namespace plus the home
- * one, each relist forgetting only its own; at most NOTICES_MAX kept. */
+ * one, each relist forgetting only its own; room shared fairly: notices of instances no
+ * pool asked about are bounded per namespace and in all, and cannot crowd out others. */
 #include "testutil.h"
 #include "fakekube.h"
 #include "notices.h"
@@ -199,9 +200,9 @@ static void test_deadline_clamped_to_our_clock(void **state)
 static void test_expired_deleted(void **state)
 {
 	(void)state;
-	const char *list = LIST("5", NOTICE("a", "old", "3", "ins-a", "2026-11-18T10:06:39Z") ","
+	const char *list = LIST("5", NOTICE("a", "old", "3", "ins-a", "2026-11-18T10:56:39Z") ","
 					 NOTICE("a", "older", "3", "ins-c", "2026-11-18T09:00:00Z") ","
-					 NOTICE("b", "recent", "4", "ins-b", "2026-11-18T10:06:45Z"));
+					 NOTICE("b", "recent", "4", "ins-b", "2026-11-18T10:56:45Z"));
 	const struct reply replies[] = {
 		LISTED(list, "5"),
 		{"DELETE", IN("a") "/old", "{}", 0, 0},
@@ -259,7 +260,7 @@ static int request_then_deposed(void *ctx, const char *method, const char *path,
 static void test_expired_deletions_paced(void **state)
 {
 	(void)state;
-	const char *list = LIST("5", NOTICE("a", "old", "3", "ins-a", "2026-11-18T10:06:39Z") ","
+	const char *list = LIST("5", NOTICE("a", "old", "3", "ins-a", "2026-11-18T10:56:39Z") ","
 				     NOTICE("a", "older", "3", "ins-c", "2026-11-18T09:00:00Z"));
 	const struct reply replies[] = {
 		{"GET", ALL "?limit=50", list, 0, 0},
@@ -425,15 +426,30 @@ static void test_namespaces(void **state)
 	rig_end(&g);
 }
 
-/* Adds notice ns/n<i> of instance ins-<ns>-<i> through watcher 0. */
-static void add_notice(struct notices *n, const char *type, const char *ns, int i)
+/* Adds notice ns/n<name> of instance ins-<ns>-<id> through watcher 0. */
+static void add_notice_of(struct notices *n, const char *type, const char *ns, int name, int id)
 {
 	char obj[512];
-	snprintf(obj, sizeof(obj), NOTICE("%s", "n%05d", "3", "ins-%s-%05d", "2026-11-18T11:08:40Z"), ns, i, ns, i);
+	snprintf(obj, sizeof(obj), NOTICE("%s", "n%05d", "3", "ins-%s-%05d", "2026-11-18T11:08:40Z"), ns, name, ns, id);
 	cJSON *o = cJSON_Parse(obj);
 	notices_apply_event(n, 0, type, o);
 	cJSON_Delete(o);
 }
+
+/* Adds notice ns/n<i> of instance ins-<ns>-<i>. */
+static void add_notice(struct notices *n, const char *type, const char *ns, int i)
+{
+	add_notice_of(n, type, ns, i, i);
+}
+
+/* The replies of four rounds of all namespaces: an empty list and its watch, two more
+ * watches, then a relist that holds only notice, and its watch. */
+#define RELISTED(notice)                                                                              \
+	{                                                                                              \
+		{"GET", ALL "?limit=50", LIST("1", ""), 0, 0}, {"WATCH", WATCH(ALL, "1"), NULL, 0, 2000},      \
+		{"WATCH", WATCH(ALL, "1"), NULL, 0, 2000}, {"WATCH", WATCH(ALL, "1"), NULL, 0, 2000},          \
+		{"GET", ALL "?limit=50", LIST("2", notice), 0, 0}, {"WATCH", WATCH(ALL, "2"), NULL, 0, 2000}, \
+	}
 
 static int64_t deadline_in(struct notices *n, const char *ns, int i)
 {
@@ -443,48 +459,90 @@ static int64_t deadline_in(struct notices *n, const char *ns, int i)
 	return deadline_of(n, pool, id);
 }
 
-/* At most NOTICES_NAMESPACE_MAX notices of one namespace are kept (another namespace's
- * still are), and at most NOTICES_MAX in all; one more is ignored until one goes, then
- * the round that ends relists (the watch does not bring it again). */
+/* Notices of instances no pool asked about: at most NOTICES_NAMESPACE_MAX of one
+ * namespace are kept (another namespace's still are; the home namespace has no such
+ * share), and at most NOTICES_UNCLAIMED_MAX in all; a notice of an instance a pool trusting it asked about is kept beyond both,
+ * at most NOTICES_INSTANCE_MAX of one instance in one namespace. One more is ignored
+ * until one goes, then the round that ends relists (the watch does not bring it
+ * again). */
 static void test_bounded(void **state)
 {
 	(void)state;
-	const struct reply replies[] = {
-		{"GET", ALL "?limit=50", LIST("1", ""), 0, 0},
-		{"WATCH", WATCH(ALL, "1"), NULL, 0, 2000},
-		{"WATCH", WATCH(ALL, "1"), NULL, 0, 2000},
-		{"WATCH", WATCH(ALL, "1"), NULL, 0, 2000},
-		{"GET", ALL "?limit=50", LIST("2", NOTICE("a", "n01000", "3", "ins-a-01000", "2026-11-18T11:08:40Z")), 0, 0},
-		{"WATCH", WATCH(ALL, "2"), NULL, 0, 2000},
-	};
+	const struct reply replies[] = RELISTED(NOTICE("a", "n00100", "3", "ins-a-00100", "2026-11-18T11:08:40Z"));
 	struct rig g;
-	rig_start(&g, replies, 6, NULL, (struct notices_config){0});
+	rig_start(&g, replies, 6, NULL, (struct notices_config){.home_namespace = "home"});
 	assert_int_equal(notices_round(g.notices, 0, &g.kube), 0);
 	for (int i = 0; i <= NOTICES_NAMESPACE_MAX; i++)
 		add_notice(g.notices, "ADDED", "a", i);
 	add_notice(g.notices, "ADDED", "b", 0);
 	assert_int_equal(notices_count(g.notices), NOTICES_NAMESPACE_MAX + 1);
-	assert_int_equal(deadline_in(g.notices, "a", NOTICES_NAMESPACE_MAX), 0);
+	for (int i = 0; i <= NOTICES_NAMESPACE_MAX; i++)
+		add_notice(g.notices, "ADDED", "home", i);
+	assert_int_equal(notices_count(g.notices), 2 * NOTICES_NAMESPACE_MAX + 2);
+	assert_int_equal(deadline_of(g.notices, "x/p", "ins-a-00100"), 0);  /* x/p does not trust a */
+	assert_int_equal(deadline_of(g.notices, "x/p", "ins-a-00042"), 0);
 	assert_int_equal(deadline_in(g.notices, "a", 42), NOW + 120);
 	assert_int_equal(deadline_in(g.notices, "b", 0), NOW + 120);
 	char ns[16];
-	for (int k = 0; notices_count(g.notices) < NOTICES_MAX; k++)
-		for (int i = 0; i < NOTICES_NAMESPACE_MAX && notices_count(g.notices) < NOTICES_MAX; i++) {
+	for (int k = 0; notices_count(g.notices) < NOTICES_UNCLAIMED_MAX; k++)
+		for (int i = 0; i < NOTICES_NAMESPACE_MAX && notices_count(g.notices) < NOTICES_UNCLAIMED_MAX; i++) {
 			snprintf(ns, sizeof(ns), "c%d", k);
 			add_notice(g.notices, "ADDED", ns, i);
 		}
 	add_notice(g.notices, "ADDED", "b", 1);
-	assert_int_equal(notices_count(g.notices), NOTICES_MAX);
-	assert_int_equal(deadline_in(g.notices, "b", 1), 0);
+	assert_int_equal(notices_count(g.notices), NOTICES_UNCLAIMED_MAX);
+	/* d/p's instance: kept though the unclaimed are full, NOTICES_INSTANCE_MAX of ten. */
+	assert_int_equal(deadline_in(g.notices, "d", 0), 0);
+	for (int i = 0; i < 10; i++)
+		add_notice_of(g.notices, "ADDED", "d", i, 0);
+	assert_int_equal(notices_count(g.notices), NOTICES_UNCLAIMED_MAX + NOTICES_INSTANCE_MAX);
+	assert_int_equal(deadline_in(g.notices, "d", 0), NOW + 120);
 	/* Still full: the round ends without a relist. */
 	assert_int_equal(notices_round(g.notices, 0, &g.kube), 0);
 	/* One of a's goes (during the next watch): that round's end asks for a relist, and
 	 * the next round's list keeps a's skipped notice. */
 	add_notice(g.notices, "DELETED", "a", 0);
 	assert_int_equal(notices_round(g.notices, 0, &g.kube), 0);
-	assert_int_equal(deadline_in(g.notices, "a", NOTICES_NAMESPACE_MAX), 0);
+	assert_int_equal(notices_count(g.notices), NOTICES_UNCLAIMED_MAX + NOTICES_INSTANCE_MAX - 1);
 	assert_int_equal(notices_round(g.notices, 0, &g.kube), 0);
 	assert_int_equal(deadline_in(g.notices, "a", NOTICES_NAMESPACE_MAX), NOW + 120);
+	rig_end(&g);
+}
+
+/* One tenant's namespaces cannot crowd out another's: ten namespaces holding 1,000
+ * notices each for made-up instances, then a notice in an eleventh namespace for an
+ * instance a pool there asked about is kept and honoured; so is one for an instance no
+ * pool asked about yet (a pool's first pass after a restart comes after the first
+ * list). One skipped because its namespace's unclaimed share is full (a wave of notices
+ * before the pools' first passes) is kept once a pool there asks about its instance, by
+ * the relist that ends the round; made-up ones never ask for a relist. */
+static void test_no_crowding(void **state)
+{
+	(void)state;
+	const struct reply replies[] = RELISTED(NOTICE("w", "n00100", "3", "ins-w-00100", "2026-11-18T11:08:40Z"));
+	struct rig g;
+	rig_start(&g, replies, 6, NULL, (struct notices_config){0});
+	assert_int_equal(notices_round(g.notices, 0, &g.kube), 0);
+	assert_int_equal(deadline_in(g.notices, "k", 0), 0);  /* pool k/p's pass: ins-k-00000 is its */
+	char ns[16];
+	for (int k = 0; k < 10; k++)
+		for (int i = 0; i < 1000; i++) {
+			snprintf(ns, sizeof(ns), "c%d", k);
+			add_notice(g.notices, "ADDED", ns, i);
+		}
+	add_notice(g.notices, "ADDED", "k", 0);
+	assert_int_equal(deadline_in(g.notices, "k", 0), NOW + 120);
+	add_notice(g.notices, "ADDED", "j", 0);
+	assert_int_equal(deadline_in(g.notices, "j", 0), NOW + 120);
+	for (int i = 0; i <= NOTICES_NAMESPACE_MAX; i++)
+		add_notice(g.notices, "ADDED", "w", i);
+	size_t count = notices_count(g.notices);
+	assert_int_equal(notices_round(g.notices, 0, &g.kube), 0);  /* nothing would be kept: no relist */
+	assert_int_equal(deadline_in(g.notices, "w", NOTICES_NAMESPACE_MAX), 0);  /* w/p asks */
+	assert_int_equal(notices_count(g.notices), count);
+	assert_int_equal(notices_round(g.notices, 0, &g.kube), 0);  /* relisted after it */
+	assert_int_equal(notices_round(g.notices, 0, &g.kube), 0);
+	assert_int_equal(deadline_in(g.notices, "w", NOTICES_NAMESPACE_MAX), NOW + 120);
 	rig_end(&g);
 }
 
@@ -538,6 +596,7 @@ int main(void)
 		cmocka_unit_test(test_deadline_clamped_to_our_clock),
 		cmocka_unit_test(test_failing_list_turns_off),
 		cmocka_unit_test(test_bounded),
+		cmocka_unit_test(test_no_crowding),
 		cmocka_unit_test(test_untrusted_not_kept),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);

@@ -977,36 +977,106 @@ static void test_drain_review_cases(void **state)
 	}
 }
 
-/* The replacement of a doomed instance goes to another offering of the pool (z1/T2) when
- * one is available, to the same one (z1/T1) when it is the only one left. */
+static int sold_out_t2(const struct pass_action *a, bool *sold_out)
+{
+	*sold_out = a->kind == PASS_LAUNCH && strcmp(a->instance_type, "T2") == 0;
+	return *sold_out ? SP_ECAPACITY : 0;
+}
+
+static int sold_out_all(const struct pass_action *a, bool *sold_out)
+{
+	*sold_out = a->kind == PASS_LAUNCH;
+	return *sold_out ? SP_ECAPACITY : 0;
+}
+
+static int transient_t2(const struct pass_action *a, bool *sold_out)
+{
+	*sold_out = false;
+	return a->kind == PASS_LAUNCH && strcmp(a->instance_type, "T2") == 0 ? SP_ETRANSIENT : 0;
+}
+
+/* The replacement of a doomed instance (i2 on z1/T1, doomed by its Node's condition or,
+ * on a host without a Node, by a SpotNotice) goes to another offering of the pool (z1/T2)
+ * when one is available. Avoiding z1/T1 is a preference: when z1/T2 is known sold out or
+ * answers sold out, z1/T1 is launched in the same pass (not a pass later, which for a
+ * host without a Node comes only at the reclaim), and CapacityAvailable names only what
+ * answered sold out. An answer of unknown outcome on z1/T2 tries nothing else this pass
+ * and claims nothing sold out. */
 static void test_replacement_elsewhere(void **state)
 {
 	(void)state;
-	struct pool_instance in[2] = {running("i1", "RUNNING"), running("i2", "RUNNING")};
-	for (int k = 0; k < 2; k++) {
-		snprintf(in[k].zone, sizeof(in[k].zone), "z1");
-		snprintf(in[k].instance_type, sizeof(in[k].instance_type), "T1");
-	}
-	struct node_view nodes[2] = {named("n1"), named("n2")};
-	nodes[1].terminating_at = NOW + 100;
+	static const struct {
+		bool node;                   /* doomed by its Node, else by a SpotNotice */
+		bool t2_marked;              /* z1/T2 known sold out when the pass starts */
+		int (*answer)(const struct pass_action *a, bool *sold_out);
+		const char *launched;        /* the launch that succeeds, NULL: none */
+		const char *capacity;        /* CapacityAvailable's message, "" if True */
+		int error;
+	} cases[] = {
+		{true, false, NULL, "launch fresh count=1 z1/T2", "", 0},
+		{true, true, NULL, "launch fresh count=1 z1/T1", "sold out: T2 in z1", 0},
+		{true, false, sold_out_t2, "launch fresh count=1 z1/T1", "sold out: T2 in z1", 0},
+		{false, false, sold_out_t2, "launch fresh count=1 z1/T1", "sold out: T2 in z1", 0},
+		{true, false, sold_out_all, NULL, "sold out: T1 in z1, T2 in z1", 0},
+		{false, false, transient_t2, NULL, "", SP_ETRANSIENT},
+	};
 	char *types[] = {"T2"};
-	for (int t2_sold_out = 0; t2_sold_out < 2; t2_sold_out++) {
+	for (size_t c = 0; c < sizeof(cases) / sizeof(cases[0]); c++) {
+		struct pool_instance in[2] = {running("i1", "RUNNING"), running("i2", "RUNNING")};
+		for (int k = 0; k < 2; k++) {
+			snprintf(in[k].zone, sizeof(in[k].zone), "z1");
+			snprintf(in[k].instance_type, sizeof(in[k].instance_type), "T1");
+		}
+		struct node_view nodes[2] = {named("n1"), named("n2")};
+		nodes[1].terminating_at = NOW + 100;
+		int64_t notice_at[2] = {0, NOW + 100};
 		struct sim s;
 		sim_init(&s, 2, 2);
 		s.spec.drain_timeout = 0;
 		s.spec.instance_types = (struct strv){.v = types, .n = 1};
 		s.in.plan.instances = in;
 		s.in.plan.n_instances = 2;
-		s.in.nodes = nodes;
-		s.in.n_nodes = 2;
+		if (cases[c].node) {
+			s.in.nodes = nodes;
+			s.in.n_nodes = 2;
+		} else {
+			s.in.notice_at = notice_at;
+			s.in.n_notice_at = 2;
+		}
+		s.answer = cases[c].answer;
 		sim_offers(&s);
 		assert_int_equal(s.offers.n, 2);
-		if (t2_sold_out) {
+		if (cases[c].t2_marked) {
 			s.state[1] = OFFER_SOLD_OUT;
-			s.probe_at[1] = INT64_MAX;
+			s.in.now_ms = 1000;
+			s.probe_at[1] = 1000 + 180000;
 		}
 		sim_run(&s);
-		assert_true(taken(&s, t2_sold_out ? "launch fresh count=1 z1/T1" : "launch fresh count=1 z1/T2"));
+		if (cases[c].launched) {
+			assert_true(taken(&s, cases[c].launched));
+			assert_true(taken(&s, "event Normal Launched"));
+			const char *degraded = status_condition(s.last_status, "Degraded", "status");
+			assert_true(!degraded || strcmp(degraded, "True") != 0);
+			assert_int_equal(s.requeue_ms, PASS_REQUEUE_PROGRESS_MS);
+		} else {
+			assert_false(taken(&s, "event Normal Launched"));
+		}
+		assert_false(taken(&s, "mark-sold-out z1/T1") && cases[c].answer != sold_out_all);
+		assert_int_equal(s.error, cases[c].error);
+		const char *msg = status_condition(s.last_status, "CapacityAvailable", "message");
+		const char *st = status_condition(s.last_status, "CapacityAvailable", "status");
+		if (*cases[c].capacity) {
+			assert_string_equal(st, "False");
+			assert_non_null(strstr(msg, cases[c].capacity));
+		} else {
+			if (st && strcmp(st, "True") != 0)
+				fail_msg("case %zu: CapacityAvailable %s: %s", c, st, msg);
+			assert_true(!msg || !strstr(msg, "T1 in z1"));
+		}
+		/* Every offering sold out: looking again is for when a probe is due, or at
+		 * the reclaim, whichever comes first. */
+		if (cases[c].answer == sold_out_all)
+			assert_true(s.requeue_ms > 0 && s.requeue_ms <= 100000);
 		sim_free(&s);
 	}
 }

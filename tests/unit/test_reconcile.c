@@ -279,6 +279,15 @@ static void world_list(struct world *w, const char *id, const char *state)
 	instance_init(&w->f.listed[w->f.n_listed++], id, state);
 }
 
+/* The pool's listed instance id, RUNNING, under a SpotNotice of deadline at. */
+static void world_noticed(struct world *w, const char *id, int64_t at)
+{
+	world_list(w, id, "RUNNING");
+	w->r.notices = (struct notice_reader){.find = fake_find_notices, .ctx = &w->f};
+	w->f.notice_id = id;
+	w->f.notice_at = at;
+}
+
 /* One pass over the apiserver's copy of the pool. */
 static void world_pass(struct world *w)
 {
@@ -493,10 +502,7 @@ static void test_notice_and_sweep(void **state)
 	(void)state;
 	struct world w;
 	world_init(&w, 1, 1, false);
-	world_list(&w, "ins-a", "RUNNING");
-	w.r.notices = (struct notice_reader){.find = fake_find_notices, .ctx = &w.f};
-	w.f.notice_id = "ins-a";
-	w.f.notice_at = NOW + 100;
+	world_noticed(&w, "ins-a", NOW + 100);
 	const char *swept[] = {"ins-s1", "ins-s2", "ins-s3"};
 	for (size_t i = 0; i < 3; i++)
 		instance_init(&w.f.swept[w.f.n_swept++], swept[i], "RUNNING");
@@ -575,6 +581,39 @@ static void test_sold_out_next_offering(void **state)
 				.instance_type = "T1"};
 	int64_t probe_at = 0;
 	assert_int_equal(soldout_peek(w.r.soldout, &k, w.f.clock.mono_ms, &probe_at), OFFER_SOLD_OUT);
+	world_free(&w);
+}
+
+/* A SpotNotice dooms ins-a in -1 (a host without a Node): its replacement goes to -2,
+ * which answers sold out, so the same pass launches on -1 (avoided only while another
+ * offering is available); the status names only -2 sold out, and the pool is not
+ * Degraded. */
+static void test_replacement_falls_back_to_doomed_offering(void **state)
+{
+	(void)state;
+	struct world w;
+	world_init(&w, 1, 1, true);
+	world_noticed(&w, "ins-a", NOW + 100);
+	w.f.sold_out_zone = "ap-singapore-2";
+	world_pass(&w);
+	ASSERT_CALLS(&w, "list ns/p", "PATCH status ledger", "RunInstances count=1 ap-singapore-2", "POST event CapacityUnavailable",
+		     "PATCH status clear-ledger", "PATCH status ledger", "RunInstances count=1 ap-singapore-1", "POST event Launched",
+		     "PATCH status");
+	assert_int_equal(w.res.error, 0);
+	assert_int_equal(w.res.requeue_ms, PASS_REQUEUE_PROGRESS_MS);
+	const cJSON *conds = cJSON_GetObjectItemCaseSensitive(cJSON_GetObjectItemCaseSensitive(w.f.obj, "status"),
+							      "conditions"), *c;
+	int seen = 0;
+	cJSON_ArrayForEach(c, conds) {
+		const char *type = cJSON_GetStringValue(cJSON_GetObjectItemCaseSensitive(c, "type"));
+		const char *status = cJSON_GetStringValue(cJSON_GetObjectItemCaseSensitive(c, "status"));
+		const char *message = cJSON_GetStringValue(cJSON_GetObjectItemCaseSensitive(c, "message"));
+		if (strcmp(type, "Degraded") == 0 && ++seen)
+			assert_string_equal(status, "False");
+		if (strcmp(type, "CapacityAvailable") == 0 && ++seen)
+			assert_string_equal(message, "sold out: T1 in ap-singapore-2; next probe in 180 s");
+	}
+	assert_int_equal(seen, 2);
 	world_free(&w);
 }
 
@@ -817,6 +856,7 @@ int main(void)
 		cmocka_unit_test(test_ledger_conflict),
 		cmocka_unit_test(test_leadership_lost_mid_pass),
 		cmocka_unit_test(test_sold_out_next_offering),
+		cmocka_unit_test(test_replacement_falls_back_to_doomed_offering),
 		cmocka_unit_test(test_transient_failure),
 		cmocka_unit_test(test_leadership_gained_mid_pass),
 		cmocka_unit_test(test_grace_judged_at_observation),
