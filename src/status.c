@@ -377,7 +377,7 @@ bool status_ledger(const cJSON *status, struct plan_launch *ret)
 	return true;
 }
 
-void status_recorded(const cJSON *status, struct strv *ret_ids, struct strv *ret_live)
+void status_recorded(const cJSON *status, struct strv *ret_ids, struct strv *ret_live, struct strv *ret_zones)
 {
 	const cJSON *it;
 	size_t n = 0;
@@ -389,6 +389,10 @@ void status_recorded(const cJSON *status, struct strv *ret_ids, struct strv *ret
 		if (n++ >= STATUS_MAX_RECORDED)
 			break;
 		strv_push(ret_ids, id->valuestring);
+		if (ret_zones) {
+			const cJSON *zone = cJSON_GetObjectItemCaseSensitive(it, "zone");
+			strv_push(ret_zones, cJSON_IsString(zone) ? zone->valuestring : "");
+		}
 		/* Entries of the earlier operator have no state: they were live. */
 		if (!cJSON_IsString(state) || plan_classify_state(state->valuestring) == PLAN_LIVE)
 			strv_push(ret_live, id->valuestring);
