@@ -46,6 +46,9 @@ struct status_input {
 	/* DrainBlocked: NULL keeps the old condition, "" is False, otherwise True with this
 	 * message (a scale-down's drain timed out and was given up). */
 	const char *drain_blocked;
+	/* accountFingerprint: the account the recorded instances belong to (pass.h,
+	 * pass_account_check), NULL: the old value stands. */
+	const char *account;
 };
 
 cJSON *status_build(const struct status_input *in);

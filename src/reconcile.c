@@ -48,6 +48,7 @@ struct pass {
 	 * judges the observation (the launch grace, the sold-out memory) at that time. */
 	int64_t now, now_ms;
 	struct creds creds;
+	char account[PASS_ACCOUNT_FP_LEN + 1];  /* the credentials' fingerprint, "": none */
 	bool insecure;
 	int observe_code;            /* < 0: credentials or the cloud could not be read */
 	char observe_message[SP_ERROR_MAX];
@@ -452,6 +453,7 @@ static void observe_notices(struct pass *p)
 static void observe(struct pass *p)
 {
 	if (resolve_credentials(p) == 0 && observe_cloud(p) == 0) {
+		pass_account_fingerprint(p->creds.secret_id, p->account);
 		observe_nodes(p);
 		observe_notices(p);
 	}
@@ -827,6 +829,7 @@ static void fill_input(const struct pass *p, struct pass_input *in)
 		.nodes = p->nodes, .n_nodes = p->n_nodes, .recorded_nodes = p->nodes ? p->nodes + p->n_nodes : NULL,
 		.pods = p->pods, .nodes_pending = p->nodes_pending, .notice_at = p->notice_at,
 		.n_notice_at = p->n_notice_at, .notices_pending = p->notices_pending,
+		.account = *p->account ? p->account : NULL,
 	};
 }
 

@@ -275,6 +275,8 @@ cJSON *status_build(const struct status_input *in)
 	cJSON_AddNumberToObject(st, "observedGeneration", (double)in->generation);
 	cJSON_AddNumberToObject(st, "launchSeq", (double)in->launch_seq);
 	cJSON_AddItemToObject(st, "launch", ledger_json(in->ledger));
+	if (in->account)
+		cJSON_AddStringToObject(st, "accountFingerprint", in->account);
 
 	cJSON *conds = cJSON_AddArrayToObject(st, "conditions");
 	char msg[2 * SP_ERROR_MAX];  /* whole: add_condition redacts, then cuts */

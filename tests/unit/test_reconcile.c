@@ -482,6 +482,53 @@ static void test_region_edited(void **state)
 	world_free(&w);
 }
 
+static const char *status_str(const struct world *w, const char *key)
+{
+	return cJSON_GetStringValue(cJSON_GetObjectItemCaseSensitive(cJSON_GetObjectItemCaseSensitive(w->f.obj, "status"), key));
+}
+
+/* D3, account: the status records the fingerprint of the account its instances are in;
+ * credentials that see none of them change nothing (AccountChanged), a rotated key that
+ * sees them is adopted. */
+static void test_account_followed(void **state)
+{
+	(void)state;
+	struct world w;
+	world_init(&w, 1, 1, false);
+	w.r.nodes = (struct node_reader){.find = fake_find_nodes, .ctx = &w.f};
+	world_list(&w, "ins-a", "RUNNING");
+	snprintf(w.f.listed[0].private_ip, sizeof(w.f.listed[0].private_ip), "10.0.0.1");
+	w.f.nodes[0] = (struct node_view){.name = "n-a", .provider_id = "ins-a", .internal_ip = "10.0.0.1", .ready = true};
+	w.f.n_nodes = 1;
+	w.f.cloud[0] = w.f.listed[0];
+	world_pass(&w);
+	char fp[PASS_ACCOUNT_FP_LEN + 1];
+	pass_account_fingerprint("AKIDtest", fp);
+	assert_string_equal(status_str(&w, "accountFingerprint"), fp);
+	/* Another account: its listing and lookups show none of the pool's instances. */
+	creds_set(&w.creds, "AKIDother", "key2", NULL, "test");
+	w.f.n_listed = 0;
+	world_pass(&w);
+	assert_int_equal(calls_starting(&w, "DescribeInstances ap-singapore ids=1"), 1);
+	assert_int_equal(calls_starting(&w, "DELETE"), 0);
+	assert_int_equal(calls_starting(&w, "RunInstances"), 0);
+	assert_int_equal(calls_starting(&w, "POST event AccountChanged"), 1);
+	assert_string_equal(status_condition(cJSON_GetObjectItemCaseSensitive(w.f.obj, "status"), "Degraded", "reason"),
+			    "AccountChanged");
+	assert_string_equal(status_str(&w, "accountFingerprint"), fp);
+	/* A rotated key of the same account: the lookup by ID shows ins-a. */
+	creds_set(&w.creds, "AKIDrotated", "key3", NULL, "test");
+	w.f.n_cloud = 1;
+	world_pass(&w);
+	assert_int_equal(calls_starting(&w, "DELETE"), 0);
+	assert_int_equal(calls_starting(&w, "RunInstances"), 0);
+	pass_account_fingerprint("AKIDrotated", fp);
+	assert_string_equal(status_str(&w, "accountFingerprint"), fp);
+	assert_string_equal(status_condition(cJSON_GetObjectItemCaseSensitive(w.f.obj, "status"), "Degraded", "status"),
+			    "False");
+	world_free(&w);
+}
+
 static void test_scale_down_on_stale_spec(void **state)
 {
 	(void)state;
@@ -859,6 +906,7 @@ int main(void)
 		cmocka_unit_test(test_scale_down_on_stale_spec),
 		cmocka_unit_test(test_nodes),
 		cmocka_unit_test(test_region_edited),
+		cmocka_unit_test(test_account_followed),
 		cmocka_unit_test(test_deletion_delete),
 		cmocka_unit_test(test_deletion_retain),
 		cmocka_unit_test(test_notice_and_sweep),
