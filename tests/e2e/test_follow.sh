@@ -26,18 +26,7 @@ check "the pool reaches 2 instances" wait_for 60 at_size follow 2
 mapfile -t ids < <(sp_field follow '.status.instances[].instanceId')
 mapfile -t ips < <(sp_field follow '.status.instances[].privateIp')
 
-node() { # NAME INSTANCE IP: a Node as a kubelet registers it, then Ready
-	local now
-	kubectl create -f - >/dev/null <<JSON || return 1
-{"apiVersion":"v1","kind":"Node","metadata":{"name":"$1"},"spec":{"providerID":"qcloud:///900002/$2"}}
-JSON
-	now=$(date -u +%Y-%m-%dT%H:%M:%SZ)
-	kubectl patch node "$1" --subresource=status --type=merge -p "{\"status\":{
-		\"addresses\":[{\"type\":\"InternalIP\",\"address\":\"$3\"}],
-		\"conditions\":[{\"type\":\"Ready\",\"status\":\"True\",\"reason\":\"KubeletReady\",\"message\":\"test\",
-		\"lastHeartbeatTime\":\"$now\",\"lastTransitionTime\":\"$now\"}]}}" >/dev/null
-}
-node n0 "${ids[0]}" "${ips[0]}" && node n1 "${ids[1]}" "${ips[1]}"
+kubelet_node n0 "${ids[0]}" "${ips[0]}" && kubelet_node n1 "${ids[1]}" "${ips[1]}"
 check "Nodes n0, n1 for ${ids[*]}" kubectl get node n0 n1
 check "status: both Nodes Ready" wait_for 20 bash -c "[[ \$(kubectl get sp follow -o jsonpath='{.status.readyNodes}') == 2 ]]"
 
