@@ -1152,7 +1152,8 @@ static void planned(struct walk *w)
 
 /* The credentials in use see none of the recorded instances: their absence proves
  * nothing, so nothing is planned from it (no Node deleted, no refill, no release), as
- * when the cloud cannot be read. */
+ * when the cloud cannot be read. No error: what settles it is the user's (restored
+ * credentials take at most a resync period, not a backoff grown to minutes). */
 static void account_changed(struct walk *w, const char *recorded)
 {
 	char what[SP_ERROR_MAX];
@@ -1162,7 +1163,6 @@ static void account_changed(struct walk *w, const char *recorded)
 		 "them knowingly, status.accountFingerprint is removed (docs/troubleshooting.md#accountchanged)",
 		 w->in->account, recorded);
 	fail_as(w, STEP_ACCOUNT, "AccountChanged", what, NULL);
-	w->error = SP_EAUTH;
 	write_status(w);
 	requeue(w);
 }

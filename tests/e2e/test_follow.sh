@@ -59,7 +59,7 @@ PY
 check "an older CRD without the transition rules applies" kubectl apply -f "$E2E_TMP/old-crd.yaml"
 check "with it, spec.region and availabilityZone move to ap-guangzhou" \
 	wait_for 20 kubectl patch sp follow --type=merge -p "$to_guangzhou"
-sleep 5  # a few passes (resync 2 s)
+sleep 4  # a few passes (resync 2 s)
 check "region edited: both Nodes stay, 2 instances still live in ap-singapore, nothing launched" held
 check "region edited: the pool still counts its 2 instances" test "$(sp_field follow .status.size)" = 2
 check "region edited: nothing in ap-guangzhou" test "$(emu_get 'instances?region=ap-guangzhou' | jq length)" = 0
@@ -76,7 +76,7 @@ check "the condition says what to do" bash -c \
 		grep -q 'restored.*status.accountFingerprint is removed'"
 check "another account: a Warning event AccountChanged" bash -c \
 	"kubectl get events --field-selector reason=AccountChanged,type=Warning -o name | grep -q ."
-sleep 3
+sleep 2
 check "another account: both Nodes stay, the 2 instances live, nothing launched" held
 check "status.accountFingerprint is no SecretId" bash -c \
 	"fp=\$(kubectl get sp follow -o jsonpath='{.status.accountFingerprint}'); [[ \${#fp} == 16 && \$fp != AKID* ]] &&
@@ -84,7 +84,7 @@ check "status.accountFingerprint is no SecretId" bash -c \
 
 # --- Deleted meanwhile: held, then cleaned up where the instances live -----------------
 kubectl delete sp follow --wait=false >/dev/null
-sleep 4
+sleep 3
 check "deleted under another account: the pool stays (finalizer), AccountChanged" \
 	bash -c "kubectl get sp follow -o jsonpath='{.metadata.deletionTimestamp}' | grep -q . &&
 		[[ \$(kubectl get sp follow -o json | jq -r '.status.conditions[] | select(.type == \"Degraded\") | .reason') == AccountChanged ]]"
