@@ -65,6 +65,16 @@ enum pass_why {
 	PASS_WHY_NOTICE,      /* terminate: doomed (a reclaim notice), drained or at its deadline */
 };
 
+/* A non-secret fingerprint of the account a SecretId belongs to (the first 16 hex digits
+ * of its SHA-256, never the SecretId itself), recorded as status.accountFingerprint. */
+#define PASS_ACCOUNT_FP_LEN 16
+/* What the credentials in use say of the account the recorded instances were launched in
+ * (D3): the same (or nothing recorded to check), a new fingerprint to record (none was
+ * recorded, nothing is recorded, or a recorded instance shows to the new credentials: a
+ * rotated key of the same account), or another account (none of the recorded instances
+ * shows: a NotFound there is no proof they are gone). */
+enum pass_account { PASS_ACCOUNT_SAME, PASS_ACCOUNT_ADOPT, PASS_ACCOUNT_CHANGED };
+
 /* Which credentials a pool uses: its Secret, else inline keys, else the controller's. */
 enum pass_creds { PASS_CREDS_NONE, PASS_CREDS_SECRET, PASS_CREDS_INLINE, PASS_CREDS_DEFAULT };
 
@@ -186,11 +196,20 @@ struct pass_input {
 	 * cleanup and deadlines go on: a notice can only doom more or bring a deadline
 	 * earlier. */
 	bool notices_pending;
+	/* The fingerprint of the credentials in use (pass_account_fingerprint), NULL: none
+	 * resolved; checked against old_status.accountFingerprint (pass_account_check). */
+	const char *account;
 };
 
 /* The credentials source that wins: spec.credentialsSecretRef, else inline keys, else
  * the controller's default; NONE when there is none. */
 enum pass_creds pass_credentials_source(const struct pool_spec *spec, bool have_default);
+
+void pass_account_fingerprint(const char *secret_id, char out[PASS_ACCOUNT_FP_LEN + 1]);
+/* recorded: status.accountFingerprint (NULL: none); current: the credentials' (NULL:
+ * none, SAME); the recorded instances are seen and the ledger's IDs, proven still in the
+ * account when plan.instances (owned, observed with the current credentials) has one. */
+enum pass_account pass_account_check(const char *recorded, const char *current, const struct plan_input *plan);
 
 /* The actions left to take, given what the pass knows (in) and what earlier actions of
  * this pass answered (done). Empty when the pass is over. */

@@ -126,6 +126,22 @@ bool plan_owns(const struct pool_instance *i, const char *owner, const char *clu
  * The IDs of foreign ones are added to ret_foreign. */
 void plan_merge_owned(struct pool_instance **list, size_t *n, const struct pool_instance *found,
 		      size_t n_found, const char *owner, const char *cluster, struct strv *ret_foreign);
+/* Where instances live (D3): an instance is looked up and terminated in the region of its
+ * zone, whatever the pool's region says now (an edit the CRD did not refuse), since a
+ * lookup elsewhere cannot see it and its NotFound there proves nothing. */
+struct plan_where {
+	const struct pool_instance *known;       /* observed this pass: their zones */
+	size_t n_known;
+	const struct strv *seen, *seen_zones;    /* recorded (status), with their zones ("": none) */
+	const struct plan_launch *ledger;        /* its IDs: its offering's zone */
+	const char *region;                      /* the pool's: for IDs of none of those */
+};
+/* ids grouped by the region each lives in (known, else recorded, else ledger zone, else the
+ * pool's region): ret_regions gets the distinct regions in order of first appearance,
+ * *ret_groups (allocated) the IDs of each. One group in the normal case, so one call. */
+void plan_by_region(const struct plan_where *w, const struct strv *ids, struct strv *ret_regions,
+		    struct strv **ret_groups);
+void plan_by_region_free(struct strv *regions, struct strv *groups);
 void plan_compute(const struct plan_input *in, struct plan *ret);
 /* The instances a pool's status records: the known ones not going away, and those
  * terminated by this pass (shown TERMINATING, so their disappearance is not taken for a

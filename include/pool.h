@@ -162,6 +162,10 @@ bool pool_has_finalizer(const cJSON *obj);
 int64_t pool_parse_duration(const char *s);
 /* value limited to [minimum, maximum]. */
 int pool_clamp(int value, int minimum, int maximum);
+/* The region of a zone ("ap-singapore-2" -> "ap-singapore": all before the last '-'),
+ * into out; false when zone is not of that form or out is too small. Instances live in
+ * their zone's region (docs/how-it-works.md, "Where instances live"). */
+bool pool_zone_region(const char *zone, char *out, size_t size);
 /* A DNS-1123 label (a namespace name): 1 to 63 of a-z 0-9 -, starting and ending with a
  * letter or digit. */
 bool pool_dns_label_valid(const char *s);

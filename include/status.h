@@ -46,6 +46,9 @@ struct status_input {
 	/* DrainBlocked: NULL keeps the old condition, "" is False, otherwise True with this
 	 * message (a scale-down's drain timed out and was given up). */
 	const char *drain_blocked;
+	/* accountFingerprint: the account the recorded instances belong to (pass.h,
+	 * pass_account_check), NULL: the old value stands. */
+	const char *account;
 };
 
 cJSON *status_build(const struct status_input *in);
@@ -63,8 +66,10 @@ bool status_ledger(const cJSON *status, struct plan_launch *ret);
 int64_t status_launch_seq(const cJSON *status);
 /* Anyone allowed to write the status could grow this list: it is read up to a bound. */
 #define STATUS_MAX_RECORDED 10000
-/* The instance IDs a status records (.status.instances), and of those the live ones. */
-void status_recorded(const cJSON *status, struct strv *ret_ids, struct strv *ret_live);
+/* The instance IDs a status records (.status.instances), and of those the live ones;
+ * ret_zones (may be NULL): the zone recorded with each ID (parallel to ret_ids, "" when
+ * none). */
+void status_recorded(const cJSON *status, struct strv *ret_ids, struct strv *ret_live, struct strv *ret_zones);
 /* A condition's field ("status", "reason", "message") or NULL. */
 const char *status_condition(const cJSON *status, const char *type, const char *field);
 

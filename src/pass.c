@@ -13,7 +13,7 @@ enum {
 	STEP_VALIDATE = 1, STEP_FINALIZER, STEP_OBSERVE, STEP_SWEEP, STEP_RECLAIMS, STEP_CHECK,
 	STEP_DRY_EVENT, STEP_RESUME, STEP_ABANDON, STEP_LEDGER_DONE, STEP_SCALE_DOWN_INTENT, STEP_SCALE_DOWN,
 	STEP_CLEANUP, STEP_RETAIN, STEP_RELEASE, STEP_NO_OFFERING, STEP_STATUS, STEP_REREAD, STEP_DELETE_NODES,
-	STEP_LIST_PODS, STEP_NOTICE, STEP_DRAIN_INTENT, STEP_DRAIN_FAILED, STEP_END,
+	STEP_LIST_PODS, STEP_NOTICE, STEP_DRAIN_INTENT, STEP_DRAIN_FAILED, STEP_ACCOUNT, STEP_END,
 	STEP_ATTEMPT = 100, ATTEMPT_STRIDE = 10,
 	STEP_FAIL_EVENT = 10000,  /* + the failing step: its event */
 	/* Drains: STEP_DRAIN + group * DRAIN_GROUP + k * DRAIN_STRIDE + a drain_part, k the
@@ -49,6 +49,29 @@ enum pass_creds pass_credentials_source(const struct pool_spec *spec, bool have_
 	if (spec->secret_id)
 		return PASS_CREDS_INLINE;
 	return have_default ? PASS_CREDS_DEFAULT : PASS_CREDS_NONE;
+}
+
+void pass_account_fingerprint(const char *secret_id, char out[PASS_ACCOUNT_FP_LEN + 1])
+{
+	unsigned char md[SHA256_DIGEST_LENGTH];
+	SHA256((const unsigned char *)secret_id, strlen(secret_id), md);
+	char hex[2 * SHA256_DIGEST_LENGTH + 1];
+	sp_hex(md, sizeof(md), hex);
+	snprintf(out, PASS_ACCOUNT_FP_LEN + 1, "%s", hex);
+}
+
+enum pass_account pass_account_check(const char *recorded, const char *current, const struct plan_input *plan)
+{
+	if (!current || (recorded && strcmp(recorded, current) == 0))
+		return PASS_ACCOUNT_SAME;
+	if (!recorded || !*recorded)
+		return PASS_ACCOUNT_ADOPT;
+	size_t n_seen = plan->seen ? plan->seen->n : 0, n_ledger = plan->ledger ? plan->ledger->instance_ids.n : 0;
+	for (size_t i = 0; i < plan->n_instances; i++)
+		if ((plan->seen && strv_contains(plan->seen, plan->instances[i].id)) ||
+		    (plan->ledger && strv_contains(&plan->ledger->instance_ids, plan->instances[i].id)))
+			return PASS_ACCOUNT_ADOPT;
+	return n_seen + n_ledger ? PASS_ACCOUNT_CHANGED : PASS_ACCOUNT_ADOPT;
 }
 
 void pass_client_token(const char *uid, const char *ns, const char *name, int64_t seq, char out[65])
@@ -114,9 +137,9 @@ static const char *reason_for(int code)
  * Degraded condition, and as one Warning event per episode: the condition's reason (not
  * the message, which carries a fresh RequestId on every call) tells a new episode from a
  * repeat of the one the pass found, and a pass posts each reason once. */
-static void fail(struct walk *w, int step, int code, const char *what, const char *detail)
+static void fail_as(struct walk *w, int step, const char *reason, const char *what, const char *detail)
 {
-	w->degraded_reason = reason_for(code);
+	w->degraded_reason = reason;
 	snprintf(w->degraded_message, sizeof(w->degraded_message), "%s%s%s", what,
 		 detail && *detail ? ": " : "", detail ? detail : "");
 	const char *start = w->in->start_degraded_reason;
@@ -124,6 +147,11 @@ static void fail(struct walk *w, int step, int code, const char *what, const cha
 		emit_event(w, STEP_FAIL_EVENT + step, "Warning", w->degraded_reason, "%s", w->degraded_message);
 		w->posted = w->degraded_reason;
 	}
+}
+
+static void fail(struct walk *w, int step, int code, const char *what, const char *detail)
+{
+	fail_as(w, step, reason_for(code), what, detail);
 }
 
 static void fail_answer(struct walk *w, const struct pass_answer *a, const char *fmt, ...)
@@ -206,7 +234,7 @@ static cJSON *build_status(const struct walk *w, bool final)
 		.capacity_message = w->plan && !in->deleting ? w->capacity : NULL,
 		.insecure_credentials = in->insecure_credentials, .now = in->plan.now,
 		.nodes = nodes, .reclaim_at = in->nodes_pending || in->notices_pending ? NULL : reclaim_at,
-		.drain_blocked = w->drain_blocked,
+		.drain_blocked = w->drain_blocked, .account = w->plan ? in->account : NULL,
 	};
 	cJSON *st = status_build(&s);
 	free(reclaim_at);
@@ -1133,6 +1161,23 @@ static void planned(struct walk *w)
 	write_status(w);
 }
 
+/* The credentials in use see none of the recorded instances: their absence proves
+ * nothing, so nothing is planned from it (no Node deleted, no refill, no release), as
+ * when the cloud cannot be read. No error: what settles it is the user's (restored
+ * credentials take at most a resync period, not a backoff grown to minutes). */
+static void account_changed(struct walk *w, const char *recorded)
+{
+	char what[SP_ERROR_MAX];
+	snprintf(what, sizeof(what), "none of the pool's recorded instances shows to the credentials now in use "
+		 "(account %s; the instances were launched in account %s): nothing is launched, terminated or "
+		 "deleted until the credentials the instances were launched with are restored, or, to abandon "
+		 "them knowingly, status.accountFingerprint is removed (docs/troubleshooting.md#accountchanged)",
+		 w->in->account, recorded);
+	fail_as(w, STEP_ACCOUNT, "AccountChanged", what, NULL);
+	write_status(w);
+	requeue(w);
+}
+
 static void plan_pass(struct walk *w);
 
 void pass_plan(const struct pass_input *in, const struct pass_done *d, struct pass_actions *ret)
@@ -1195,6 +1240,12 @@ static void plan_pass(struct walk *w)
 		w->error = in->observe_code;
 		write_status(w);
 		requeue(w);
+		return;
+	}
+	const char *account = cJSON_GetStringValue(cJSON_GetObjectItemCaseSensitive(in->old_status,
+										  "accountFingerprint"));
+	if (pass_account_check(account, in->account, &in->plan) == PASS_ACCOUNT_CHANGED) {
+		account_changed(w, account);
 		return;
 	}
 	/* What the pass knows of the deletion and the mode, the planner's way. */

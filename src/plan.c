@@ -116,6 +116,46 @@ void plan_merge_owned(struct pool_instance **list, size_t *n, const struct pool_
 	free(x.v);
 }
 
+/* The region id lives in, into out (POOL_ZONE_MAX + 1). */
+static void region_of(const struct plan_where *w, const char *id, char *out)
+{
+	for (size_t i = 0; i < w->n_known; i++)
+		if (strcmp(w->known[i].id, id) == 0 && pool_zone_region(w->known[i].zone, out, POOL_ZONE_MAX + 1))
+			return;
+	for (size_t i = 0; w->seen && w->seen_zones && i < w->seen->n && i < w->seen_zones->n; i++)
+		if (strcmp(w->seen->v[i], id) == 0 && pool_zone_region(w->seen_zones->v[i], out, POOL_ZONE_MAX + 1))
+			return;
+	if (w->ledger && strv_contains(&w->ledger->instance_ids, id) &&
+	    pool_zone_region(w->ledger->zone, out, POOL_ZONE_MAX + 1))
+		return;
+	snprintf(out, POOL_ZONE_MAX + 1, "%s", w->region);
+}
+
+void plan_by_region(const struct plan_where *w, const struct strv *ids, struct strv *ret_regions,
+		    struct strv **ret_groups)
+{
+	struct strv *groups = xcalloc(ids->n ? ids->n : 1, sizeof(*groups));
+	for (size_t i = 0; i < ids->n; i++) {
+		char region[POOL_ZONE_MAX + 1];
+		region_of(w, ids->v[i], region);
+		size_t k = 0;
+		while (k < ret_regions->n && strcmp(ret_regions->v[k], region) != 0)
+			k++;
+		if (k == ret_regions->n)
+			strv_push(ret_regions, region);
+		strv_push(&groups[k], ids->v[i]);
+	}
+	*ret_groups = groups;
+}
+
+void plan_by_region_free(struct strv *regions, struct strv *groups)
+{
+	for (size_t k = 0; k < regions->n; k++)
+		strv_clear(&groups[k]);
+	free(groups);
+	strv_clear(regions);
+}
+
 struct victim {
 	const struct pool_instance *i;
 	const struct drain_victim *node; /* NULL: nothing known of its node */

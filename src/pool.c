@@ -191,6 +191,22 @@ static bool is_zone_of(const char *zone, const char *region)
 	return strncmp(zone, region, rl) == 0 && zone[rl] == '-' && zone[rl + 1] && matches_charset(zone, "-");
 }
 
+bool pool_zone_region(const char *zone, char *out, size_t size)
+{
+	const char *dash = zone ? strrchr(zone, '-') : NULL;
+	if (!dash || !dash[1] || (size_t)(dash - zone) >= size)
+		return false;
+	char region[POOL_ZONE_MAX + 1];
+	if ((size_t)(dash - zone) >= sizeof(region))
+		return false;
+	memcpy(region, zone, (size_t)(dash - zone));
+	region[dash - zone] = '\0';
+	if (!is_region(region) || !is_zone_of(zone, region))
+		return false;
+	snprintf(out, size, "%s", region);
+	return true;
+}
+
 static int parse_region(const cJSON *spec, struct pool_spec *p, struct sp_error *err)
 {
 	int r;

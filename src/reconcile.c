@@ -48,12 +48,14 @@ struct pass {
 	 * judges the observation (the launch grace, the sold-out memory) at that time. */
 	int64_t now, now_ms;
 	struct creds creds;
+	char account[PASS_ACCOUNT_FP_LEN + 1];  /* the credentials' fingerprint, "": none */
 	bool insecure;
 	int observe_code;            /* < 0: credentials or the cloud could not be read */
 	char observe_message[SP_ERROR_MAX];
 	struct pool_instance *instances;  /* owned instances known this pass */
 	size_t n_instances;
 	struct strv seen, seen_live; /* recorded by earlier passes (.status.instances) */
+	struct strv seen_zones;      /* the zone recorded with each of seen ("": none) */
 	struct strv foreign;         /* recorded IDs that turned out not to be ours */
 	struct strv terminated;      /* terminated by this pass */
 	/* The Nodes of instances[0..n_nodes) and then of seen (by ID only), NULL: unknown. */
@@ -314,6 +316,41 @@ static bool unsettled(const struct pass *p)
 	return p->deleting || p->has_ledger || !ready || strcmp(ready, "True") != 0;
 }
 
+/* Where the pass's instances live (plan_by_region). */
+static struct plan_where where(const struct pass *p)
+{
+	return (struct plan_where){.known = p->instances, .n_known = p->n_instances, .seen = &p->seen,
+				   .seen_zones = &p->seen_zones, .ledger = p->has_found ? &p->found : NULL,
+				   .region = p->spec->region};
+}
+
+/* Lookups by ID of the recorded instances the listing lacks, each in the region it
+ * lives in (one call per region: one in the normal case), merged when owned. */
+static int confirm_ids(struct pass *p, const struct strv *confirm, struct sp_error *err)
+{
+	struct cvm_credentials view = creds_view(&p->creds);
+	struct strv regions = {0}, *groups = NULL;
+	struct plan_where w = where(p);
+	plan_by_region(&w, confirm, &regions, &groups);
+	int r = 0;
+	for (size_t k = 0; k < regions.n && r == 0; k++) {
+		struct pool_instance *found = NULL;
+		size_t n_found = 0;
+		r = p->r->cvm.describe_ids(p->r->cvm.ctx, &view, regions.v[k], &groups[k], p->r->active_until_ms,
+					   &found, &n_found, err);
+		if (r == 0)
+			plan_merge_owned(&p->instances, &p->n_instances, found, n_found, p->owner,
+					 p->r->opt->cluster_name, &p->foreign);
+		if (r == 0 && strcmp(regions.v[k], p->spec->region) != 0)
+			pool_log(p, LOG_LVL_WARN, "region", NULL, "%zu recorded instance(s) live in region %s, not "
+				 "the pool's %s: looked up there (%zu found)", groups[k].n, regions.v[k],
+				 p->spec->region, n_found);
+		free(found);
+	}
+	plan_by_region_free(&regions, groups);
+	return r;
+}
+
 /* The owned instances: the shared inventory's listing, plus what lookups by ID show of
  * the recorded instances it lacks (the tag index lags). On failure nothing is known. */
 static int observe_cloud(struct pass *p)
@@ -333,16 +370,8 @@ static int observe_cloud(struct pass *p)
 	if (r == 0)
 		plan_ids_to_confirm(p->instances, p->n_instances, &p->seen, p->has_found ? &p->found : NULL,
 				    &confirm);
-	if (r == 0 && confirm.n) {
-		struct pool_instance *found = NULL;
-		size_t n_found = 0;
-		r = p->r->cvm.describe_ids(p->r->cvm.ctx, &view, p->spec->region, &confirm, p->r->active_until_ms,
-					   &found, &n_found, &err);
-		if (r == 0)
-			plan_merge_owned(&p->instances, &p->n_instances, found, n_found, p->owner,
-					 p->r->opt->cluster_name, &p->foreign);
-		free(found);
-	}
+	if (r == 0 && confirm.n)
+		r = confirm_ids(p, &confirm, &err);
 	strv_clear(&confirm);
 	for (size_t i = 0; i < p->foreign.n; i++)
 		pool_log(p, LOG_LVL_WARN, "ownership", NULL, "recorded instance %s is not this pool's "
@@ -424,6 +453,7 @@ static void observe_notices(struct pass *p)
 static void observe(struct pass *p)
 {
 	if (resolve_credentials(p) == 0 && observe_cloud(p) == 0) {
+		pass_account_fingerprint(p->creds.secret_id, p->account);
 		observe_nodes(p);
 		observe_notices(p);
 	}
@@ -445,9 +475,12 @@ static int do_sweep(struct pass *p, const struct pass_action *a, struct sp_error
 	/* Ledgers record their offering's zone; older ones launched in the spec's (a spec
 	 * that no longer validates has none: the whole region is listed). */
 	const char *zone = *p->found.zone ? p->found.zone : p->spec->zone;
+	char region[POOL_ZONE_MAX + 1];
+	if (!pool_zone_region(zone, region, sizeof(region)))  /* in its zone's region (D3) */
+		snprintf(region, sizeof(region), "%s", p->spec->region);
 	struct pool_instance *found = NULL;
 	size_t n_found = 0;
-	int r = p->r->cvm.find_launched(p->r->cvm.ctx, &view, p->spec->region, zone, p->found.client_token,
+	int r = p->r->cvm.find_launched(p->r->cvm.ctx, &view, region, zone, p->found.client_token,
 					p->r->active_until_ms, &found, &n_found, err);
 	if (r < 0)
 		return r;
@@ -592,9 +625,19 @@ static int do_terminate(struct pass *p, const struct pass_action *a, struct sp_e
 		[PASS_WHY_NOTICE] = "reclaim notice",
 		[PASS_WHY_DELETION] = "pool deleted",
 	};
+	/* Each where it lives: a NotFound in another region would pass for "already gone". */
 	struct cvm_credentials view = creds_view(&p->creds);
-	int r = p->r->cvm.terminate_instances(p->r->cvm.ctx, &view, p->spec->region, &a->ids, p->r->active_until_ms,
-					      err);
+	struct strv regions = {0}, *groups = NULL;
+	struct plan_where w = where(p);
+	plan_by_region(&w, &a->ids, &regions, &groups);
+	int r = 0;
+	for (size_t k = 0; k < regions.n && r == 0; k++) {
+		r = p->r->cvm.terminate_instances(p->r->cvm.ctx, &view, regions.v[k], &groups[k],
+						  p->r->active_until_ms, err);
+		if (r == 0)
+			p->r->inv.note_mutation(p->r->inv.ctx, view.secret_id, regions.v[k], p->owner);
+	}
+	plan_by_region_free(&regions, groups);
 	if (r < 0)
 		return r;
 	char joined[1024] = "";
@@ -603,7 +646,6 @@ static int do_terminate(struct pass *p, const struct pass_action *a, struct sp_e
 		snprintf(joined + strlen(joined), sizeof(joined) - strlen(joined), "%s%s", i ? ", " : "",
 			 a->ids.v[i]);
 	}
-	p->r->inv.note_mutation(p->r->inv.ctx, view.secret_id, p->spec->region, p->owner);
 	metrics_instances_terminated(p->ns, p->name, metric[a->why], (int)a->ids.n);
 	emit_event(p, "Normal", "Terminated", "terminated %zu instance(s) (%s): %s", a->ids.n, what[a->why], joined);
 	return 0;
@@ -787,6 +829,7 @@ static void fill_input(const struct pass *p, struct pass_input *in)
 		.nodes = p->nodes, .n_nodes = p->n_nodes, .recorded_nodes = p->nodes ? p->nodes + p->n_nodes : NULL,
 		.pods = p->pods, .nodes_pending = p->nodes_pending, .notice_at = p->notice_at,
 		.n_notice_at = p->n_notice_at, .notices_pending = p->notices_pending,
+		.account = *p->account ? p->account : NULL,
 	};
 }
 
@@ -870,6 +913,7 @@ static void free_pass(struct pass *p)
 	free(p->notice_at);
 	strv_clear(&p->seen);
 	strv_clear(&p->seen_live);
+	strv_clear(&p->seen_zones);
 	strv_clear(&p->foreign);
 	strv_clear(&p->terminated);
 	pool_spec_free(p->spec);
@@ -904,7 +948,7 @@ static void read_object(struct pass *p)
 		for (size_t i = 0; i < p->found.instance_ids.n; i++)
 			strv_push(&p->ledger.instance_ids, p->found.instance_ids.v[i]);
 	}
-	status_recorded(p->old_status, &p->seen, &p->seen_live);
+	status_recorded(p->old_status, &p->seen, &p->seen_live, &p->seen_zones);
 	const cJSON *md = cJSON_GetObjectItemCaseSensitive(p->obj, "metadata");
 	p->deleting = cJSON_GetObjectItemCaseSensitive(md, "deletionTimestamp") != NULL;
 	struct sp_error err = {0};

@@ -275,6 +275,8 @@ cJSON *status_build(const struct status_input *in)
 	cJSON_AddNumberToObject(st, "observedGeneration", (double)in->generation);
 	cJSON_AddNumberToObject(st, "launchSeq", (double)in->launch_seq);
 	cJSON_AddItemToObject(st, "launch", ledger_json(in->ledger));
+	if (in->account)
+		cJSON_AddStringToObject(st, "accountFingerprint", in->account);
 
 	cJSON *conds = cJSON_AddArrayToObject(st, "conditions");
 	char msg[2 * SP_ERROR_MAX];  /* whole: add_condition redacts, then cuts */
@@ -377,7 +379,7 @@ bool status_ledger(const cJSON *status, struct plan_launch *ret)
 	return true;
 }
 
-void status_recorded(const cJSON *status, struct strv *ret_ids, struct strv *ret_live)
+void status_recorded(const cJSON *status, struct strv *ret_ids, struct strv *ret_live, struct strv *ret_zones)
 {
 	const cJSON *it;
 	size_t n = 0;
@@ -389,6 +391,10 @@ void status_recorded(const cJSON *status, struct strv *ret_ids, struct strv *ret
 		if (n++ >= STATUS_MAX_RECORDED)
 			break;
 		strv_push(ret_ids, id->valuestring);
+		if (ret_zones) {
+			const cJSON *zone = cJSON_GetObjectItemCaseSensitive(it, "zone");
+			strv_push(ret_zones, cJSON_IsString(zone) ? zone->valuestring : "");
+		}
 		/* Entries of the earlier operator have no state: they were live. */
 		if (!cJSON_IsString(state) || plan_classify_state(state->valuestring) == PLAN_LIVE)
 			strv_push(ret_live, id->valuestring);

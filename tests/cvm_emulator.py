@@ -22,8 +22,11 @@ Running
 --port 0 picks a free port. Once listening, the port number is written to --port-file
 (tmp file + rename, so a reader never sees a partial number) and
 "cvm-emulator listening on http://HOST:PORT" is printed to stdout. --credentials-file
-holds a JSON list of {"secretId", "secretKey", "token"?}. All credentials belong to one
-account (so rotating credentials sees the same instances). Access logs go to stderr, one
+holds a JSON list of {"secretId", "secretKey", "token"?, "account"?}. Credentials belong to
+one account (so rotating credentials sees the same instances) unless given another
+"account" name: the cloud API then answers as if the instances launched with credentials
+of another account did not exist (DescribeInstances, DescribeInstancesStatus,
+TerminateInstances: InvalidInstanceId.NotFound). Access logs go to stderr, one
 line per request (--quiet turns them off); they and the journal name secret ids only,
 never keys or tokens (a malformed Authorization header, which holds neither, is quoted
 in the access log to show what the client sent). --seed N seeds instance ids and
@@ -123,7 +126,8 @@ Bad input answers HTTP 400 {"ok": false, "error": "..."}; unknown paths 404.
   POST /_emulator/reset                   clears instances, client tokens, faults, stock,
                                           quota, throttle settings (back to defaults),
                                           journal and stats; keeps credentials and config
-  POST /_emulator/credentials             {"secretId","secretKey","token"?} adds/replaces;
+  POST /_emulator/credentials             {"secretId","secretKey","token"?,"account"?=""}
+                                          adds/replaces;
                                           {"secretId","remove": true} removes (revokes: a
                                           later call signed with it is answered
                                           AuthFailure.SecretIdNotFound, and the access log
@@ -340,6 +344,7 @@ class ApiError(Exception):
 class Credential:
     secret_key: str
     token: str = ""
+    account: str = ""
 
 
 AUTHORIZATION_RE = re.compile(
@@ -588,6 +593,7 @@ class Instance:
     client_token: str | None = None
     launched_by: str | None = None
     secret_id: str | None = None
+    account: str = ""                  # the launching credentials' account
     visible_after: float = 0.0
     index_after: float = 0.0           # enters tag-filtered listings (tag index lag)
     index_dropped_until: float = 0.0   # out of tag-filtered listings until then (index drop)
@@ -1054,13 +1060,13 @@ class Emulator:
         predicates = [compile_filter(i, f) for i, f in enumerate(filters)]
         offset, limit = paging(params)
         # A paging sweep repeats one query per page; the cache is dropped on any change.
-        query = (call.region, tuple(ids), json.dumps(filters, sort_keys=True))
+        query = (call.region, self._account(call), tuple(ids), json.dumps(filters, sort_keys=True))
         matches = self._query_cache.get(query)
         if matches is None:
             wanted = set(ids)
             matches = self._query_cache[query] = sorted(
                 (inst for inst in self.instances.values()
-                 if inst.region == call.region and (inst.visible_after <= call.now or inst.seen)
+                 if self._here(inst, call) and (inst.visible_after <= call.now or inst.seen)
                  and (not wanted or inst.instance_id in wanted)
                  and all(predicate(inst) for predicate in predicates)),
                 key=lambda inst: (inst.created_time, inst.instance_id))
@@ -1083,7 +1089,7 @@ class Emulator:
         offset, limit = paging(params)
         wanted = set(ids)
         matches = sorted((inst for inst in self.instances.values()
-                          if inst.region == call.region and (inst.visible_after <= call.now or inst.seen)
+                          if self._here(inst, call) and (inst.visible_after <= call.now or inst.seen)
                           and (not wanted or inst.instance_id in wanted)),
                          key=lambda inst: (inst.created_time, inst.instance_id))
         page = matches[offset:offset + limit]
@@ -1103,6 +1109,14 @@ class Emulator:
             inst.index_dropped_until = now + self.tag_index_drop_seconds
             return False
         return True
+
+    def _account(self, call: Call) -> str:
+        cred = self.credentials.get(call.secret_id)
+        return cred.account if cred else ""
+
+    def _here(self, inst: Instance, call: Call) -> bool:
+        """Whether the caller's region and account hold inst."""
+        return inst.region == call.region and inst.account == self._account(call)
 
     def _run_instances(self, params: dict, call: Call) -> dict:
         check_schema(params, RUN_SCHEMA)
@@ -1135,7 +1149,7 @@ class Emulator:
                 security_group_ids=list(launch["security_group_ids"]), bandwidth_out=launch["bandwidth_out"],
                 internet_charge_type=launch["internet_charge_type"], system_disk=dict(launch["system_disk"]),
                 key_ids=launch["key_ids"], client_token=token, launched_by=call.user_agent,
-                secret_id=call.secret_id, visible_after=(call.now + invisible.value) if invisible else 0.0,
+                secret_id=call.secret_id, account=self._account(call), visible_after=(call.now + invisible.value) if invisible else 0.0,
                 launch_fail=launch_fail is not None,
                 index_lag=index_lag_one.value if index_lag_one and n == 0 else index_lag.value if index_lag else None,
                 latest_operation="RunInstances",
@@ -1187,7 +1201,7 @@ class Emulator:
         # An instance still inside its visibility lag is unknown to TerminateInstances too,
         # as it may be to the real API: the caller cannot count that answer as "gone".
         missing = [i for i, inst in found.items()
-                   if inst is None or inst.region != call.region or inst.visible_after > call.now]
+                   if inst is None or not self._here(inst, call) or inst.visible_after > call.now]
         if missing:
             raise ApiError("InvalidInstanceId.NotFound", f"The instance(s) `{', '.join(missing)}` not found.")
         terminating = [i for i, inst in found.items() if inst.state == "TERMINATING"]
@@ -1248,7 +1262,10 @@ class Emulator:
         token = payload.get("token") or ""
         if not isinstance(token, str):
             raise ControlError("token must be a string")
-        self.credentials[secret_id] = Credential(control_string(payload, "secretKey"), token)
+        account = payload.get("account") or ""
+        if not isinstance(account, str):
+            raise ControlError("account must be a string")
+        self.credentials[secret_id] = Credential(control_string(payload, "secretKey"), token, account)
         self.revoked.discard(secret_id)
         self._record({"action": "_credentials", "secretId": secret_id, "hasToken": bool(token)}, now)
         return {"ok": True}
@@ -1841,7 +1858,8 @@ def load_credentials(args: argparse.Namespace) -> dict[str, Credential]:
             if not (isinstance(entry, dict) and isinstance(entry.get("secretId"), str)
                     and isinstance(entry.get("secretKey"), str) and isinstance(entry.get("token", ""), str)):
                 raise SystemExit("--credentials-file entries need string secretId and secretKey (token optional)")
-            credentials[entry["secretId"]] = Credential(entry["secretKey"], entry.get("token", ""))
+            credentials[entry["secretId"]] = Credential(entry["secretKey"], entry.get("token", ""),
+                                                        entry.get("account", ""))
     if bool(args.secret_id) != bool(args.secret_key):
         raise SystemExit("--secret-id and --secret-key go together")
     if args.secret_id:

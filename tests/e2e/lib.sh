@@ -179,4 +179,18 @@ token_prefix() {
 	python3 -c 'import hashlib,sys; print("spotpool-" + hashlib.sha256(sys.argv[1].encode()).hexdigest()[:32] + "-")' "$uid/${2:-default}/$1"
 }
 
+# kubelet_node NAME INSTANCE IP: a Node as a kubelet registers it on that instance
+# (providerID, InternalIP), then Ready.
+kubelet_node() {
+	local now
+	kubectl create -f - >/dev/null <<JSON || return 1
+{"apiVersion":"v1","kind":"Node","metadata":{"name":"$1"},"spec":{"providerID":"qcloud:///900002/$2"}}
+JSON
+	now=$(date -u +%Y-%m-%dT%H:%M:%SZ)
+	kubectl patch node "$1" --subresource=status --type=merge -p "{\"status\":{
+		\"addresses\":[{\"type\":\"InternalIP\",\"address\":\"$3\"},{\"type\":\"Hostname\",\"address\":\"$1\"}],
+		\"conditions\":[{\"type\":\"Ready\",\"status\":\"True\",\"reason\":\"KubeletReady\",\"message\":\"test\",
+		\"lastHeartbeatTime\":\"$now\",\"lastTransitionTime\":\"$now\"}]}}" >/dev/null
+}
+
 free_port() { python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])'; }

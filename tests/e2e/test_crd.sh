@@ -50,6 +50,39 @@ apply_fails "spec.replicas: Invalid value: \"object\": replicas 5 is outside [mi
 apply_fails "spec.minimum: Invalid value: \"object\": minimum 3 is greater than maximum 1" crd-c default 3 1
 apply_fails "replicas 1000 is outside [minimum 0, maximum 10]" crd-d default 0 10 "  replicas: 1000"
 
+# --- Region and account cannot change (transition rules; docs/migration.md) -------
+patch_fails() { # WANT POOL PATCH
+	kubectl patch sp "$2" --type=merge -p "$3" >"$OUT" 2>&1
+	if [[ $? != 0 ]] && grep -qF "$1" "$OUT" && grep -qF 'docs/migration.md' "$OUT"; then
+		pass "apiserver refuses $3: $1"
+	else
+		fail "apiserver did not refuse $3 with: $1" "$(cat "$OUT")"
+	fi
+}
+patch_ok() { # POOL PATCH
+	kubectl patch sp "$1" --type=merge -p "$2" >"$OUT" 2>&1 && pass "apiserver accepts $2" ||
+		fail "apiserver refuses $2" "$(cat "$OUT")"
+}
+patch_fails "spec.region: Invalid value: \"object\": region cannot be changed" crd-a \
+	'{"spec":{"region":"ap-guangzhou","availabilityZone":"ap-guangzhou-3"}}'
+patch_ok crd-a '{"spec":{"availabilityZones":["ap-singapore-3"]}}'
+patch_ok crd-a '{"spec":{"credentialsSecretRef":{"name":"creds-a"}}}'
+patch_ok crd-a '{"spec":{"credentialsSecretRef":{"name":"creds-a"}}}'
+patch_fails "spec.credentialsSecretRef: Invalid value: \"object\": credentialsSecretRef cannot be changed" crd-a \
+	'{"spec":{"credentialsSecretRef":{"name":"creds-b"}}}'
+patch_fails "credentialsSecretRef cannot be changed or removed" crd-a '{"spec":{"credentialsSecretRef":null}}'
+patch_fails "credentialsSecretRef cannot be changed or removed" crd-a \
+	'{"spec":{"credentialsSecretRef":null,"secretId":"AKIDother","secretKey":"k"}}'
+pool_manifest crd-i default 1 3 | sed 's/^spec:$/spec:\n  secretId: AKIDinline\n  secretKey: inlineKey/' |
+	kubectl apply -f - >"$OUT" 2>&1 || fail "a pool with inline keys applies" "$(cat "$OUT")"
+patch_ok crd-i '{"spec":{"secretKey":"rotatedKey"}}'
+patch_fails "spec.secretId: Invalid value: \"object\": secretId cannot be changed" crd-i \
+	'{"spec":{"secretId":"AKIDother"}}'
+patch_fails "secretId cannot be changed or removed" crd-i '{"spec":{"secretId":null,"secretKey":null}}'
+# The documented move of inline keys into a Secret (docs/migration.md): the controller
+# checks that the Secret holds the same account (AccountChanged otherwise).
+patch_ok crd-i '{"spec":{"credentialsSecretRef":{"name":"creds-i"},"secretId":null,"secretKey":null}}'
+
 # --- Every example in examples/ is accepted by the apiserver as written -----------
 for ex in "$E2E_ROOT"/examples/*.yaml; do
 	kubectl apply --dry-run=server -f "$ex" >"$OUT" 2>&1 &&

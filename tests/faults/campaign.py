@@ -691,6 +691,7 @@ class Schedule:
         # controller's environment keeps SECRET_ID, which is never revoked.
         self.cred = (SECRET_ID, self.secret_key)
         self.rotations = 0
+        self.inline_moved: set[str] = set()  # inline pools moved into the Secret
         # Evidence that the faults of issue 19 happened (summed in the campaign summary).
         self.counts: dict[str, int] = {}
         self.timers: list = []
@@ -1183,14 +1184,19 @@ class Schedule:
         old = self.cred
         self.cred = (f"AKIDspotpoolRotated{self.seed:05d}n{n:04d}", f"FaultKey{self.seed}z{self.secret_nonce}r{n}NeverLog")
         self.emu.post("credentials", {"secretId": self.cred[0], "secretKey": self.cred[1]})
-        if any(p.creds == "secret" for p in self.plan.pools):
-            self.kube.kubectl("-n", self.ns, "patch", "secret", "cvm-creds", "--type", "merge", "-p",
-                              json.dumps({"stringData": {"secretId": self.cred[0], "secretKey": self.cred[1]}}))
+        if any(p.creds in ("secret", "inline") for p in self.plan.pools):
+            self.kube.kubectl("apply", "-f", "-", stdin=json.dumps({
+                "apiVersion": "v1", "kind": "Secret", "metadata": {"name": "cvm-creds", "namespace": self.ns},
+                "stringData": {"secretId": self.cred[0], "secretKey": self.cred[1]}}))
         for pool in self.plan.pools:
-            if pool.creds == "inline":
+            if pool.creds == "inline" and pool.name not in self.inline_moved:
+                # The CRD refuses another inline SecretId (docs/migration.md): inline keys
+                # are rotated by moving them into the Secret, once.
                 self.kube.kubectl("-n", self.ns, "patch", "sp", pool.name, "--type", "merge", "-p",
-                                  json.dumps({"spec": {"secretId": self.cred[0], "secretKey": self.cred[1]}}),
+                                  json.dumps({"spec": {"credentialsSecretRef": {"name": "cvm-creds"},
+                                                       "secretId": None, "secretKey": None}}),
                                   check=False)
+                self.inline_moved.add(pool.name)
         self.count("credential rotations")
         self.log(f"credentials rotated: {old[0]} -> {self.cred[0]}")
         return old

@@ -501,6 +501,94 @@ static void test_gone_nodes_deleted(void **state)
 	}
 }
 
+/* D3, account: what the credentials in use say of the recorded instances' account. */
+static void test_account_check(void **state)
+{
+	(void)state;
+	struct pool_instance obs[2] = {running("i1", "RUNNING"), running("i9", "RUNNING")};
+	char *seen_v[] = {"i1", "i2"};
+	struct strv seen = {.v = seen_v, .n = 2}, none = {0};
+	struct plan_launch ledger = {0};
+	strv_push(&ledger.instance_ids, "i9");
+	static const struct {
+		const char *recorded, *current;
+		bool seen, ledger;
+		size_t n_observed;  /* obs[0..n): i1 recorded, i9 the ledger's */
+		enum pass_account want;
+	} cases[] = {
+		{"aaaa", NULL, true, false, 0, PASS_ACCOUNT_SAME},      /* no credentials resolved */
+		{"aaaa", "aaaa", true, false, 0, PASS_ACCOUNT_SAME},    /* same: nothing to check */
+		{NULL, "bbbb", true, false, 0, PASS_ACCOUNT_ADOPT},     /* none recorded (older status) */
+		{"", "bbbb", true, false, 0, PASS_ACCOUNT_ADOPT},
+		{"aaaa", "bbbb", false, false, 0, PASS_ACCOUNT_ADOPT},  /* nothing recorded to lose */
+		{"aaaa", "bbbb", true, false, 1, PASS_ACCOUNT_ADOPT},   /* i1 shows: a rotated key */
+		{"aaaa", "bbbb", true, false, 0, PASS_ACCOUNT_CHANGED}, /* none shows: another account */
+		{"aaaa", "bbbb", false, true, 0, PASS_ACCOUNT_CHANGED}, /* the ledger's launch is unseen */
+		{"aaaa", "bbbb", false, true, 2, PASS_ACCOUNT_ADOPT},   /* the ledger's i9 shows */
+	};
+	for (size_t c = 0; c < sizeof(cases) / sizeof(*cases); c++) {
+		struct plan_input p = {.instances = obs, .n_instances = cases[c].n_observed,
+				       .seen = cases[c].seen ? &seen : &none, .ledger = cases[c].ledger ? &ledger : NULL};
+		assert_int_equal(pass_account_check(cases[c].recorded, cases[c].current, &p), cases[c].want);
+	}
+	plan_launch_clear(&ledger);
+	char fp[PASS_ACCOUNT_FP_LEN + 1];
+	pass_account_fingerprint("AKIDexample", fp);
+	assert_int_equal(strlen(fp), PASS_ACCOUNT_FP_LEN);
+	assert_null(strstr(fp, "AKID"));
+	char fp2[PASS_ACCOUNT_FP_LEN + 1];
+	pass_account_fingerprint("AKIDexample2", fp2);
+	assert_string_not_equal(fp, fp2);
+}
+
+/* D3: credentials of another account see none of the recorded instances. Their absence
+ * proves nothing: no reclaim, no Node deleted, no launch, no release while deleting; the
+ * status says AccountChanged (the instances and accountFingerprint kept), once an event. */
+static void test_account_changed_holds(void **state)
+{
+	(void)state;
+	char *seen_v[] = {"i1", "i2"};
+	struct strv seen = {.v = seen_v, .n = 2}, live = {.v = seen_v, .n = 2};
+	struct node_view recorded_nodes[2] = {named("n1"), named("n2")};
+	cJSON *old = cJSON_Parse("{\"accountFingerprint\":\"aaaaaaaaaaaaaaaa\",\"size\":2,\"instances\":["
+				 "{\"instanceId\":\"i1\",\"state\":\"RUNNING\",\"zone\":\"z1\"},"
+				 "{\"instanceId\":\"i2\",\"state\":\"RUNNING\",\"zone\":\"z1\"}]}");
+	for (int c = 0; c < 4; c++) {
+		struct sim s;
+		sim_init(&s, 2, 2);
+		s.in.old_status = old;
+		s.in.account = c == 3 ? "aaaaaaaaaaaaaaaa" : "bbbbbbbbbbbbbbbb";
+		s.in.plan.seen = &seen;
+		s.in.plan.seen_live = &live;
+		s.in.nodes = recorded_nodes;  /* none observed: the Nodes are the recorded ones' */
+		s.in.n_nodes = 0;
+		s.in.recorded_nodes = recorded_nodes;
+		s.in.deleting = c == 1;
+		s.in.start_degraded_reason = c == 2 ? "AccountChanged" : NULL;
+		sim_run(&s);
+		if (c == 3) {  /* the same account: both gone, their Nodes deleted, replaced */
+			assert_true(taken(&s, "delete-node n1,n2"));
+			assert_true(taken(&s, "launch"));
+			sim_free(&s);
+			continue;
+		}
+		assert_false(taken(&s, "reclaimed"));
+		assert_false(taken(&s, "delete-node"));
+		assert_false(taken(&s, "launch"));
+		assert_false(taken(&s, "terminate"));
+		assert_false(taken(&s, "release"));
+		assert_int_equal(taken(&s, "event Warning AccountChanged"), c != 2);  /* once an episode */
+		assert_int_equal(s.error, 0);  /* looked at again at the resync, not in backoff */
+		assert_non_null(s.last_status);
+		assert_string_equal(status_condition(s.last_status, "Degraded", "reason"), "AccountChanged");
+		assert_non_null(strstr(status_condition(s.last_status, "Degraded", "message"), "restored"));
+		assert_null(cJSON_GetObjectItemCaseSensitive(s.last_status, "instances"));
+		assert_null(cJSON_GetObjectItemCaseSensitive(s.last_status, "accountFingerprint"));
+		sim_free(&s);
+	}
+	cJSON_Delete(old);
+}
+
 /* Look again soon (PASS_REQUEUE_PROGRESS_MS) while anything is on its way: an instance
  * settling (plan_state_settling: PENDING, TERMINATING), a launch or a terminate; never
  * for a settled pool at its size. */
@@ -1395,6 +1483,8 @@ int main(void)
 		cmocka_unit_test(test_deletion_policies),
 		cmocka_unit_test(test_no_mutation_when_not_allowed),
 		cmocka_unit_test(test_credentials_precedence),
+		cmocka_unit_test(test_account_check),
+		cmocka_unit_test(test_account_changed_holds),
 		cmocka_unit_test(test_property_action_lists),
 		cmocka_unit_test(test_probe),
 		cmocka_unit_test(test_no_offering_available),

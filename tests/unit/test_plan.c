@@ -806,6 +806,64 @@ static void test_state_classes(void **state)
 	assert_int_equal(plan_classify_state("TERMINATING"), PLAN_GOING);
 }
 
+/* D3: each ID is looked up and terminated where it lives: its observed zone's region,
+ * else its recorded zone's, else its ledger's offering zone's, else the pool's. */
+static void test_by_region(void **state)
+{
+	(void)state;
+	struct pool_instance known[1] = {0};
+	snprintf(known[0].id, sizeof(known[0].id), "ins-k");
+	snprintf(known[0].zone, sizeof(known[0].zone), "ap-tokyo-1");
+	struct strv seen = {0}, zones = {0};
+	const char *rec[][2] = {{"ins-k", "ap-seoul-1"}, {"ins-r", "ap-seoul-2"}, {"ins-x", ""},
+				{"ins-bad", "nozone"}};
+	for (size_t i = 0; i < 4; i++) {
+		strv_push(&seen, rec[i][0]);
+		strv_push(&zones, rec[i][1]);
+	}
+	struct plan_launch ledger = {.zone = "ap-mumbai-1"};
+	strv_push(&ledger.instance_ids, "ins-l");
+	struct plan_where w = {.known = known, .n_known = 1, .seen = &seen, .seen_zones = &zones,
+			       .ledger = &ledger, .region = "ap-singapore"};
+	static const struct {
+		const char *id, *region;
+	} cases[] = {
+		{"ins-k", "ap-tokyo"},       /* observed: where the cloud says it is */
+		{"ins-r", "ap-seoul"},       /* recorded with its zone */
+		{"ins-l", "ap-mumbai"},      /* the ledger's launch */
+		{"ins-x", "ap-singapore"},   /* recorded without a zone: the pool's */
+		{"ins-bad", "ap-singapore"}, /* a zone of no region's form: the pool's */
+		{"ins-new", "ap-singapore"}, /* nothing known */
+	};
+	for (size_t c = 0; c < sizeof(cases) / sizeof(*cases); c++) {
+		struct strv ids = {0}, regions = {0}, *groups = NULL;
+		strv_push(&ids, cases[c].id);
+		plan_by_region(&w, &ids, &regions, &groups);
+		assert_int_equal(regions.n, 1);
+		assert_string_equal(regions.v[0], cases[c].region);
+		assert_int_equal(groups[0].n, 1);
+		plan_by_region_free(&regions, groups);
+		strv_clear(&ids);
+	}
+	/* Grouped: one group per region, in order of first appearance, IDs in order. */
+	struct strv ids = {0}, regions = {0}, *groups = NULL;
+	const char *all[] = {"ins-x", "ins-r", "ins-new", "ins-k"};
+	for (size_t i = 0; i < 4; i++)
+		strv_push(&ids, all[i]);
+	plan_by_region(&w, &ids, &regions, &groups);
+	assert_int_equal(regions.n, 3);
+	assert_string_equal(regions.v[0], "ap-singapore");
+	assert_int_equal(groups[0].n, 2);
+	assert_string_equal(groups[0].v[1], "ins-new");
+	assert_string_equal(regions.v[1], "ap-seoul");
+	assert_string_equal(regions.v[2], "ap-tokyo");
+	plan_by_region_free(&regions, groups);
+	strv_clear(&ids);
+	strv_clear(&seen);
+	strv_clear(&zones);
+	plan_launch_clear(&ledger);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -835,6 +893,7 @@ int main(void)
 		cmocka_unit_test(test_owns_by_cluster),
 		cmocka_unit_test(test_property_random_states),
 		cmocka_unit_test(test_state_classes),
+		cmocka_unit_test(test_by_region),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -201,6 +201,27 @@ static void test_drain_timeout_for_cleanup(void **state)
 	}
 }
 
+/* The region of a zone: all before its last '-', and only of the zone form. */
+static void test_zone_region(void **state)
+{
+	(void)state;
+	static const struct {
+		const char *zone, *region;
+	} cases[] = {
+		{"ap-singapore-2", "ap-singapore"}, {"ap-shanghai-fsi-1", "ap-shanghai-fsi"},
+		{"na-siliconvalley-10", "na-siliconvalley"}, {"ap-singapore-", NULL}, {"ap", NULL},
+		{"singapore-2", NULL}, {"", NULL}, {NULL, NULL}, {"AP-x-1", NULL},
+	};
+	for (size_t i = 0; i < sizeof(cases) / sizeof(*cases); i++) {
+		char out[64] = "unset";
+		bool ok = pool_zone_region(cases[i].zone, out, sizeof(out));
+		assert_int_equal(ok, cases[i].region != NULL);
+		assert_string_equal(out, ok ? cases[i].region : "unset");
+	}
+	char small[8];
+	assert_false(pool_zone_region("ap-singapore-2", small, sizeof(small)));
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -210,6 +231,7 @@ int main(void)
 		cmocka_unit_test(test_drain_fields_parsed),
 		cmocka_unit_test(test_drain_fields_rejected),
 		cmocka_unit_test(test_drain_timeout_for_cleanup),
+		cmocka_unit_test(test_zone_region),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }

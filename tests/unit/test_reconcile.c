@@ -31,6 +31,9 @@ struct fake {
 	size_t n_nodes;
 	struct pool_instance swept[4];  /* what a listing without a tag filter finds */
 	size_t n_swept;
+	/* What lookups by ID find: the instances of the account, each in its zone's region. */
+	struct pool_instance cloud[4];
+	size_t n_cloud;
 	const char *notice_id;      /* the instance a SpotNotice dooms (notice reader), at notice_at */
 	int64_t notice_at;
 	_Atomic int64_t active_until;
@@ -145,11 +148,17 @@ static int cvm_describe_ids_fake(void *ctx, const struct cvm_credentials *cred, 
 				 const struct strv *ids, const _Atomic int64_t *until,
 				 struct pool_instance **ret, size_t *ret_n, struct sp_error *err)
 {
-	(void)cred, (void)region, (void)until, (void)err;
+	(void)cred, (void)until, (void)err;
 	struct fake *f = ctx;
-	record(f, "DescribeInstances ids=%zu", ids->n);
-	*ret = NULL;
+	record(f, "DescribeInstances %s ids=%zu", region, ids->n);
+	*ret = xcalloc(f->n_cloud + 1, sizeof(**ret));
 	*ret_n = 0;
+	for (size_t i = 0; i < f->n_cloud; i++) {
+		char in[64];
+		if (strv_contains(ids, f->cloud[i].id) && pool_zone_region(f->cloud[i].zone, in, sizeof(in)) &&
+		    strcmp(in, region) == 0)
+			(*ret)[(*ret_n)++] = f->cloud[i];
+	}
 	return 0;
 }
 
@@ -178,12 +187,12 @@ static int fake_cvm_run(void *ctx, const struct cvm_credentials *cred, const str
 static int fake_cvm_terminate(void *ctx, const struct cvm_credentials *cred, const char *region, const struct strv *ids,
 			 const _Atomic int64_t *until, struct sp_error *err)
 {
-	(void)cred, (void)region, (void)until, (void)err;
+	(void)cred, (void)until, (void)err;
 	struct fake *f = ctx;
 	char joined[128] = "";
 	for (size_t i = 0; i < ids->n; i++)
 		snprintf(joined + strlen(joined), sizeof(joined) - strlen(joined), "%s%s", i ? "," : "", ids->v[i]);
-	record(f, "TerminateInstances %s", joined);
+	record(f, "TerminateInstances %s %s", region, joined);
 	return 0;
 }
 
@@ -367,7 +376,7 @@ static void test_scale_down(void **state)
 	world_pass(&w);
 	/* The guarded write showing the victim TERMINATING comes first (the status after
 	 * the terminate says the same: not written again). */
-	ASSERT_CALLS(&w, "list ns/p", "PATCH status clear-ledger", "TerminateInstances ins-b",
+	ASSERT_CALLS(&w, "list ns/p", "PATCH status clear-ledger", "TerminateInstances ap-singapore ins-b",
 		     "POST event Terminated");
 	assert_int_equal(w.res.error, 0);
 	assert_int_equal(w.res.requeue_ms, PASS_REQUEUE_PROGRESS_MS);
@@ -421,7 +430,7 @@ static void test_nodes(void **state)
 	w.f.listed[0] = w.f.listed[1];
 	w.f.n_listed = 1;
 	world_pass(&w);
-	ASSERT_CALLS(&w, "list ns/p", "DescribeInstances ids=1", "POST event InstanceReclaimed",
+	ASSERT_CALLS(&w, "list ns/p", "DescribeInstances ap-singapore ids=1", "POST event InstanceReclaimed",
 		     "DELETE /api/v1/nodes/n-a", "POST event NodeDeleted", "PATCH status");
 	assert_int_equal(w.res.error, 0);
 	/* Nothing more to delete: the gone instance is no longer recorded. */
@@ -433,6 +442,99 @@ static void test_nodes(void **state)
 	world_pass(&w);
 	assert_true(calls_starting(&w, "DELETE /api/v1/nodes/10.0.0.2") == 1);
 	assert_true(calls_starting(&w, "DELETE /api/v1/nodes/n-x") == 0);
+	world_free(&w);
+}
+
+static void set_deleting(struct world *w, const char *policy)
+{
+	cJSON *md = cJSON_GetObjectItemCaseSensitive(w->f.obj, "metadata");
+	cJSON_AddStringToObject(md, "deletionTimestamp", "2027-01-15T08:00:00Z");
+	if (policy)
+		cJSON_AddStringToObject(cJSON_GetObjectItemCaseSensitive(w->f.obj, "spec"), "deletionPolicy", policy);
+}
+
+/* D3: spec.region edited (a CRD without the transition rule): the recorded instances are
+ * looked up, and terminated, in their zone's region, where they live; their absence from
+ * the new region's listing deletes no Node and launches nothing. */
+static void test_region_edited(void **state)
+{
+	(void)state;
+	struct world w;
+	world_init(&w, 2, 2, false);
+	w.r.nodes = (struct node_reader){.find = fake_find_nodes, .ctx = &w.f};
+	world_list(&w, "ins-a", "RUNNING");
+	world_list(&w, "ins-b", "RUNNING");
+	snprintf(w.f.listed[0].private_ip, sizeof(w.f.listed[0].private_ip), "10.0.0.1");
+	snprintf(w.f.listed[1].private_ip, sizeof(w.f.listed[1].private_ip), "10.0.0.2");
+	w.f.nodes[0] = (struct node_view){.name = "n-a", .provider_id = "ins-a", .internal_ip = "10.0.0.1", .ready = true};
+	w.f.nodes[1] = (struct node_view){.name = "n-b", .provider_id = "ins-b", .internal_ip = "10.0.0.2", .ready = true};
+	w.f.n_nodes = 2;
+	memcpy(w.f.cloud, w.f.listed, 2 * sizeof(*w.f.cloud));
+	w.f.n_cloud = 2;
+	world_pass(&w);
+	assert_int_equal(w.res.live, 2);
+	cJSON *spec = cJSON_GetObjectItemCaseSensitive(w.f.obj, "spec");
+	cJSON_ReplaceItemInObject(spec, "region", cJSON_CreateString("ap-guangzhou"));
+	cJSON_ReplaceItemInObject(spec, "availabilityZone", cJSON_CreateString("ap-guangzhou-1"));
+	w.f.n_listed = 0;  /* the new region's listing has none of them */
+	world_pass(&w);
+	assert_int_equal(calls_starting(&w, "DescribeInstances ap-singapore ids=2"), 1);
+	assert_int_equal(calls_starting(&w, "DELETE"), 0);
+	assert_int_equal(calls_starting(&w, "RunInstances"), 0);
+	assert_int_equal(calls_starting(&w, "POST event InstanceReclaimed"), 0);
+	assert_int_equal(w.res.live, 2);
+	set_deleting(&w, NULL);
+	w.r.nodes.find = NULL;  /* no drain first: the termination itself is looked at */
+	world_pass(&w);
+	assert_int_equal(calls_starting(&w, "TerminateInstances ap-singapore ins-a,ins-b"), 1);
+	assert_int_equal(calls_starting(&w, "DELETE"), 0);
+	world_free(&w);
+}
+
+static const char *status_str(const struct world *w, const char *key)
+{
+	return cJSON_GetStringValue(cJSON_GetObjectItemCaseSensitive(cJSON_GetObjectItemCaseSensitive(w->f.obj, "status"), key));
+}
+
+/* D3, account: the status records the fingerprint of the account its instances are in;
+ * credentials that see none of them change nothing (AccountChanged), a rotated key that
+ * sees them is adopted. */
+static void test_account_followed(void **state)
+{
+	(void)state;
+	struct world w;
+	world_init(&w, 1, 1, false);
+	w.r.nodes = (struct node_reader){.find = fake_find_nodes, .ctx = &w.f};
+	world_list(&w, "ins-a", "RUNNING");
+	snprintf(w.f.listed[0].private_ip, sizeof(w.f.listed[0].private_ip), "10.0.0.1");
+	w.f.nodes[0] = (struct node_view){.name = "n-a", .provider_id = "ins-a", .internal_ip = "10.0.0.1", .ready = true};
+	w.f.n_nodes = 1;
+	w.f.cloud[0] = w.f.listed[0];
+	world_pass(&w);
+	char fp[PASS_ACCOUNT_FP_LEN + 1];
+	pass_account_fingerprint("AKIDtest", fp);
+	assert_string_equal(status_str(&w, "accountFingerprint"), fp);
+	/* Another account: its listing and lookups show none of the pool's instances. */
+	creds_set(&w.creds, "AKIDother", "key2", NULL, "test");
+	w.f.n_listed = 0;
+	world_pass(&w);
+	assert_int_equal(calls_starting(&w, "DescribeInstances ap-singapore ids=1"), 1);
+	assert_int_equal(calls_starting(&w, "DELETE"), 0);
+	assert_int_equal(calls_starting(&w, "RunInstances"), 0);
+	assert_int_equal(calls_starting(&w, "POST event AccountChanged"), 1);
+	assert_string_equal(status_condition(cJSON_GetObjectItemCaseSensitive(w.f.obj, "status"), "Degraded", "reason"),
+			    "AccountChanged");
+	assert_string_equal(status_str(&w, "accountFingerprint"), fp);
+	/* A rotated key of the same account: the lookup by ID shows ins-a. */
+	creds_set(&w.creds, "AKIDrotated", "key3", NULL, "test");
+	w.f.n_cloud = 1;
+	world_pass(&w);
+	assert_int_equal(calls_starting(&w, "DELETE"), 0);
+	assert_int_equal(calls_starting(&w, "RunInstances"), 0);
+	pass_account_fingerprint("AKIDrotated", fp);
+	assert_string_equal(status_str(&w, "accountFingerprint"), fp);
+	assert_string_equal(status_condition(cJSON_GetObjectItemCaseSensitive(w.f.obj, "status"), "Degraded", "status"),
+			    "False");
 	world_free(&w);
 }
 
@@ -450,14 +552,6 @@ static void test_scale_down_on_stale_spec(void **state)
 	world_free(&w);
 }
 
-static void set_deleting(struct world *w, const char *policy)
-{
-	cJSON *md = cJSON_GetObjectItemCaseSensitive(w->f.obj, "metadata");
-	cJSON_AddStringToObject(md, "deletionTimestamp", "2027-01-15T08:00:00Z");
-	if (policy)
-		cJSON_AddStringToObject(cJSON_GetObjectItemCaseSensitive(w->f.obj, "spec"), "deletionPolicy", policy);
-}
-
 /* Deletion, Delete: instances terminated first; once gone, the finalizer goes. */
 static void test_deletion_delete(void **state)
 {
@@ -467,12 +561,12 @@ static void test_deletion_delete(void **state)
 	world_list(&w, "ins-a", "RUNNING");
 	set_deleting(&w, NULL);
 	world_pass(&w);
-	ASSERT_CALLS(&w, "list ns/p", "TerminateInstances ins-a", "POST event Terminated", "PATCH status");
+	ASSERT_CALLS(&w, "list ns/p", "TerminateInstances ap-singapore ins-a", "POST event Terminated", "PATCH status");
 	assert_int_equal(w.res.requeue_ms, PASS_REQUEUE_PROGRESS_MS);
 	w.f.n_listed = 0;
 	world_pass(&w);
 	/* ins-a is recorded: looked up by ID before its absence is believed. */
-	ASSERT_CALLS(&w, "list ns/p", "DescribeInstances ids=1", "PATCH finalizers=0");
+	ASSERT_CALLS(&w, "list ns/p", "DescribeInstances ap-singapore ids=1", "PATCH finalizers=0");
 	assert_null(w.res.obj);
 	world_free(&w);
 }
@@ -514,7 +608,7 @@ static void test_notice_and_sweep(void **state)
 	set_deleting(&w, NULL);
 	world_pass(&w);
 	assert_int_equal(calls_starting(&w, "FindLaunched tok-1"), 1);
-	assert_int_equal(calls_starting(&w, "TerminateInstances ins-a,ins-s1,ins-s2,ins-s3"), 1);
+	assert_int_equal(calls_starting(&w, "TerminateInstances ap-singapore ins-a,ins-s1,ins-s2,ins-s3"), 1);
 	char at[32];
 	sp_format_time(NOW + 100, at);
 	const cJSON *inst = cJSON_GetObjectItemCaseSensitive(cJSON_GetObjectItemCaseSensitive(w.f.obj, "status"),
@@ -850,6 +944,8 @@ int main(void)
 		cmocka_unit_test(test_scale_down),
 		cmocka_unit_test(test_scale_down_on_stale_spec),
 		cmocka_unit_test(test_nodes),
+		cmocka_unit_test(test_region_edited),
+		cmocka_unit_test(test_account_followed),
 		cmocka_unit_test(test_deletion_delete),
 		cmocka_unit_test(test_deletion_retain),
 		cmocka_unit_test(test_notice_and_sweep),

@@ -155,6 +155,22 @@ static void test_empty_pool_has_size_zero_and_empty_list(void **state)
 	cJSON_Delete(st);
 }
 
+/* accountFingerprint: written when given, else left out (a merge patch keeps it). */
+static void test_account_fingerprint(void **state)
+{
+	(void)state;
+	struct status_input si = input(&empty_plan, NULL, 0);
+	si.account = "0123456789abcdef";
+	cJSON *st = status_build(&si);
+	assert_string_equal(cJSON_GetStringValue(cJSON_GetObjectItemCaseSensitive(st, "accountFingerprint")),
+			    "0123456789abcdef");
+	cJSON_Delete(st);
+	si.account = NULL;
+	st = status_build(&si);
+	assert_false(has(st, "accountFingerprint"));
+	cJSON_Delete(st);
+}
+
 /* ---- status_build without a plan: the cloud could not be read ---- */
 
 static cJSON *build_without_plan(int old_size, int minimum, const char *reason, const char *msg)
@@ -721,7 +737,7 @@ static void test_ledger_rejects_unparseable_start(void **state)
 static void assert_recorded(const cJSON *st, const char *const *want_ids, const char *const *want_live)
 {
 	struct strv ids = {0}, live = {0};
-	status_recorded(st, &ids, &live);
+	status_recorded(st, &ids, &live, NULL);
 	assert_strv(&ids, want_ids);
 	assert_strv(&live, want_live);
 	strv_clear(&ids);
@@ -788,7 +804,7 @@ static void test_recorded_is_bounded(void **state)
 		cJSON_AddItemToArray(list, e);
 	}
 	struct strv ids = {0}, live = {0};
-	status_recorded(st, &ids, &live);
+	status_recorded(st, &ids, &live, NULL);
 	assert_int_equal(ids.n, STATUS_MAX_RECORDED);
 	assert_int_equal(live.n, STATUS_MAX_RECORDED);
 	assert_string_equal(ids.v[0], "ins-000000");
@@ -1042,6 +1058,7 @@ int main(void)
 		cmocka_unit_test(test_nodes),
 		cmocka_unit_test(test_size_counts_live_instances_lists_all_given),
 		cmocka_unit_test(test_empty_pool_has_size_zero_and_empty_list),
+		cmocka_unit_test(test_account_fingerprint),
 		cmocka_unit_test(test_no_plan_below_minimum_uses_last_known_size),
 		cmocka_unit_test(test_no_plan_at_minimum_is_blocked),
 		cmocka_unit_test(test_no_plan_not_degraded_is_not_ready),
