@@ -117,11 +117,13 @@ struct pass_done {
 	size_t n, cap;
 };
 
-/* A Node's pods, classified (drain.h). */
+/* A Node's pods, classified (drain.h), as PASS_LIST_PODS answered for that Node alone:
+ * one Node's failure holds only that Node's drain. */
 struct pass_pods {
-	bool listed;
+	bool listed;                 /* the listing was tried this pass */
 	const struct drain_pod *v;
 	size_t n;
+	const char *failed;          /* NULL: v[0..n) are its pods; else why it failed */
 };
 
 struct pass_input {
@@ -132,6 +134,9 @@ struct pass_input {
 	bool spec_valid;
 	const char *spec_error;
 	bool deleting;
+	/* metadata.deletionTimestamp (epoch s, 0: unknown): a deleted pool's drain that cannot
+	 * even start (its Node cannot be tainted) ends a drainTimeout after it. */
+	int64_t deleted_at;
 	bool finalizer;              /* ours is on the object */
 	bool active;                 /* leading (or no leader election) */
 	bool dry_run;
@@ -168,8 +173,9 @@ struct pass_input {
 	const struct node_view *nodes;
 	size_t n_nodes;
 	const struct node_view *recorded_nodes;
-	/* The pods of nodes[i] as PASS_LIST_PODS found them (pods[i], for i < n_nodes), or
-	 * NULL: none listed this pass. */
+	/* The pods of nodes[i] as PASS_LIST_PODS found them (pods[i], for i < n_nodes: each
+	 * Node listed or failed on its own; the action itself does not fail), or NULL: none
+	 * listed this pass. */
 	const struct pass_pods *pods;
 	/* Node features are on but the Nodes are not listed yet (a fresh start, a new
 	 * leader): nothing spotpool chooses to terminate goes before they are, since its

@@ -44,8 +44,9 @@ struct status_input {
 	 * keeps what the old status said). */
 	const int64_t *reclaim_at;
 	/* DrainBlocked: NULL keeps the old condition, "" is False, otherwise True with this
-	 * message (a scale-down's drain timed out and was given up). */
-	const char *drain_blocked;
+	 * message (a scale-down's drain timed out and was given up), and reason (NULL:
+	 * DRAIN_REASON_TIMED_OUT). */
+	const char *drain_blocked, *drain_blocked_reason;
 };
 
 cJSON *status_build(const struct status_input *in);

@@ -13,7 +13,7 @@ enum {
 	STEP_VALIDATE = 1, STEP_FINALIZER, STEP_OBSERVE, STEP_SWEEP, STEP_RECLAIMS, STEP_CHECK,
 	STEP_DRY_EVENT, STEP_RESUME, STEP_ABANDON, STEP_LEDGER_DONE, STEP_SCALE_DOWN_INTENT, STEP_SCALE_DOWN,
 	STEP_CLEANUP, STEP_RETAIN, STEP_RELEASE, STEP_NO_OFFERING, STEP_STATUS, STEP_REREAD, STEP_DELETE_NODES,
-	STEP_LIST_PODS, STEP_NOTICE, STEP_DRAIN_INTENT, STEP_DRAIN_FAILED, STEP_END,
+	STEP_LIST_PODS, STEP_NOTICE, STEP_DRAIN_INTENT, STEP_DRAIN_FAILED, STEP_UNLISTED, STEP_END,
 	STEP_ATTEMPT = 100, ATTEMPT_STRIDE = 10,
 	STEP_FAIL_EVENT = 10000,  /* + the failing step: its event */
 	/* Drains: STEP_DRAIN + group * DRAIN_GROUP + k * DRAIN_STRIDE + a drain_part, k the
@@ -37,9 +37,14 @@ struct walk {
 	int64_t drain_ms;                /* drains in progress want a look again then (0: none) */
 	char progress[SP_ERROR_MAX];
 	char capacity[SP_ERROR_MAX];
-	/* DrainBlocked: NULL keeps the old condition, "" is False, else True with this. */
-	const char *drain_blocked;
+	/* DrainBlocked: NULL keeps the old condition, "" is False, else True with this
+	 * message and reason (NULL: DRAIN_REASON_TIMED_OUT). */
+	const char *drain_blocked, *drain_blocked_reason;
 	char drain_message[512];
+	/* Nodes being drained whose pods could not be listed this pass: how many, and what
+	 * the first one's failure was. */
+	int unlisted;
+	char unlisted_message[512];
 };
 
 enum pass_creds pass_credentials_source(const struct pool_spec *spec, bool have_default)
@@ -206,7 +211,7 @@ static cJSON *build_status(const struct walk *w, bool final)
 		.capacity_message = w->plan && !in->deleting ? w->capacity : NULL,
 		.insecure_credentials = in->insecure_credentials, .now = in->plan.now,
 		.nodes = nodes, .reclaim_at = in->nodes_pending || in->notices_pending ? NULL : reclaim_at,
-		.drain_blocked = w->drain_blocked,
+		.drain_blocked = w->drain_blocked, .drain_blocked_reason = w->drain_blocked_reason,
 	};
 	cJSON *st = status_build(&s);
 	free(reclaim_at);
@@ -565,6 +570,7 @@ static struct drain_victim *victims_of(const struct pass_input *in)
 		const struct pass_pods *pods = pods_at(in, i);
 		if (pods)
 			drain_victim_count(pods->v, pods->n, &v[i]);
+		v[i].unlisted = pods && pods->failed;
 		v[i].doomed_at = doomed_at(in, i);
 		if (!node)
 			continue;
@@ -652,9 +658,12 @@ static bool drain_one(struct walk *w, enum drain_group g, size_t k, size_t i, co
 	}
 	struct drain_step_input din = {
 		.node = {.has_node = true, .started = started, .was_unschedulable = node->was_unschedulable},
-		.pods = pods->v, .n_pods = pods->n, .now = now, .timeout = timeout,
+		.pods = pods->v, .n_pods = pods->n, .unlisted = pods->failed, .now = now, .timeout = timeout,
 		.deadline = g == GROUP_NOTICE ? deadline : forced && started ? started + timeout : 0,
 	};
+	if (pods->failed && w->unlisted++ == 0)
+		snprintf(w->unlisted_message, sizeof(w->unlisted_message), "cannot list the pods of node %s: %s",
+			 node->name, pods->failed);
 	/* A deleted pool's doomed instance: its reclaim ends the drain if it comes first. */
 	if (g == GROUP_DELETION && deadline && (!din.deadline || deadline < din.deadline))
 		din.deadline = deadline;
@@ -671,10 +680,19 @@ static bool drain_one(struct walk *w, enum drain_group g, size_t k, size_t i, co
 			look_again(w, DRAIN_RECHECK_SECONDS * 1000);
 			break;
 		}
-		if ((a = emit(w, PASS_DRAIN_START, step + PART_START)))
+		if ((a = emit(w, PASS_DRAIN_START, step + PART_START))) {
 			strv_push(&a->ids, node->name);
-		else if (st && st->code < 0 && w->error == 0)
+		} else if (st && st->code < 0 && g == GROUP_DELETION && in->deleted_at &&
+			   now >= in->deleted_at + timeout) {
+			/* A deleted pool whose Node cannot even be tainted (so no drain-started
+			 * clock): a drainTimeout after the deletion it goes all the same. */
+			emit_event(w, step + PART_END_EVENT, "Warning", DRAIN_REASON_CUT_SHORT, "the drain of node %s "
+				   "could not start within drainTimeout of the pool's deletion: %s", node->name, st->message);
+			done = true;
+			break;
+		} else if (st && st->code < 0 && w->error == 0) {
 			w->error = st->code;
+		}
 		look_again(w, DRAIN_RECHECK_SECONDS * 1000);
 		break;
 	case DRAIN_EVICT:
@@ -710,6 +728,7 @@ static bool drain_one(struct walk *w, enum drain_group g, size_t k, size_t i, co
 		emit_event(w, step + PART_END_EVENT, "Warning", DRAIN_REASON_TIMED_OUT, "%s", s.message);
 		snprintf(w->drain_message, sizeof(w->drain_message), "%s", s.message);
 		w->drain_blocked = w->drain_message;
+		w->drain_blocked_reason = DRAIN_REASON_TIMED_OUT;
 		break;
 	}
 	drain_step_free(&s);
@@ -1083,6 +1102,31 @@ static bool conflicted(const struct pass_done *d)
 	return false;
 }
 
+/* Drains held because their Node's pods could not be listed show as DrainBlocked
+ * (PodsNotListed) with one Warning event per episode (the condition as the pass found it
+ * tells a repeat); once every listing works again the condition goes False. A drain that
+ * timed out this pass says so instead. */
+static void unlisted_drains(struct walk *w)
+{
+	const cJSON *old = w->in->old_status;
+	const char *was = status_condition(old, "DrainBlocked", "status"),
+		   *why = status_condition(old, "DrainBlocked", "reason");
+	bool was_unlisted = was && strcmp(was, "True") == 0 && why && strcmp(why, DRAIN_REASON_UNLISTED) == 0;
+	if (!w->unlisted) {
+		if (was_unlisted && !w->in->nodes_pending && !(w->drain_blocked && *w->drain_blocked))
+			w->drain_blocked = "";
+		return;
+	}
+	if (w->drain_blocked && *w->drain_blocked)
+		return;
+	snprintf(w->drain_message, sizeof(w->drain_message), "%s%s", w->unlisted_message,
+		 w->unlisted > 1 ? " (and more nodes)" : "");
+	w->drain_blocked = w->drain_message;
+	w->drain_blocked_reason = DRAIN_REASON_UNLISTED;
+	if (!was_unlisted)
+		emit_event(w, STEP_UNLISTED, "Warning", DRAIN_REASON_UNLISTED, "%s", w->drain_message);
+}
+
 /* Planned: the plan is made (the cloud was read). */
 static void planned(struct walk *w)
 {
@@ -1119,6 +1163,7 @@ static void planned(struct walk *w)
 		act(w);
 		delete_gone_nodes(w);
 	}
+	unlisted_drains(w);
 	write_status(w);
 }
 

@@ -299,8 +299,9 @@ cJSON *status_build(const struct status_input *in)
 		cJSON_AddItemToArray(conds, cJSON_Duplicate(find_condition(in->old_status, "CapacityAvailable"), 1));
 	if (in->drain_blocked)
 		add_condition(conds, in, "DrainBlocked", *in->drain_blocked != '\0',
-			      *in->drain_blocked ? DRAIN_REASON_TIMED_OUT : "NotBlocked",
-			      *in->drain_blocked ? in->drain_blocked : "no scale-down is waiting for a drain");
+			      !*in->drain_blocked ? "NotBlocked" :
+			      in->drain_blocked_reason ? in->drain_blocked_reason : DRAIN_REASON_TIMED_OUT,
+			      *in->drain_blocked ? in->drain_blocked : "no drain is blocked");
 	else if (find_condition(in->old_status, "DrainBlocked"))
 		cJSON_AddItemToArray(conds, cJSON_Duplicate(find_condition(in->old_status, "DrainBlocked"), 1));
 	if (in->insecure_credentials)

@@ -541,7 +541,7 @@ static void test_scale_down_drains(void **state)
 	struct node_view nodes[3] = {named("n1"), named("n2"), named("n3")};
 	struct drain_pod p1[2] = {pod("a", DRAIN_POD_EVICT), pod("b", DRAIN_POD_EVICT)};
 	struct drain_pod p3[2] = {pod("c", DRAIN_POD_EVICT), pod("ds", DRAIN_POD_DAEMONSET)};
-	struct pass_pods pods[3] = {{true, p1, 2}, {true, NULL, 0}, {true, p3, 2}};
+	struct pass_pods pods[3] = {{true, p1, 2, NULL}, {true, NULL, 0, NULL}, {true, p3, 2, NULL}};
 	for (int c = 0; c < 2; c++) {
 		struct sim s;
 		sim_init(&s, 0, 3);
@@ -577,7 +577,7 @@ static void test_scale_down_drains(void **state)
 		n2[1].drain_taint = true;
 		n2[1].drain_started = NOW - 10;
 		n2[1].unschedulable = true;
-		struct pass_pods after[2] = {{true, p1, 2}, {true, p3 + 1, 1}};
+		struct pass_pods after[2] = {{true, p1, 2, NULL}, {true, p3 + 1, 1, NULL}};
 		sim_init(&s, 0, 3);
 		s.spec.has_replicas = true;
 		s.spec.replicas = 1;
@@ -597,6 +597,104 @@ static void test_scale_down_drains(void **state)
 	}
 }
 
+/* One Node whose pods cannot be listed (RBAC, the apiserver, too many) holds only its
+ * own drain: the other Nodes' drains go on in the same pass, its drain still starts
+ * (drain-started is written, so a deleted pool's drainTimeout runs), it is never chosen
+ * first by a scale-down for looking empty, and the failure shows as DrainBlocked
+ * PodsNotListed with one event per episode. A deleted pool's Node that cannot even be
+ * tainted goes a drainTimeout after the pool's deletion. */
+static int refuse_drain_start(const struct pass_action *a, bool *sold_out)
+{
+	*sold_out = false;
+	return a->kind == PASS_DRAIN_START && strcmp(a->ids.v[0], "n1") == 0 ? SP_EFORBIDDEN : 0;
+}
+
+static void test_unlisted_node_holds_only_itself(void **state)
+{
+	(void)state;
+	static const struct {
+		const char *what;
+		bool deleting;
+		int64_t n1_started_ago, n2_started_ago;  /* -1: not started */
+		int64_t deleted_ago;                     /* deletionTimestamp: NOW - this */
+		bool refuse_start;                       /* n1 cannot be tainted */
+		const char *old_blocked;                 /* DrainBlocked reason the pass finds (True) */
+		bool n1_fails;                           /* n1's listing fails */
+		const char *want[4], *not_want[4];
+		const char *blocked;                     /* DrainBlocked reason written ("": False, NULL: none) */
+	} cases[] = {
+		{"deleted, neither started: both start, n2's pod evicted", true, -1, -1, 5, false, NULL, true,
+		 {"drain-start n1", "drain-start n2", "evict app/w", "event Warning PodsNotListed"},
+		 {"terminate", "release"}, DRAIN_REASON_UNLISTED},
+		{"deleted, n1 started past drainTimeout: goes unlisted, n2 drains on", true, 601, 10, 700, false, NULL,
+		 true, {"terminate deletion i1", "evict app/w"}, {"terminate deletion i1,i2", "release"}, NULL},
+		{"deleted, n1 cannot be tainted, deleted past drainTimeout: goes", true, -1, 10, 601, true, NULL, true,
+		 {"drain-start n1", "event Warning DrainCutShort", "terminate deletion i1", "evict app/w"}, {"release"},
+		 DRAIN_REASON_UNLISTED},
+		{"deleted, n1 cannot be tainted, within drainTimeout: kept", true, -1, 10, 300, true, NULL, true,
+		 {"drain-start n1", "evict app/w"}, {"terminate", "event Warning DrainCutShort"},
+		 DRAIN_REASON_UNLISTED},
+		{"the same episode: no second event", true, 10, 10, 20, false, DRAIN_REASON_UNLISTED, true,
+		 {"evict app/w"}, {"event Warning PodsNotListed", "terminate"}, NULL},
+		{"listed again: DrainBlocked False", true, 10, 10, 20, false, DRAIN_REASON_UNLISTED, false,
+		 {"evict app/v", "evict app/w"}, {"event Warning PodsNotListed"}, ""},
+		{"scale-down: the unlisted Node is not taken for empty", false, -1, -1, 0, false, NULL, true,
+		 {"list-pods n1,n2,n3", "drain-start n2"}, {"drain-start n1", "terminate"}, NULL},
+	};
+	struct pool_instance in[3] = {running("i1", "RUNNING"), running("i2", "RUNNING"), running("i3", "RUNNING")};
+	struct drain_pod p1[1] = {pod("v", DRAIN_POD_EVICT)}, p2[1] = {pod("w", DRAIN_POD_EVICT)},
+			 p3[2] = {pod("x", DRAIN_POD_EVICT), pod("y", DRAIN_POD_EVICT)};
+	for (size_t c = 0; c < sizeof(cases) / sizeof(cases[0]); c++) {
+		struct node_view nodes[3] = {named("n1"), named("n2"), named("n3")};
+		int64_t ago[2] = {cases[c].n1_started_ago, cases[c].n2_started_ago};
+		for (int k = 0; k < 2; k++)
+			if (ago[k] >= 0) {
+				nodes[k].drain_taint = nodes[k].unschedulable = true;
+				nodes[k].drain_started = NOW - ago[k];
+			}
+		struct pass_pods pods[3] = {{true, p1, 1, cases[c].n1_fails ? "HTTP 403: pods is forbidden" : NULL},
+					    {true, p2, 1, NULL}, {true, p3, 2, NULL}};
+		if (cases[c].n1_fails)
+			pods[0] = (struct pass_pods){true, NULL, 0, "HTTP 403: pods is forbidden"};
+		struct sim s;
+		sim_on_nodes(&s, in, nodes, pods, cases[c].deleting ? 2 : 3, 2);
+		if (cases[c].deleting) {
+			s.spec.has_replicas = false;
+			s.in.deleting = s.in.plan.deleting = true;
+			s.in.deleted_at = NOW - cases[c].deleted_ago;
+		}
+		cJSON *old = NULL;
+		if (cases[c].old_blocked) {
+			old = cJSON_Parse("{\"conditions\":[{\"type\":\"DrainBlocked\",\"status\":\"True\"}]}");
+			cJSON_AddStringToObject(cJSON_GetArrayItem(cJSON_GetObjectItem(old, "conditions"), 0), "reason",
+						cases[c].old_blocked);
+			s.in.old_status = old;
+		}
+		s.answer = cases[c].refuse_start ? refuse_drain_start : NULL;
+		sim_run(&s);
+		for (size_t k = 0; k < 4 && cases[c].want[k]; k++)
+			if (!taken(&s, cases[c].want[k]))
+				fail_msg("%s: no \"%s\"", cases[c].what, cases[c].want[k]);
+		for (size_t k = 0; k < 4 && cases[c].not_want[k]; k++)
+			if (taken(&s, cases[c].not_want[k]))
+				fail_msg("%s: \"%s\" taken", cases[c].what, cases[c].not_want[k]);
+		const char *st = status_condition(s.last_status, "DrainBlocked", "status"),
+			   *reason = status_condition(s.last_status, "DrainBlocked", "reason");
+		if (cases[c].blocked && !*cases[c].blocked) {
+			assert_non_null(st);
+			assert_string_equal(st, "False");
+		} else if (cases[c].blocked) {
+			if (!st || strcmp(st, "True") != 0 || strcmp(reason, cases[c].blocked) != 0)
+				fail_msg("%s: DrainBlocked %s %s", cases[c].what, st ? st : "-", reason ? reason : "-");
+			assert_contains(status_condition(s.last_status, "DrainBlocked", "message"),
+					"cannot list the pods of node n1: HTTP 403");
+		}
+		assert_true(s.requeue_ms > 0 && s.requeue_ms <= DRAIN_RECHECK_SECONDS * 1000);
+		cJSON_Delete(old);
+		sim_free(&s);
+	}
+}
+
 /* A drain past drainTimeout with a pod a PodDisruptionBudget keeps: given up (the Node
  * untainted and uncordoned by evict_undo, one DrainTimedOut event naming the pod), the
  * instance kept, DrainBlocked True; that Node is not drained again before a
@@ -609,7 +707,7 @@ static void test_drain_gives_up(void **state)
 	nodes[1].drain_taint = true;
 	nodes[1].drain_started = NOW - 700;
 	struct drain_pod p2[1] = {pod("guarded", DRAIN_POD_EVICT)};
-	struct pass_pods pods[2] = {{true, NULL, 0}, {true, p2, 1}};
+	struct pass_pods pods[2] = {{true, NULL, 0, NULL}, {true, p2, 1, NULL}};
 	struct sim s;
 	sim_on_nodes(&s, in, nodes, pods, 2, 1);
 	sim_run(&s);
@@ -669,7 +767,7 @@ static void test_noticed_reclaim(void **state)
 	(void)state;
 	struct pool_instance in[2] = {running("i1", "RUNNING"), running("i2", "RUNNING")};
 	struct drain_pod p2[1] = {pod("w", DRAIN_POD_EVICT)};
-	struct pass_pods pods[2] = {{true, NULL, 0}, {true, p2, 1}};
+	struct pass_pods pods[2] = {{true, NULL, 0, NULL}, {true, p2, 1, NULL}};
 	for (int c = 0; c < 3; c++) {
 		struct node_view nodes[2] = {named("n1"), named("n2")};
 		nodes[1].terminating_at = c == 2 ? NOW - 1 : NOW + 120;
@@ -808,7 +906,7 @@ static void test_notices_pending_holds_only_scale_down(void **state)
 static void test_doomed_without_replicas(void **state)
 {
 	(void)state;
-	struct pass_pods pods[3] = {{true, NULL, 0}, {true, NULL, 0}, {true, NULL, 0}};
+	struct pass_pods pods[3] = {{true, NULL, 0, NULL}, {true, NULL, 0, NULL}, {true, NULL, 0, NULL}};
 	for (int c = 0; c < 4; c++) {
 		struct pool_instance in[3] = {running("i1", "RUNNING"), running("i2", "RUNNING"),
 					      running("i3", "RUNNING")};
@@ -848,7 +946,7 @@ static void test_deletion_drains(void **state)
 	(void)state;
 	struct pool_instance in[1] = {running("i1", "RUNNING")};
 	struct drain_pod p1[1] = {pod("w", DRAIN_POD_EVICT)};
-	struct pass_pods pods[1] = {{true, p1, 1}};
+	struct pass_pods pods[1] = {{true, p1, 1, NULL}};
 	for (int c = 0; c < 3; c++) {
 		struct node_view nodes[1] = {named("n1")};
 		if (c > 0) {
@@ -912,7 +1010,7 @@ static void test_drain_review_cases(void **state)
 			in[i] = running(name, "RUNNING");
 			snprintf(name, sizeof(name), "n%03d", i);
 			nodes[i] = named(name);
-			pods[i] = (struct pass_pods){true, one, 1};
+			pods[i] = (struct pass_pods){true, one, 1, NULL};
 		}
 		struct sim s;
 		sim_init(&s, 0, c == 3 ? 1 : n);
@@ -1019,7 +1117,7 @@ static void test_eviction_failure(void **state)
 	struct pool_instance in[2] = {running("i1", "RUNNING"), running("i2", "RUNNING")};
 	struct node_view nodes[2] = {named("n1"), named("n2")};
 	struct drain_pod p[1] = {pod("w", DRAIN_POD_EVICT)};
-	struct pass_pods pods[2] = {{true, p, 1}, {true, p, 1}};
+	struct pass_pods pods[2] = {{true, p, 1, NULL}, {true, p, 1, NULL}};
 	for (int c = 0; c < 2; c++) {
 		for (int k = 0; k < 2; k++) {
 			nodes[k].drain_taint = true;
@@ -1336,6 +1434,7 @@ int main(void)
 		cmocka_unit_test(test_noticed_reclaim),
 		cmocka_unit_test(test_notice_without_node),
 		cmocka_unit_test(test_deletion_drains),
+		cmocka_unit_test(test_unlisted_node_holds_only_itself),
 		cmocka_unit_test(test_drain_review_cases),
 		cmocka_unit_test(test_resume_hard_budget),
 		cmocka_unit_test(test_replacement_elsewhere),
