@@ -48,8 +48,9 @@ enum pass_kind {
 	PASS_DRAIN_START,    /* ids: one Node: taint, cordon, annotate (evict_start) */
 	PASS_EVICT,          /* ids: "namespace/name" of pods to evict (evict_pod) */
 	PASS_DRAIN_UNDO,     /* ids: one Node: the drain given up or no longer wanted (evict_undo) */
-	PASS_DELETE_NODE,    /* ids: Nodes of gone instances (message: those instances) */
-	PASS_WOULD_DELETE_NODE, /* dry-run: the Nodes a delete would take, told, not done */
+	PASS_DELETE_NODE,    /* ids: one Node of a gone instance, node_uid its UID (message: the
+			      * instance); 0 also when no Node of that UID is left (404, 409) */
+	PASS_WOULD_DELETE_NODE, /* dry-run: ids: the Nodes deletes would take, told, not done */
 	PASS_EVENT,          /* type, reason, message */
 	PASS_RELEASE,        /* remove the finalizer: the deleted pool goes */
 	PASS_WRITE_STATUS,   /* the final status (without ledger keys), if it changed */
@@ -77,6 +78,7 @@ struct pass_action {
 	int count;
 	bool fresh;                  /* launch: a new ClientToken (else a repeat of the ledger's) */
 	struct strv ids;             /* terminate, reclaimed: instances; delete node: Nodes */
+	char node_uid[NODE_UID_MAX + 1]; /* delete node: the UID it must still have */
 	enum pass_why why;
 	const char *event_type, *reason;  /* event: Normal/Warning, reason */
 	char *message;               /* event message, log line of terminate/release */

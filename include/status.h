@@ -47,6 +47,11 @@ struct status_input {
 	 * message (a scale-down's drain timed out and was given up), and reason (NULL:
 	 * DRAIN_REASON_TIMED_OUT). */
 	const char *drain_blocked, *drain_blocked_reason;
+	/* The Nodes of gone instances still to delete (nodeDeletions: what a failed deletion
+	 * leaves for the next pass), when node_deletions_known; otherwise the old list stays. */
+	const struct node_ref *node_deletions;
+	size_t n_node_deletions;
+	bool node_deletions_known;
 };
 
 cJSON *status_build(const struct status_input *in);
@@ -66,6 +71,11 @@ int64_t status_launch_seq(const cJSON *status);
 #define STATUS_MAX_RECORDED 10000
 /* The instance IDs a status records (.status.instances), and of those the live ones. */
 void status_recorded(const cJSON *status, struct strv *ret_ids, struct strv *ret_live);
+/* Most Nodes of gone instances a status keeps to delete (.status.nodeDeletions). */
+#define STATUS_MAX_NODE_DELETIONS 64
+/* The Nodes a status keeps to delete, at most max into ret (entries without a name and
+ * UID that fit are skipped); returns how many. */
+size_t status_node_deletions(const cJSON *status, struct node_ref *ret, size_t max);
 /* A condition's field ("status", "reason", "message") or NULL. */
 const char *status_condition(const cJSON *status, const char *type, const char *field);
 

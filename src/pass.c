@@ -15,6 +15,7 @@ enum {
 	STEP_CLEANUP, STEP_RETAIN, STEP_RELEASE, STEP_NO_OFFERING, STEP_STATUS, STEP_REREAD, STEP_DELETE_NODES,
 	STEP_LIST_PODS, STEP_NOTICE, STEP_DRAIN_INTENT, STEP_DRAIN_FAILED, STEP_UNLISTED, STEP_END,
 	STEP_ATTEMPT = 100, ATTEMPT_STRIDE = 10,
+	STEP_NODE_DELETE = 1000000,  /* + k: the k-th Node deletion of the pass */
 	STEP_FAIL_EVENT = 10000,  /* + the failing step: its event */
 	/* Drains: STEP_DRAIN + group * DRAIN_GROUP + k * DRAIN_STRIDE + a drain_part, k the
 	 * victim's place in its group (the instance's index for GROUP_UNDO). */
@@ -45,6 +46,12 @@ struct walk {
 	 * the first one's failure was. */
 	int unlisted;
 	char unlisted_message[512];
+	/* The Nodes of gone instances left to delete after this pass (known: the deletions
+	 * were planned; else the status keeps its list), and how many of them wait on a
+	 * retry (not tried yet, or failed for now) rather than a refusal. */
+	struct node_ref *deletions;
+	size_t n_deletions, deletions_waiting;
+	bool deletions_known;
 };
 
 enum pass_creds pass_credentials_source(const struct pool_spec *spec, bool have_default)
@@ -119,9 +126,9 @@ static const char *reason_for(int code)
  * Degraded condition, and as one Warning event per episode: the condition's reason (not
  * the message, which carries a fresh RequestId on every call) tells a new episode from a
  * repeat of the one the pass found, and a pass posts each reason once. */
-static void fail(struct walk *w, int step, int code, const char *what, const char *detail)
+static void fail_as(struct walk *w, int step, const char *reason, const char *what, const char *detail)
 {
-	w->degraded_reason = reason_for(code);
+	w->degraded_reason = reason;
 	snprintf(w->degraded_message, sizeof(w->degraded_message), "%s%s%s", what,
 		 detail && *detail ? ": " : "", detail ? detail : "");
 	const char *start = w->in->start_degraded_reason;
@@ -129,6 +136,11 @@ static void fail(struct walk *w, int step, int code, const char *what, const cha
 		emit_event(w, STEP_FAIL_EVENT + step, "Warning", w->degraded_reason, "%s", w->degraded_message);
 		w->posted = w->degraded_reason;
 	}
+}
+
+static void fail(struct walk *w, int step, int code, const char *what, const char *detail)
+{
+	fail_as(w, step, reason_for(code), what, detail);
 }
 
 static void fail_answer(struct walk *w, const struct pass_answer *a, const char *fmt, ...)
@@ -212,6 +224,8 @@ static cJSON *build_status(const struct walk *w, bool final)
 		.insecure_credentials = in->insecure_credentials, .now = in->plan.now,
 		.nodes = nodes, .reclaim_at = in->nodes_pending || in->notices_pending ? NULL : reclaim_at,
 		.drain_blocked = w->drain_blocked, .drain_blocked_reason = w->drain_blocked_reason,
+		.node_deletions = w->deletions, .n_node_deletions = w->n_deletions,
+		.node_deletions_known = w->deletions_known,
 	};
 	cJSON *st = status_build(&s);
 	free(reclaim_at);
@@ -878,7 +892,9 @@ static void deletion(struct walk *w)
 		w->requeue_ms = PASS_REQUEUE_PROGRESS_MS;
 		return;
 	}
-	if (plan->waiting) {
+	if (plan->waiting || w->deletions_waiting) {
+		/* A Node deletion failing for now is retried (with backoff) before the pool
+		 * goes: once released, nothing would remember that Node. */
 		w->requeue_ms = PASS_REQUEUE_PROGRESS_MS;
 		return;
 	}
@@ -908,36 +924,87 @@ static const struct node_view *gone_node(const struct pass_input *in, size_t i, 
 	return &in->recorded_nodes[i];
 }
 
-/* The Nodes of recorded instances gone or going away: deleted, or in a dry run told. */
-static void delete_gone_nodes(struct walk *w)
+/* Appends to want (n of them so far) the Nodes of recorded instances gone or going away
+ * that it does not hold yet. A Node without a UID is not deleted: nothing would tell it
+ * from a new Node given its name. */
+static void add_gone_nodes(const struct pass_input *in, struct node_ref *want, size_t *n)
 {
-	const struct pass_input *in = w->in;
 	const struct strv *seen = in->plan.seen;
 	if (!in->recorded_nodes || !in->nodes || !seen)
 		return;
-	/* The observed instances (going away too: those are found by the walk above). */
+	/* The observed instances (going away too: those are found by gone_node). */
 	const char **live = xcalloc(in->plan.n_instances ? in->plan.n_instances : 1, sizeof(*live));
 	for (size_t i = 0; i < in->plan.n_instances; i++)
 		live[i] = in->plan.instances[i].id;
 	qsort(live, in->plan.n_instances, sizeof(*live), cmp_str);
-	struct strv names = {0};
-	char gone[1024] = "";
-	for (size_t i = 0; i < seen->n; i++) {
+	for (size_t i = 0; i < seen->n && *n < STATUS_MAX_NODE_DELETIONS; i++) {
 		const struct node_view *node = gone_node(in, i, live, in->plan.n_instances);
-		if (!node || !*node->name)
+		if (!node || !*node->name || !*node->uid)
 			continue;
-		strv_push(&names, node->name);
-		snprintf(gone + strlen(gone), sizeof(gone) - strlen(gone), "%s%s", *gone ? ", " : "", seen->v[i]);
+		bool held = false;
+		for (size_t k = 0; k < *n && !held; k++)
+			held = strcmp(want[k].name, node->name) == 0 && strcmp(want[k].uid, node->uid) == 0;
+		if (held)
+			continue;
+		struct node_ref *r = &want[(*n)++];
+		snprintf(r->name, sizeof(r->name), "%s", node->name);
+		snprintf(r->uid, sizeof(r->uid), "%s", node->uid);
+		snprintf(r->instance_id, sizeof(r->instance_id), "%s", seen->v[i]);
 	}
 	free(live);
-	struct pass_action *a = names.n ? emit(w, in->dry_run ? PASS_WOULD_DELETE_NODE : PASS_DELETE_NODE,
-					       STEP_DELETE_NODES) : NULL;
-	if (a) {
-		a->ids = names;
-		a->message = xstrdup(gone);
-	} else {
-		strv_clear(&names);
+}
+
+/* The Nodes of recorded instances gone or going away, and those an earlier pass could
+ * not delete (.status.nodeDeletions): each deleted only while it is still the Node of
+ * that UID (a name reused by a new Node is left alone), one action each, at most
+ * PASS_DRAINS_MAX a pass. A failure keeps the Node in the status, retried with backoff
+ * (Degraded NodeDeletionFailed); a deleted pool waits for those failing for now. In a
+ * dry run, told. */
+static void delete_gone_nodes(struct walk *w)
+{
+	const struct pass_input *in = w->in;
+	struct node_ref *want = xcalloc(STATUS_MAX_NODE_DELETIONS, sizeof(*want));
+	size_t n = status_node_deletions(in->old_status, want, STATUS_MAX_NODE_DELETIONS);
+	add_gone_nodes(in, want, &n);
+	if (in->dry_run) {
+		struct pass_action *a = n ? emit(w, PASS_WOULD_DELETE_NODE, STEP_DELETE_NODES) : NULL;
+		for (size_t k = 0; a && k < n; k++)
+			strv_push(&a->ids, want[k].name);
+		free(want);
+		return;
 	}
+	size_t kept = 0;
+	for (size_t k = 0; k < n; k++) {
+		const struct node_ref r = want[k];
+		int step = STEP_NODE_DELETE + (int)k;
+		const struct pass_answer *d = answer(w, step, PASS_DELETE_NODE);
+		if (d && d->code == 0)
+			continue;  /* deleted, or no Node of that UID is left */
+		want[kept++] = r;
+		if (!d && k >= PASS_DRAINS_MAX) {
+			w->deletions_waiting++;
+			look_again(w, PASS_REQUEUE_PROGRESS_MS);
+		} else if (!d) {
+			struct pass_action *a = emit(w, PASS_DELETE_NODE, step);
+			strv_push(&a->ids, r.name);
+			snprintf(a->node_uid, sizeof(a->node_uid), "%s", r.uid);
+			a->message = xstrdup(r.instance_id);
+			w->deletions_waiting++;
+		} else {
+			/* A refusal (RBAC, a webhook) is retried too, but does not hold a deleted
+			 * pool: it would hold it for good. */
+			w->deletions_waiting += d->code == SP_ETRANSIENT || d->code == SP_ETHROTTLED;
+			char what[SP_ERROR_MAX];
+			snprintf(what, sizeof(what), "cannot delete node %s of gone instance %s", r.name, r.instance_id);
+			fail_as(w, STEP_DELETE_NODES, "NodeDeletionFailed", what, d->message);
+			if (w->error == 0)
+				w->error = d->code;
+		}
+	}
+	free(w->deletions);
+	w->deletions = want;
+	w->n_deletions = kept;
+	w->deletions_known = true;
 }
 
 static void dry_run(struct walk *w)
@@ -1174,6 +1241,7 @@ void pass_plan(const struct pass_input *in, const struct pass_done *d, struct pa
 	*ret = (struct pass_actions){.live = -1};
 	struct walk w = {.in = in, .d = d, .out = ret};
 	plan_pass(&w);
+	free(w.deletions);
 	ret->degraded_reason = w.degraded_reason;
 	snprintf(ret->degraded_message, sizeof(ret->degraded_message), "%s", w.degraded_reason ? w.degraded_message : "");
 }
@@ -1324,7 +1392,7 @@ void pass_action_line(const struct pass_action *a, char *out, size_t size)
 	case PASS_DRAIN_START: snprintf(out, size, "drain-start %s", ids); break;
 	case PASS_EVICT: snprintf(out, size, "evict %s", ids); break;
 	case PASS_DRAIN_UNDO: snprintf(out, size, "drain-undo %s", ids); break;
-	case PASS_DELETE_NODE: snprintf(out, size, "delete-node %s", ids); break;
+	case PASS_DELETE_NODE: snprintf(out, size, "delete-node %s uid=%s", ids, a->node_uid); break;
 	case PASS_WOULD_DELETE_NODE: snprintf(out, size, "would-delete-node %s", ids); break;
 	case PASS_EVENT: snprintf(out, size, "event %s %s", a->event_type, a->reason); break;
 	case PASS_RELEASE: snprintf(out, size, "release"); break;

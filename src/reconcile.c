@@ -610,19 +610,21 @@ static int do_terminate(struct pass *p, const struct pass_action *a, struct sp_e
 	return 0;
 }
 
-/* The Nodes of gone instances (a 404 is a Node already gone). */
+/* The Node of a gone instance, if it is still the Node of that UID. Done (0) too when
+ * no such Node is left: gone already, or its name is another Node's now. */
 static int do_delete_node(struct pass *p, const struct pass_action *a, struct sp_error *err)
 {
-	for (size_t i = 0; i < a->ids.n; i++) {
-		int r = nodes_delete(&p->r->kube, a->ids.v[i], err);
-		if (r < 0)
-			return r;
+	const char *name = a->ids.v[0];
+	int r = nodes_delete(&p->r->kube, name, a->node_uid, err);
+	if (r == SP_ENOTFOUND) {
+		pool_log(p, LOG_LVL_INFO, "node", NULL, "Node %s (uid %s) of gone instance %s is gone already, or the "
+			 "name is another Node's now: not deleted", name, a->node_uid, a->message);
+		return 0;
 	}
-	char names[1024] = "";
-	for (size_t i = 0; i < a->ids.n; i++)
-		snprintf(names + strlen(names), sizeof(names) - strlen(names), "%s%s", i ? ", " : "", a->ids.v[i]);
-	pool_log(p, LOG_LVL_INFO, "node", NULL, "deleted Node(s) %s of gone instance(s) %s", names, a->message);
-	emit_event(p, "Normal", "NodeDeleted", "deleted Node(s) %s of gone instance(s) %s", names, a->message);
+	if (r < 0)
+		return r;
+	pool_log(p, LOG_LVL_INFO, "node", NULL, "deleted Node %s of gone instance %s", name, a->message);
+	emit_event(p, "Normal", "NodeDeleted", "deleted Node %s of gone instance %s", name, a->message);
 	return 0;
 }
 

@@ -122,6 +122,18 @@ static bool taken(const struct sim *s, const char *prefix)
 	return false;
 }
 
+/* Every line of want (up to n, NULL ends) was taken, none of not_want. */
+static void expect_taken(const struct sim *s, const char *what, const char *const *want,
+			 const char *const *not_want, size_t n)
+{
+	for (size_t k = 0; k < n && want[k]; k++)
+		if (!taken(s, want[k]))
+			fail_msg("%s: no \"%s\"", what, want[k]);
+	for (size_t k = 0; k < n && not_want[k]; k++)
+		if (taken(s, not_want[k]))
+			fail_msg("%s: \"%s\" taken", what, not_want[k]);
+}
+
 static size_t index_of(const struct sim *s, const char *prefix)
 {
 	for (size_t i = 0; i < s->n_taken; i++)
@@ -434,69 +446,117 @@ static void test_ledger_clear_and_resume_order(void **state)
 	sim_free(&s);
 }
 
-static int refuse_delete_node(const struct pass_action *a, bool *sold_out)
+static int delete_node_code;  /* what every PASS_DELETE_NODE answers */
+
+static int answer_delete_node(const struct pass_action *a, bool *sold_out)
 {
 	*sold_out = false;
-	return a->kind == PASS_DELETE_NODE ? SP_EFORBIDDEN : 0;
+	return a->kind == PASS_DELETE_NODE ? delete_node_code : 0;
 }
 
 static struct node_view named(const char *name)
 {
 	struct node_view v = {.ready = true};
 	snprintf(v.name, sizeof(v.name), "%s", name);
+	snprintf(v.uid, sizeof(v.uid), "u-%s", name);
 	return v;
 }
 
 /* The Nodes of recorded instances that are gone (reclaimed i2, terminated earlier i3)
  * or going away (i6 TERMINATING: the last pass that records it) are deleted after the
- * pool's own work; never the Node of a live instance (i1), of a
- * recorded instance that turned out to be someone else's (i4), nor any when Nodes are
- * not known; a dry run only tells; a deleted pool deletes them before it is released;
- * a failed delete fails nothing else. */
+ * pool's own work, one action each, only while they are the Node of the UID matched;
+ * never the Node of a live instance (i1), of a recorded instance that turned out to be
+ * someone else's (i4), nor any when Nodes are not known; a dry run only tells; a deleted
+ * pool deletes them before it is released. A failed deletion is no longer forgotten
+ * with its instance: the status keeps the Node (nodeDeletions, with its UID), the pass
+ * fails for a backoff, the next pass retries from the status alone; a deleted pool waits
+ * for a deletion failing for now, not for a refusal. */
 static void test_gone_nodes_deleted(void **state)
 {
 	(void)state;
+	static const struct {
+		const char *what;
+		bool dry_run, no_nodes, deleting, no_uid;
+		int code;                /* what the deletions answer */
+		const char *old_pending; /* .status.nodeDeletions the pass finds */
+		const char *want[5], *not_want[5];
+		int error;
+		const char *pending;     /* names kept in nodeDeletions after the pass ("": none) */
+	} cases[] = {
+		{"deleted one by one with their UIDs", false, false, false, false, 0, NULL,
+		 {"reclaimed i2", "delete-node n2 uid=u-n2", "delete-node n3 uid=u-n3", "delete-node n6 uid=u-n6",
+		  "write-status"}, {"delete-node n1", "delete-node n4"}, 0, ""},
+		{"dry run: told", true, false, false, false, 0, NULL, {"would-delete-node n2,n3,n6"}, {"delete-node"},
+		 0, NULL},
+		{"Nodes not known", false, true, false, false, 0, NULL, {"write-status"}, {"delete-node"}, 0, NULL},
+		{"deleted pool: before the release", false, false, true, false, 0, NULL,
+		 {"delete-node n1 uid=u-n1", "delete-node n6 uid=u-n6", "release"}, {NULL}, 0, NULL},
+		{"5xx: kept in the status, backoff", false, false, false, false, SP_ETRANSIENT, NULL,
+		 {"delete-node n2", "delete-node n6", "event Warning NodeDeletionFailed", "write-status"}, {NULL},
+		 SP_ETRANSIENT, "n2,n3,n6"},
+		{"refused: kept too", false, false, false, false, SP_EFORBIDDEN, NULL, {"delete-node n6", "write-status"},
+		 {NULL}, SP_EFORBIDDEN, "n2,n3,n6"},
+		{"retried from the status, Nodes not known", false, true, false, false, 0,
+		 "[{\"name\":\"n9\",\"uid\":\"u9\",\"instanceId\":\"i9\"}]", {"delete-node n9 uid=u9", "write-status"},
+		 {NULL}, 0, ""},
+		{"retried and new ones, once each", false, false, false, false, 0,
+		 "[{\"name\":\"n2\",\"uid\":\"u-n2\",\"instanceId\":\"i2\"}]",
+		 {"delete-node n2 uid=u-n2", "delete-node n3 uid=u-n3"}, {NULL}, 0, ""},
+		{"a Node without a UID is not deleted", false, false, false, true, 0, NULL, {"write-status"},
+		 {"delete-node"}, 0, NULL},
+		{"deleted pool, 5xx: not released", false, false, true, false, SP_ETRANSIENT, NULL,
+		 {"delete-node n1", "write-status"}, {"release"}, SP_ETRANSIENT, "n1,n2,n3,n6"},
+		{"deleted pool, refused: released all the same", false, false, true, false, SP_EFORBIDDEN, NULL,
+		 {"delete-node n1", "release"}, {NULL}, 0, NULL},
+	};
 	struct pool_instance in[2] = {running("i1", "RUNNING"), running("i6", "TERMINATING")};
 	char *seen_v[] = {"i1", "i2", "i3", "i4", "i5", "i6"}, *live_v[] = {"i1", "i2"}, *foreign_v[] = {"i4"};
 	struct strv seen = {.v = seen_v, .n = 6}, live = {.v = live_v, .n = 2}, foreign = {.v = foreign_v, .n = 1};
-	/* As reconcile asks: the observed instances' Nodes, then the recorded instances'
-	 * not observed (i1 and i6 are; when nothing is observed, all are asked). */
-	struct node_view nodes[2 + 6] = {named("n1"), named("n6"), named(""), named("n2"), named("n3"),
-					 named("n4"), named(""), named("")};
-	struct node_view none_observed[6] = {named("n1"), named("n2"), named("n3"), named("n4"), named(""), named("n6")};
-	for (int c = 0; c < 5; c++) {
+	for (size_t c = 0; c < sizeof(cases) / sizeof(cases[0]); c++) {
+		/* As reconcile asks: the observed instances' Nodes, then the recorded
+		 * instances' not observed (i1 and i6 are; when nothing is observed, all are). */
+		struct node_view nodes[2 + 6] = {named("n1"), named("n6"), named(""), named("n2"), named("n3"),
+						 named("n4"), named(""), named("")};
+		struct node_view none_observed[6] = {named("n1"), named("n2"), named("n3"), named("n4"), named(""),
+						     named("n6")};
+		for (size_t k = 0; cases[c].no_uid && k < 8; k++)
+			*nodes[k].uid = '\0';
 		struct sim s;
 		sim_init(&s, 1, 1);
 		s.in.plan.instances = in;
-		s.in.plan.n_instances = c == 3 ? 0 : 2;
+		s.in.plan.n_instances = cases[c].deleting ? 0 : 2;
 		s.in.plan.seen = &seen;
 		s.in.plan.seen_live = &live;
 		s.in.plan.foreign = &foreign;
-		s.in.nodes = c == 2 ? NULL : nodes;
+		s.in.nodes = cases[c].no_nodes ? NULL : nodes;
 		s.in.n_nodes = 2;
-		s.in.recorded_nodes = c == 2 ? NULL : c == 3 ? none_observed : nodes + 2;
-		s.in.dry_run = c == 1;
-		s.in.deleting = c == 3;
-		s.answer = c == 4 ? refuse_delete_node : NULL;
+		s.in.recorded_nodes = cases[c].no_nodes ? NULL : cases[c].deleting ? none_observed : nodes + 2;
+		s.in.dry_run = cases[c].dry_run;
+		s.in.deleting = s.in.plan.deleting = cases[c].deleting;
+		cJSON *old = cJSON_CreateObject();
+		if (cases[c].old_pending)
+			cJSON_AddItemToObject(old, "nodeDeletions", cJSON_Parse(cases[c].old_pending));
+		s.in.old_status = old;
+		delete_node_code = cases[c].code;
+		s.answer = answer_delete_node;
 		sim_run(&s);
-		switch (c) {
-		case 0:
-		case 4:
-			assert_true(index_of(&s, "reclaimed i2") < index_of(&s, "delete-node n2,n3,n6"));
-			assert_true(index_of(&s, "delete-node n2,n3,n6") < index_of(&s, "write-status"));
-			assert_int_equal(s.error, 0);
-			break;
-		case 1:
-			assert_true(taken(&s, "would-delete-node n2,n3,n6"));
-			assert_false(taken(&s, "delete-node"));
-			break;
-		case 2:
-			assert_false(taken(&s, "delete-node"));
-			break;
-		case 3:
-			assert_true(index_of(&s, "delete-node n1,n2,n3,n6") < index_of(&s, "release"));
-			break;
+		expect_taken(&s, cases[c].what, cases[c].want, cases[c].not_want, 5);
+		if (taken(&s, "delete-node ") && taken(&s, "write-status"))
+			assert_true(index_of(&s, "delete-node ") < index_of(&s, "write-status"));
+		if (s.error != cases[c].error)
+			fail_msg("%s: error %d, want %d", cases[c].what, s.error, cases[c].error);
+		if (cases[c].pending) {
+			const cJSON *list = cJSON_GetObjectItemCaseSensitive(s.last_status, "nodeDeletions"), *it;
+			char names[128] = "";
+			cJSON_ArrayForEach(it, list)
+				snprintf(names + strlen(names), sizeof(names) - strlen(names), "%s%s", *names ? "," : "",
+					 cJSON_GetStringValue(cJSON_GetObjectItemCaseSensitive(it, "name")));
+			if (strcmp(names, cases[c].pending) != 0)
+				fail_msg("%s: nodeDeletions \"%s\", want \"%s\"", cases[c].what, names, cases[c].pending);
+			if (!*cases[c].pending && list && !cJSON_IsNull(list))
+				fail_msg("%s: nodeDeletions not cleared", cases[c].what);
 		}
+		cJSON_Delete(old);
 		sim_free(&s);
 	}
 }
@@ -672,12 +732,7 @@ static void test_unlisted_node_holds_only_itself(void **state)
 		}
 		s.answer = cases[c].refuse_start ? refuse_drain_start : NULL;
 		sim_run(&s);
-		for (size_t k = 0; k < 4 && cases[c].want[k]; k++)
-			if (!taken(&s, cases[c].want[k]))
-				fail_msg("%s: no \"%s\"", cases[c].what, cases[c].want[k]);
-		for (size_t k = 0; k < 4 && cases[c].not_want[k]; k++)
-			if (taken(&s, cases[c].not_want[k]))
-				fail_msg("%s: \"%s\" taken", cases[c].what, cases[c].not_want[k]);
+		expect_taken(&s, cases[c].what, cases[c].want, cases[c].not_want, 4);
 		const char *st = status_condition(s.last_status, "DrainBlocked", "status"),
 			   *reason = status_condition(s.last_status, "DrainBlocked", "reason");
 		if (cases[c].blocked && !*cases[c].blocked) {
@@ -1353,6 +1408,8 @@ static void test_property_action_lists(void **state)
 			strv_push(&foreign, "g7");
 		for (int i = 0; i < n; i++)
 			snprintf(nodes[i].name, sizeof(nodes[i].name), "node-i%d", i);
+		for (size_t i = 0; i < (size_t)n + seen.n; i++)
+			snprintf(nodes[i].uid, sizeof(nodes[i].uid), "u%zu", i);
 		s.in.plan.seen = &seen;
 		s.in.plan.foreign = &foreign;
 		s.in.nodes = nodes;
