@@ -954,23 +954,31 @@ static void add_gone_nodes(const struct pass_input *in, struct node_ref *want, s
 	free(live);
 }
 
-/* The Nodes of recorded instances gone or going away, and those an earlier pass could
- * not delete (.status.nodeDeletions): each deleted only while it is still the Node of
- * that UID (a name reused by a new Node is left alone), one action each, at most
+/* The Nodes to delete: those an earlier pass could not (.status.nodeDeletions), and of
+ * the recorded instances gone or going away. Known from the start of the pass, so a
+ * status written before they are deleted (the ledger) records them: the gone instances
+ * leave the status in that write. */
+static void nodes_to_delete(struct walk *w)
+{
+	w->deletions = xcalloc(STATUS_MAX_NODE_DELETIONS, sizeof(*w->deletions));
+	w->n_deletions = status_node_deletions(w->in->old_status, w->deletions, STATUS_MAX_NODE_DELETIONS);
+	add_gone_nodes(w->in, w->deletions, &w->n_deletions);
+	w->deletions_known = !w->in->dry_run;
+}
+
+/* The Nodes to delete (nodes_to_delete), each only while it is still the Node of that
+ * UID (a name reused by a new Node is left alone), one action each, at most
  * PASS_DRAINS_MAX a pass. A failure keeps the Node in the status, retried with backoff
  * (Degraded NodeDeletionFailed); a deleted pool waits for those failing for now. In a
  * dry run, told. */
 static void delete_gone_nodes(struct walk *w)
 {
-	const struct pass_input *in = w->in;
-	struct node_ref *want = xcalloc(STATUS_MAX_NODE_DELETIONS, sizeof(*want));
-	size_t n = status_node_deletions(in->old_status, want, STATUS_MAX_NODE_DELETIONS);
-	add_gone_nodes(in, want, &n);
-	if (in->dry_run) {
+	struct node_ref *want = w->deletions;
+	size_t n = w->n_deletions;
+	if (w->in->dry_run) {
 		struct pass_action *a = n ? emit(w, PASS_WOULD_DELETE_NODE, STEP_DELETE_NODES) : NULL;
 		for (size_t k = 0; a && k < n; k++)
 			strv_push(&a->ids, want[k].name);
-		free(want);
 		return;
 	}
 	size_t kept = 0;
@@ -1001,10 +1009,7 @@ static void delete_gone_nodes(struct walk *w)
 				w->error = d->code;
 		}
 	}
-	free(w->deletions);
-	w->deletions = want;
 	w->n_deletions = kept;
-	w->deletions_known = true;
 }
 
 static void dry_run(struct walk *w)
@@ -1217,6 +1222,7 @@ static void planned(struct walk *w)
 		int64_t next_probe;
 		describe_scarcity(w, in->offer_state, in->probe_at_ms, &next_probe);
 	}
+	nodes_to_delete(w);
 	/* Launches first; a deleted pool's gone Nodes before it is released. */
 	if (in->deleting) {
 		delete_gone_nodes(w);

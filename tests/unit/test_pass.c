@@ -561,6 +561,46 @@ static void test_gone_nodes_deleted(void **state)
 	}
 }
 
+/* A status written before the deletions (the launch's ledger) already records the gone
+ * instance's Node to delete: the instance leaves the status in that write, and a pass
+ * that ends there (a crash, a conflict) must not forget the Node. */
+static char ledger_deletions[64];
+
+static int note_ledger_deletions(const struct pass_action *a, bool *sold_out)
+{
+	*sold_out = false;
+	if (a->kind == PASS_RECORD_LEDGER && !*ledger_deletions) {
+		const cJSON *d = cJSON_GetArrayItem(cJSON_GetObjectItemCaseSensitive(a->status, "nodeDeletions"), 0);
+		snprintf(ledger_deletions, sizeof(ledger_deletions), "%s",
+			 d ? cJSON_GetStringValue(cJSON_GetObjectItemCaseSensitive(d, "name")) : "none");
+	}
+	return 0;
+}
+
+static void test_gone_node_recorded_with_the_ledger(void **state)
+{
+	(void)state;
+	struct pool_instance in[1] = {running("i1", "RUNNING")};
+	char *seen_v[] = {"i1", "i2"}, *live_v[] = {"i1", "i2"};
+	struct strv seen = {.v = seen_v, .n = 2}, live = {.v = live_v, .n = 2};
+	struct node_view nodes[1 + 2] = {named("n1"), named(""), named("n2")};
+	struct sim s;
+	sim_init(&s, 2, 2);
+	s.in.plan.instances = in;
+	s.in.plan.n_instances = 1;
+	s.in.plan.seen = &seen;
+	s.in.plan.seen_live = &live;
+	s.in.nodes = nodes;
+	s.in.n_nodes = 1;
+	s.in.recorded_nodes = nodes + 1;
+	*ledger_deletions = '\0';
+	s.answer = note_ledger_deletions;
+	sim_run(&s);
+	assert_true(index_of(&s, "record-ledger") < index_of(&s, "delete-node n2"));
+	assert_string_equal(ledger_deletions, "n2");
+	sim_free(&s);
+}
+
 /* Look again soon (PASS_REQUEUE_PROGRESS_MS) while anything is on its way: an instance
  * settling (plan_state_settling: PENDING, TERMINATING), a launch or a terminate; never
  * for a settled pool at its size. */
@@ -1486,6 +1526,7 @@ int main(void)
 		cmocka_unit_test(test_ledger_clear_and_resume_order),
 		cmocka_unit_test(test_requeue_progress),
 		cmocka_unit_test(test_gone_nodes_deleted),
+		cmocka_unit_test(test_gone_node_recorded_with_the_ledger),
 		cmocka_unit_test(test_scale_down_drains),
 		cmocka_unit_test(test_drain_gives_up),
 		cmocka_unit_test(test_noticed_reclaim),
