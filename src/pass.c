@@ -46,9 +46,10 @@ struct walk {
 	 * the first one's failure was. */
 	int unlisted;
 	char unlisted_message[512];
-	/* The Nodes of gone instances left to delete after this pass (known: the deletions
-	 * were planned; else the status keeps its list), and how many of them wait on a
-	 * retry (not tried yet, or failed for now) rather than a refusal. */
+	/* The Nodes of gone instances to delete (nodes_to_delete), once their deletions are
+	 * planned those left after this pass (known: written to the status; else the status
+	 * keeps its list), and how many of them wait on a retry (not tried yet, or failed
+	 * for now) rather than a refusal. */
 	struct node_ref *deletions;
 	size_t n_deletions, deletions_waiting;
 	bool deletions_known;
