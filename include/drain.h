@@ -24,6 +24,8 @@
 /* Reasons of the condition and event of a drain that did not end as planned. */
 #define DRAIN_REASON_TIMED_OUT "DrainTimedOut"
 #define DRAIN_REASON_CUT_SHORT "DrainCutShort"
+/* The pods of a node being drained could not be listed (RBAC, the apiserver, too many). */
+#define DRAIN_REASON_UNLISTED "PodsNotListed"
 
 enum drain_pod_class {
 	DRAIN_POD_EVICT,     /* evicted through the Eviction API */
@@ -52,6 +54,7 @@ struct drain_victim {
 	bool has_node;            /* false: the instance never joined; nothing to drain */
 	bool draining;            /* its Node carries spotpool's drain taint: a drain goes on */
 	bool given_up;            /* its last drain timed out less than a drainTimeout ago */
+	bool unlisted;            /* its pods could not be listed: counts unknown, chosen last */
 	/* Its Node carries SpotTerminating: reclaimed at this time (epoch seconds), 0: not
 	 * doomed. A doomed instance counts toward neither target nor (unless
 	 * maximumIncludesDoomed) maximum, and is never a scale-down victim. */
@@ -65,7 +68,7 @@ void drain_victim_count(const struct drain_pod *pods, size_t n, struct drain_vic
 /* The order in which victims are chosen, as far as their nodes decide it (negative: a goes
  * first; 0: the nodes do not decide, plan's order does): not scale-down-disabled first;
  * then not given up lately; then nodes already draining (a drain once started goes on,
- * not one more); then no
+ * not one more); then nodes whose pods could be listed; then no
  * Node; then nodes without blocking pods; then the fewest evictable pods (an empty node
  * first). plan_compute refines its own order with this. */
 int drain_victim_cmp(const struct drain_victim *a, const struct drain_victim *b);
@@ -81,6 +84,10 @@ struct drain_step_input {
 	struct drain_node node;
 	const struct drain_pod *pods; /* the node's pods, classified */
 	size_t n_pods;
+	/* NULL: pods is the node's listing. Else why it could not be listed: the node's pods
+	 * are unknown, so it holds the drain with nothing to evict until the listing works or
+	 * the drain ends (its timeout, gave up or cut short, naming this). */
+	const char *unlisted;
 	int64_t now;                  /* epoch seconds */
 	int64_t timeout;              /* spec.drainTimeout, seconds; 0: no drain */
 	/* Forced by a reclaim notice: the drain ends at this time (epoch seconds) whatever is
@@ -104,7 +111,8 @@ struct drain_step {
 	bool uncordon;      /* DRAIN_GIVE_UP: the node was schedulable before the drain */
 	size_t left;        /* pods still holding the drain (DRAIN_GIVE_UP, DRAIN_DONE) */
 	/* DRAIN_GIVE_UP (DRAIN_REASON_TIMED_OUT), or DRAIN_DONE with pods left at the deadline
-	 * (DRAIN_REASON_CUT_SHORT); empty otherwise. The message names up to 5 pods left. */
+	 * (DRAIN_REASON_CUT_SHORT); empty otherwise. The message names up to 5 pods left, or
+	 * why they could not be listed. */
 	char reason[32];
 	char message[512];
 };

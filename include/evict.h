@@ -8,8 +8,9 @@
 #include "kube.h"
 #include "spotpool.h"
 
-/* Most pods listed on one node (the kubelet's default is 110), pods asked for per page,
- * and pages read, before the listing is SP_ETOOBIG. */
+/* Most pods not finished listed on one node (the kubelet's default is 110; finished pods,
+ * which a Job can leave by the thousand, are not counted), pods asked for per page, and
+ * pages read, before the listing is SP_ETOOBIG. */
 #define EVICT_PODS_MAX 2000
 #define EVICT_PAGE_LIMIT 500
 #define EVICT_PAGES_MAX 16
@@ -32,8 +33,9 @@ int evict_start(const struct kube_api *api, const char *node, int64_t now, struc
  * out then, recorded in NODE_ANNOTATION_DRAIN_GIVEN_UP (not drained again for a
  * drainTimeout). Guarded as evict_start. */
 int evict_undo(const struct kube_api *api, const char *node, int64_t gave_up_at, struct sp_error *err);
-/* Every pod on node (fieldSelector spec.nodeName), classified (drain_pod_classify), in
- * pages of EVICT_PAGE_LIMIT. *ret (caller frees) and *ret_n. */
+/* Every pod on node not finished (fieldSelector spec.nodeName, status.phase neither
+ * Succeeded nor Failed), classified (drain_pod_classify), in pages of EVICT_PAGE_LIMIT.
+ * *ret (caller frees) and *ret_n. */
 int evict_list_pods(const struct kube_api *api, const char *node, struct drain_pod **ret, size_t *ret_n,
 		    struct sp_error *err);
 /* Asks the apiserver to evict one pod (POST of a policy/v1 Eviction to its eviction

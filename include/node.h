@@ -10,6 +10,8 @@
 
 /* A Node's name is a DNS subdomain: at most 253 characters. */
 #define NODE_NAME_MAX 253
+/* A metadata.uid (a UUID: 36 characters). */
+#define NODE_UID_MAX 36
 /* An instance ID as pool_instance.id holds it. */
 #define NODE_INSTANCE_ID_MAX 31
 
@@ -24,10 +26,11 @@
 #define NODE_CONDITION_TERMINATING "SpotTerminating"
 #define NODE_TERMINATING_PREFIX "reclaim at "
 
-/* What spotpool knows of a Node (about 420 bytes). Strings are empty when absent or
+/* What spotpool knows of a Node (about 460 bytes). Strings are empty when absent or
  * when the value does not fit (an ID longer than an instance ID is no instance's). */
 struct node_view {
 	char name[NODE_NAME_MAX + 1];
+	char uid[NODE_UID_MAX + 1];                 /* metadata.uid: this Node, not its name */
 	char provider_id[NODE_INSTANCE_ID_MAX + 1]; /* last path segment of spec.providerID */
 	char label_id[NODE_INSTANCE_ID_MAX + 1];    /* NODE_LABEL_INSTANCE_ID, else the TKE label */
 	char internal_ip[48];                       /* status.addresses[type=InternalIP] */
@@ -42,6 +45,13 @@ struct node_view {
 	/* SpotTerminating True: the deadline of its message "reclaim at <RFC3339>", 0: none
 	 * (also when the message holds no time). */
 	int64_t terminating_at;
+};
+
+/* A Node to delete: the Node of a gone instance, by name and UID (.status.nodeDeletions). */
+struct node_ref {
+	char name[NODE_NAME_MAX + 1];
+	char uid[NODE_UID_MAX + 1];
+	char instance_id[NODE_INSTANCE_ID_MAX + 1]; /* the gone instance it was matched to */
 };
 
 /* The view of a Node object; false when it has no metadata.name or the name is longer

@@ -49,8 +49,11 @@ int nodes_find(struct nodes *n, const char *pool, const struct node_want *want, 
 /* The pool is gone: its instances are no longer looked for. */
 void nodes_forget(struct nodes *n, const char *pool);
 
-/* Deletes the Node name through api; one already gone (404) is deleted. */
-int nodes_delete(const struct kube_api *api, const char *name, struct sp_error *err);
+/* Deletes the Node name through api if it is still the Node uid (a DeleteOptions
+ * precondition: a name can be reused by a new Node, TKE names Nodes by private IP).
+ * 0: deleted; SP_ENOTFOUND: no Node uid any more (404: gone; 409: the name is another
+ * Node's now, left alone); other errors as kube_request's (retry later). */
+int nodes_delete(const struct kube_api *api, const char *name, const char *uid, struct sp_error *err);
 
 /* Applies one watch event (ADDED, MODIFIED, DELETED) to the cache (for unit tests; the
  * watcher does it). */

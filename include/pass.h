@@ -48,8 +48,9 @@ enum pass_kind {
 	PASS_DRAIN_START,    /* ids: one Node: taint, cordon, annotate (evict_start) */
 	PASS_EVICT,          /* ids: "namespace/name" of pods to evict (evict_pod) */
 	PASS_DRAIN_UNDO,     /* ids: one Node: the drain given up or no longer wanted (evict_undo) */
-	PASS_DELETE_NODE,    /* ids: Nodes of gone instances (message: those instances) */
-	PASS_WOULD_DELETE_NODE, /* dry-run: the Nodes a delete would take, told, not done */
+	PASS_DELETE_NODE,    /* ids: one Node of a gone instance, node_uid its UID (message: the
+			      * instance); 0 also when no Node of that UID is left (404, 409) */
+	PASS_WOULD_DELETE_NODE, /* dry-run: ids: the Nodes deletes would take, told, not done */
 	PASS_EVENT,          /* type, reason, message */
 	PASS_RELEASE,        /* remove the finalizer: the deleted pool goes */
 	PASS_WRITE_STATUS,   /* the final status (without ledger keys), if it changed */
@@ -87,6 +88,7 @@ struct pass_action {
 	int count;
 	bool fresh;                  /* launch: a new ClientToken (else a repeat of the ledger's) */
 	struct strv ids;             /* terminate, reclaimed: instances; delete node: Nodes */
+	char node_uid[NODE_UID_MAX + 1]; /* delete node: the UID it must still have */
 	enum pass_why why;
 	const char *event_type, *reason;  /* event: Normal/Warning, reason */
 	char *message;               /* event message, log line of terminate/release */
@@ -127,11 +129,13 @@ struct pass_done {
 	size_t n, cap;
 };
 
-/* A Node's pods, classified (drain.h). */
+/* A Node's pods, classified (drain.h), as PASS_LIST_PODS answered for that Node alone:
+ * one Node's failure holds only that Node's drain. */
 struct pass_pods {
-	bool listed;
+	bool listed;                 /* the listing was tried this pass */
 	const struct drain_pod *v;
 	size_t n;
+	const char *failed;          /* NULL: v[0..n) are its pods; else why it failed */
 };
 
 struct pass_input {
@@ -142,6 +146,9 @@ struct pass_input {
 	bool spec_valid;
 	const char *spec_error;
 	bool deleting;
+	/* metadata.deletionTimestamp (epoch s, 0: unknown): a deleted pool's drain that cannot
+	 * even start (its Node cannot be tainted) ends a drainTimeout after it. */
+	int64_t deleted_at;
 	bool finalizer;              /* ours is on the object */
 	bool active;                 /* leading (or no leader election) */
 	bool dry_run;
@@ -178,8 +185,9 @@ struct pass_input {
 	const struct node_view *nodes;
 	size_t n_nodes;
 	const struct node_view *recorded_nodes;
-	/* The pods of nodes[i] as PASS_LIST_PODS found them (pods[i], for i < n_nodes), or
-	 * NULL: none listed this pass. */
+	/* The pods of nodes[i] as PASS_LIST_PODS found them (pods[i], for i < n_nodes: each
+	 * Node listed or failed on its own; the action itself does not fail), or NULL: none
+	 * listed this pass. */
 	const struct pass_pods *pods;
 	/* Node features are on but the Nodes are not listed yet (a fresh start, a new
 	 * leader): nothing spotpool chooses to terminate goes before they are, since its

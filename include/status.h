@@ -44,11 +44,17 @@ struct status_input {
 	 * keeps what the old status said). */
 	const int64_t *reclaim_at;
 	/* DrainBlocked: NULL keeps the old condition, "" is False, otherwise True with this
-	 * message (a scale-down's drain timed out and was given up). */
-	const char *drain_blocked;
+	 * message (a scale-down's drain timed out and was given up), and reason (NULL:
+	 * DRAIN_REASON_TIMED_OUT). */
+	const char *drain_blocked, *drain_blocked_reason;
 	/* accountFingerprint: the account the recorded instances belong to (pass.h,
 	 * pass_account_check), NULL: the old value stands. */
 	const char *account;
+	/* The Nodes of gone instances still to delete (nodeDeletions: what a failed deletion
+	 * leaves for the next pass), when node_deletions_known; otherwise the old list stays. */
+	const struct node_ref *node_deletions;
+	size_t n_node_deletions;
+	bool node_deletions_known;
 };
 
 cJSON *status_build(const struct status_input *in);
@@ -70,6 +76,11 @@ int64_t status_launch_seq(const cJSON *status);
  * ret_zones (may be NULL): the zone recorded with each ID (parallel to ret_ids, "" when
  * none). */
 void status_recorded(const cJSON *status, struct strv *ret_ids, struct strv *ret_live, struct strv *ret_zones);
+/* Most Nodes of gone instances a status keeps to delete (.status.nodeDeletions). */
+#define STATUS_MAX_NODE_DELETIONS 64
+/* The Nodes a status keeps to delete, at most max into ret (entries without a name and
+ * UID that fit are skipped); returns how many. */
+size_t status_node_deletions(const cJSON *status, struct node_ref *ret, size_t max);
 /* A condition's field ("status", "reason", "message") or NULL. */
 const char *status_condition(const cJSON *status, const char *type, const char *field);
 

@@ -84,6 +84,7 @@ int drain_victim_cmp(const struct drain_victim *a, const struct drain_victim *b)
 	if ((c = first_if(!a->scale_down_disabled, !b->scale_down_disabled)) ||
 	    (c = first_if(!a->given_up, !b->given_up)) ||
 	    (c = first_if(a->draining, b->draining)) ||
+	    (c = first_if(!a->unlisted, !b->unlisted)) ||
 	    (c = first_if(!a->has_node, !b->has_node)) ||
 	    (c = first_if(a->blocking == 0, b->blocking == 0)))
 		return c;
@@ -108,6 +109,11 @@ static void format_duration(int64_t s, char *buf, size_t n)
 static void describe_left(const struct drain_step_input *in, struct drain_step *ret)
 {
 	size_t used = strlen(ret->message), named = 0;
+	if (in->unlisted) {
+		snprintf(ret->message + used, sizeof(ret->message) - used, "its pods could not be listed: %s",
+			 in->unlisted);
+		return;
+	}
 	used += (size_t)snprintf(ret->message + used, sizeof(ret->message) - used, "%zu pod(s) left", ret->left);
 	for (size_t i = 0; i < in->n_pods && used < sizeof(ret->message); i++) {
 		const struct drain_pod *p = &in->pods[i];
@@ -129,6 +135,8 @@ void drain_step(const struct drain_step_input *in, struct drain_step *ret)
 	struct drain_step s = {0};
 	for (size_t i = 0; i < in->n_pods; i++)
 		s.left += drain_pod_holds(in->pods[i].cls);
+	if (in->unlisted)
+		s.left = 1;  /* unknown: not drained */
 	int64_t end = in->deadline ? in->deadline : in->node.started + in->timeout;
 	if (!in->node.has_node || in->timeout <= 0) {
 		s.action = DRAIN_DONE;
@@ -154,7 +162,7 @@ void drain_step(const struct drain_step_input *in, struct drain_step *ret)
 		describe_left(in, &s);
 	} else {
 		s.evict = xcalloc(in->n_pods ? in->n_pods : 1, sizeof(*s.evict));
-		for (size_t i = 0; i < in->n_pods; i++)
+		for (size_t i = 0; i < in->n_pods && !in->unlisted; i++)
 			if (in->pods[i].cls == DRAIN_POD_EVICT || (in->deadline && in->pods[i].cls == DRAIN_POD_BLOCKING))
 				s.evict[s.n_evict++] = i;
 		s.action = s.n_evict ? DRAIN_EVICT : DRAIN_WAIT;

@@ -156,15 +156,20 @@ static int add_page(const cJSON *page, struct drain_pod **pods, size_t *n, struc
 	const cJSON *items = member(page, "items"), *item;
 	if (!cJSON_IsArray(items))
 		return sp_fail(err, SP_EPROTO, "a pod list without items");
-	size_t more = (size_t)cJSON_GetArraySize(items);
-	if (*n + more > EVICT_PODS_MAX)
-		return sp_fail(err, SP_ETOOBIG, "more than %d pods", EVICT_PODS_MAX);
-	*pods = xrealloc(*pods, (*n + more + 1) * sizeof(**pods));
+	/* Finished pods neither hold a drain nor count against the cap: the field selector
+	 * leaves them out, and any the apiserver still sends are dropped here. */
+	size_t more = (size_t)cJSON_GetArraySize(items), room = *n + more < EVICT_PODS_MAX ? *n + more : EVICT_PODS_MAX;
+	*pods = xrealloc(*pods, (room + 1) * sizeof(**pods));
 	cJSON_ArrayForEach(item, items) {
-		int r = drain_pod_classify(item, &(*pods)[*n], err);
+		struct drain_pod pod;
+		int r = drain_pod_classify(item, &pod, err);
 		if (r < 0)
 			return r;
-		(*n)++;
+		if (pod.cls == DRAIN_POD_FINISHED)
+			continue;
+		if (*n == EVICT_PODS_MAX)
+			return sp_fail(err, SP_ETOOBIG, "more than %d pods not finished", EVICT_PODS_MAX);
+		(*pods)[(*n)++] = pod;
 	}
 	return 0;
 }
@@ -172,7 +177,7 @@ static int add_page(const cJSON *page, struct drain_pod **pods, size_t *n, struc
 int evict_list_pods(const struct kube_api *api, const char *node, struct drain_pod **ret, size_t *ret_n,
 		    struct sp_error *err)
 {
-	char *selector_value = xasprintf("spec.nodeName=%s", node);
+	char *selector_value = xasprintf("spec.nodeName=%s,status.phase!=Succeeded,status.phase!=Failed", node);
 	char *selector = kube_escape(selector_value);
 	char *cont = NULL;
 	struct drain_pod *pods = NULL;

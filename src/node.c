@@ -63,6 +63,7 @@ bool node_view_from_json(const cJSON *node, struct node_view *ret)
 		return false;
 	struct node_view v = {0};
 	snprintf(v.name, sizeof(v.name), "%s", name);
+	copy_fitting(v.uid, sizeof(v.uid), string_of(md, "uid"));
 	provider_instance(string_of(spec, "providerID"), v.provider_id, sizeof(v.provider_id));
 	const cJSON *labels = field(md, "labels");
 	const char *label = string_of(labels, NODE_LABEL_INSTANCE_ID);

@@ -247,10 +247,22 @@ void nodes_forget(struct nodes *n, const char *pool)
 	pthread_mutex_unlock(&n->lock);
 }
 
-int nodes_delete(const struct kube_api *api, const char *name, struct sp_error *err)
+int nodes_delete(const struct kube_api *api, const char *name, const char *uid, struct sp_error *err)
 {
 	char *path = xasprintf(NODES_PATH "/%s", name);
-	int r = api->request(api->ctx, "DELETE", path, NULL, NULL, NULL, err);
+	cJSON *body = cJSON_CreateObject();
+	cJSON_AddStringToObject(body, "kind", "DeleteOptions");
+	cJSON_AddStringToObject(body, "apiVersion", "v1");
+	cJSON_AddStringToObject(cJSON_AddObjectToObject(body, "preconditions"), "uid", uid);
+	int r = api->request(api->ctx, "DELETE", path, "application/json", body, NULL, err);
+	cJSON_Delete(body);
 	free(path);
-	return r == SP_ENOTFOUND ? 0 : r;
+	if (r == SP_ECONFLICT) {
+		r = SP_ENOTFOUND;  /* the precondition failed: not the Node meant, which is gone */
+		if (err)
+			err->code = r;
+	}
+	if (r < 0)
+		sp_error_prefix(err, "deleting node %s (uid %s): ", name, uid);
+	return r;
 }

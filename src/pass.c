@@ -13,8 +13,9 @@ enum {
 	STEP_VALIDATE = 1, STEP_FINALIZER, STEP_OBSERVE, STEP_SWEEP, STEP_RECLAIMS, STEP_CHECK,
 	STEP_DRY_EVENT, STEP_RESUME, STEP_ABANDON, STEP_LEDGER_DONE, STEP_SCALE_DOWN_INTENT, STEP_SCALE_DOWN,
 	STEP_CLEANUP, STEP_RETAIN, STEP_RELEASE, STEP_NO_OFFERING, STEP_STATUS, STEP_REREAD, STEP_DELETE_NODES,
-	STEP_LIST_PODS, STEP_NOTICE, STEP_DRAIN_INTENT, STEP_DRAIN_FAILED, STEP_ACCOUNT, STEP_END,
+	STEP_LIST_PODS, STEP_NOTICE, STEP_DRAIN_INTENT, STEP_DRAIN_FAILED, STEP_ACCOUNT, STEP_UNLISTED, STEP_END,
 	STEP_ATTEMPT = 100, ATTEMPT_STRIDE = 10,
+	STEP_NODE_DELETE = 1000000,  /* + k: the k-th Node deletion of the pass */
 	STEP_FAIL_EVENT = 10000,  /* + the failing step: its event */
 	/* Drains: STEP_DRAIN + group * DRAIN_GROUP + k * DRAIN_STRIDE + a drain_part, k the
 	 * victim's place in its group (the instance's index for GROUP_UNDO). */
@@ -37,9 +38,21 @@ struct walk {
 	int64_t drain_ms;                /* drains in progress want a look again then (0: none) */
 	char progress[SP_ERROR_MAX];
 	char capacity[SP_ERROR_MAX];
-	/* DrainBlocked: NULL keeps the old condition, "" is False, else True with this. */
-	const char *drain_blocked;
+	/* DrainBlocked: NULL keeps the old condition, "" is False, else True with this
+	 * message and reason (NULL: DRAIN_REASON_TIMED_OUT). */
+	const char *drain_blocked, *drain_blocked_reason;
 	char drain_message[512];
+	/* Nodes being drained whose pods could not be listed this pass: how many, and what
+	 * the first one's failure was. */
+	int unlisted;
+	char unlisted_message[512];
+	/* The Nodes of gone instances to delete (nodes_to_delete), once their deletions are
+	 * planned those left after this pass (known: written to the status; else the status
+	 * keeps its list), and how many of them wait on a retry (not tried yet, or failed
+	 * for now) rather than a refusal. */
+	struct node_ref *deletions;
+	size_t n_deletions, deletions_waiting;
+	bool deletions_known;
 };
 
 enum pass_creds pass_credentials_source(const struct pool_spec *spec, bool have_default)
@@ -234,7 +247,10 @@ static cJSON *build_status(const struct walk *w, bool final)
 		.capacity_message = w->plan && !in->deleting ? w->capacity : NULL,
 		.insecure_credentials = in->insecure_credentials, .now = in->plan.now,
 		.nodes = nodes, .reclaim_at = in->nodes_pending || in->notices_pending ? NULL : reclaim_at,
-		.drain_blocked = w->drain_blocked, .account = w->plan ? in->account : NULL,
+		.drain_blocked = w->drain_blocked, .drain_blocked_reason = w->drain_blocked_reason,
+		.account = w->plan ? in->account : NULL,
+		.node_deletions = w->deletions, .n_node_deletions = w->n_deletions,
+		.node_deletions_known = w->deletions_known,
 	};
 	cJSON *st = status_build(&s);
 	free(reclaim_at);
@@ -604,6 +620,7 @@ static struct drain_victim *victims_of(const struct pass_input *in)
 		const struct pass_pods *pods = pods_at(in, i);
 		if (pods)
 			drain_victim_count(pods->v, pods->n, &v[i]);
+		v[i].unlisted = pods && pods->failed;
 		v[i].doomed_at = doomed_at(in, i);
 		if (!node)
 			continue;
@@ -691,9 +708,12 @@ static bool drain_one(struct walk *w, enum drain_group g, size_t k, size_t i, co
 	}
 	struct drain_step_input din = {
 		.node = {.has_node = true, .started = started, .was_unschedulable = node->was_unschedulable},
-		.pods = pods->v, .n_pods = pods->n, .now = now, .timeout = timeout,
+		.pods = pods->v, .n_pods = pods->n, .unlisted = pods->failed, .now = now, .timeout = timeout,
 		.deadline = g == GROUP_NOTICE ? deadline : forced && started ? started + timeout : 0,
 	};
+	if (pods->failed && w->unlisted++ == 0)
+		snprintf(w->unlisted_message, sizeof(w->unlisted_message), "cannot list the pods of node %s: %s",
+			 node->name, pods->failed);
 	/* A deleted pool's doomed instance: its reclaim ends the drain if it comes first. */
 	if (g == GROUP_DELETION && deadline && (!din.deadline || deadline < din.deadline))
 		din.deadline = deadline;
@@ -710,10 +730,19 @@ static bool drain_one(struct walk *w, enum drain_group g, size_t k, size_t i, co
 			look_again(w, DRAIN_RECHECK_SECONDS * 1000);
 			break;
 		}
-		if ((a = emit(w, PASS_DRAIN_START, step + PART_START)))
+		if ((a = emit(w, PASS_DRAIN_START, step + PART_START))) {
 			strv_push(&a->ids, node->name);
-		else if (st && st->code < 0 && w->error == 0)
+		} else if (st && st->code < 0 && g == GROUP_DELETION && in->deleted_at &&
+			   now >= in->deleted_at + timeout) {
+			/* A deleted pool whose Node cannot even be tainted (so no drain-started
+			 * clock): a drainTimeout after the deletion it goes all the same. */
+			emit_event(w, step + PART_END_EVENT, "Warning", DRAIN_REASON_CUT_SHORT, "the drain of node %s "
+				   "could not start within drainTimeout of the pool's deletion: %s", node->name, st->message);
+			done = true;
+			break;
+		} else if (st && st->code < 0 && w->error == 0) {
 			w->error = st->code;
+		}
 		look_again(w, DRAIN_RECHECK_SECONDS * 1000);
 		break;
 	case DRAIN_EVICT:
@@ -749,6 +778,7 @@ static bool drain_one(struct walk *w, enum drain_group g, size_t k, size_t i, co
 		emit_event(w, step + PART_END_EVENT, "Warning", DRAIN_REASON_TIMED_OUT, "%s", s.message);
 		snprintf(w->drain_message, sizeof(w->drain_message), "%s", s.message);
 		w->drain_blocked = w->drain_message;
+		w->drain_blocked_reason = DRAIN_REASON_TIMED_OUT;
 		break;
 	}
 	drain_step_free(&s);
@@ -898,7 +928,9 @@ static void deletion(struct walk *w)
 		w->requeue_ms = PASS_REQUEUE_PROGRESS_MS;
 		return;
 	}
-	if (plan->waiting) {
+	if (plan->waiting || w->deletions_waiting) {
+		/* A Node deletion failing for now is retried (with backoff) before the pool
+		 * goes: once released, nothing would remember that Node. */
 		w->requeue_ms = PASS_REQUEUE_PROGRESS_MS;
 		return;
 	}
@@ -928,36 +960,92 @@ static const struct node_view *gone_node(const struct pass_input *in, size_t i, 
 	return &in->recorded_nodes[i];
 }
 
-/* The Nodes of recorded instances gone or going away: deleted, or in a dry run told. */
-static void delete_gone_nodes(struct walk *w)
+/* Appends to want (n of them so far) the Nodes of recorded instances gone or going away
+ * that it does not hold yet. A Node without a UID is not deleted: nothing would tell it
+ * from a new Node given its name. */
+static void add_gone_nodes(const struct pass_input *in, struct node_ref *want, size_t *n)
 {
-	const struct pass_input *in = w->in;
 	const struct strv *seen = in->plan.seen;
 	if (!in->recorded_nodes || !in->nodes || !seen)
 		return;
-	/* The observed instances (going away too: those are found by the walk above). */
+	/* The observed instances (going away too: those are found by gone_node). */
 	const char **live = xcalloc(in->plan.n_instances ? in->plan.n_instances : 1, sizeof(*live));
 	for (size_t i = 0; i < in->plan.n_instances; i++)
 		live[i] = in->plan.instances[i].id;
 	qsort(live, in->plan.n_instances, sizeof(*live), cmp_str);
-	struct strv names = {0};
-	char gone[1024] = "";
-	for (size_t i = 0; i < seen->n; i++) {
+	for (size_t i = 0; i < seen->n && *n < STATUS_MAX_NODE_DELETIONS; i++) {
 		const struct node_view *node = gone_node(in, i, live, in->plan.n_instances);
-		if (!node || !*node->name)
+		if (!node || !*node->name || !*node->uid)
 			continue;
-		strv_push(&names, node->name);
-		snprintf(gone + strlen(gone), sizeof(gone) - strlen(gone), "%s%s", *gone ? ", " : "", seen->v[i]);
+		bool held = false;
+		for (size_t k = 0; k < *n && !held; k++)
+			held = strcmp(want[k].name, node->name) == 0 && strcmp(want[k].uid, node->uid) == 0;
+		if (held)
+			continue;
+		struct node_ref *r = &want[(*n)++];
+		snprintf(r->name, sizeof(r->name), "%s", node->name);
+		snprintf(r->uid, sizeof(r->uid), "%s", node->uid);
+		snprintf(r->instance_id, sizeof(r->instance_id), "%s", seen->v[i]);
 	}
 	free(live);
-	struct pass_action *a = names.n ? emit(w, in->dry_run ? PASS_WOULD_DELETE_NODE : PASS_DELETE_NODE,
-					       STEP_DELETE_NODES) : NULL;
-	if (a) {
-		a->ids = names;
-		a->message = xstrdup(gone);
-	} else {
-		strv_clear(&names);
+}
+
+/* The Nodes to delete: those an earlier pass could not (.status.nodeDeletions), and of
+ * the recorded instances gone or going away. Known from the start of the pass, so a
+ * status written before they are deleted (the ledger) records them: the gone instances
+ * leave the status in that write. */
+static void nodes_to_delete(struct walk *w)
+{
+	w->deletions = xcalloc(STATUS_MAX_NODE_DELETIONS, sizeof(*w->deletions));
+	w->n_deletions = status_node_deletions(w->in->old_status, w->deletions, STATUS_MAX_NODE_DELETIONS);
+	add_gone_nodes(w->in, w->deletions, &w->n_deletions);
+	w->deletions_known = !w->in->dry_run;
+}
+
+/* The Nodes to delete (nodes_to_delete), each only while it is still the Node of that
+ * UID (a name reused by a new Node is left alone), one action each, at most
+ * PASS_DRAINS_MAX a pass. A failure keeps the Node in the status, retried with backoff
+ * (Degraded NodeDeletionFailed); a deleted pool waits for those failing for now. In a
+ * dry run, told. */
+static void delete_gone_nodes(struct walk *w)
+{
+	struct node_ref *want = w->deletions;
+	size_t n = w->n_deletions;
+	if (w->in->dry_run) {
+		struct pass_action *a = n ? emit(w, PASS_WOULD_DELETE_NODE, STEP_DELETE_NODES) : NULL;
+		for (size_t k = 0; a && k < n; k++)
+			strv_push(&a->ids, want[k].name);
+		return;
 	}
+	size_t kept = 0;
+	for (size_t k = 0; k < n; k++) {
+		const struct node_ref r = want[k];
+		int step = STEP_NODE_DELETE + (int)k;
+		const struct pass_answer *d = answer(w, step, PASS_DELETE_NODE);
+		if (d && d->code == 0)
+			continue;  /* deleted, or no Node of that UID is left */
+		want[kept++] = r;
+		if (!d && k >= PASS_DRAINS_MAX) {
+			w->deletions_waiting++;
+			look_again(w, PASS_REQUEUE_PROGRESS_MS);
+		} else if (!d) {
+			struct pass_action *a = emit(w, PASS_DELETE_NODE, step);
+			strv_push(&a->ids, r.name);
+			snprintf(a->node_uid, sizeof(a->node_uid), "%s", r.uid);
+			a->message = xstrdup(r.instance_id);
+			w->deletions_waiting++;
+		} else {
+			/* A refusal (RBAC, a webhook) is retried too, but does not hold a deleted
+			 * pool: it would hold it for good. */
+			w->deletions_waiting += d->code == SP_ETRANSIENT || d->code == SP_ETHROTTLED;
+			char what[SP_ERROR_MAX];
+			snprintf(what, sizeof(what), "cannot delete node %s of gone instance %s", r.name, r.instance_id);
+			fail_as(w, STEP_DELETE_NODES, "NodeDeletionFailed", what, d->message);
+			if (w->error == 0)
+				w->error = d->code;
+		}
+	}
+	w->n_deletions = kept;
 }
 
 static void dry_run(struct walk *w)
@@ -1122,6 +1210,31 @@ static bool conflicted(const struct pass_done *d)
 	return false;
 }
 
+/* Drains held because their Node's pods could not be listed show as DrainBlocked
+ * (PodsNotListed) with one Warning event per episode (the condition as the pass found it
+ * tells a repeat); once every listing works again the condition goes False. A drain that
+ * timed out this pass says so instead. */
+static void unlisted_drains(struct walk *w)
+{
+	const cJSON *old = w->in->old_status;
+	const char *was = status_condition(old, "DrainBlocked", "status"),
+		   *why = status_condition(old, "DrainBlocked", "reason");
+	bool was_unlisted = was && strcmp(was, "True") == 0 && why && strcmp(why, DRAIN_REASON_UNLISTED) == 0;
+	if (!w->unlisted) {
+		if (was_unlisted && !w->in->nodes_pending && !(w->drain_blocked && *w->drain_blocked))
+			w->drain_blocked = "";
+		return;
+	}
+	if (w->drain_blocked && *w->drain_blocked)
+		return;
+	snprintf(w->drain_message, sizeof(w->drain_message), "%s%s", w->unlisted_message,
+		 w->unlisted > 1 ? " (and more nodes)" : "");
+	w->drain_blocked = w->drain_message;
+	w->drain_blocked_reason = DRAIN_REASON_UNLISTED;
+	if (!was_unlisted)
+		emit_event(w, STEP_UNLISTED, "Warning", DRAIN_REASON_UNLISTED, "%s", w->drain_message);
+}
+
 /* Planned: the plan is made (the cloud was read). */
 static void planned(struct walk *w)
 {
@@ -1145,6 +1258,7 @@ static void planned(struct walk *w)
 		int64_t next_probe;
 		describe_scarcity(w, in->offer_state, in->probe_at_ms, &next_probe);
 	}
+	nodes_to_delete(w);
 	/* Launches first; a deleted pool's gone Nodes before it is released. */
 	if (in->deleting) {
 		delete_gone_nodes(w);
@@ -1158,6 +1272,7 @@ static void planned(struct walk *w)
 		act(w);
 		delete_gone_nodes(w);
 	}
+	unlisted_drains(w);
 	write_status(w);
 }
 
@@ -1185,6 +1300,7 @@ void pass_plan(const struct pass_input *in, const struct pass_done *d, struct pa
 	*ret = (struct pass_actions){.live = -1};
 	struct walk w = {.in = in, .d = d, .out = ret};
 	plan_pass(&w);
+	free(w.deletions);
 	ret->degraded_reason = w.degraded_reason;
 	snprintf(ret->degraded_message, sizeof(ret->degraded_message), "%s", w.degraded_reason ? w.degraded_message : "");
 }
@@ -1341,7 +1457,7 @@ void pass_action_line(const struct pass_action *a, char *out, size_t size)
 	case PASS_DRAIN_START: snprintf(out, size, "drain-start %s", ids); break;
 	case PASS_EVICT: snprintf(out, size, "evict %s", ids); break;
 	case PASS_DRAIN_UNDO: snprintf(out, size, "drain-undo %s", ids); break;
-	case PASS_DELETE_NODE: snprintf(out, size, "delete-node %s", ids); break;
+	case PASS_DELETE_NODE: snprintf(out, size, "delete-node %s uid=%s", ids, a->node_uid); break;
 	case PASS_WOULD_DELETE_NODE: snprintf(out, size, "would-delete-node %s", ids); break;
 	case PASS_EVENT: snprintf(out, size, "event %s %s", a->event_type, a->reason); break;
 	case PASS_RELEASE: snprintf(out, size, "release"); break;

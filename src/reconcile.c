@@ -41,6 +41,7 @@ struct pass {
 	bool spec_valid;
 	char spec_error[SP_ERROR_MAX];
 	bool deleting;
+	int64_t deleted_at;          /* metadata.deletionTimestamp, epoch s (0: unknown) */
 	/* Leading when the pass began: the one read that decided whether to observe. A pass
 	 * may lose leadership midway (every action checks again), never gain it. */
 	bool active;
@@ -651,25 +652,30 @@ static int do_terminate(struct pass *p, const struct pass_action *a, struct sp_e
 	return 0;
 }
 
-/* The Nodes of gone instances (a 404 is a Node already gone). */
+/* The Node of a gone instance, if it is still the Node of that UID. Done (0) too when
+ * no such Node is left: gone already, or its name is another Node's now. */
 static int do_delete_node(struct pass *p, const struct pass_action *a, struct sp_error *err)
 {
-	for (size_t i = 0; i < a->ids.n; i++) {
-		int r = nodes_delete(&p->r->kube, a->ids.v[i], err);
-		if (r < 0)
-			return r;
+	const char *name = a->ids.v[0];
+	int r = nodes_delete(&p->r->kube, name, a->node_uid, err);
+	if (r == SP_ENOTFOUND) {
+		pool_log(p, LOG_LVL_INFO, "node", NULL, "Node %s (uid %s) of gone instance %s is gone already, or the "
+			 "name is another Node's now: not deleted", name, a->node_uid, a->message);
+		return 0;
 	}
-	char names[1024] = "";
-	for (size_t i = 0; i < a->ids.n; i++)
-		snprintf(names + strlen(names), sizeof(names) - strlen(names), "%s%s", i ? ", " : "", a->ids.v[i]);
-	pool_log(p, LOG_LVL_INFO, "node", NULL, "deleted Node(s) %s of gone instance(s) %s", names, a->message);
-	emit_event(p, "Normal", "NodeDeleted", "deleted Node(s) %s of gone instance(s) %s", names, a->message);
+	if (r < 0)
+		return r;
+	pool_log(p, LOG_LVL_INFO, "node", NULL, "deleted Node %s of gone instance %s", name, a->message);
+	emit_event(p, "Normal", "NodeDeleted", "deleted Node %s of gone instance %s", name, a->message);
 	return 0;
 }
 
-/* The pods of the Nodes asked for, for the drains (a Node gone meanwhile has none). */
+/* The pods of the Nodes asked for, for the drains (a Node gone meanwhile has none), one
+ * listing per Node: a Node whose listing fails has its failure recorded (the planner
+ * holds that Node's drain alone), the others go on. */
 static int do_list_pods(struct pass *p, const struct pass_action *a, struct sp_error *err)
 {
+	(void)err;
 	if (!p->pods)
 		p->pods = xcalloc(p->n_nodes ? p->n_nodes : 1, sizeof(*p->pods));
 	for (size_t i = 0; i < p->n_nodes; i++) {
@@ -677,10 +683,15 @@ static int do_list_pods(struct pass *p, const struct pass_action *a, struct sp_e
 			continue;
 		struct drain_pod *pods = NULL;
 		size_t n = 0;
-		int r = evict_list_pods(&p->r->kube, p->nodes[i].name, &pods, &n, err);
-		if (r < 0 && r != SP_ENOTFOUND)
-			return r;
+		struct sp_error e = {0};
+		int r = evict_list_pods(&p->r->kube, p->nodes[i].name, &pods, &n, &e);
 		p->pods[i] = (struct pass_pods){.listed = true, .v = pods, .n = n};
+		if (r < 0 && r != SP_ENOTFOUND) {
+			char msg[SP_ERROR_MAX];
+			log_redact_copy(msg, sizeof(msg), e.msg);
+			pool_log(p, LOG_LVL_WARN, "drain", *e.reason ? e.reason : NULL, "%s", msg);
+			p->pods[i].failed = xstrdup(msg);
+		}
 	}
 	return 0;
 }
@@ -809,7 +820,7 @@ static void fill_input(const struct pass *p, struct pass_input *in)
 {
 	*in = (struct pass_input){
 		.ns = p->ns, .name = p->name, .spec = p->spec, .spec_valid = p->spec_valid,
-		.spec_error = p->spec_error, .deleting = p->deleting, .finalizer = pool_has_finalizer(p->obj),
+		.spec_error = p->spec_error, .deleting = p->deleting, .deleted_at = p->deleted_at, .finalizer = pool_has_finalizer(p->obj),
 		.active = p->active && now_ms(p) < atomic_load(p->r->active_until_ms), .dry_run = p->r->opt->dry_run,
 		.old_status = p->old_status,
 		.generation = pool_json_int64(cJSON_GetObjectItemCaseSensitive(
@@ -906,8 +917,10 @@ static void free_pass(struct pass *p)
 	plan_launch_clear(&p->ledger);
 	creds_clear(&p->creds);
 	free(p->instances);
-	for (size_t i = 0; p->pods && i < p->n_nodes; i++)
+	for (size_t i = 0; p->pods && i < p->n_nodes; i++) {
 		free((struct drain_pod *)p->pods[i].v);
+		free((char *)p->pods[i].failed);
+	}
 	free(p->pods);
 	free(p->nodes);
 	free(p->notice_at);
@@ -950,7 +963,9 @@ static void read_object(struct pass *p)
 	}
 	status_recorded(p->old_status, &p->seen, &p->seen_live, &p->seen_zones);
 	const cJSON *md = cJSON_GetObjectItemCaseSensitive(p->obj, "metadata");
-	p->deleting = cJSON_GetObjectItemCaseSensitive(md, "deletionTimestamp") != NULL;
+	const cJSON *deleted = cJSON_GetObjectItemCaseSensitive(md, "deletionTimestamp");
+	p->deleting = deleted != NULL;
+	p->deleted_at = cJSON_IsString(deleted) ? sp_parse_time(deleted->valuestring) : 0;
 	struct sp_error err = {0};
 	p->spec_valid = pool_spec_from_object(p->obj, p->ns, &p->spec, &err) == 0;
 	if (!p->spec_valid) {

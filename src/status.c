@@ -277,6 +277,18 @@ cJSON *status_build(const struct status_input *in)
 	cJSON_AddItemToObject(st, "launch", ledger_json(in->ledger));
 	if (in->account)
 		cJSON_AddStringToObject(st, "accountFingerprint", in->account);
+	if (in->node_deletions_known && in->n_node_deletions) {
+		cJSON *list = cJSON_AddArrayToObject(st, "nodeDeletions");
+		for (size_t i = 0; i < in->n_node_deletions; i++) {
+			cJSON *o = cJSON_CreateObject();
+			cJSON_AddStringToObject(o, "name", in->node_deletions[i].name);
+			cJSON_AddStringToObject(o, "uid", in->node_deletions[i].uid);
+			cJSON_AddStringToObject(o, "instanceId", in->node_deletions[i].instance_id);
+			cJSON_AddItemToArray(list, o);
+		}
+	} else if (in->node_deletions_known) {
+		cJSON_AddNullToObject(st, "nodeDeletions");
+	}
 
 	cJSON *conds = cJSON_AddArrayToObject(st, "conditions");
 	char msg[2 * SP_ERROR_MAX];  /* whole: add_condition redacts, then cuts */
@@ -301,8 +313,9 @@ cJSON *status_build(const struct status_input *in)
 		cJSON_AddItemToArray(conds, cJSON_Duplicate(find_condition(in->old_status, "CapacityAvailable"), 1));
 	if (in->drain_blocked)
 		add_condition(conds, in, "DrainBlocked", *in->drain_blocked != '\0',
-			      *in->drain_blocked ? DRAIN_REASON_TIMED_OUT : "NotBlocked",
-			      *in->drain_blocked ? in->drain_blocked : "no scale-down is waiting for a drain");
+			      !*in->drain_blocked ? "NotBlocked" :
+			      in->drain_blocked_reason ? in->drain_blocked_reason : DRAIN_REASON_TIMED_OUT,
+			      *in->drain_blocked ? in->drain_blocked : "no drain is blocked");
 	else if (find_condition(in->old_status, "DrainBlocked"))
 		cJSON_AddItemToArray(conds, cJSON_Duplicate(find_condition(in->old_status, "DrainBlocked"), 1));
 	if (in->insecure_credentials)
@@ -399,6 +412,32 @@ void status_recorded(const cJSON *status, struct strv *ret_ids, struct strv *ret
 		if (!cJSON_IsString(state) || plan_classify_state(state->valuestring) == PLAN_LIVE)
 			strv_push(ret_live, id->valuestring);
 	}
+}
+
+/* A string field into out; false when absent, empty or too long. */
+static bool fitting(const cJSON *obj, const char *key, char *out, size_t size)
+{
+	const cJSON *v = cJSON_GetObjectItemCaseSensitive(obj, key);
+	if (!cJSON_IsString(v) || !*v->valuestring || strlen(v->valuestring) >= size)
+		return false;
+	snprintf(out, size, "%s", v->valuestring);
+	return true;
+}
+
+size_t status_node_deletions(const cJSON *status, struct node_ref *ret, size_t max)
+{
+	size_t n = 0;
+	const cJSON *it;
+	cJSON_ArrayForEach(it, cJSON_GetObjectItemCaseSensitive(status, "nodeDeletions")) {
+		if (n == max)
+			break;
+		struct node_ref r = {0};
+		if (!fitting(it, "name", r.name, sizeof(r.name)) || !fitting(it, "uid", r.uid, sizeof(r.uid)))
+			continue;
+		fitting(it, "instanceId", r.instance_id, sizeof(r.instance_id));
+		ret[n++] = r;
+	}
+	return n;
 }
 
 int64_t status_launch_seq(const cJSON *status)

@@ -6,14 +6,22 @@
 # instance's private IP) and sets them Ready. The status shows each instance's node and
 # ready, readyNodes 3 (READYNODES 3 in `kubectl get sp -o wide`) and the launch ->
 # Ready metric; a reclaimed instance's Node is deleted (with an event), and a
-# scale-down victim's; a Node of an instance spotpool does not know is left alone.
+# scale-down victim's; a Node of an instance spotpool does not know is left alone; a
+# deletion answered 500 is retried, and a Node re-registered under a gone one's name
+# (a new UID) is not deleted.
 source "$(dirname "$0")/lib.sh"
 
 start_emulator
 start_cluster
 export TENCENTCLOUD_SECRET_ID=$EMU_SECRET_ID TENCENTCLOUD_SECRET_KEY=$EMU_SECRET_KEY
 port=$(free_port)
-start_controller ctl --listen "127.0.0.1:$port"
+# The controller talks to the apiserver through tests/faults/kubeproxy.py, which can
+# fail its Node deletions (the last cases); the test's kubectl talks to it directly.
+python3 "$E2E_ROOT/tests/faults/kubeproxy.py" "$E2E_TMP/k8s" "$E2E_TMP/proxy.kubeconfig" "$E2E_TMP/proxy.control" \
+	"$E2E_TMP/proxy.trace" 2>>"$E2E_TMP/proxy.log" &
+E2E_PIDS+=("$!")
+wait_for 10 test -s "$E2E_TMP/proxy.kubeconfig" || { echo "kubeproxy did not start"; exit 1; }
+KUBECONFIG=$E2E_TMP/proxy.kubeconfig start_controller ctl --listen "127.0.0.1:$port"
 
 pool_manifest gpu default 3 3 | kubectl apply -f - >/dev/null
 check "the pool reaches 3 instances" wait_for 60 at_size gpu 3
@@ -76,6 +84,64 @@ nodes_of_instances() { # the Nodes left but the stranger's == the Nodes of the 2
 		$(kubectl get nodes -o json | jq -r '[.items[].metadata.name | select(. != "stranger")] | sort | join(" ")') == "$want" ]]
 }
 check "scale-down: the victim's Node is deleted, the others stay" wait_for 30 nodes_of_instances
-check "log: the deletion" grep -q "deleted Node(s) by-provider of gone instance(s) ${ids[0]}" "$E2E_TMP/ctl.log"
+check "log: the deletion" grep -q "deleted Node by-provider of gone instance ${ids[0]}" "$E2E_TMP/ctl.log"
 check "no node-related errors in the log" bash -c "! grep -E 'may not list nodes|delete-node.*failed' '$E2E_TMP/ctl.log'"
+
+# Node deletions the apiserver answers 500 (the proxy fails them): both gone instances'
+# Nodes are kept in status.nodeDeletions (Degraded NodeDeletionFailed, one event) and
+# retried with backoff; one of them is re-registered meanwhile under its name (a new
+# UID, as TKE reuses a private IP's name): once deletions work again the other Node is
+# deleted and the re-registered one is not (409 on the old UID), and the list empties.
+mapfile -t last < <(sp_field gpu '.status.instances[] | select(.state == "RUNNING") | "\(.instanceId) \(.node)"')
+read -r ra na <<<"${last[0]}"
+read -r rb nb <<<"${last[1]}"
+# A gone instance's Node is matched by ID only: the one matched by its IP gets the label.
+kubectl label node --overwrite "$na" "spotpool.jokerbai.com/instance-id=$ra" >/dev/null
+kubectl label node --overwrite "$nb" "spotpool.jokerbai.com/instance-id=$rb" >/dev/null
+sleep 1
+pending_is() { [[ $(sp_field gpu '[.status.nodeDeletions[]?.name] | sort | join(" ")') == "$1" ]]; }
+both=$(printf '%s\n' "$na" "$nb" | sort | paste -sd' ')
+echo "fail DELETE /api/v1/nodes/ 500" >"$E2E_TMP/proxy.control"
+sleep 0.5
+emu_post reclaim "{\"instanceIds\":[\"$ra\",\"$rb\"]}" >/dev/null
+check "deletions answered 500: status.nodeDeletions keeps $both" wait_for 30 pending_is "$both"
+check "Degraded NodeDeletionFailed" bash -c "[[ \$(kubectl get sp gpu -o json | jq -r '.status.conditions[] | select(.type == \"Degraded\") | .reason') == NodeDeletionFailed ]]"
+check "one NodeDeletionFailed event" bash -c "[[ \$(kubectl get events --field-selector reason=NodeDeletionFailed -o json | jq '[.items[] | .count // 1] | add') == 1 ]]"
+old_uid=$(kubectl get node "$na" -o jsonpath='{.metadata.uid}')
+kubectl delete node "$na" >/dev/null
+check "$na re-registered under its name" node "$na" "" "" 192.0.2.30
+check "... with a new UID" test "$(kubectl get node "$na" -o jsonpath='{.metadata.uid}')" != "$old_uid"
+: >"$E2E_TMP/proxy.control"
+check "retried once deletions work: $nb deleted" wait_for 30 bash -c "! kubectl get node '$nb' >/dev/null 2>&1"
+check "status.nodeDeletions empties" wait_for 30 pending_is ""
+check "the re-registered $na is not deleted" kubectl get node "$na"
+check "the old UID's deletion was refused (409), not repeated" bash -c \
+	"[[ \$(grep -c 'DELETE /api/v1/nodes/$na -> 409' '$E2E_TMP/proxy.trace') == 1 ]]"
+check "the deletions were retried after a 500" bash -c \
+	"grep -q 'DELETE /api/v1/nodes/$nb -> 500 (injected)' '$E2E_TMP/proxy.trace' && grep -q 'DELETE /api/v1/nodes/$nb -> 200' '$E2E_TMP/proxy.trace'"
+
+# A deleted pool one of whose Nodes cannot have its pods listed (the proxy answers 403
+# for that Node's listing alone): the other Node's drain goes on (empty: its instance
+# goes at once), the unlisted Node's drain still starts (drain-started), one
+# PodsNotListed event names it, and its instance goes at drainTimeout (10 s), so the
+# pool is released (before, it stayed Terminating with its instances running).
+pool_manifest drn default 2 2 '  drainTimeout: 10s' | kubectl apply -f - >/dev/null
+check "drn: the pool reaches 2 instances" wait_for 60 at_size drn 2
+mapfile -t dids < <(sp_field drn '.status.instances[].instanceId')
+check "drn: Nodes for ${dids[*]}" bash -c "$(declare -f node); node drn-a 'qcloud:///900002/${dids[0]}' '' 192.0.2.40 && node drn-b 'qcloud:///900002/${dids[1]}' '' 192.0.2.41"
+check "drn: the Nodes show" wait_for 30 bash -c "[[ \$(kubectl get sp drn -o json | jq -r '[.status.instances[].node] | sort | join(\" \")') == 'drn-a drn-b' ]]"
+echo "fail GET /api/v1/pods?fieldSelector=spec.nodeName%3Ddrn-a 403" >"$E2E_TMP/proxy.control"
+sleep 0.5
+deleted_at=$SECONDS
+kubectl delete sp drn --wait=false >/dev/null
+terminated() { kubectl get events --field-selector reason=Terminated -o json |
+	jq -e --arg id "$1" '[.items[] | select(.involvedObject.name == "drn" and (.message | contains($id)))] | length > 0' >/dev/null; }
+check "drn: the listed Node's instance goes at once" wait_for 8 terminated "${dids[1]}"
+check "drn: the unlisted Node's instance waits" bash -c "$(declare -f terminated); ! terminated '${dids[0]}'"
+check "drn: the unlisted Node's drain started (drain-started)" bash -c \
+	"kubectl get node drn-a -o json | jq -e '.metadata.annotations[\"spotpool.jokerbai.com/drain-started\"]' >/dev/null"
+check "drn: one PodsNotListed event names drn-a" bash -c "[[ \$(kubectl get events --field-selector reason=PodsNotListed -o json | jq '[.items[] | select(.message | contains(\"drn-a\")) | .count // 1] | add') == 1 ]]"
+check "drn: released after drainTimeout though the listing still fails" wait_for 40 bash -c "! kubectl get sp drn >/dev/null 2>&1"
+check "drn: ... not before drainTimeout ($((SECONDS - deleted_at)) s)" test $((SECONDS - deleted_at)) -ge 10
+: >"$E2E_TMP/proxy.control"
 finish

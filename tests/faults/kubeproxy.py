@@ -18,13 +18,21 @@ What it does, and nothing more (Python 3.11 standard library only):
                      apiserver with an older one this proxy saw on an earlier request for
                      the same path, so the apiserver sends again events the controller has
                      already seen (or 410 Gone if that version was compacted).
+- fail(method, prefix, status) answers every request of that method whose target (path
+  and query, as sent) starts with prefix with that HTTP status and a Kubernetes Status body, without sending it on
+  (an apiserver or a webhook failing those calls); fail(None) ends it.
 - blackhole(True) cuts the controller off: from then on no byte goes either way on any
   connection (open ones included) and new connections are accepted but never answered,
   as when packets are dropped. blackhole(False) closes everything that was held, so the
   controller sees its connections fail and reconnects.
 
 Counters (dict `counts`): requests, watches, events, eventsDelayed, cuts, streamsCut,
-replays, blackholes, heldConnections.
+replays, blackholes, heldConnections, failed.
+
+Run as a script (`kubeproxy.py K8S_DIR KUBECONFIG_OUT CONTROL_FILE [TRACE]`, for the
+end-to-end scripts) it proxies the apiserver of K8S_DIR's kubeconfig, writes the
+controller's kubeconfig to KUBECONFIG_OUT, and applies what CONTROL_FILE says, read
+every 0.2 s: `fail METHOD PREFIX STATUS`, or empty for no fault.
 """
 
 from __future__ import annotations
@@ -62,7 +70,8 @@ class KubeProxy:
         self.seen_rv: dict[str, str] = {}   # watch path -> first resourceVersion asked for
         self.socks: set = set()
         self.counts = dict(requests=0, watches=0, events=0, eventsDelayed=0, cuts=0, streamsCut=0, replays=0,
-                           blackholes=0, heldConnections=0)
+                           blackholes=0, heldConnections=0, failed=0)
+        self.failing: tuple[str, str, int] | None = None
         self.sock = socket.create_server(("127.0.0.1", 0))
         self.port = self.sock.getsockname()[1]
         threading.Thread(target=self._accept, daemon=True).start()
@@ -82,6 +91,10 @@ class KubeProxy:
         with self.lock:
             self.replays_left = max(0, self.replays_left + n)
         self.trace(f"fault: {n} next watch reconnect(s) sent on from an older resourceVersion")
+
+    def fail(self, method: str | None, prefix: str = "", status: int = 500) -> None:
+        self.failing = (method, prefix, status) if method else None
+        self.trace(f"fault: {method} {prefix}* answered {status}" if method else "fault: no request failed")
 
     def blackhole(self, on: bool) -> None:
         with self.lock:
@@ -220,6 +233,15 @@ class KubeProxy:
             body = None
         self._count("requests")
         url = urllib.parse.urlsplit(target)
+        failing = self.failing
+        if failing and method == failing[0] and target.startswith(failing[1]):
+            self._count("failed")
+            self.trace(f"{method} {target} -> {failing[2]} (injected)")
+            data = (b'{"kind":"Status","apiVersion":"v1","status":"Failure","message":"injected by kubeproxy",'
+                    b'"code":%d}' % failing[2])
+            conn.sendall(b"HTTP/1.1 %d Injected\r\nContent-Type: application/json\r\nContent-Length: %d\r\n\r\n%s"
+                         % (failing[2], len(data), data))
+            return lower.get("connection", "").lower() != "close"
         query = urllib.parse.parse_qs(url.query, keep_blank_values=True)
         watching = query.get("watch", [""])[0] in ("1", "true") or "/watch/" in url.path
         if watching:
@@ -334,3 +356,30 @@ class KubeProxy:
             if delayed:
                 self._count("eventsDelayed")
             conn.sendall(b"%x\r\n%s\r\n" % (len(line), line))
+
+
+def main(argv: list[str]) -> None:
+    k8s_dir, kubeconfig_out, control = argv[1], argv[2], argv[3]
+    with open(os.path.join(k8s_dir, "kubeconfig")) as f:
+        server = next(line.split("server:", 1)[1].strip() for line in f if "server:" in line)
+    up = urllib.parse.urlsplit(server)
+    proxy = KubeProxy(k8s_dir, up.hostname, up.port, trace_path=argv[4] if len(argv) > 4 else None)
+    with open(kubeconfig_out + ".tmp", "w") as f:
+        f.write(proxy.kubeconfig(k8s_dir))
+    os.replace(kubeconfig_out + ".tmp", kubeconfig_out)
+    last = None
+    while True:
+        try:
+            with open(control) as f:
+                want = f.read().split()
+        except FileNotFoundError:
+            want = []
+        if want != last:
+            last = want
+            proxy.fail(want[1], want[2], int(want[3])) if want[:1] == ["fail"] else proxy.fail(None)
+        time.sleep(0.2)
+
+
+if __name__ == "__main__":
+    import sys
+    main(sys.argv)

@@ -22,6 +22,7 @@ struct fake_api {
 	const struct reply *replies;
 	size_t n, next;
 	struct test_clock *clock;
+	char last_body[512];  /* the last request's body, as JSON ("" without one) */
 };
 
 static inline const struct reply *fake_next(struct fake_api *f, const char *kind, const char *path)
@@ -39,7 +40,11 @@ static inline const struct reply *fake_next(struct fake_api *f, const char *kind
 static inline int fake_request(void *ctx, const char *method, const char *path, const char *content_type,
 			const cJSON *body, cJSON **ret, struct sp_error *err)
 {
-	(void)content_type, (void)body;
+	(void)content_type;
+	struct fake_api *f = ctx;
+	char *text = body ? cJSON_PrintUnformatted(body) : NULL;
+	snprintf(f->last_body, sizeof(f->last_body), "%s", text ? text : "");
+	free(text);
 	const struct reply *r = fake_next(ctx, method, path);
 	if (r->rc < 0)
 		return sp_fail(err, r->rc, "injected %s", sp_strerror(r->rc));

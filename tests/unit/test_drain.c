@@ -117,17 +117,19 @@ static void test_victim_order(void **state)
 				  one = {.has_node = true, .evictable = 1},
 				  ten = {.has_node = true, .evictable = 10},
 				  blocking = {.has_node = true, .blocking = 1},
+				  unlisted = {.has_node = true, .unlisted = true},
 				  disabled_none = {.scale_down_disabled = true},
 				  disabled_empty = {.has_node = true, .scale_down_disabled = true},
 				  disabled_busy = {.has_node = true, .scale_down_disabled = true, .evictable = 4};
-	static const char *const names[] = {"none", "empty", "one", "ten", "blocking", "disabled_none",
-					    "disabled_empty", "disabled_busy"};
-	const struct drain_victim *v[] = {&none, &empty, &one, &ten, &blocking, &disabled_none,
+	static const char *const names[] = {"none", "empty", "one", "ten", "blocking", "unlisted",
+					    "disabled_none", "disabled_empty", "disabled_busy"};
+	const struct drain_victim *v[] = {&none, &empty, &one, &ten, &blocking, &unlisted, &disabled_none,
 					  &disabled_empty, &disabled_busy};
-	/* Each before the next: sign of cmp(a, b) for every pair follows this order. */
-	static const int rank[] = {0, 1, 2, 3, 4, 5, 6, 7};
-	for (size_t a = 0; a < 8; a++)
-		for (size_t b = 0; b < 8; b++) {
+	/* Each before the next: sign of cmp(a, b) for every pair follows this order. A Node
+	 * whose pods could not be listed looks empty but is chosen after every listed one. */
+	static const int rank[] = {0, 1, 2, 3, 4, 5, 6, 7, 8};
+	for (size_t a = 0; a < 9; a++)
+		for (size_t b = 0; b < 9; b++) {
 			int c = drain_victim_cmp(v[a], v[b]);
 			int want = rank[a] < rank[b] ? -1 : rank[a] > rank[b] ? 1 : 0;
 			if ((c > 0) - (c < 0) != want)
@@ -171,45 +173,60 @@ static void test_drain_steps(void **state)
 		bool uncordon;
 		size_t left;
 		const char *reason, *message;
+		const char *unlisted; /* why the pods could not be listed, NULL: listed */
 	} cases[] = {
-		{"no Node: drained at once", true, -1, false, "", 600, 0, DRAIN_DONE, "", 0, false, 0, "", ""},
-		{"no Node under a notice", true, -1, false, "", 600, 120, DRAIN_DONE, "", 0, false, 0, "", ""},
-		{"drainTimeout 0: no drain", false, -1, false, "ee", 0, 0, DRAIN_DONE, "", 0, false, 2, "", ""},
-		{"drainTimeout 0 mid-drain: no more drain", false, 30, false, "e", 0, 0, DRAIN_DONE, "", 0, false, 1, "", ""},
-		{"not started: start", false, -1, false, "eedm", 600, 0, DRAIN_START, "", 0, false, 2, "", ""},
+		{"no Node: drained at once", true, -1, false, "", 600, 0, DRAIN_DONE, "", 0, false, 0, "", "", NULL},
+		{"no Node under a notice", true, -1, false, "", 600, 120, DRAIN_DONE, "", 0, false, 0, "", "", NULL},
+		{"drainTimeout 0: no drain", false, -1, false, "ee", 0, 0, DRAIN_DONE, "", 0, false, 2, "", "", NULL},
+		{"drainTimeout 0 mid-drain: no more drain", false, 30, false, "e", 0, 0, DRAIN_DONE, "", 0, false, 1, "", "", NULL},
+		{"not started: start", false, -1, false, "eedm", 600, 0, DRAIN_START, "", 0, false, 2, "", "", NULL},
 		{"not started, empty node: start all the same", false, -1, false, "", 600, 0, DRAIN_START, "", 0,
-		 false, 0, "", ""},
-		{"started, empty: drained", false, 0, false, "", 600, 0, DRAIN_DONE, "", 0, false, 0, "", ""},
-		{"only pods that stay: drained", false, 10, false, "mdf", 600, 0, DRAIN_DONE, "", 0, false, 0, "", ""},
-		{"evict the evictable only", false, 0, false, "emedfbg", 600, 0, DRAIN_EVICT, "02", 5, false, 4, "", ""},
-		{"until capped by the timeout", false, 598, false, "e", 600, 0, DRAIN_EVICT, "0", 2, false, 1, "", ""},
-		{"going and blocking: wait", false, 100, false, "gbm", 600, 0, DRAIN_WAIT, "", 5, false, 2, "", ""},
+		 false, 0, "", "", NULL},
+		{"started, empty: drained", false, 0, false, "", 600, 0, DRAIN_DONE, "", 0, false, 0, "", "", NULL},
+		{"only pods that stay: drained", false, 10, false, "mdf", 600, 0, DRAIN_DONE, "", 0, false, 0, "", "", NULL},
+		{"evict the evictable only", false, 0, false, "emedfbg", 600, 0, DRAIN_EVICT, "02", 5, false, 4, "", "", NULL},
+		{"until capped by the timeout", false, 598, false, "e", 600, 0, DRAIN_EVICT, "0", 2, false, 1, "", "", NULL},
+		{"going and blocking: wait", false, 100, false, "gbm", 600, 0, DRAIN_WAIT, "", 5, false, 2, "", "", NULL},
 		{"timed out: give up, uncordon", false, 600, false, "ebgm", 600, 0, DRAIN_GIVE_UP, "", 0, true, 3,
 		 DRAIN_REASON_TIMED_OUT,
 		 "the drain did not finish within drainTimeout 10m; the node is kept and uncordoned: 3 pod(s) left: "
-		 "ns/p0, ns/p1 (safe-to-evict false), ns/p2 (terminating)"},
+		 "ns/p0, ns/p1 (safe-to-evict false), ns/p2 (terminating)", NULL},
 		{"timed out, cordoned before: stays cordoned", false, 5401, true, "e", 5400, 0, DRAIN_GIVE_UP, "", 0,
 		 false, 1, DRAIN_REASON_TIMED_OUT,
-		 "within drainTimeout 1h30m; the node is kept (cordoned, as it was before): 1 pod(s) left: ns/p0"},
+		 "within drainTimeout 1h30m; the node is kept (cordoned, as it was before): 1 pod(s) left: ns/p0", NULL},
 		{"timed out, many left: 5 named", false, 700, false, "eeeeeee", 90, 0, DRAIN_GIVE_UP, "", 0, true, 7,
 		 DRAIN_REASON_TIMED_OUT, "drainTimeout 1m30s; the node is kept and uncordoned: 7 pod(s) left: ns/p0, "
-		 "ns/p1, ns/p2, ns/p3, ns/p4, ..."},
+		 "ns/p1, ns/p2, ns/p3, ns/p4, ...", NULL},
 		{"drained on the timeout's second: done, not given up", false, 600, false, "mf", 600, 0, DRAIN_DONE,
-		 "", 0, false, 0, "", ""},
-		{"notice, not started: start", false, -1, false, "e", 600, 120, DRAIN_START, "", 0, false, 1, "", ""},
+		 "", 0, false, 0, "", "", NULL},
+		{"notice, not started: start", false, -1, false, "e", 600, 120, DRAIN_START, "", 0, false, 1, "", "", NULL},
 		{"notice: blocking pods evicted too", false, 10, false, "bge", 600, 110, DRAIN_EVICT, "02", 5, false,
-		 3, "", ""},
+		 3, "", "", NULL},
 		{"notice: never given up past the timeout", false, 700, false, "e", 600, 3, DRAIN_EVICT, "0", 3, false,
-		 1, "", ""},
+		 1, "", "", NULL},
 		{"notice: only going pods: wait for them", false, 10, false, "g", 600, 60, DRAIN_WAIT, "", 5, false, 1,
-		 "", ""},
+		 "", "", NULL},
 		{"notice: drained before the deadline", false, 10, false, "d", 600, 60, DRAIN_DONE, "", 0, false, 0, "",
-		 ""},
+		 "", NULL},
 		{"notice: deadline passed: done, cut short", false, 120, false, "eb", 600, 0 - 1, DRAIN_DONE, "", 0,
 		 false, 2, DRAIN_REASON_CUT_SHORT,
-		 "the reclaim deadline came with the drain unfinished: 2 pod(s) left: ns/p0, ns/p1 (safe-to-evict false)"},
+		 "the reclaim deadline came with the drain unfinished: 2 pod(s) left: ns/p0, ns/p1 (safe-to-evict false)", NULL},
 		{"notice: deadline passed before the drain started", false, -1, false, "e", 600, -5, DRAIN_DONE, "", 0,
-		 false, 1, DRAIN_REASON_CUT_SHORT, "1 pod(s) left: ns/p0"},
+		 false, 1, DRAIN_REASON_CUT_SHORT, "1 pod(s) left: ns/p0", NULL},
+		/* Pods that could not be listed hold the drain with nothing to evict; the drain
+		 * still starts, and ends at its timeout or deadline saying why. */
+		{"unlisted, not started: start", false, -1, false, "", 600, 0, DRAIN_START, "", 0, false, 1, "", "",
+		 "HTTP 403"},
+		{"unlisted: not drained, wait", false, 10, false, "", 600, 0, DRAIN_WAIT, "", 5, false, 1, "", "",
+		 "HTTP 403"},
+		{"unlisted: nothing evicted from a stale listing", false, 10, false, "ee", 600, 0, DRAIN_WAIT, "", 5,
+		 false, 1, "", "", "HTTP 403"},
+		{"unlisted, timed out: give up saying why", false, 600, false, "", 600, 0, DRAIN_GIVE_UP, "", 0, true, 1,
+		 DRAIN_REASON_TIMED_OUT, "the node is kept and uncordoned: its pods could not be listed: HTTP 403",
+		 "HTTP 403"},
+		{"unlisted, forced past its end: cut short saying why", false, 600, false, "", 600, 0 - 1, DRAIN_DONE,
+		 "", 0, false, 1, DRAIN_REASON_CUT_SHORT, "unfinished: its pods could not be listed: HTTP 403",
+		 "HTTP 403"},
 	};
 	for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
 		struct drain_pod pods[16];
@@ -220,6 +237,7 @@ static void test_drain_steps(void **state)
 				 .was_unschedulable = cases[i].was_unschedulable},
 			.pods = pods, .n_pods = n, .now = NOW, .timeout = cases[i].timeout,
 			.deadline = cases[i].deadline_in ? NOW + cases[i].deadline_in : 0,
+			.unlisted = cases[i].unlisted,
 		};
 		struct drain_step s;
 		drain_step(&in, &s);

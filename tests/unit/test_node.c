@@ -17,7 +17,7 @@ static void test_view_full(void **state)
 {
 	(void)state;
 	struct node_view v = view_of(
-		"{\"metadata\":{\"name\":\"10.0.0.7\",\"labels\":{\"" NODE_LABEL_INSTANCE_ID "\":\"ins-lab\"},"
+		"{\"metadata\":{\"name\":\"10.0.0.7\",\"uid\":\"6f1c2d3e-0000-4000-8000-00000000abcd\",\"labels\":{\"" NODE_LABEL_INSTANCE_ID "\":\"ins-lab\"},"
 		"\"annotations\":{\"" NODE_ANNOTATION_DRAIN_STARTED "\":\"2026-11-25T03:00:00Z\","
 		"\"" NODE_ANNOTATION_WAS_UNSCHEDULABLE "\":\"true\",\"" NODE_ANNOTATION_SCALE_DOWN_DISABLED "\":\"true\"}},"
 		"\"spec\":{\"providerID\":\"qcloud:///900002/ins-abc\",\"unschedulable\":true,"
@@ -30,6 +30,7 @@ static void test_view_full(void **state)
 		"{\"type\":\"SpotTerminating\",\"status\":\"True\",\"reason\":\"SpotInstanceTerminating\","
 		"\"message\":\"reclaim at 1970-01-01T00:03:20Z\",\"lastTransitionTime\":\"1970-01-01T00:01:00Z\"}]}}");
 	assert_string_equal(v.name, "10.0.0.7");
+	assert_string_equal(v.uid, "6f1c2d3e-0000-4000-8000-00000000abcd");
 	assert_string_equal(v.provider_id, "ins-abc");
 	assert_string_equal(v.label_id, "ins-lab");
 	assert_string_equal(node_instance_id(&v), "ins-abc");

@@ -169,16 +169,27 @@ static void test_delete(void **state)
 	const struct reply replies[] = {
 		{"DELETE", "/api/v1/nodes/10.0.0.7", "{}", 0, 0},
 		{"DELETE", "/api/v1/nodes/gone", NULL, SP_ENOTFOUND, 0},
+		{"DELETE", "/api/v1/nodes/reused", NULL, SP_ECONFLICT, 0},
 		{"DELETE", "/api/v1/nodes/kept", NULL, SP_EFORBIDDEN, 0},
+		{"DELETE", "/api/v1/nodes/busy", NULL, SP_ETRANSIENT, 0},
 	};
 	struct test_clock clock = {0};
 	struct fake_api api;
-	struct kube_api kube = fake_api_bind(&api, replies, 3, &clock);
+	struct kube_api kube = fake_api_bind(&api, replies, 5, &clock);
 	struct sp_error err = {0};
-	assert_int_equal(nodes_delete(&kube, "10.0.0.7", &err), 0);
-	assert_int_equal(nodes_delete(&kube, "gone", &err), 0);
-	assert_int_equal(nodes_delete(&kube, "kept", &err), SP_EFORBIDDEN);
-	assert_int_equal(api.next, 3);
+	/* Only the Node of that UID: a name reused by a new Node is not deleted. */
+	assert_int_equal(nodes_delete(&kube, "10.0.0.7", "u-1", &err), 0);
+	assert_string_equal(api.last_body, "{\"kind\":\"DeleteOptions\",\"apiVersion\":\"v1\","
+			    "\"preconditions\":{\"uid\":\"u-1\"}}");
+	/* Gone, or the name is another Node's now (409, the precondition failed): not
+	 * there any more, nothing to retry. */
+	assert_int_equal(nodes_delete(&kube, "gone", "u-2", &err), SP_ENOTFOUND);
+	assert_int_equal(nodes_delete(&kube, "reused", "u-3", &err), SP_ENOTFOUND);
+	assert_int_equal(err.code, SP_ENOTFOUND);
+	assert_int_equal(nodes_delete(&kube, "kept", "u-4", &err), SP_EFORBIDDEN);
+	assert_int_equal(nodes_delete(&kube, "busy", "u-5", &err), SP_ETRANSIENT);
+	assert_contains(err.msg, "deleting node busy (uid u-5): ");
+	assert_int_equal(api.next, 5);
 }
 
 int main(void)

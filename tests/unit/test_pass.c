@@ -122,6 +122,18 @@ static bool taken(const struct sim *s, const char *prefix)
 	return false;
 }
 
+/* Every line of want (up to n, NULL ends) was taken, none of not_want. */
+static void expect_taken(const struct sim *s, const char *what, const char *const *want,
+			 const char *const *not_want, size_t n)
+{
+	for (size_t k = 0; k < n && want[k]; k++)
+		if (!taken(s, want[k]))
+			fail_msg("%s: no \"%s\"", what, want[k]);
+	for (size_t k = 0; k < n && not_want[k]; k++)
+		if (taken(s, not_want[k]))
+			fail_msg("%s: \"%s\" taken", what, not_want[k]);
+}
+
 static size_t index_of(const struct sim *s, const char *prefix)
 {
 	for (size_t i = 0; i < s->n_taken; i++)
@@ -434,69 +446,117 @@ static void test_ledger_clear_and_resume_order(void **state)
 	sim_free(&s);
 }
 
-static int refuse_delete_node(const struct pass_action *a, bool *sold_out)
+static int delete_node_code;  /* what every PASS_DELETE_NODE answers */
+
+static int answer_delete_node(const struct pass_action *a, bool *sold_out)
 {
 	*sold_out = false;
-	return a->kind == PASS_DELETE_NODE ? SP_EFORBIDDEN : 0;
+	return a->kind == PASS_DELETE_NODE ? delete_node_code : 0;
 }
 
 static struct node_view named(const char *name)
 {
 	struct node_view v = {.ready = true};
 	snprintf(v.name, sizeof(v.name), "%s", name);
+	snprintf(v.uid, sizeof(v.uid), "u-%s", name);
 	return v;
 }
 
 /* The Nodes of recorded instances that are gone (reclaimed i2, terminated earlier i3)
  * or going away (i6 TERMINATING: the last pass that records it) are deleted after the
- * pool's own work; never the Node of a live instance (i1), of a
- * recorded instance that turned out to be someone else's (i4), nor any when Nodes are
- * not known; a dry run only tells; a deleted pool deletes them before it is released;
- * a failed delete fails nothing else. */
+ * pool's own work, one action each, only while they are the Node of the UID matched;
+ * never the Node of a live instance (i1), of a recorded instance that turned out to be
+ * someone else's (i4), nor any when Nodes are not known; a dry run only tells; a deleted
+ * pool deletes them before it is released. A failed deletion is no longer forgotten
+ * with its instance: the status keeps the Node (nodeDeletions, with its UID), the pass
+ * fails for a backoff, the next pass retries from the status alone; a deleted pool waits
+ * for a deletion failing for now, not for a refusal. */
 static void test_gone_nodes_deleted(void **state)
 {
 	(void)state;
+	static const struct {
+		const char *what;
+		bool dry_run, no_nodes, deleting, no_uid;
+		int code;                /* what the deletions answer */
+		const char *old_pending; /* .status.nodeDeletions the pass finds */
+		const char *want[5], *not_want[5];
+		int error;
+		const char *pending;     /* names kept in nodeDeletions after the pass ("": none) */
+	} cases[] = {
+		{"deleted one by one with their UIDs", false, false, false, false, 0, NULL,
+		 {"reclaimed i2", "delete-node n2 uid=u-n2", "delete-node n3 uid=u-n3", "delete-node n6 uid=u-n6",
+		  "write-status"}, {"delete-node n1", "delete-node n4"}, 0, ""},
+		{"dry run: told", true, false, false, false, 0, NULL, {"would-delete-node n2,n3,n6"}, {"delete-node"},
+		 0, NULL},
+		{"Nodes not known", false, true, false, false, 0, NULL, {"write-status"}, {"delete-node"}, 0, NULL},
+		{"deleted pool: before the release", false, false, true, false, 0, NULL,
+		 {"delete-node n1 uid=u-n1", "delete-node n6 uid=u-n6", "release"}, {NULL}, 0, NULL},
+		{"5xx: kept in the status, backoff", false, false, false, false, SP_ETRANSIENT, NULL,
+		 {"delete-node n2", "delete-node n6", "event Warning NodeDeletionFailed", "write-status"}, {NULL},
+		 SP_ETRANSIENT, "n2,n3,n6"},
+		{"refused: kept too", false, false, false, false, SP_EFORBIDDEN, NULL, {"delete-node n6", "write-status"},
+		 {NULL}, SP_EFORBIDDEN, "n2,n3,n6"},
+		{"retried from the status, Nodes not known", false, true, false, false, 0,
+		 "[{\"name\":\"n9\",\"uid\":\"u9\",\"instanceId\":\"i9\"}]", {"delete-node n9 uid=u9", "write-status"},
+		 {NULL}, 0, ""},
+		{"retried and new ones, once each", false, false, false, false, 0,
+		 "[{\"name\":\"n2\",\"uid\":\"u-n2\",\"instanceId\":\"i2\"}]",
+		 {"delete-node n2 uid=u-n2", "delete-node n3 uid=u-n3"}, {NULL}, 0, ""},
+		{"a Node without a UID is not deleted", false, false, false, true, 0, NULL, {"write-status"},
+		 {"delete-node"}, 0, NULL},
+		{"deleted pool, 5xx: not released", false, false, true, false, SP_ETRANSIENT, NULL,
+		 {"delete-node n1", "write-status"}, {"release"}, SP_ETRANSIENT, "n1,n2,n3,n6"},
+		{"deleted pool, refused: released all the same", false, false, true, false, SP_EFORBIDDEN, NULL,
+		 {"delete-node n1", "release"}, {NULL}, 0, NULL},
+	};
 	struct pool_instance in[2] = {running("i1", "RUNNING"), running("i6", "TERMINATING")};
 	char *seen_v[] = {"i1", "i2", "i3", "i4", "i5", "i6"}, *live_v[] = {"i1", "i2"}, *foreign_v[] = {"i4"};
 	struct strv seen = {.v = seen_v, .n = 6}, live = {.v = live_v, .n = 2}, foreign = {.v = foreign_v, .n = 1};
-	/* As reconcile asks: the observed instances' Nodes, then the recorded instances'
-	 * not observed (i1 and i6 are; when nothing is observed, all are asked). */
-	struct node_view nodes[2 + 6] = {named("n1"), named("n6"), named(""), named("n2"), named("n3"),
-					 named("n4"), named(""), named("")};
-	struct node_view none_observed[6] = {named("n1"), named("n2"), named("n3"), named("n4"), named(""), named("n6")};
-	for (int c = 0; c < 5; c++) {
+	for (size_t c = 0; c < sizeof(cases) / sizeof(cases[0]); c++) {
+		/* As reconcile asks: the observed instances' Nodes, then the recorded
+		 * instances' not observed (i1 and i6 are; when nothing is observed, all are). */
+		struct node_view nodes[2 + 6] = {named("n1"), named("n6"), named(""), named("n2"), named("n3"),
+						 named("n4"), named(""), named("")};
+		struct node_view none_observed[6] = {named("n1"), named("n2"), named("n3"), named("n4"), named(""),
+						     named("n6")};
+		for (size_t k = 0; cases[c].no_uid && k < 8; k++)
+			*nodes[k].uid = '\0';
 		struct sim s;
 		sim_init(&s, 1, 1);
 		s.in.plan.instances = in;
-		s.in.plan.n_instances = c == 3 ? 0 : 2;
+		s.in.plan.n_instances = cases[c].deleting ? 0 : 2;
 		s.in.plan.seen = &seen;
 		s.in.plan.seen_live = &live;
 		s.in.plan.foreign = &foreign;
-		s.in.nodes = c == 2 ? NULL : nodes;
+		s.in.nodes = cases[c].no_nodes ? NULL : nodes;
 		s.in.n_nodes = 2;
-		s.in.recorded_nodes = c == 2 ? NULL : c == 3 ? none_observed : nodes + 2;
-		s.in.dry_run = c == 1;
-		s.in.deleting = c == 3;
-		s.answer = c == 4 ? refuse_delete_node : NULL;
+		s.in.recorded_nodes = cases[c].no_nodes ? NULL : cases[c].deleting ? none_observed : nodes + 2;
+		s.in.dry_run = cases[c].dry_run;
+		s.in.deleting = s.in.plan.deleting = cases[c].deleting;
+		cJSON *old = cJSON_CreateObject();
+		if (cases[c].old_pending)
+			cJSON_AddItemToObject(old, "nodeDeletions", cJSON_Parse(cases[c].old_pending));
+		s.in.old_status = old;
+		delete_node_code = cases[c].code;
+		s.answer = answer_delete_node;
 		sim_run(&s);
-		switch (c) {
-		case 0:
-		case 4:
-			assert_true(index_of(&s, "reclaimed i2") < index_of(&s, "delete-node n2,n3,n6"));
-			assert_true(index_of(&s, "delete-node n2,n3,n6") < index_of(&s, "write-status"));
-			assert_int_equal(s.error, 0);
-			break;
-		case 1:
-			assert_true(taken(&s, "would-delete-node n2,n3,n6"));
-			assert_false(taken(&s, "delete-node"));
-			break;
-		case 2:
-			assert_false(taken(&s, "delete-node"));
-			break;
-		case 3:
-			assert_true(index_of(&s, "delete-node n1,n2,n3,n6") < index_of(&s, "release"));
-			break;
+		expect_taken(&s, cases[c].what, cases[c].want, cases[c].not_want, 5);
+		if (taken(&s, "delete-node ") && taken(&s, "write-status"))
+			assert_true(index_of(&s, "delete-node ") < index_of(&s, "write-status"));
+		if (s.error != cases[c].error)
+			fail_msg("%s: error %d, want %d", cases[c].what, s.error, cases[c].error);
+		if (cases[c].pending) {
+			const cJSON *list = cJSON_GetObjectItemCaseSensitive(s.last_status, "nodeDeletions"), *it;
+			char names[128] = "";
+			cJSON_ArrayForEach(it, list)
+				snprintf(names + strlen(names), sizeof(names) - strlen(names), "%s%s", *names ? "," : "",
+					 cJSON_GetStringValue(cJSON_GetObjectItemCaseSensitive(it, "name")));
+			if (strcmp(names, cases[c].pending) != 0)
+				fail_msg("%s: nodeDeletions \"%s\", want \"%s\"", cases[c].what, names, cases[c].pending);
+			if (!*cases[c].pending && list && !cJSON_IsNull(list))
+				fail_msg("%s: nodeDeletions not cleared", cases[c].what);
 		}
+		cJSON_Delete(old);
 		sim_free(&s);
 	}
 }
@@ -567,7 +627,8 @@ static void test_account_changed_holds(void **state)
 		s.in.start_degraded_reason = c == 2 ? "AccountChanged" : NULL;
 		sim_run(&s);
 		if (c == 3) {  /* the same account: both gone, their Nodes deleted, replaced */
-			assert_true(taken(&s, "delete-node n1,n2"));
+			assert_true(taken(&s, "delete-node n1"));
+			assert_true(taken(&s, "delete-node n2"));
 			assert_true(taken(&s, "launch"));
 			sim_free(&s);
 			continue;
@@ -587,6 +648,46 @@ static void test_account_changed_holds(void **state)
 		sim_free(&s);
 	}
 	cJSON_Delete(old);
+}
+
+/* A status written before the deletions (the launch's ledger) already records the gone
+ * instance's Node to delete: the instance leaves the status in that write, and a pass
+ * that ends there (a crash, a conflict) must not forget the Node. */
+static char ledger_deletions[64];
+
+static int note_ledger_deletions(const struct pass_action *a, bool *sold_out)
+{
+	*sold_out = false;
+	if (a->kind == PASS_RECORD_LEDGER && !*ledger_deletions) {
+		const cJSON *d = cJSON_GetArrayItem(cJSON_GetObjectItemCaseSensitive(a->status, "nodeDeletions"), 0);
+		snprintf(ledger_deletions, sizeof(ledger_deletions), "%s",
+			 d ? cJSON_GetStringValue(cJSON_GetObjectItemCaseSensitive(d, "name")) : "none");
+	}
+	return 0;
+}
+
+static void test_gone_node_recorded_with_the_ledger(void **state)
+{
+	(void)state;
+	struct pool_instance in[1] = {running("i1", "RUNNING")};
+	char *seen_v[] = {"i1", "i2"}, *live_v[] = {"i1", "i2"};
+	struct strv seen = {.v = seen_v, .n = 2}, live = {.v = live_v, .n = 2};
+	struct node_view nodes[1 + 2] = {named("n1"), named(""), named("n2")};
+	struct sim s;
+	sim_init(&s, 2, 2);
+	s.in.plan.instances = in;
+	s.in.plan.n_instances = 1;
+	s.in.plan.seen = &seen;
+	s.in.plan.seen_live = &live;
+	s.in.nodes = nodes;
+	s.in.n_nodes = 1;
+	s.in.recorded_nodes = nodes + 1;
+	*ledger_deletions = '\0';
+	s.answer = note_ledger_deletions;
+	sim_run(&s);
+	assert_true(index_of(&s, "record-ledger") < index_of(&s, "delete-node n2"));
+	assert_string_equal(ledger_deletions, "n2");
+	sim_free(&s);
 }
 
 /* Look again soon (PASS_REQUEUE_PROGRESS_MS) while anything is on its way: an instance
@@ -629,7 +730,7 @@ static void test_scale_down_drains(void **state)
 	struct node_view nodes[3] = {named("n1"), named("n2"), named("n3")};
 	struct drain_pod p1[2] = {pod("a", DRAIN_POD_EVICT), pod("b", DRAIN_POD_EVICT)};
 	struct drain_pod p3[2] = {pod("c", DRAIN_POD_EVICT), pod("ds", DRAIN_POD_DAEMONSET)};
-	struct pass_pods pods[3] = {{true, p1, 2}, {true, NULL, 0}, {true, p3, 2}};
+	struct pass_pods pods[3] = {{true, p1, 2, NULL}, {true, NULL, 0, NULL}, {true, p3, 2, NULL}};
 	for (int c = 0; c < 2; c++) {
 		struct sim s;
 		sim_init(&s, 0, 3);
@@ -665,7 +766,7 @@ static void test_scale_down_drains(void **state)
 		n2[1].drain_taint = true;
 		n2[1].drain_started = NOW - 10;
 		n2[1].unschedulable = true;
-		struct pass_pods after[2] = {{true, p1, 2}, {true, p3 + 1, 1}};
+		struct pass_pods after[2] = {{true, p1, 2, NULL}, {true, p3 + 1, 1, NULL}};
 		sim_init(&s, 0, 3);
 		s.spec.has_replicas = true;
 		s.spec.replicas = 1;
@@ -685,6 +786,99 @@ static void test_scale_down_drains(void **state)
 	}
 }
 
+/* One Node whose pods cannot be listed (RBAC, the apiserver, too many) holds only its
+ * own drain: the other Nodes' drains go on in the same pass, its drain still starts
+ * (drain-started is written, so a deleted pool's drainTimeout runs), it is never chosen
+ * first by a scale-down for looking empty, and the failure shows as DrainBlocked
+ * PodsNotListed with one event per episode. A deleted pool's Node that cannot even be
+ * tainted goes a drainTimeout after the pool's deletion. */
+static int refuse_drain_start(const struct pass_action *a, bool *sold_out)
+{
+	*sold_out = false;
+	return a->kind == PASS_DRAIN_START && strcmp(a->ids.v[0], "n1") == 0 ? SP_EFORBIDDEN : 0;
+}
+
+static void test_unlisted_node_holds_only_itself(void **state)
+{
+	(void)state;
+	static const struct {
+		const char *what;
+		bool deleting;
+		int64_t n1_started_ago, n2_started_ago;  /* -1: not started */
+		int64_t deleted_ago;                     /* deletionTimestamp: NOW - this */
+		bool refuse_start;                       /* n1 cannot be tainted */
+		const char *old_blocked;                 /* DrainBlocked reason the pass finds (True) */
+		bool n1_fails;                           /* n1's listing fails */
+		const char *want[4], *not_want[4];
+		const char *blocked;                     /* DrainBlocked reason written ("": False, NULL: none) */
+	} cases[] = {
+		{"deleted, neither started: both start, n2's pod evicted", true, -1, -1, 5, false, NULL, true,
+		 {"drain-start n1", "drain-start n2", "evict app/w", "event Warning PodsNotListed"},
+		 {"terminate", "release"}, DRAIN_REASON_UNLISTED},
+		{"deleted, n1 started past drainTimeout: goes unlisted, n2 drains on", true, 601, 10, 700, false, NULL,
+		 true, {"terminate deletion i1", "evict app/w"}, {"terminate deletion i1,i2", "release"}, NULL},
+		{"deleted, n1 cannot be tainted, deleted past drainTimeout: goes", true, -1, 10, 601, true, NULL, true,
+		 {"drain-start n1", "event Warning DrainCutShort", "terminate deletion i1", "evict app/w"}, {"release"},
+		 DRAIN_REASON_UNLISTED},
+		{"deleted, n1 cannot be tainted, within drainTimeout: kept", true, -1, 10, 300, true, NULL, true,
+		 {"drain-start n1", "evict app/w"}, {"terminate", "event Warning DrainCutShort"},
+		 DRAIN_REASON_UNLISTED},
+		{"the same episode: no second event", true, 10, 10, 20, false, DRAIN_REASON_UNLISTED, true,
+		 {"evict app/w"}, {"event Warning PodsNotListed", "terminate"}, NULL},
+		{"listed again: DrainBlocked False", true, 10, 10, 20, false, DRAIN_REASON_UNLISTED, false,
+		 {"evict app/v", "evict app/w"}, {"event Warning PodsNotListed"}, ""},
+		{"scale-down: the unlisted Node is not taken for empty", false, -1, -1, 0, false, NULL, true,
+		 {"list-pods n1,n2,n3", "drain-start n2"}, {"drain-start n1", "terminate"}, NULL},
+	};
+	struct pool_instance in[3] = {running("i1", "RUNNING"), running("i2", "RUNNING"), running("i3", "RUNNING")};
+	struct drain_pod p1[1] = {pod("v", DRAIN_POD_EVICT)}, p2[1] = {pod("w", DRAIN_POD_EVICT)},
+			 p3[2] = {pod("x", DRAIN_POD_EVICT), pod("y", DRAIN_POD_EVICT)};
+	for (size_t c = 0; c < sizeof(cases) / sizeof(cases[0]); c++) {
+		struct node_view nodes[3] = {named("n1"), named("n2"), named("n3")};
+		int64_t ago[2] = {cases[c].n1_started_ago, cases[c].n2_started_ago};
+		for (int k = 0; k < 2; k++)
+			if (ago[k] >= 0) {
+				nodes[k].drain_taint = nodes[k].unschedulable = true;
+				nodes[k].drain_started = NOW - ago[k];
+			}
+		struct pass_pods pods[3] = {{true, p1, 1, cases[c].n1_fails ? "HTTP 403: pods is forbidden" : NULL},
+					    {true, p2, 1, NULL}, {true, p3, 2, NULL}};
+		if (cases[c].n1_fails)
+			pods[0] = (struct pass_pods){true, NULL, 0, "HTTP 403: pods is forbidden"};
+		struct sim s;
+		sim_on_nodes(&s, in, nodes, pods, cases[c].deleting ? 2 : 3, 2);
+		if (cases[c].deleting) {
+			s.spec.has_replicas = false;
+			s.in.deleting = s.in.plan.deleting = true;
+			s.in.deleted_at = NOW - cases[c].deleted_ago;
+		}
+		cJSON *old = NULL;
+		if (cases[c].old_blocked) {
+			old = cJSON_Parse("{\"conditions\":[{\"type\":\"DrainBlocked\",\"status\":\"True\"}]}");
+			cJSON_AddStringToObject(cJSON_GetArrayItem(cJSON_GetObjectItem(old, "conditions"), 0), "reason",
+						cases[c].old_blocked);
+			s.in.old_status = old;
+		}
+		s.answer = cases[c].refuse_start ? refuse_drain_start : NULL;
+		sim_run(&s);
+		expect_taken(&s, cases[c].what, cases[c].want, cases[c].not_want, 4);
+		const char *st = status_condition(s.last_status, "DrainBlocked", "status"),
+			   *reason = status_condition(s.last_status, "DrainBlocked", "reason");
+		if (cases[c].blocked && !*cases[c].blocked) {
+			assert_non_null(st);
+			assert_string_equal(st, "False");
+		} else if (cases[c].blocked) {
+			if (!st || strcmp(st, "True") != 0 || strcmp(reason, cases[c].blocked) != 0)
+				fail_msg("%s: DrainBlocked %s %s", cases[c].what, st ? st : "-", reason ? reason : "-");
+			assert_contains(status_condition(s.last_status, "DrainBlocked", "message"),
+					"cannot list the pods of node n1: HTTP 403");
+		}
+		assert_true(s.requeue_ms > 0 && s.requeue_ms <= DRAIN_RECHECK_SECONDS * 1000);
+		cJSON_Delete(old);
+		sim_free(&s);
+	}
+}
+
 /* A drain past drainTimeout with a pod a PodDisruptionBudget keeps: given up (the Node
  * untainted and uncordoned by evict_undo, one DrainTimedOut event naming the pod), the
  * instance kept, DrainBlocked True; that Node is not drained again before a
@@ -697,7 +891,7 @@ static void test_drain_gives_up(void **state)
 	nodes[1].drain_taint = true;
 	nodes[1].drain_started = NOW - 700;
 	struct drain_pod p2[1] = {pod("guarded", DRAIN_POD_EVICT)};
-	struct pass_pods pods[2] = {{true, NULL, 0}, {true, p2, 1}};
+	struct pass_pods pods[2] = {{true, NULL, 0, NULL}, {true, p2, 1, NULL}};
 	struct sim s;
 	sim_on_nodes(&s, in, nodes, pods, 2, 1);
 	sim_run(&s);
@@ -757,7 +951,7 @@ static void test_noticed_reclaim(void **state)
 	(void)state;
 	struct pool_instance in[2] = {running("i1", "RUNNING"), running("i2", "RUNNING")};
 	struct drain_pod p2[1] = {pod("w", DRAIN_POD_EVICT)};
-	struct pass_pods pods[2] = {{true, NULL, 0}, {true, p2, 1}};
+	struct pass_pods pods[2] = {{true, NULL, 0, NULL}, {true, p2, 1, NULL}};
 	for (int c = 0; c < 3; c++) {
 		struct node_view nodes[2] = {named("n1"), named("n2")};
 		nodes[1].terminating_at = c == 2 ? NOW - 1 : NOW + 120;
@@ -896,7 +1090,7 @@ static void test_notices_pending_holds_only_scale_down(void **state)
 static void test_doomed_without_replicas(void **state)
 {
 	(void)state;
-	struct pass_pods pods[3] = {{true, NULL, 0}, {true, NULL, 0}, {true, NULL, 0}};
+	struct pass_pods pods[3] = {{true, NULL, 0, NULL}, {true, NULL, 0, NULL}, {true, NULL, 0, NULL}};
 	for (int c = 0; c < 4; c++) {
 		struct pool_instance in[3] = {running("i1", "RUNNING"), running("i2", "RUNNING"),
 					      running("i3", "RUNNING")};
@@ -936,7 +1130,7 @@ static void test_deletion_drains(void **state)
 	(void)state;
 	struct pool_instance in[1] = {running("i1", "RUNNING")};
 	struct drain_pod p1[1] = {pod("w", DRAIN_POD_EVICT)};
-	struct pass_pods pods[1] = {{true, p1, 1}};
+	struct pass_pods pods[1] = {{true, p1, 1, NULL}};
 	for (int c = 0; c < 3; c++) {
 		struct node_view nodes[1] = {named("n1")};
 		if (c > 0) {
@@ -1000,7 +1194,7 @@ static void test_drain_review_cases(void **state)
 			in[i] = running(name, "RUNNING");
 			snprintf(name, sizeof(name), "n%03d", i);
 			nodes[i] = named(name);
-			pods[i] = (struct pass_pods){true, one, 1};
+			pods[i] = (struct pass_pods){true, one, 1, NULL};
 		}
 		struct sim s;
 		sim_init(&s, 0, c == 3 ? 1 : n);
@@ -1177,7 +1371,7 @@ static void test_eviction_failure(void **state)
 	struct pool_instance in[2] = {running("i1", "RUNNING"), running("i2", "RUNNING")};
 	struct node_view nodes[2] = {named("n1"), named("n2")};
 	struct drain_pod p[1] = {pod("w", DRAIN_POD_EVICT)};
-	struct pass_pods pods[2] = {{true, p, 1}, {true, p, 1}};
+	struct pass_pods pods[2] = {{true, p, 1, NULL}, {true, p, 1, NULL}};
 	for (int c = 0; c < 2; c++) {
 		for (int k = 0; k < 2; k++) {
 			nodes[k].drain_taint = true;
@@ -1413,6 +1607,8 @@ static void test_property_action_lists(void **state)
 			strv_push(&foreign, "g7");
 		for (int i = 0; i < n; i++)
 			snprintf(nodes[i].name, sizeof(nodes[i].name), "node-i%d", i);
+		for (size_t i = 0; i < (size_t)n + seen.n; i++)
+			snprintf(nodes[i].uid, sizeof(nodes[i].uid), "u%zu", i);
 		s.in.plan.seen = &seen;
 		s.in.plan.foreign = &foreign;
 		s.in.nodes = nodes;
@@ -1491,11 +1687,13 @@ int main(void)
 		cmocka_unit_test(test_ledger_clear_and_resume_order),
 		cmocka_unit_test(test_requeue_progress),
 		cmocka_unit_test(test_gone_nodes_deleted),
+		cmocka_unit_test(test_gone_node_recorded_with_the_ledger),
 		cmocka_unit_test(test_scale_down_drains),
 		cmocka_unit_test(test_drain_gives_up),
 		cmocka_unit_test(test_noticed_reclaim),
 		cmocka_unit_test(test_notice_without_node),
 		cmocka_unit_test(test_deletion_drains),
+		cmocka_unit_test(test_unlisted_node_holds_only_itself),
 		cmocka_unit_test(test_drain_review_cases),
 		cmocka_unit_test(test_resume_hard_budget),
 		cmocka_unit_test(test_replacement_elsewhere),

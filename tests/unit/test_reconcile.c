@@ -28,6 +28,7 @@ struct fake {
 	bool lose_leadership_on_run;
 	int launched;
 	struct node_view nodes[4];  /* the cluster's Nodes (node reader) */
+	int delete_rc;              /* what a DELETE answers */
 	size_t n_nodes;
 	struct pool_instance swept[4];  /* what a listing without a tag filter finds */
 	size_t n_swept;
@@ -95,8 +96,10 @@ static int fake_kube_request(void *ctx, const char *method, const char *path, co
 		return 0;
 	}
 	if (strcmp(method, "DELETE") == 0) {
-		record(f, "DELETE %s", path);
-		return 0;
+		const cJSON *uid = cJSON_GetObjectItemCaseSensitive(cJSON_GetObjectItemCaseSensitive(body, "preconditions"),
+								    "uid");
+		record(f, "DELETE %s uid=%s", path, uid ? cJSON_GetStringValue(uid) : "none");
+		return f->delete_rc ? sp_fail(err, f->delete_rc, "injected %s", sp_strerror(f->delete_rc)) : 0;
 	}
 	if (strcmp(method, "GET") == 0) {
 		record(f, "GET");
@@ -412,8 +415,9 @@ static void test_nodes(void **state)
 	world_list(&w, "ins-a", "RUNNING");
 	world_list(&w, "ins-b", "RUNNING");
 	snprintf(w.f.listed[1].private_ip, sizeof(w.f.listed[1].private_ip), "10.0.0.2");
-	w.f.nodes[0] = (struct node_view){.name = "n-a", .provider_id = "ins-a", .ready = true, .ready_since = NOW - 500};
-	w.f.nodes[1] = (struct node_view){.name = "10.0.0.2", .internal_ip = "10.0.0.2"};
+	w.f.nodes[0] = (struct node_view){.name = "n-a", .uid = "u-a", .provider_id = "ins-a", .ready = true,
+					  .ready_since = NOW - 500};
+	w.f.nodes[1] = (struct node_view){.name = "10.0.0.2", .uid = "u-b", .internal_ip = "10.0.0.2"};
 	w.f.nodes[2] = (struct node_view){.name = "n-x", .provider_id = "ins-x", .ready = true};
 	w.f.n_nodes = 3;
 	world_pass(&w);
@@ -426,16 +430,43 @@ static void test_nodes(void **state)
 	assert_false(cJSON_IsTrue(cJSON_GetObjectItemCaseSensitive(status_entry(&w, 1), "ready")));
 	assert_int_equal(cJSON_GetObjectItemCaseSensitive(cJSON_GetObjectItemCaseSensitive(w.f.obj, "status"),
 							  "readyNodes")->valueint, 1);
-	/* ins-a is reclaimed: gone from the listing and from the lookup by ID. */
+	/* ins-a is reclaimed: gone from the listing and from the lookup by ID. Its Node's
+	 * deletion (only of that UID) answers 500: the pass fails (backoff) and the status
+	 * keeps the Node to delete, though the instance left it. */
 	w.f.listed[0] = w.f.listed[1];
 	w.f.n_listed = 1;
+	w.f.delete_rc = SP_ETRANSIENT;
 	world_pass(&w);
 	ASSERT_CALLS(&w, "list ns/p", "DescribeInstances ap-singapore ids=1", "POST event InstanceReclaimed",
-		     "DELETE /api/v1/nodes/n-a", "POST event NodeDeleted", "PATCH status");
+		     "DELETE /api/v1/nodes/n-a uid=u-a", "POST event NodeDeletionFailed", "PATCH status");
+	assert_int_equal(w.res.error, SP_ETRANSIENT);
+	const cJSON *st = cJSON_GetObjectItemCaseSensitive(w.f.obj, "status");
+	assert_string_equal(cJSON_GetStringValue(cJSON_GetObjectItemCaseSensitive(
+		cJSON_GetArrayItem(cJSON_GetObjectItemCaseSensitive(st, "nodeDeletions"), 0), "uid")), "u-a");
+	assert_int_equal(cJSON_GetArraySize(cJSON_GetObjectItemCaseSensitive(st, "instances")), 1);
+	/* Retried, from the status alone (the Node cache no longer has it), and done. */
+	w.f.delete_rc = 0;
+	w.f.nodes[0] = w.f.nodes[2];
+	w.f.n_nodes = 2;
+	world_pass(&w);
+	ASSERT_CALLS(&w, "list ns/p", "DELETE /api/v1/nodes/n-a uid=u-a", "POST event NodeDeleted", "PATCH status");
 	assert_int_equal(w.res.error, 0);
+	assert_null(cJSON_GetObjectItemCaseSensitive(cJSON_GetObjectItemCaseSensitive(w.f.obj, "status"),
+						     "nodeDeletions"));
 	/* Nothing more to delete: the gone instance is no longer recorded. */
 	world_pass(&w);
 	ASSERT_CALLS(&w, "list ns/p");
+	/* A Node re-registered under the name with a new UID answers 409 to the
+	 * precondition: not deleted, not retried, and no conflict of the pool's. */
+	w.f.delete_rc = SP_ECONFLICT;
+	cJSON_AddItemToObject(cJSON_GetObjectItemCaseSensitive(w.f.obj, "status"), "nodeDeletions",
+			      cJSON_Parse("[{\"name\":\"n-a\",\"uid\":\"u-old\",\"instanceId\":\"ins-a\"}]"));
+	world_pass(&w);
+	ASSERT_CALLS(&w, "list ns/p", "DELETE /api/v1/nodes/n-a uid=u-old", "PATCH status");
+	assert_int_equal(w.res.error, 0);
+	assert_null(cJSON_GetObjectItemCaseSensitive(cJSON_GetObjectItemCaseSensitive(w.f.obj, "status"),
+						     "nodeDeletions"));
+	w.f.delete_rc = 0;
 	/* ins-b goes away (TERMINATING: the last pass that records it): its Node (matched by
 	 * its private IP, as an observed instance's) is deleted. */
 	snprintf(w.f.listed[0].state, sizeof(w.f.listed[0].state), "TERMINATING");

@@ -815,6 +815,48 @@ static void test_recorded_is_bounded(void **state)
 	cJSON_Delete(st);
 }
 
+/* .status.nodeDeletions: what status_build writes, status_node_deletions reads back;
+ * an empty list is written as null (a merge patch removes the key), an unknown one is
+ * left out (the old list stays); entries without a name or UID that fit are skipped,
+ * and the list is read up to its bound (anyone allowed to write the status can grow it). */
+static void test_node_deletions(void **state)
+{
+	(void)state;
+	struct node_ref refs[2] = {{.name = "10.0.0.7", .uid = "u-1", .instance_id = "ins-a"},
+				   {.name = "n2", .uid = "u-2", .instance_id = "ins-b"}};
+	struct status_input in = {.node_deletions = refs, .n_node_deletions = 2, .node_deletions_known = true};
+	cJSON *st = status_build(&in);
+	struct node_ref back[STATUS_MAX_NODE_DELETIONS];
+	assert_int_equal(status_node_deletions(st, back, STATUS_MAX_NODE_DELETIONS), 2);
+	assert_string_equal(back[0].name, "10.0.0.7");
+	assert_string_equal(back[0].uid, "u-1");
+	assert_string_equal(back[1].instance_id, "ins-b");
+	cJSON_Delete(st);
+	in.n_node_deletions = 0;
+	st = status_build(&in);
+	assert_true(cJSON_IsNull(cJSON_GetObjectItemCaseSensitive(st, "nodeDeletions")));
+	cJSON_Delete(st);
+	in.node_deletions_known = false;
+	st = status_build(&in);
+	assert_false(cJSON_HasObjectItem(st, "nodeDeletions"));
+	cJSON_Delete(st);
+
+	st = cJSON_Parse("{\"nodeDeletions\":[{\"name\":\"a\"},{\"uid\":\"u\"},{\"name\":\"\",\"uid\":\"u\"},"
+			 "{\"name\":\"b\",\"uid\":\"0123456789012345678901234567890123456\"},7,"
+			 "{\"name\":\"c\",\"uid\":\"u-c\"}]}");
+	assert_int_equal(status_node_deletions(st, back, STATUS_MAX_NODE_DELETIONS), 1);
+	assert_string_equal(back[0].name, "c");
+	assert_string_equal(back[0].instance_id, "");
+	cJSON_Delete(st);
+	st = cJSON_CreateObject();
+	cJSON *list = cJSON_AddArrayToObject(st, "nodeDeletions");
+	for (int i = 0; i < STATUS_MAX_NODE_DELETIONS + 5; i++)
+		cJSON_AddItemToArray(list, cJSON_Parse("{\"name\":\"n\",\"uid\":\"u\"}"));
+	assert_int_equal(status_node_deletions(st, back, STATUS_MAX_NODE_DELETIONS), STATUS_MAX_NODE_DELETIONS);
+	assert_int_equal(status_node_deletions(NULL, back, STATUS_MAX_NODE_DELETIONS), 0);
+	cJSON_Delete(st);
+}
+
 /* ---- status_patch_is_noop ---- */
 
 static bool noop(const char *patch_json, const char *old_json)
@@ -1081,6 +1123,7 @@ int main(void)
 		cmocka_unit_test(test_recorded_ids_and_live),
 		cmocka_unit_test(test_recorded_reads_what_build_wrote),
 		cmocka_unit_test(test_recorded_is_bounded),
+		cmocka_unit_test(test_node_deletions),
 		cmocka_unit_test(test_patch_is_noop),
 		cmocka_unit_test(test_plan_recorded),
 		cmocka_unit_test(test_recorded_terminated_not_live_next_pass),
