@@ -10,7 +10,7 @@
  * gets a drain) and DOOM_WINDOW_SECONDS after it. An instance still live
  * DOOM_FALSE_GRACE_SECONDS past that deadline was not reclaimed: a false notice, no
  * longer doomed. A claim therefore dooms an instance for at most 15 minutes from when it
- * was first seen. docs/how-it-works.md#reclaim-notices. */
+ * was first seen. docs/how-it-works.md#noticed-reclaims. */
 #ifndef SPOTPOOL_DOOM_H
 #define SPOTPOOL_DOOM_H
 
