@@ -43,8 +43,11 @@ struct node_view {
 	int64_t drain_given_up;                     /* NODE_ANNOTATION_DRAIN_GIVEN_UP, 0: none */
 	bool scale_down_disabled;                   /* NODE_ANNOTATION_SCALE_DOWN_DISABLED "true" */
 	/* SpotTerminating True: the deadline of its message "reclaim at <RFC3339>", 0: none
-	 * (also when the message holds no time). */
+	 * (also when the message holds no time). A claim (doom.h bounds it). */
 	int64_t terminating_at;
+	/* When the Node cache first saw that claim (this terminating_at), on the controller's
+	 * clock; 0 in a view read from JSON (nodes.h sets it). */
+	int64_t terminating_seen;
 };
 
 /* A Node to delete: the Node of a gone instance, by name and UID (.status.nodeDeletions). */

@@ -8,9 +8,9 @@
  * controller's home namespace (cfg_notices_namespace), where the shipped reporter Role
  * lives: whoever may create SpotNotices in one team's namespace cannot doom another
  * team's instances. Notices of namespaces without pools are not kept. Its
- * deadline must lie within NOTICES_WINDOW_SECONDS of its creation (Tencent announces
- * about two minutes ahead): a notice outside it is ignored, with a warning (once: a
- * relist says it again at debug level).
+ * deadline is a claim, bounded as a Node's is (doom.h) from when this cache first saw
+ * the notice, on the controller's clock. A notice that does not read is ignored, with
+ * a warning (once: a relist says it again at debug level).
  * Its threads, lock and callback: src/CONCURRENCY.md. */
 #ifndef SPOTPOOL_NOTICES_H
 #define SPOTPOOL_NOTICES_H
@@ -19,14 +19,11 @@
 #include "kube.h"
 #include "spotpool.h"
 
-/* A notice this long past its deadline is deleted (about 5 minutes later: deletions
- * follow a watch round): the instance was reclaimed, terminated, or found still live
- * past the deadline (a false notice) by then. Short, since notices made up to crowd the
- * cache stay until they are deleted. */
+/* A notice this long past its deadline (the earlier of the claimed and the bounded
+ * one) is deleted (about 5 minutes later: deletions follow a watch round): the instance
+ * was reclaimed, terminated, or found still live past the deadline (a false notice) by
+ * then. Short, since notices made up to crowd the cache stay until they are deleted. */
 #define NOTICES_KEEP_SECONDS 600
-/* The deadline of a notice lies between a minute before its creation (an agent's
- * retries) and this long after it. */
-#define NOTICES_WINDOW_SECONDS 900
 /* Expired notices deleted at most per round (after each watch, about 5 minutes), one
  * every NOTICES_DELETE_GAP_MS: a backlog goes without a burst. */
 #define NOTICES_DELETES_PER_ROUND 100
@@ -103,8 +100,8 @@ bool notices_synced(const struct notices *n);
 bool notices_healthy(const struct notices *n, int64_t max_quiet_ms);
 /* Notices cached. */
 size_t notices_count(struct notices *n);
-/* ret_at[i]: the reclaim deadline (epoch seconds) of ids[i] as the notices pool may
- * trust say ("<namespace>/<name>": its namespace's and the home namespace's), the
+/* ret_at[i]: the reclaim deadline (epoch seconds, doom_deadline's) of ids[i] as the
+ * notices pool may trust say ("<namespace>/<name>": its namespace's and the home namespace's), the
  * earliest of them (a deadline moved is a second notice; the earlier one governs: the
  * instance is never kept past a deadline Tencent announced), 0 for none. Remembers ids
  * as pool's, for changed. SP_ETRANSIENT (every ret_at 0) while a watcher has not listed

@@ -63,7 +63,7 @@ enum pass_why {
 	PASS_WHY_SCALE_DOWN,  /* terminate: above target */
 	PASS_WHY_CLEANUP,     /* terminate: dead instances */
 	PASS_WHY_DELETION,    /* terminate: the pool is deleted */
-	PASS_WHY_NOTICE,      /* terminate: doomed (a reclaim notice), drained or at its deadline */
+	PASS_WHY_NOTICE,      /* terminate: doomed (a reclaim notice), drained and replaced */
 };
 
 /* A non-secret fingerprint of the account a SecretId belongs to (the first 16 hex digits
@@ -193,10 +193,11 @@ struct pass_input {
 	 * leader): nothing spotpool chooses to terminate goes before they are, since its
 	 * Node may need draining. */
 	bool nodes_pending;
-	/* The reclaim deadline of plan.instances[i] that a SpotNotice announced (epoch
-	 * seconds, 0: none) for i < n_notice_at (the instances observed when the notices
-	 * were read: a sweep appends more), or NULL: none known. With its Node's
-	 * SpotTerminating condition, the earlier of the two makes the instance doomed. */
+	/* The reclaim deadline of plan.instances[i] that a SpotNotice announced, bounded
+	 * (doom_deadline: notices_find's) (epoch seconds, 0: none) for i < n_notice_at (the
+	 * instances observed when the notices were read: a sweep appends more), or NULL: none
+	 * known. With its Node's SpotTerminating condition (bounded from terminating_seen)
+	 * and the status's reclaimAt, the earliest makes the instance doomed (doom.h). */
 	const int64_t *notice_at;
 	size_t n_notice_at;
 	/* SpotNotices are not listed yet (a fresh start): no excess is scaled down before

@@ -78,8 +78,9 @@ struct plan {
 	/* Recorded as live by an earlier pass, now gone, and not terminated by spotpool: a spot
 	 * reclaim (or someone outside spotpool). */
 	struct strv reclaimed;
-	/* Live instances whose Node announced their reclaim (drain_victim.doomed_at): not in
-	 * observed, never in scale_down; drained, and terminated by their deadline. */
+	/* Live instances whose Node or a SpotNotice announced their reclaim
+	 * (drain_victim.doomed_at, doom.h): not in observed, never in scale_down; drained, and
+	 * terminated once drained and replaced. */
 	struct strv doomed;
 };
 

@@ -35,6 +35,7 @@
  *   node_ (a Node's compact view, instances matched to Nodes; pure),
  *   nodes_ (list+watch cache of the cluster's Node views),
  *   notices_ (list+watch cache of SpotNotices: instance, deadline),
+ *   doom_ (a claimed reclaim deadline bounded on the controller's clock; pure),
  *   claims_ (which pool asked for which instances, for the caches above),
  *   wq_ (work queue), ctl_ (controller), lease_ (leader election), cfg_ (daemon
  *   config), metrics_ (Prometheus and health endpoints), stop_ (a stop request that
@@ -153,7 +154,12 @@ static inline int64_t sp_deadline_left_ms(const _Atomic int64_t *until)
 	return at == INT64_MAX ? INT64_MAX : at - sp_mono_ms();
 }
 
-/* Parses "2026-11-21T11:45:00Z" (or with an offset) into epoch seconds; 0 if invalid. */
+/* Parses an RFC 3339 time, "2026-11-21T11:45:00Z" or with an offset ("+08:00"), into
+ * epoch seconds, always > 0; 0 means invalid, and nothing else does: NULL, any other shape
+ * (lowercase t or z, no zone, anything after it), a field out of range (a day the month
+ * does not have; second 60, a leap second, is allowed), and times not after
+ * 1970-01-01T00:00:00Z. A fraction of a second (".5") is allowed and dropped (the
+ * time's second, not rounded up). Callers test for 0 only: no parsed time is negative. */
 int64_t sp_parse_time(const char *iso);
 /* Epoch seconds as "2026-11-21T11:45:00Z" (the form Kubernetes writes). */
 void sp_format_time(int64_t t, char out[32]);

@@ -39,10 +39,13 @@ struct status_input {
 	 * shows how many are Ready (readyNodes). */
 	const struct node_view *const *nodes;
 	/* When each instance is reclaimed (reclaim_at[i]: instances[i]'s deadline, epoch
-	 * seconds, 0: none), from its Node's SpotTerminating condition or a SpotNotice:
-	 * reclaimAt. NULL: not known yet (Nodes or notices still being listed: each instance
-	 * keeps what the old status said). */
+	 * seconds, 0: none), from its Node's SpotTerminating condition or a SpotNotice, as
+	 * doom.h bounds it: reclaimAt. NULL: not known yet (Nodes or notices still being
+	 * listed: each instance keeps what the old status said). not_followed[i] (NULL: none):
+	 * instances[i] outlived that deadline by the grace, a false notice
+	 * (reclaimNotFollowed). */
 	const int64_t *reclaim_at;
+	const bool *not_followed;
 	/* DrainBlocked: NULL keeps the old condition, "" is False, otherwise True with this
 	 * message (a scale-down's drain timed out and was given up), and reason (NULL:
 	 * DRAIN_REASON_TIMED_OUT). */
@@ -67,6 +70,9 @@ bool status_patch_is_noop(const cJSON *patch, const cJSON *old);
 size_t status_newly_ready(const cJSON *old_status, const cJSON *new_status, int64_t *ret, size_t max);
 /* One .status.instances[] entry without its Node (also used by dry-run's JSON output). */
 cJSON *status_instance_json(const struct pool_instance *instance);
+/* The reclaimAt a status records for instance id (epoch seconds), 0: none, and whether
+ * it says reclaimNotFollowed. */
+int64_t status_reclaim_at(const cJSON *status, const char *id, bool *ret_not_followed);
 /* The ledger recorded in a status (.status.launch), if any. */
 bool status_ledger(const cJSON *status, struct plan_launch *ret);
 int64_t status_launch_seq(const cJSON *status);

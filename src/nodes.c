@@ -9,6 +9,7 @@
 
 struct nodes {
 	struct nodes_config cfg;
+	const struct sp_clock *clock;
 	pthread_mutex_t lock;
 	/* The views, in one array node_match reads as it is, and the list that last held each. */
 	struct node_view *v;
@@ -30,6 +31,7 @@ struct nodes *nodes_new(const struct nodes_config *cfg)
 {
 	struct nodes *n = xcalloc(1, sizeof(*n));
 	n->cfg = *cfg;
+	n->clock = cfg->clock ? cfg->clock : &sp_clock_system;
 	pthread_mutex_init(&n->lock, NULL);
 	informer_lw_init(&n->lw, cfg->clock);
 	stop_init(&n->stop);
@@ -61,10 +63,15 @@ static void drop(struct nodes *n, size_t i, struct strv *changed)
 }
 
 /* Under the lock: records v; the pools of its old and new self go to changed when what
- * spotpool reads of it changed. */
-static void upsert(struct nodes *n, const struct node_view *v, struct strv *changed)
+ * spotpool reads of it changed. A reclaim deadline keeps the time it was first seen
+ * while the Node claims the same one (doom.h: the bound runs from then). */
+static void upsert(struct nodes *n, const struct node_view *in, struct strv *changed)
 {
-	struct node_view *c = find(n, v->name);
+	struct node_view *c = find(n, in->name), claim = *in;
+	const struct node_view *v = &claim;
+	if (claim.terminating_at)
+		claim.terminating_seen = c && c->terminating_at == claim.terminating_at && c->terminating_seen
+						 ? c->terminating_seen : n->clock->now(n->clock->ctx);
 	if (!c) {
 		n->v = xrealloc(n->v, (n->n + 1) * sizeof(*n->v));
 		n->listed = xrealloc(n->listed, (n->n + 1) * sizeof(*n->listed));

@@ -2,6 +2,7 @@
 #include "notices.h"
 #include "agent.h"
 #include "claims.h"
+#include "doom.h"
 #include "log.h"
 #include "pool.h"
 #include "stop.h"
@@ -13,7 +14,8 @@ struct notice {
 	char *key;                                  /* "<namespace>/<name>" */
 	size_t ns_len;                              /* its namespace: key[0..ns_len) */
 	char instance_id[AGENT_INSTANCE_ID_MAX + 1];
-	int64_t at;                                 /* the deadline, epoch seconds */
+	int64_t claimed;                            /* spec.reclaimAt, epoch seconds */
+	int64_t at;                                 /* the deadline acted on (doom_deadline) */
 	size_t watcher;                             /* whose scope it is in */
 	uint64_t listed;                            /* the list that last held it */
 	bool unclaimed;  /* kept when no pool trusting it had asked about its instance: counted
@@ -241,22 +243,12 @@ static void drop_key(struct notices *n, const char *key, struct strv *changed)
 		}
 }
 
-/* A notice from obj (key its "<namespace>/<name>"): its instance and deadline, which
- * must lie within the window around its creation. */
+/* A notice from obj (key its "<namespace>/<name>"): its instance and claimed deadline
+ * (bounded once kept, as a Node's: doom.h). */
 static int read_notice(const cJSON *obj, const char *key, struct notice *ret, struct sp_error *err)
 {
-	if (agent_notice_read(obj, ret->instance_id, &ret->at, err) < 0)
+	if (agent_notice_read(obj, ret->instance_id, &ret->claimed, err) < 0)
 		return SP_EPROTO;
-	const cJSON *md = cJSON_GetObjectItemCaseSensitive(obj, "metadata");
-	const cJSON *created = cJSON_GetObjectItemCaseSensitive(md, "creationTimestamp");
-	int64_t t = cJSON_IsString(created) ? sp_parse_time(created->valuestring) : 0;
-	if (!t)
-		return sp_fail(err, SP_EPROTO, "no metadata.creationTimestamp");
-	if (ret->at < t - 60 || ret->at > t + NOTICES_WINDOW_SECONDS)
-		return sp_fail(err, SP_EPROTO,
-			       "spec.reclaimAt is not within a minute before and %d s after its creation "
-			       "(Tencent announces a reclaim about two minutes ahead)",
-			       NOTICES_WINDOW_SECONDS);
 	ret->ns_len = (size_t)(strchr(key, '/') - key);
 	return 0;
 }
@@ -342,11 +334,8 @@ static void apply(struct notices *n, size_t i, const char *type, const cJSON *ob
 			v.key = key;
 			key = NULL;
 			v.listed = n->w[i].list_seq;
-			/* The window was checked on the apiserver's clock, the deadline is kept on
-			 * ours: a clock behind must not stretch it past the window from now. */
-			int64_t latest = n->clock->now(n->clock->ctx) + NOTICES_WINDOW_SECONDS;
-			if (v.at > latest)
-				v.at = latest;
+			/* First seen now, on our clock: the bound runs from here. */
+			v.at = doom_deadline(v.claimed, n->clock->now(n->clock->ctx));
 			n->v[at] = v;
 			claimants(n, &n->v[at], &changed);
 		}
@@ -448,7 +437,7 @@ static void collect(struct notices *n, struct watcher *w, const struct kube_api 
 	int64_t now = n->clock->now(n->clock->ctx);
 	pthread_mutex_lock(&n->lock);
 	for (size_t i = 0; i < n->n; i++)
-		if (n->v[i].watcher == w->index && n->v[i].at + NOTICES_KEEP_SECONDS < now)
+		if (n->v[i].watcher == w->index && doom_earliest(n->v[i].claimed, n->v[i].at) + NOTICES_KEEP_SECONDS < now)
 			strv_push(&expired, n->v[i].key);
 	pthread_mutex_unlock(&n->lock);
 	for (size_t i = 0; i < expired.n && i < NOTICES_DELETES_PER_ROUND; i++) {
@@ -638,8 +627,8 @@ int notices_find(struct notices *n, const char *pool, const char *const *ids, si
 			const struct notice *v = &n->v[k];
 			if (strcmp(v->instance_id, ids[i]) != 0)
 				break;
-			if (trusted(n, pool, v->key, v->ns_len) && (!ret_at[i] || v->at < ret_at[i]))
-				ret_at[i] = v->at;
+			if (trusted(n, pool, v->key, v->ns_len))
+				ret_at[i] = doom_earliest(ret_at[i], v->at);
 		}
 	}
 	pthread_mutex_unlock(&n->lock);

@@ -1,6 +1,7 @@
 /* pass: the pass planner; see pass.h. The walk below follows a pass from start to end
  * and emits every action not answered yet; answers already in pass_done steer it. */
 #include "pass.h"
+#include "doom.h"
 
 #include <openssl/sha.h>
 #include <stdarg.h>
@@ -190,30 +191,52 @@ static const struct node_view *node_at(const struct pass_input *in, size_t i)
 	return in->nodes && i < in->n_nodes && *in->nodes[i].name ? &in->nodes[i] : NULL;
 }
 
-/* When instance i is reclaimed, as its Node's condition or a SpotNotice announced it
- * (the earlier), 0: not doomed. */
-static int64_t doomed_at(const struct pass_input *in, size_t i)
+/* Instance i's reclaim deadline as spotpool acts on it (doom.h), 0: none claimed: the
+ * earlier of its Node's and a SpotNotice's, each bounded from when it was first seen,
+ * and of the one the status recorded (a controller restarted since saw it first: the
+ * window does not start again). ret_told: the status says the notice was found false
+ * already (reclaimNotFollowed). */
+static int64_t claim_at(const struct pass_input *in, size_t i, bool *ret_told)
 {
 	const struct node_view *node = node_at(in, i);
-	int64_t by_node = node ? node->terminating_at : 0;
-	int64_t by_notice = in->notice_at && i < in->n_notice_at ? in->notice_at[i] : 0;
-	if (!by_node || !by_notice)
-		return by_node ? by_node : by_notice;
-	return by_node < by_notice ? by_node : by_notice;
+	int64_t at = node ? doom_deadline(node->terminating_at, node->terminating_seen) : 0;
+	if (in->notice_at && i < in->n_notice_at)
+		at = doom_earliest(at, in->notice_at[i]);
+	*ret_told = false;
+	return at ? doom_earliest(at, status_reclaim_at(in->old_status, in->plan.instances[i].id, ret_told)) : 0;
 }
 
-/* The Nodes (when known) and reclaim deadlines of the recorded instances
- * (plan_recorded keeps the order of the known ones, so one walk pairs them): NULL and 0
- * for none. */
+/* Whether live instance i outlived its deadline by the grace: a false notice. */
+static bool not_followed(const struct pass_input *in, size_t i, int64_t *ret_at, bool *ret_told)
+{
+	*ret_at = claim_at(in, i, ret_told);
+	return plan_classify_state(in->plan.instances[i].state) == PLAN_LIVE &&
+	       doom_judge(*ret_at, in->plan.now) == DOOM_FALSE;
+}
+
+/* When instance i is reclaimed, 0: not doomed (no claim, or a false notice). */
+static int64_t doomed_at(const struct pass_input *in, size_t i)
+{
+	bool told;
+	int64_t at = claim_at(in, i, &told);
+	return doom_judge(at, in->plan.now) == DOOM_DOOMED ? at : 0;
+}
+
+/* The Nodes (when known), reclaim deadlines (kept while claimed, for a false notice
+ * too: its record bounds it across a restart) and false notices of the recorded
+ * instances (plan_recorded keeps the order of the known ones, so one walk pairs them):
+ * NULL, 0 and false for none. */
 static void recorded_nodes(const struct pass_input *in, const struct pool_instance *recorded, size_t n,
-			   const struct node_view **ret_nodes, int64_t *ret_at)
+			   const struct node_view **ret_nodes, int64_t *ret_at, bool *ret_false)
 {
 	for (size_t k = 0, j = 0; k < n; k++) {
 		while (j < in->plan.n_instances && strcmp(in->plan.instances[j].id, recorded[k].id) != 0)
 			j++;
 		if (ret_nodes)
 			ret_nodes[k] = j < in->plan.n_instances ? node_at(in, j) : NULL;
-		ret_at[k] = j < in->plan.n_instances ? doomed_at(in, j) : 0;
+		bool told;
+		ret_at[k] = 0;
+		ret_false[k] = j < in->plan.n_instances && not_followed(in, j, &ret_at[k], &told);
 	}
 }
 
@@ -236,7 +259,8 @@ static cJSON *build_status(const struct walk *w, bool final)
 								 in->terminated, &n) : NULL;
 	const struct node_view **nodes = in->nodes ? xcalloc(n ? n : 1, sizeof(*nodes)) : NULL;
 	int64_t *reclaim_at = xcalloc(n ? n : 1, sizeof(*reclaim_at));
-	recorded_nodes(in, recorded, n, nodes, reclaim_at);
+	bool *false_notice = xcalloc(n ? n : 1, sizeof(*false_notice));
+	recorded_nodes(in, recorded, n, nodes, reclaim_at, false_notice);
 	struct status_input s = {
 		.selector = selector, .old_status = in->old_status, .generation = in->generation,
 		.instances = recorded, .n_instances = n, .plan = w->plan,
@@ -247,12 +271,14 @@ static cJSON *build_status(const struct walk *w, bool final)
 		.capacity_message = w->plan && !in->deleting ? w->capacity : NULL,
 		.insecure_credentials = in->insecure_credentials, .now = in->plan.now,
 		.nodes = nodes, .reclaim_at = in->nodes_pending || in->notices_pending ? NULL : reclaim_at,
+		.not_followed = false_notice,
 		.drain_blocked = w->drain_blocked, .drain_blocked_reason = w->drain_blocked_reason,
 		.account = w->plan ? in->account : NULL,
 		.node_deletions = w->deletions, .n_node_deletions = w->n_deletions,
 		.node_deletions_known = w->deletions_known,
 	};
 	cJSON *st = status_build(&s);
+	free(false_notice);
 	free(reclaim_at);
 	free(nodes);
 	free(recorded);
@@ -668,16 +694,20 @@ static const char *const group_names[] = {
 };
 
 /* Takes the next step of the drain of victim k of group g (instance i, which has a
- * Node); true when it is drained (terminate it now). */
+ * Node); true when it is drained (terminate it now). A notice's drain cut short by the
+ * deadline is not: spotpool terminates no instance because of a notice with pods it
+ * could not move (the cloud does at a real reclaim); it waits for the pods to go, the
+ * reclaim, or the notice to prove false (doomed_at). */
 static bool drain_one(struct walk *w, enum drain_group g, size_t k, size_t i, const struct pass_pods *pods)
 {
 	const struct pass_input *in = w->in;
 	const struct node_view *node = node_at(in, i);
 	const char *id = in->plan.instances[i].id;
 	int64_t now = in->plan.now, timeout = in->spec->drain_timeout, deadline = doomed_at(in, i);
-	/* A notice's drain is forced whatever drainTimeout says: the deadline governs. */
-	if (g == GROUP_NOTICE && deadline > now)
-		timeout = deadline - now + 1;
+	/* A notice's drain is forced whatever drainTimeout says (0 included): the deadline
+	 * governs, and past it nothing more is evicted. */
+	if (g == GROUP_NOTICE)
+		timeout = deadline > now ? deadline - now + 1 : 1;
 	/* Victims above maximum (the first of the group: plan's order) are never kept: their
 	 * drain is cut short at the timeout, as a deleted pool's. */
 	bool forced = g == GROUP_DELETION ||
@@ -714,9 +744,6 @@ static bool drain_one(struct walk *w, enum drain_group g, size_t k, size_t i, co
 	if (pods->failed && w->unlisted++ == 0)
 		snprintf(w->unlisted_message, sizeof(w->unlisted_message), "cannot list the pods of node %s: %s",
 			 node->name, pods->failed);
-	/* A deleted pool's doomed instance: its reclaim ends the drain if it comes first. */
-	if (g == GROUP_DELETION && deadline && (!din.deadline || deadline < din.deadline))
-		din.deadline = deadline;
 	struct drain_step s;
 	drain_step(&din, &s);
 	bool done = false;
@@ -765,6 +792,10 @@ static bool drain_one(struct walk *w, enum drain_group g, size_t k, size_t i, co
 		look_again(w, (s.until - now) * 1000);
 		break;
 	case DRAIN_DONE:
+		if (*s.reason && g == GROUP_NOTICE) {
+			look_again(w, (deadline + DOOM_FALSE_GRACE_SECONDS - now) * 1000);
+			break;
+		}
 		/* The reasons are constants: an action outlives s. */
 		if (*s.reason)
 			emit_event(w, step + PART_END_EVENT, "Warning", DRAIN_REASON_CUT_SHORT, "%s", s.message);
@@ -809,12 +840,10 @@ static void drain_then(struct walk *w, enum drain_group g, const struct strv *id
 			strv_push(ready, ids->v[k]);
 			continue;
 		}
-		/* Past its deadline a doomed instance goes, pods listed or not (a listing that
-		 * fails must not keep the pool above maximum), a deleted pool's too; so does a
-		 * deleted pool's victim past its drain's timeout. */
-		int64_t started = node->drain_taint ? node->drain_started : 0, doom = doomed_at(in, (size_t)i);
-		if ((g != GROUP_SCALE_DOWN && doom && in->plan.now >= doom) ||
-		    (g == GROUP_DELETION && started && in->plan.now >= started + in->spec->drain_timeout)) {
+		/* A deleted pool's victim past its drain's timeout goes, pods listed or not. A
+		 * reclaim deadline never skips the drain (issue 27: a claimed past one did). */
+		int64_t started = node->drain_taint ? node->drain_started : 0;
+		if (g == GROUP_DELETION && started && in->plan.now >= started + in->spec->drain_timeout) {
 			strv_push(ready, ids->v[k]);
 			continue;
 		}
@@ -853,7 +882,7 @@ static void undo_unwanted_drains(struct walk *w, const struct strv *const *wante
 	}
 }
 
-/* A doomed instance goes at its deadline, or once drained when its replacement runs:
+/* A doomed instance goes once drained when its replacement runs:
  * the pool is at its target with every other instance RUNNING and, in a pool whose
  * instances join as Nodes, each one's Node Ready (the pods can move there). Without
  * replicas the target follows the count, which the doomed already left: above minimum
@@ -1093,9 +1122,32 @@ static void dry_run(struct walk *w)
 		emit_event(w, STEP_DRY_EVENT, "Normal", "DryRun", "%s", m);
 }
 
-/* Doomed instances: drained (forced), and terminated once drained and replaced, or at
- * their deadline whatever is left (a notice that was not followed by the reclaim must
- * not leave the pool above maximum). */
+/* A false notice (doom.h), told once: a Warning when the status does not say it yet
+ * (reclaimNotFollowed). Its drain is undone with the others no group wants. */
+static void not_followed_events(struct walk *w)
+{
+	const struct pass_input *in = w->in;
+	if (in->nodes_pending || in->notices_pending)
+		return;  /* the status is not written with the claims until both are known */
+	for (size_t i = 0; i < in->plan.n_instances; i++) {
+		int64_t at;
+		bool told;
+		if (!not_followed(in, i, &at, &told) || told)
+			continue;
+		char when[32];
+		sp_format_time(at, when);
+		emit_event(w, STEP_DRAIN + GROUP_UNDO * DRAIN_GROUP + (int)i * DRAIN_STRIDE + PART_END_EVENT, "Warning",
+			   "ReclaimNoticeNotFollowed", "instance %s still runs %lld s after its reclaim deadline %s: "
+			   "the notice was false; the instance counts toward the pool again and is no longer drained",
+			   in->plan.instances[i].id, (long long)(in->plan.now - at), when);
+	}
+}
+
+/* Doomed instances: drained (forced by the deadline), then terminated once the drain
+ * ended normally (every pod evicted or gone, or no Node) and the replacement is up;
+ * never at the deadline with pods left (drain_one). One live DOOM_FALSE_GRACE_SECONDS
+ * past it is no longer doomed (doomed_at): counted again, its drain undone. So a notice
+ * costs at most one extra instance for at most 15 minutes. */
 static void doomed_go(struct walk *w)
 {
 	struct strv ready = {0}, go = {0};
@@ -1108,15 +1160,17 @@ static void doomed_go(struct walk *w)
 		/* Without replicas, above minimum (no replacement was launched), a drained Node
 		 * does no work and goes; an instance without a Node works on until its deadline. */
 		bool node = i >= 0 && node_at(in, (size_t)i);
-		bool early = done_replacing && (in->spec->has_replicas || node || w->plan->observed <= in->spec->minimum);
-		if (early || in->plan.now >= deadline)
+		bool early = in->spec->has_replicas || node || w->plan->observed <= in->spec->minimum;
+		if (done_replacing && (early || in->plan.now >= deadline))
 			strv_push(&go, ready.v[k]);
 		else
-			look_again(w, (deadline - in->plan.now) * 1000);
+			look_again(w, (deadline > in->plan.now ? deadline : deadline + DOOM_FALSE_GRACE_SECONDS) * 1000 -
+					      in->plan.now * 1000);
 	}
 	terminate(w, STEP_NOTICE, &go, PASS_WHY_NOTICE);
 	strv_clear(&go);
 	strv_clear(&ready);
+	not_followed_events(w);
 }
 
 /* The pool's own work: reclaims noticed, the launch (a repeat, or the shortfall), the

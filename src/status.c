@@ -135,17 +135,39 @@ static bool add_node(cJSON *o, const struct pool_instance *i, bool known, const 
 }
 
 /* An instance's reclaimAt: at (> 0), none (0), or as the old entry had it (-1: not
- * known yet). */
-static void add_reclaim_at(cJSON *o, int64_t at, const cJSON *old)
+ * known yet); and reclaimNotFollowed when not_followed (or as the old entry had it). */
+static void add_reclaim_at(cJSON *o, int64_t at, bool not_followed, const cJSON *old)
 {
 	const cJSON *v = cJSON_GetObjectItemCaseSensitive(old, "reclaimAt");
+	const cJSON *f = cJSON_GetObjectItemCaseSensitive(old, "reclaimNotFollowed");
 	if (at > 0) {
 		char text[32];
 		sp_format_time(at, text);
 		cJSON_AddStringToObject(o, "reclaimAt", text);
+		if (not_followed)
+			cJSON_AddBoolToObject(o, "reclaimNotFollowed", true);
 	} else if (at < 0 && cJSON_IsString(v)) {
 		cJSON_AddItemToObject(o, "reclaimAt", cJSON_Duplicate(v, 1));
+		if (cJSON_IsTrue(f))
+			cJSON_AddBoolToObject(o, "reclaimNotFollowed", true);
 	}
+}
+
+int64_t status_reclaim_at(const cJSON *status, const char *id, bool *ret_not_followed)
+{
+	const cJSON *e;
+	size_t seen = 0;
+	*ret_not_followed = false;
+	cJSON_ArrayForEach(e, cJSON_GetObjectItemCaseSensitive(status, "instances")) {
+		if (seen++ >= STATUS_MAX_RECORDED)
+			break;
+		if (strcmp(entry_id(e), id) == 0) {
+			const cJSON *at = cJSON_GetObjectItemCaseSensitive(e, "reclaimAt");
+			*ret_not_followed = cJSON_IsTrue(cJSON_GetObjectItemCaseSensitive(e, "reclaimNotFollowed"));
+			return cJSON_IsString(at) ? sp_parse_time(at->valuestring) : 0;
+		}
+	}
+	return 0;
 }
 
 size_t status_newly_ready(const cJSON *old_status, const cJSON *new_status, int64_t *ret, size_t max)
@@ -261,7 +283,8 @@ cJSON *status_build(const struct status_input *in)
 			cJSON *o = status_instance_json(&in->instances[i]);
 			const cJSON *was = entry_find(&old, in->instances[i].id);
 			ready_nodes += add_node(o, &in->instances[i], in->nodes != NULL, in->nodes ? in->nodes[i] : NULL, was);
-			add_reclaim_at(o, in->reclaim_at ? in->reclaim_at[i] : -1, was);
+			add_reclaim_at(o, in->reclaim_at ? in->reclaim_at[i] : -1,
+				       in->reclaim_at && in->not_followed && in->not_followed[i], was);
 			cJSON_AddItemToArray(list, o);
 		}
 		free(old.v);

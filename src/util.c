@@ -285,19 +285,62 @@ void sp_format_time(int64_t t, char out[32])
 	strftime(out, 32, "%Y-%m-%dT%H:%M:%SZ", &tm);
 }
 
+/* The number s[0..n) spells in decimal digits, -1 when a character is not one (a NUL
+ * included: nothing past it is read). */
+static int digits(const char *s, int n)
+{
+	int v = 0;
+	for (int i = 0; i < n; i++) {
+		if (s[i] < '0' || s[i] > '9')
+			return -1;
+		v = v * 10 + (s[i] - '0');
+	}
+	return v;
+}
+
+/* Days from 1970-01-01 to y-m-d in the proleptic Gregorian calendar (y >= 1970). */
+static int64_t days_since_epoch(int64_t y, int m, int d)
+{
+	y -= m <= 2;
+	int64_t era = y / 400, yoe = y - era * 400;
+	int64_t doy = (153 * (m > 2 ? m - 3 : m + 9) + 2) / 5 + d - 1;
+	return era * 146097 + yoe * 365 + yoe / 4 - yoe / 100 + doy - 719468;
+}
+
 int64_t sp_parse_time(const char *iso)
 {
-	struct tm tm = {0};
-	const char *rest = iso ? strptime(iso, "%Y-%m-%dT%H:%M:%S", &tm) : NULL;
-	if (!rest)
+	static const int mdays[] = {31, 28, 31, 30, 31, 30, 31, 31, 30, 31, 30, 31};
+	const char *s = iso;
+	if (!s || strlen(s) < 20 || s[4] != '-' || s[7] != '-' || s[10] != 'T' || s[13] != ':' || s[16] != ':')
 		return 0;
-	int64_t t = (int64_t)timegm(&tm);
-	int sign, hh, mm;
-	if (*rest == 'Z' || *rest == '\0')
-		return t;
-	if ((*rest == '+' || *rest == '-') && sscanf(rest + 1, "%2d:%2d", &hh, &mm) == 2) {
-		sign = *rest == '+' ? 1 : -1;
-		return t - sign * (hh * 3600 + mm * 60);
+	int y = digits(s, 4), mo = digits(s + 5, 2), d = digits(s + 8, 2);
+	int h = digits(s + 11, 2), mi = digits(s + 14, 2), sec = digits(s + 17, 2);
+	if (y < 1970 || mo < 1 || mo > 12 || d < 1 || h < 0 || h > 23 || mi < 0 || mi > 59 || sec < 0 || sec > 60)
+		return 0;
+	bool leap = (y % 4 == 0 && y % 100 != 0) || y % 400 == 0;
+	if (d > mdays[mo - 1] + (mo == 2 && leap))
+		return 0;
+	const char *p = s + 19;
+	if (*p == '.') {  /* a fraction of a second: within the second, dropped */
+		if (digits(++p, 1) < 0)
+			return 0;
+		while (digits(p, 1) >= 0)
+			p++;
 	}
-	return 0;
+	int64_t offset = 0;
+	if (*p == 'Z') {
+		p++;
+	} else if (*p == '+' || *p == '-') {
+		int oh = digits(p + 1, 2), om = oh < 0 || p[3] != ':' ? -1 : digits(p + 4, 2);
+		if (oh < 0 || oh > 23 || om < 0 || om > 59)
+			return 0;
+		offset = (*p == '+' ? 1 : -1) * (oh * 3600 + om * 60);
+		p += 6;
+	} else {
+		return 0;
+	}
+	if (*p)
+		return 0;
+	int64_t t = days_since_epoch(y, mo, d) * 86400 + h * 3600 + mi * 60 + sec - offset;
+	return t > 0 ? t : 0;
 }

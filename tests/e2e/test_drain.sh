@@ -23,6 +23,12 @@
 #      gone at the deadline, its Node deleted; with maximumIncludesDoomed the
 #      replacement waits until the doomed instance is gone
 #   g  drainTimeout "10x" rejected naming spec.drainTimeout, nothing launched
+#   h  reclaim deadlines are claims (issue 27 item 1), written on the Node by the test:
+#      h1 "reclaim at" ten years ahead: status reclaimAt within 10 minutes of when it was
+#      announced; its pod under a budget that never allows: the instance is not
+#      terminated (the replacement up all the same); h2 "reclaim at
+#      2000-01-01T00:00:00Z" with two pods: both evicted before the instance is
+#      terminated (it was terminated at once, its pods never evicted)
 source "$(dirname "$0")/lib.sh"
 
 NOTICE_AHEAD=${NOTICE_AHEAD:-60}
@@ -56,7 +62,9 @@ pool d d 0 3 3
 pool e e 0 2 2
 pool f1 f1 0 2 2
 pool f2 f2 0 2 2 '  maximumIncludesDoomed: true'
-for p in a b c1 c2 d e f1 f2; do
+pool h1 h1 0 1 1
+pool h2 h2 0 1 1
+for p in a b c1 c2 d e f1 f2 h1 h2; do
 	check "$p: the pool reaches its size" wait_for 90 at_size "$p" "$(sp_field "$p" .spec.replicas "$p")" "$p"
 done
 check "g: nothing launched for the rejected pool" bash -c \
@@ -113,7 +121,7 @@ JSON
 }
 
 declare -A ID # ID[ns/i]: the i-th instance in status of the pool in namespace ns
-for p in a b c1 c2 d e f1 f2; do
+for p in a b c1 c2 d e f1 f2 h1 h2; do
 	mapfile -t list < <(ids "$p")
 	for i in 0 1 2; do
 		ID[$p/$i]=${list[$i]:-ins-missing}  # a pool short of instances fails its checks, not the script
@@ -165,8 +173,13 @@ for p in f1 f2; do
 	pod $p $p-0-keep "$(N $p/0)" blocking
 	pod $p $p-1-1 "$(N $p/1)"
 done
+# h1: one pod under a budget that never allows; h2: two pods.
+pod h1 h1-0-1 "$(N h1/0)" plain guarded
+pdb h1 guard guarded 1 0
+pod h2 h2-0-1 "$(N h2/0)"
+pod h2 h2-0-2 "$(N h2/0)"
 check "pods created (Running, Ready) and budgets written" bash -c \
-	"[[ \$(kubectl get pods -A -o json | jq '.items | length') == 30 ]]"
+	"[[ \$(kubectl get pods -A -o json | jq '.items | length') == 33 ]]"
 
 # The kubelet's part: force-delete pods being deleted; kubelet.log has "<epoch> ns/name"
 # when one was first seen with a deletionTimestamp (so before it was gone).
@@ -214,6 +227,15 @@ kubectl scale sp/a -n a --replicas=1 >/dev/null
 kubectl scale sp/b -n b --replicas=1 >/dev/null
 kubectl scale sp/d -n d --replicas=2 >/dev/null
 kubectl delete sp e -n e --wait=false >/dev/null
+# h: SpotTerminating as the agent writes it (a strategic merge keeps Ready).
+claim_reclaim() {
+	kubectl patch node "$1" --subresource=status -p "{\"status\":{\"conditions\":[{\"type\":\"SpotTerminating\",
+		\"status\":\"True\",\"reason\":\"SpotInstanceTerminating\",\"message\":\"reclaim at $2\",
+		\"lastHeartbeatTime\":\"$(date -u +%FT%TZ)\",\"lastTransitionTime\":\"$(date -u +%FT%TZ)\"}]}}" >/dev/null
+}
+h_claimed=$(date +%s)
+claim_reclaim "$(N h1/0)" "$(date -u -d '+10 years' +%FT%TZ)"
+claim_reclaim "$(N h2/0)" 2000-01-01T00:00:00Z
 
 # --- a: the emptiest go, evicted before terminated ---------------------------------------
 # before POD INSTANCE: the pod was evicted (seen being deleted) before the instance's
@@ -310,6 +332,30 @@ for i in 0 1; do
 	check "e: e$i-1 evicted before ${ID[e/$i]} was terminated" wait_for 60 before "e/e$i-1" "${ID[e/$i]}"
 done
 check "e: the pool is gone" wait_for 60 e_gone
+
+# --- h: deadlines claimed ten years ahead and long past ---------------------------------------
+reclaim_at() { sp_field "$1" ".status.instances[] | select(.instanceId == \"$2\") | .reclaimAt // empty" "$1"; }
+h1_bounded() {
+	local at
+	at=$(reclaim_at h1 "${ID[h1/0]}")
+	[[ -n $at ]] && at=$(date -u -d "$at" +%s) && ((at >= h_claimed && at <= h_claimed + 600 + 5))
+}
+check "h1: reclaim ten years ahead: status reclaimAt within 10 min of the announcement" wait_for 20 h1_bounded
+echo "# h1: reclaimAt $(reclaim_at h1 "${ID[h1/0]}"), announced $(date -u -d "@$h_claimed" +%FT%TZ)"
+h1_replaced() { [[ $(sp_field h1 "[.status.instances[] | select(.state == \"RUNNING\" and .instanceId != \"${ID[h1/0]}\")] | length" h1) -ge 1 ]]; }
+check "h1: the replacement is RUNNING (at maximum)" wait_for 30 h1_replaced
+sleep 5
+check "h1: the doomed instance whose pod the budget keeps is not terminated" kept "${ID[h1/0]}"
+check "h1: ... its pod not evicted" not_evicted h1 h1-0-1
+# The replacement joins as a Node (a doomed instance goes once its replacement's Node is Ready).
+h2_new() { sp_field h2 ".status.instances[] | select(.instanceId != \"${ID[h2/0]}\") | .instanceId" h2 | head -1; }
+h2_launched() { [[ -n $(h2_new) ]]; }
+check "h2: a replacement is launched" wait_for 20 h2_launched
+h2_id=$(h2_new)
+check "h2: its Node registers" node "n-$h2_id" "${h2_id:-ins-missing}"
+check "h2: reclaim at 2000-01-01: h2-0-1 evicted before ${ID[h2/0]} was terminated" wait_for 60 before h2/h2-0-1 "${ID[h2/0]}"
+check "h2: ... h2-0-2 too" before h2/h2-0-2 "${ID[h2/0]}"
+echo "# h2: evicted $(evicted_at h2/h2-0-1) / $(evicted_at h2/h2-0-2), terminated $(terminated_at "${ID[h2/0]}"), announced $h_claimed"
 
 # --- f: noticed reclaims ------------------------------------------------------------------
 # f: the notice of node 0: `spotpool agent` on each doomed instance (its metadata in the

@@ -157,6 +157,50 @@ static void test_forbidden(void **state)
 }
 
 /* What the cache keeps of a Node is its view, whatever the object's size. */
+/* A Node's reclaim deadline is a claim bounded from when the cache first saw it (issue
+ * 27 item 1, doom.h): the first sight is kept on the controller's clock while the Node
+ * claims the same deadline (heartbeats, a relist), taken again when it claims another,
+ * and forgotten with the claim. */
+#define CLAIM(name, rv, at)                                                                \
+	"{\"metadata\":{\"name\":\"" name "\",\"resourceVersion\":\"" rv "\"},"             \
+	"\"spec\":{\"providerID\":\"qcloud:///900002/ins-" name "\"},"                       \
+	"\"status\":{\"conditions\":[{\"type\":\"" NODE_CONDITION_TERMINATING "\","          \
+	"\"status\":\"True\",\"message\":\"" NODE_TERMINATING_PREFIX at "\"}]}}"
+
+static void test_claim_first_seen(void **state)
+{
+	(void)state;
+	const struct reply replies[] = {
+		{"GET", "/api/v1/nodes?limit=500", LIST("5", "", ""), 0, 0},
+		{"WATCH", WATCH_FROM("5"), "[]", 0, 0},
+	};
+	struct rig g;
+	rig_start(&g, replies, 2);
+	static const struct {
+		const char *json;
+		int64_t advance, claimed, seen;
+	} rows[] = {
+		{CLAIM("a", "1", "2036-11-25T07:15:09Z"), 0, 2111210109, 1795000000},
+		{CLAIM("a", "2", "2036-11-25T07:15:09Z"), 30, 2111210109, 1795000000},  /* the same claim */
+		{CLAIM("a", "3", "2000-01-01T00:00:00Z"), 30, 946684800, 1795000060},   /* another one */
+		{READY("a", "4", "True", "t1"), 30, 0, 0},                              /* withdrawn */
+		{CLAIM("a", "5", "2000-01-01T00:00:00Z"), 30, 946684800, 1795000120},   /* new again */
+	};
+	nodes_round(g.nodes, &g.kube);
+	for (size_t i = 0; i < sizeof(rows) / sizeof(rows[0]); i++) {
+		print_message("row %zu\n", i);
+		g.clock.now += rows[i].advance;
+		cJSON *obj = cJSON_Parse(rows[i].json);
+		nodes_apply_event(g.nodes, "MODIFIED", obj);
+		cJSON_Delete(obj);
+		struct node_view v;
+		assert_string_equal(node_of(g.nodes, "ns/p", "ins-a", &v), "a");
+		assert_int_equal(v.terminating_at, rows[i].claimed);
+		assert_int_equal(v.terminating_seen, rows[i].seen);
+	}
+	rig_end(&g);
+}
+
 static void test_bounded_per_node(void **state)
 {
 	(void)state;
@@ -198,6 +242,7 @@ int main(void)
 		cmocka_unit_test(test_list_and_events),
 		cmocka_unit_test(test_gone_relists_and_drops_back_off),
 		cmocka_unit_test(test_forbidden),
+		cmocka_unit_test(test_claim_first_seen),
 		cmocka_unit_test(test_bounded_per_node),
 		cmocka_unit_test(test_delete),
 	};

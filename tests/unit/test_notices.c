@@ -1,8 +1,8 @@
 /* notices: the SpotNotice cache through a fake apiserver port and a fake clock: a list
  * fills it, events keep it current, what does not read as a notice is skipped; a pool is
  * told when a notice of one of its instances comes or goes; an instance's deadline is the
- * earliest of its notices; a notice counts only in its pool's namespace or the home one,
- * and only with a deadline near its creation; finds say "pending" until every watch
+ * earliest of its notices; a notice counts only in its pool's namespace or the home one;
+ * its deadline is bounded from when the cache first saw it (doom.h); finds say "pending" until every watch
  * listed (not when RBAC or a missing CRD keeps them from ever listing); a notice 10 minutes
  * past its deadline is deleted by the leader (404 = done; a refusal not retried before
  * the next list; none by a standby or in dry-run); one watch per namespace plus the home
@@ -12,6 +12,7 @@
 #include "fakekube.h"
 #include "notices.h"
 #include "buf.h"
+#include "doom.h"
 
 static char told[512];
 /* The cache being told, and what a find from the callback answered (during the watch
@@ -90,7 +91,7 @@ static void test_list_events_and_find(void **state)
 	(void)state;
 	const struct reply replies[] = {
 		{"GET", ALL "?limit=50",
-		 LIST("5", NOTICE("a", "ins-a-1", "3", "ins-a", "2026-11-18T11:08:40Z") ","
+		 LIST("5", NOTICE("a", "ins-a-1", "3", "ins-a", "2026-11-18T11:10:00Z") ","
 			   NOTICE("b", "ins-b-1", "4", "ins-b", "2026-11-18T11:09:00Z") ","
 			   /* no instance: skipped */
 			   "{\"metadata\":{\"namespace\":\"a\",\"name\":\"bad\"},\"spec\":{\"reclaimAt\":\"x\"}}"),
@@ -122,8 +123,9 @@ static void test_list_events_and_find(void **state)
 	 * at its MODIFIED: a notice's spec cannot change). */
 	assert_string_equal(told, "a/p b/q a/p b/q");
 	assert_int_equal(notices_count(g.notices), 2);
-	/* The earliest of ins-a's two notices governs. */
-	assert_int_equal(deadline_of(g.notices, "a/p", "ins-a"), NOW + 80);
+	/* The earliest of ins-a's two notices governs: NOW + 80, given the two minutes of a
+	 * drain from when the watch brought it (its reply took 2 s). */
+	assert_int_equal(deadline_of(g.notices, "a/p", "ins-a"), NOW + 2 + DOOM_DRAIN_MIN_SECONDS);
 	assert_int_equal(deadline_of(g.notices, "b/q", "ins-b"), 0);
 	/* A notice in namespace a does not count for a pool of namespace b. */
 	assert_int_equal(deadline_of(g.notices, "b/q", "ins-a"), 0);
@@ -135,14 +137,15 @@ static void test_list_events_and_find(void **state)
 	notices_apply_event(g.notices, 0, "DELETED", gone);
 	cJSON_Delete(gone);
 	assert_string_equal(told, "");
-	assert_int_equal(deadline_of(g.notices, "a/r", "ins-a"), NOW + 120);
+	assert_int_equal(deadline_of(g.notices, "a/r", "ins-a"), NOW + 200);
 	rig_end(&g);
 }
 
-/* The home namespace's notices count for every pool (and tell them); a deadline must lie
- * between a minute before the notice's creation and NOTICES_WINDOW_SECONDS after it: a
- * forged past or far-future one (or one without a creation time) is ignored. */
-static void test_trust_and_window(void **state)
+/* The home namespace's notices count for every pool (and tell them). A deadline is a
+ * claim bounded from when the cache first saw the notice, on our clock (issue 27 item 1):
+ * a past one still gets a drain's two minutes, a far one (ten years ahead) ten minutes,
+ * whatever its creation time says, and one without a creation time counts the same. */
+static void test_trust_and_bounds(void **state)
 {
 	(void)state;
 	const struct reply listed[] = {{"GET", ALL "?limit=50", LIST("1", ""), 0, 0},
@@ -150,47 +153,54 @@ static void test_trust_and_window(void **state)
 	struct rig g;
 	rig_start(&g, listed, 2, NULL, (struct notices_config){.home_namespace = "spotpool-system"});
 	assert_int_equal(notices_round(g.notices, 0, &g.kube), 0);
-	const char *ids[] = {"ins-h", "ins-past", "ins-late", "ins-edge", "ins-none"};
+	const int64_t seen = g.clock.now;
+	const char *ids[] = {"ins-h", "ins-past", "ins-late", "ins-far", "ins-none"};
 	int64_t at[5];
 	notices_find(g.notices, "team-a/p", ids, 5, at);
 	const char *events[] = {
-		NOTICE_CREATED("spotpool-system", "h", "3", "ins-h", "2026-11-18T11:08:40Z", "2026-11-18T11:06:40Z"),
-		NOTICE_CREATED("team-a", "past", "4", "ins-past", "2026-11-18T11:05:39Z", "2026-11-18T11:06:40Z"),
+		NOTICE_CREATED("spotpool-system", "h", "3", "ins-h", "2026-11-18T11:11:40Z", "2026-11-18T11:06:40Z"),
+		NOTICE_CREATED("team-a", "past", "4", "ins-past", "2000-01-01T00:00:00Z", "2026-11-18T11:06:40Z"),
 		NOTICE_CREATED("team-a", "late", "5", "ins-late", "2026-11-18T11:21:41Z", "2026-11-18T11:06:40Z"),
-		NOTICE_CREATED("team-a", "edge", "6", "ins-edge", "2026-11-18T11:21:40Z", "2026-11-18T11:06:40Z"),
+		NOTICE_CREATED("team-a", "far", "6", "ins-far", "2036-11-18T11:06:40Z", "2026-11-18T11:06:40Z"),
 		"{\"metadata\":{\"namespace\":\"team-a\",\"name\":\"none\"},"
-		"\"spec\":{\"instanceId\":\"ins-none\",\"reclaimAt\":\"2026-11-18T11:08:40Z\"}}",
+		"\"spec\":{\"instanceId\":\"ins-none\",\"reclaimAt\":\"2026-11-18T11:10:40Z\"}}",
 	};
 	for (size_t i = 0; i < 5; i++) {
 		cJSON *o = cJSON_Parse(events[i]);
 		notices_apply_event(g.notices, 0, "ADDED", o);
 		cJSON_Delete(o);
+		g.clock.now += 10;  /* each first seen 10 s after the one before */
 	}
-	assert_string_equal(told, "team-a/p team-a/p");
-	assert_int_equal(notices_count(g.notices), 2);
+	assert_int_equal(notices_count(g.notices), 5);
 	notices_find(g.notices, "team-a/p", ids, 5, at);
-	assert_int_equal(at[0], NOW + 120);
-	assert_int_equal(at[1], 0);
-	assert_int_equal(at[2], 0);
-	assert_int_equal(at[3], NOW + 900);
-	assert_int_equal(at[4], 0);
-	assert_int_equal(deadline_of(g.notices, "team-b/q", "ins-h"), NOW + 120);
-	assert_int_equal(deadline_of(g.notices, "team-b/q", "ins-edge"), 0);
+	assert_int_equal(at[0], NOW + 300);
+	assert_int_equal(at[1], seen + 10 + DOOM_DRAIN_MIN_SECONDS);
+	assert_int_equal(at[2], seen + 20 + DOOM_WINDOW_SECONDS);
+	assert_int_equal(at[3], seen + 30 + DOOM_WINDOW_SECONDS);
+	assert_int_equal(at[4], NOW + 240);
+	assert_int_equal(deadline_of(g.notices, "team-b/q", "ins-h"), NOW + 300);
+	assert_int_equal(deadline_of(g.notices, "team-b/q", "ins-far"), 0);
 	rig_end(&g);
 }
 
 /* The apiserver's clock an hour ahead of ours: the notice's deadline (2 minutes after
- * its creation there) is kept at most NOTICES_WINDOW_SECONDS from now on ours. */
+ * its creation there) is bounded from when we first saw it: DOOM_WINDOW_SECONDS on our
+ * clock. A relist keeps that first sight. */
 static void test_deadline_clamped_to_our_clock(void **state)
 {
 	(void)state;
-	const char *list =
-		LIST("5", NOTICE_CREATED("a", "n", "3", "ins-a", "2026-11-18T12:08:40Z", "2026-11-18T12:06:40Z"));
-	const struct reply replies[] = {LISTED(list, "5")};
+#define AHEAD NOTICE_CREATED("a", "n", "3", "ins-a", "2026-11-18T12:08:40Z", "2026-11-18T12:06:40Z")
+	const struct reply replies[] = {LISTED(LIST("5", AHEAD), "5")};
 	struct rig g;
 	rig_start(&g, replies, 2, NULL, (struct notices_config){0});
 	assert_int_equal(notices_round(g.notices, 0, &g.kube), 0);
-	assert_int_equal(deadline_of(g.notices, "a/p", "ins-a"), NOW + NOTICES_WINDOW_SECONDS);
+	assert_int_equal(deadline_of(g.notices, "a/p", "ins-a"), NOW + DOOM_WINDOW_SECONDS);
+	g.clock.now += 300;
+	cJSON *again = cJSON_Parse(AHEAD);
+	notices_apply_event(g.notices, 0, "MODIFIED", again);
+	cJSON_Delete(again);
+	assert_int_equal(deadline_of(g.notices, "a/p", "ins-a"), NOW + DOOM_WINDOW_SECONDS);
+#undef AHEAD
 	rig_end(&g);
 }
 
@@ -306,7 +316,7 @@ static void test_unavailable(void **state)
 	const struct reply replies[] = {
 		{"GET", ALL "?limit=50", NULL, SP_EFORBIDDEN, 0},
 		{"GET", ALL "?limit=50", NULL, SP_ENOTFOUND, 0},
-		{"GET", ALL "?limit=50", LIST("5", NOTICE("a", "n", "3", "ins-a", "2026-11-18T11:08:40Z")), 0, 0},
+		{"GET", ALL "?limit=50", LIST("5", NOTICE("a", "n", "3", "ins-a", "2026-11-18T11:11:40Z")), 0, 0},
 		{"WATCH", WATCH(ALL, "5"), NULL, 0, 2000},
 	};
 	const char *id = "ins-a";
@@ -318,7 +328,7 @@ static void test_unavailable(void **state)
 	assert_int_equal(notices_round(g.notices, 0, &g.kube), 1000);
 	assert_false(notices_synced(g.notices));
 	assert_int_equal(notices_round(g.notices, 0, &g.kube), 0);
-	assert_int_equal(deadline_of(g.notices, "a/p", "ins-a"), NOW + 120);
+	assert_int_equal(deadline_of(g.notices, "a/p", "ins-a"), NOW + 300);
 	rig_end(&g);
 }
 
@@ -333,7 +343,7 @@ static void test_failing_list_turns_off(void **state)
 		{"GET", ALL "?limit=50", NULL, SP_ETRANSIENT, 0},
 		{"GET", ALL "?limit=50", NULL, SP_ETRANSIENT, 0},
 		{"GET", ALL "?limit=50", NULL, SP_ETOOBIG, 0},
-		{"GET", ALL "?limit=50", LIST("5", NOTICE("a", "n", "3", "ins-a", "2026-11-18T11:08:40Z")), 0, 0},
+		{"GET", ALL "?limit=50", LIST("5", NOTICE("a", "n", "3", "ins-a", "2026-11-18T11:11:40Z")), 0, 0},
 		{"WATCH", WATCH(ALL, "5"), NULL, 0, 2000},
 	};
 	const char *id = "ins-a";
@@ -349,7 +359,7 @@ static void test_failing_list_turns_off(void **state)
 	assert_int_equal(notices_find(g.notices, "a/p", &id, 1, &at), 0);
 	assert_int_equal(at, 0);
 	assert_int_equal(notices_round(g.notices, 0, &g.kube), 0);
-	assert_int_equal(deadline_of(g.notices, "a/p", "ins-a"), NOW + 120);
+	assert_int_equal(deadline_of(g.notices, "a/p", "ins-a"), NOW + 300);
 	rig_end(&g);
 }
 
@@ -374,14 +384,14 @@ static void test_refused_relist_forgets(void **state)
 	(void)state;
 	for (int c = 0; c < 2; c++) {
 		const struct reply replies[] = {
-			{"GET", ALL "?limit=50", LIST("5", NOTICE("a", "n", "3", "ins-a", "2026-11-18T11:08:40Z")), 0, 0},
+			{"GET", ALL "?limit=50", LIST("5", NOTICE("a", "n", "3", "ins-a", "2026-11-18T11:11:40Z")), 0, 0},
 			{"WATCH", WATCH(ALL, "5"), "[{\"type\":\"ERROR\",\"object\":{\"code\":410}}]", 0, 10},
 			{"GET", ALL "?limit=50", NULL, c == 0 ? SP_EFORBIDDEN : SP_ENOTFOUND, 0},
 		};
 		struct rig g;
 		rig_start(&g, replies, 3, NULL, (struct notices_config){0});
 		assert_int_equal(notices_round(g.notices, 0, &g.kube), 0);
-		assert_int_equal(deadline_of(g.notices, "a/p", "ins-a"), NOW + 120);
+		assert_int_equal(deadline_of(g.notices, "a/p", "ins-a"), NOW + 300);
 		*told = '\0';
 		assert_int_equal(notices_round(g.notices, 0, &g.kube), 500);
 		assert_int_equal(deadline_of(g.notices, "a/p", "ins-a"), 0);
@@ -398,9 +408,9 @@ static void test_namespaces(void **state)
 {
 	(void)state;
 	const struct reply replies[] = {
-		{"GET", IN("a") "?limit=50", LIST("5", NOTICE("a", "n1", "3", "ins-a", "2026-11-18T11:08:40Z")), 0, 0},
+		{"GET", IN("a") "?limit=50", LIST("5", NOTICE("a", "n1", "3", "ins-a", "2026-11-18T11:11:40Z")), 0, 0},
 		{"WATCH", WATCH(IN("a"), "5"), NULL, 0, 2000},
-		{"GET", IN("home") "?limit=50", LIST("6", NOTICE("home", "n2", "4", "ins-b", "2026-11-18T11:08:40Z")), 0, 0},
+		{"GET", IN("home") "?limit=50", LIST("6", NOTICE("home", "n2", "4", "ins-b", "2026-11-18T11:11:40Z")), 0, 0},
 		{"WATCH", WATCH(IN("home"), "6"), "[{\"type\":\"ERROR\",\"object\":{\"code\":410}}]", 0, 10},
 		{"GET", IN("home") "?limit=50", LIST("9", ""), 0, 0},
 		{"WATCH", WATCH(IN("home"), "9"), NULL, 0, 2000},
@@ -415,13 +425,13 @@ static void test_namespaces(void **state)
 	assert_int_equal(notices_round(g.notices, 1, &g.kube), 0);
 	assert_true(notices_synced(g.notices));
 	assert_int_equal(notices_find(g.notices, "a/p", ids, 2, at), 0);
-	assert_int_equal(at[0], NOW + 120);
-	assert_int_equal(at[1], NOW + 120);
+	assert_int_equal(at[0], NOW + 300);
+	assert_int_equal(at[1], NOW + 300);
 	*told = '\0';
 	assert_int_equal(notices_round(g.notices, 1, &g.kube), 0);
 	assert_string_equal(told, "a/p");
 	notices_find(g.notices, "a/p", ids, 2, at);
-	assert_int_equal(at[0], NOW + 120);
+	assert_int_equal(at[0], NOW + 300);
 	assert_int_equal(at[1], 0);
 	rig_end(&g);
 }
@@ -430,7 +440,7 @@ static void test_namespaces(void **state)
 static void add_notice_of(struct notices *n, const char *type, const char *ns, int name, int id)
 {
 	char obj[512];
-	snprintf(obj, sizeof(obj), NOTICE("%s", "n%05d", "3", "ins-%s-%05d", "2026-11-18T11:08:40Z"), ns, name, ns, id);
+	snprintf(obj, sizeof(obj), NOTICE("%s", "n%05d", "3", "ins-%s-%05d", "2026-11-18T11:11:40Z"), ns, name, ns, id);
 	cJSON *o = cJSON_Parse(obj);
 	notices_apply_event(n, 0, type, o);
 	cJSON_Delete(o);
@@ -468,7 +478,7 @@ static int64_t deadline_in(struct notices *n, const char *ns, int i)
 static void test_bounded(void **state)
 {
 	(void)state;
-	const struct reply replies[] = RELISTED(NOTICE("a", "n00100", "3", "ins-a-00100", "2026-11-18T11:08:40Z"));
+	const struct reply replies[] = RELISTED(NOTICE("a", "n00100", "3", "ins-a-00100", "2026-11-18T11:11:40Z"));
 	struct rig g;
 	rig_start(&g, replies, 6, NULL, (struct notices_config){.home_namespace = "home"});
 	assert_int_equal(notices_round(g.notices, 0, &g.kube), 0);
@@ -481,8 +491,8 @@ static void test_bounded(void **state)
 	assert_int_equal(notices_count(g.notices), 2 * NOTICES_NAMESPACE_MAX + 2);
 	assert_int_equal(deadline_of(g.notices, "x/p", "ins-a-00100"), 0);  /* x/p does not trust a */
 	assert_int_equal(deadline_of(g.notices, "x/p", "ins-a-00042"), 0);
-	assert_int_equal(deadline_in(g.notices, "a", 42), NOW + 120);
-	assert_int_equal(deadline_in(g.notices, "b", 0), NOW + 120);
+	assert_int_equal(deadline_in(g.notices, "a", 42), NOW + 300);
+	assert_int_equal(deadline_in(g.notices, "b", 0), NOW + 300);
 	char ns[16];
 	for (int k = 0; notices_count(g.notices) < NOTICES_UNCLAIMED_MAX; k++)
 		for (int i = 0; i < NOTICES_NAMESPACE_MAX && notices_count(g.notices) < NOTICES_UNCLAIMED_MAX; i++) {
@@ -496,7 +506,7 @@ static void test_bounded(void **state)
 	for (int i = 0; i < 10; i++)
 		add_notice_of(g.notices, "ADDED", "d", i, 0);
 	assert_int_equal(notices_count(g.notices), NOTICES_UNCLAIMED_MAX + NOTICES_INSTANCE_MAX);
-	assert_int_equal(deadline_in(g.notices, "d", 0), NOW + 120);
+	assert_int_equal(deadline_in(g.notices, "d", 0), NOW + 300);
 	/* Still full: the round ends without a relist. */
 	assert_int_equal(notices_round(g.notices, 0, &g.kube), 0);
 	/* One of a's goes (during the next watch): that round's end asks for a relist, and
@@ -505,7 +515,7 @@ static void test_bounded(void **state)
 	assert_int_equal(notices_round(g.notices, 0, &g.kube), 0);
 	assert_int_equal(notices_count(g.notices), NOTICES_UNCLAIMED_MAX + NOTICES_INSTANCE_MAX - 1);
 	assert_int_equal(notices_round(g.notices, 0, &g.kube), 0);
-	assert_int_equal(deadline_in(g.notices, "a", NOTICES_NAMESPACE_MAX), NOW + 120);
+	assert_int_equal(deadline_in(g.notices, "a", NOTICES_NAMESPACE_MAX), NOW + 300);
 	rig_end(&g);
 }
 
@@ -519,7 +529,7 @@ static void test_bounded(void **state)
 static void test_no_crowding(void **state)
 {
 	(void)state;
-	const struct reply replies[] = RELISTED(NOTICE("w", "n00100", "3", "ins-w-00100", "2026-11-18T11:08:40Z"));
+	const struct reply replies[] = RELISTED(NOTICE("w", "n00100", "3", "ins-w-00100", "2026-11-18T11:11:40Z"));
 	struct rig g;
 	rig_start(&g, replies, 6, NULL, (struct notices_config){0});
 	assert_int_equal(notices_round(g.notices, 0, &g.kube), 0);
@@ -531,9 +541,9 @@ static void test_no_crowding(void **state)
 			add_notice(g.notices, "ADDED", ns, i);
 		}
 	add_notice(g.notices, "ADDED", "k", 0);
-	assert_int_equal(deadline_in(g.notices, "k", 0), NOW + 120);
+	assert_int_equal(deadline_in(g.notices, "k", 0), NOW + 300);
 	add_notice(g.notices, "ADDED", "j", 0);
-	assert_int_equal(deadline_in(g.notices, "j", 0), NOW + 120);
+	assert_int_equal(deadline_in(g.notices, "j", 0), NOW + 300);
 	for (int i = 0; i <= NOTICES_NAMESPACE_MAX; i++)
 		add_notice(g.notices, "ADDED", "w", i);
 	size_t count = notices_count(g.notices);
@@ -542,7 +552,7 @@ static void test_no_crowding(void **state)
 	assert_int_equal(notices_count(g.notices), count);
 	assert_int_equal(notices_round(g.notices, 0, &g.kube), 0);  /* relisted after it */
 	assert_int_equal(notices_round(g.notices, 0, &g.kube), 0);
-	assert_int_equal(deadline_in(g.notices, "w", NOTICES_NAMESPACE_MAX), NOW + 120);
+	assert_int_equal(deadline_in(g.notices, "w", NOTICES_NAMESPACE_MAX), NOW + 300);
 	rig_end(&g);
 }
 
@@ -559,7 +569,7 @@ static bool pools_in(void *ud, const char *ns)
 static void test_untrusted_not_kept(void **state)
 {
 	(void)state;
-#define OF(ns) NOTICE(ns, "n", "3", "ins-" ns, "2026-11-18T11:08:40Z")
+#define OF(ns) NOTICE(ns, "n", "3", "ins-" ns, "2026-11-18T11:11:40Z")
 	const char *list = LIST("5", OF("a") "," OF("home") "," OF("z"));
 #undef OF
 	const struct reply replies[] = {
@@ -574,11 +584,11 @@ static void test_untrusted_not_kept(void **state)
 	assert_int_equal(notices_round(g.notices, 0, &g.kube), 0);
 	assert_int_equal(notices_count(g.notices), 2);
 	assert_int_equal(deadline_of(g.notices, "z/p", "ins-z"), 0);
-	assert_int_equal(deadline_of(g.notices, "z/p", "ins-home"), NOW + 120);
+	assert_int_equal(deadline_of(g.notices, "z/p", "ins-home"), NOW + 300);
 	z_has_pools = true;  /* during the next watch */
 	assert_int_equal(notices_round(g.notices, 0, &g.kube), 0);
 	assert_int_equal(notices_round(g.notices, 0, &g.kube), 0);
-	assert_int_equal(deadline_of(g.notices, "z/p", "ins-z"), NOW + 120);
+	assert_int_equal(deadline_of(g.notices, "z/p", "ins-z"), NOW + 300);
 	rig_end(&g);
 }
 
@@ -586,7 +596,7 @@ int main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_list_events_and_find),
-		cmocka_unit_test(test_trust_and_window),
+		cmocka_unit_test(test_trust_and_bounds),
 		cmocka_unit_test(test_expired_deleted),
 		cmocka_unit_test(test_expired_deletions_paced),
 		cmocka_unit_test(test_unavailable),

@@ -3,6 +3,7 @@
  * pass_action_line lines. */
 #include "testutil.h"
 #include "pass.h"
+#include "doom.h"
 
 #define NOW 1800000000
 
@@ -460,6 +461,13 @@ static struct node_view named(const char *name)
 	snprintf(v.name, sizeof(v.name), "%s", name);
 	snprintf(v.uid, sizeof(v.uid), "u-%s", name);
 	return v;
+}
+
+/* Node v claims a reclaim at at (SpotTerminating), first seen by the Node cache at seen. */
+static void claim(struct node_view *v, int64_t at, int64_t seen)
+{
+	v->terminating_at = at;
+	v->terminating_seen = seen;
 }
 
 /* The Nodes of recorded instances that are gone (reclaimed i2, terminated earlier i3)
@@ -943,9 +951,11 @@ static void test_drain_gives_up(void **state)
 
 /* A reclaim notice on i2's Node: i2 counts toward neither target nor maximum, so the
  * replacement is launched at once even at maximum; its Node is drained (forced); it is
- * not terminated before its deadline while the replacement is on its way, and is at the
- * deadline. With maximumIncludesDoomed the replacement waits. A drain of spotpool's that
- * no group wants any more (n1: replicas raised again) is undone. */
+ * not terminated while the replacement is on its way. With maximumIncludesDoomed the
+ * replacement waits. A deadline long past (2: 2000-01-01) is drained all the same, its
+ * pod evicted, nothing terminated (issue 27: it was terminated at once, its pod never
+ * evicted). A drain of spotpool's that no group wants any more (n1: replicas raised
+ * again) is undone. */
 static void test_noticed_reclaim(void **state)
 {
 	(void)state;
@@ -954,7 +964,7 @@ static void test_noticed_reclaim(void **state)
 	struct pass_pods pods[2] = {{true, NULL, 0, NULL}, {true, p2, 1, NULL}};
 	for (int c = 0; c < 3; c++) {
 		struct node_view nodes[2] = {named("n1"), named("n2")};
-		nodes[1].terminating_at = c == 2 ? NOW - 1 : NOW + 120;
+		claim(&nodes[1], c == 2 ? 946684800 : NOW + 120, NOW);
 		nodes[0].drain_taint = true;
 		nodes[0].drain_started = NOW - 30;
 		struct sim s;
@@ -973,18 +983,14 @@ static void test_noticed_reclaim(void **state)
 		} else {
 			assert_true(taken(&s, "launch fresh count=1"));
 		}
-		if (c < 2) {
-			assert_true(index_of(&s, "drain-start n2") < index_of(&s, "evict app/w"));
-			assert_false(taken(&s, "terminate"));
-		} else {
-			assert_true(taken(&s, "terminate notice i2"));
-		}
+		assert_true(index_of(&s, "drain-start n2") < index_of(&s, "evict app/w"));
+		assert_false(taken(&s, "terminate"));
 		sim_free(&s);
 	}
 }
 
 /* The reclaim time instance id shows in the status, "" for none. */
-static const char *status_reclaim_at(const cJSON *status, const char *id)
+static const char *shown_reclaim_at(const cJSON *status, const char *id)
 {
 	const cJSON *e;
 	cJSON_ArrayForEach(e, cJSON_GetObjectItemCaseSensitive(status, "instances")) {
@@ -1000,7 +1006,8 @@ static const char *status_reclaim_at(const cJSON *status, const char *id)
  * Node's condition would: the replacement is launched at once at maximum (not with
  * maximumIncludesDoomed), i2 shows reclaimAt and is kept while the replacement is on its
  * way (no Node to drain: without the deadline it would go at once), goes once the
- * replacement runs, or at its deadline. With both a Node's condition and a notice, the
+ * replacement runs, and not at its deadline while the replacement is still on its way
+ * (2). With both a Node's condition and a notice, the
  * earlier deadline governs. A pool without replicas (0..3 holding 2) launches no
  * replacement above minimum, so its doomed instance works on until the deadline. While
  * notices are still being listed, no excess goes (it may be a doomed one's replacement). */
@@ -1012,7 +1019,7 @@ static void test_notice_without_node(void **state)
 					      running("i3", "RUNNING")};
 		int64_t notice_at[3] = {0, c == 2 ? NOW - 1 : NOW + 120, 0};
 		struct node_view nodes[3] = {named("n1"), named("n2"), named("n3")};
-		nodes[1].terminating_at = NOW + 200;
+		claim(&nodes[1], NOW + 200, NOW);
 		struct sim s;
 		sim_init(&s, c == 5 ? 0 : 2, c == 5 ? 3 : 2);
 		s.spec.has_replicas = c != 5;
@@ -1029,19 +1036,122 @@ static void test_notice_without_node(void **state)
 		}
 		sim_run(&s);
 		assert_int_equal(taken(&s, "launch fresh count=1"), c == 0 || c == 2 || c == 4);
-		assert_int_equal(taken(&s, "terminate notice i2"), c == 1 || c == 2);
+		assert_int_equal(taken(&s, "terminate notice i2"), c == 1);
 		assert_false(taken(&s, "terminate scale-down"));
 		assert_false(taken(&s, "terminate notice i1"));
 		if (c == 0) {
 			assert_true(s.requeue_ms > 0 && s.requeue_ms <= 120000);
 			assert_non_null(s.last_status);
-			assert_string_equal(status_reclaim_at(s.last_status, "i2"), "2027-01-15T08:02:00Z");
-			assert_string_equal(status_reclaim_at(s.last_status, "i1"), "");
+			assert_string_equal(shown_reclaim_at(s.last_status, "i2"), "2027-01-15T08:02:00Z");
+			assert_string_equal(shown_reclaim_at(s.last_status, "i1"), "");
 		}
 		if (c == 4)
-			assert_string_equal(status_reclaim_at(s.last_status, "i2"), "2027-01-15T08:02:00Z");
+			assert_string_equal(shown_reclaim_at(s.last_status, "i2"), "2027-01-15T08:02:00Z");
 		sim_free(&s);
 	}
+}
+
+/* Reclaim deadlines are claims, bounded on the controller's clock (issue 27 item 1,
+ * doom.h), the same for a Node's SpotTerminating condition and a SpotNotice: each row is
+ * run with the claim on i2's Node n2 and again as a SpotNotice (the notices cache hands
+ * the pass doom_deadline's answer). A pool of replicas 2 (maximum 2, drainTimeout
+ * 10 min) holds i1 and i2, with i3 when the replacement is up; n2 has pod w unless
+ * drained. Times are seconds from NOW; "recorded" is the reclaimAt the status held (a
+ * controller restarted since), "told" its reclaimNotFollowed. */
+static void test_deadlines_bounded(void **state)
+{
+	(void)state;
+	enum { TEN_YEARS = 10 * 365 * 86400, Y2000 = 946684800 };
+	static const struct {
+		const char *what;
+		int64_t claimed, seen, recorded, now;  /* claimed: absolute when >= Y2000 */
+		bool told, draining, drained, replaced;
+		const char *reclaim_at;       /* the status's, "" none */
+		bool not_followed;            /* reclaimNotFollowed */
+		bool launch, start, evict, terminate, warn, undo;
+	} rows[] = {
+		{"ten years ahead: ten minutes", NOW + TEN_YEARS, 0, 0, 0, false, false, false, false,
+		 "2027-01-15T08:10:00Z", false, true, true, true, false, false, false},
+		{"2000-01-01: drained first", Y2000, 0, 0, 0, false, false, false, false,
+		 "2027-01-15T08:02:00Z", false, true, true, true, false, false, false},
+		{"past the deadline, pods left, replaced: the cut-short drain ends nothing", Y2000, -200, 0, 0,
+		 false, true, false, true, "2027-01-15T07:58:40Z", false, false, false, false, false, false, false},
+		{"past the deadline, drained, replaced: goes", Y2000, -200, 0, 0, false, true, true, true,
+		 "2027-01-15T07:58:40Z", false, false, false, false, true, false, false},
+		{"past the deadline, drained, not replaced: stays", Y2000, -200, 0, 0, false, true, true, false,
+		 "2027-01-15T07:58:40Z", false, true, false, false, false, false, false},
+		{"live 5 minutes past: a false notice, counted again", NOW - 600, -900, 0, 0, false, true, false, false,
+		 "2027-01-15T07:50:00Z", true, false, false, false, false, true, true},
+		{"a false notice told already: no second event", NOW - 600, -900, NOW - 600, 0, true, true, false, false,
+		 "2027-01-15T07:50:00Z", true, false, false, false, false, false, true},
+		{"a restart: anchored on the recorded deadline, false", NOW + 300, 0, NOW - 400, 0, false, true, false,
+		 false, "2027-01-15T07:53:20Z", true, false, false, false, false, true, true},
+		{"a restart: anchored on the recorded deadline, doomed", NOW + 300, 0, NOW + 60, 0, false, false, false,
+		 false, "2027-01-15T08:01:00Z", false, true, true, true, false, false, false},
+		{"a clock 5 minutes ahead: still a drain", NOW + 120, 300, 0, 300, false, false, false, false,
+		 "2027-01-15T08:07:00Z", false, true, true, true, false, false, false},
+	};
+	struct drain_pod w[1] = {pod("w", DRAIN_POD_EVICT)};
+	/* Each row with drainTimeout 10 minutes, then 0 (a notice's drain is forced all the
+	 * same, and past the deadline ends nothing either). */
+	for (size_t k = 0; k < 2 * sizeof(rows) / sizeof(rows[0]); k++)
+		for (int by_notice = 0; by_notice < 2; by_notice++) {
+			size_t r = k / 2;
+			int64_t drain_timeout = k % 2 ? 0 : 600;
+			print_message("row %zu (%s) by %s, drainTimeout %lld\n", r, rows[r].what,
+				      by_notice ? "SpotNotice" : "Node", (long long)drain_timeout);
+			struct pool_instance in[3] = {running("i1", "RUNNING"), running("i2", "RUNNING"),
+						      running("i3", "RUNNING")};
+			struct node_view nodes[3] = {named("n1"), named("n2"), named("n3")};
+			struct pass_pods pods[3] = {{.listed = true}, {.listed = true, .v = w, .n = rows[r].drained ? 0 : 1}, {.listed = true}};
+			int64_t seen = NOW + rows[r].seen, notice_at[3] = {0};
+			if (by_notice)
+				notice_at[1] = doom_deadline(rows[r].claimed, seen);
+			else
+				claim(&nodes[1], rows[r].claimed, seen);
+			if (rows[r].draining) {
+				nodes[1].drain_taint = true;
+				nodes[1].drain_started = seen + 5;
+			}
+			cJSON *old = NULL;
+			if (rows[r].recorded) {
+				char at[32], json[256];
+				sp_format_time(rows[r].recorded, at);
+				snprintf(json, sizeof(json), "{\"instances\":[{\"instanceId\":\"i2\",\"reclaimAt\":\"%s\"%s}]}",
+					 at, rows[r].told ? ",\"reclaimNotFollowed\":true" : "");
+				old = cJSON_Parse(json);
+			}
+			struct sim s;
+			sim_on_nodes(&s, in, nodes, pods, rows[r].replaced ? 3 : 2, 2);
+			s.spec.maximum = 2;
+			s.spec.drain_timeout = drain_timeout;
+			s.in.plan.now = NOW + rows[r].now;
+			s.in.notice_at = notice_at;
+			s.in.n_notice_at = 3;
+			s.in.old_status = old;
+			sim_run(&s);
+			assert_int_equal(taken(&s, "launch"), rows[r].launch);
+			assert_int_equal(taken(&s, "drain-start n2"), rows[r].start);
+			assert_int_equal(taken(&s, "evict app/w"), rows[r].evict);
+			if (rows[r].start && rows[r].evict)
+				assert_true(index_of(&s, "drain-start n2") < index_of(&s, "evict app/w"));
+			assert_int_equal(taken(&s, "terminate notice i2"), rows[r].terminate);
+			assert_false(taken(&s, "terminate scale-down"));
+			assert_false(taken(&s, "event Warning DrainCutShort"));
+			assert_int_equal(taken(&s, "event Warning ReclaimNoticeNotFollowed"), rows[r].warn);
+			assert_int_equal(taken(&s, "drain-undo n2"), rows[r].undo);
+			if (s.last_status) {
+				assert_string_equal(shown_reclaim_at(s.last_status, "i2"), rows[r].reclaim_at);
+				bool told;
+				status_reclaim_at(s.last_status, "i2", &told);
+				assert_int_equal(told, rows[r].not_followed);
+			} else {
+				/* nothing to write: the status said it all already */
+				assert_non_null(old);
+			}
+			sim_free(&s);
+			cJSON_Delete(old);
+		}
 }
 
 /* While SpotNotices are still being listed (a restart, or a list that keeps failing),
@@ -1056,7 +1166,7 @@ static void test_notices_pending_holds_only_scale_down(void **state)
 		struct pool_instance in[3] = {running("i1", "RUNNING"), running("i2", "RUNNING"),
 					      running("i3", "RUNNING")};
 		struct node_view nodes[3] = {named("n1"), named("n2"), named("n3")};
-		nodes[1].terminating_at = NOW - 1;
+		claim(&nodes[1], NOW - 1, NOW - 200);  /* its drain ended (no pods) */
 		int64_t notice_at[3] = {0};
 		struct sim s;
 		sim_init(&s, c == 0 ? 1 : 2, 2);
@@ -1096,7 +1206,7 @@ static void test_doomed_without_replicas(void **state)
 					      running("i3", "RUNNING")};
 		struct node_view nodes[3] = {named("n1"), named("n2"), named("n3")};
 		int64_t notice_at[3] = {0, NOW + 120, 0};
-		nodes[1].terminating_at = NOW + 120;
+		claim(&nodes[1], NOW + 120, NOW);
 		nodes[1].drain_taint = true;
 		nodes[1].drain_started = NOW - 30;
 		bool at_minimum = c < 2, with_nodes = c == 1 || c == 2;
@@ -1123,8 +1233,9 @@ static void test_doomed_without_replicas(void **state)
 }
 
 /* A deleted pool drains each Node first, and terminates once drained or past
- * drainTimeout (then without listing pods again), or past the reclaim deadline of a
- * doomed instance if that comes first. */
+ * drainTimeout (then without listing pods again); a reclaim deadline passed does not cut
+ * the drain short (2: issue 27, it did, its pods never evicted): drainTimeout alone
+ * bounds a deletion's drain. */
 static void test_deletion_drains(void **state)
 {
 	(void)state;
@@ -1138,7 +1249,7 @@ static void test_deletion_drains(void **state)
 			nodes[0].drain_started = c == 1 ? NOW - 601 : NOW - 10;
 		}
 		if (c == 2)
-			nodes[0].terminating_at = NOW - 1;
+			claim(&nodes[0], NOW - 1, NOW - 200);
 		struct sim s;
 		sim_init(&s, 0, 1);
 		s.spec.drain_timeout = 600;
@@ -1154,6 +1265,9 @@ static void test_deletion_drains(void **state)
 			assert_true(index_of(&s, "drain-start n1") < index_of(&s, "evict app/w"));
 			assert_false(taken(&s, "terminate"));
 			assert_false(taken(&s, "release"));
+		} else if (c == 2) {
+			assert_true(taken(&s, "evict app/w"));
+			assert_false(taken(&s, "terminate"));
 		} else {
 			assert_true(taken(&s, "terminate deletion i1"));
 			assert_false(taken(&s, "list-pods"));
@@ -1164,9 +1278,10 @@ static void test_deletion_drains(void **state)
 
 /* The review's cases of the drain wiring, each a regression test:
  *  0 Nodes not listed yet (a restart, a new leader): no victim goes before they are;
- *  1 a doomed instance past its deadline goes though its pods cannot be listed;
+ *  1 a doomed instance past its deadline whose pods cannot be listed is not terminated
+ *    undrained (issue 27: it went, its pods never evicted);
  *  2 a hundred victims: a pass steps at most PASS_DRAINS_MAX drains and still writes
- *    its status and lets the doomed instance go (within PASS_DONE_MAX);
+ *    its status and drains the doomed instance (within PASS_DONE_MAX);
  *  3 excess above maximum is not kept when its drain times out: cut short;
  *  4 drainTimeout 0 with a notice: the doomed Node is drained all the same;
  *  5 a deleted pool with Retain undoes its drains before it goes;
@@ -1208,7 +1323,7 @@ static void test_drain_review_cases(void **state)
 		s.in.n_nodes = (size_t)n;
 		s.pods_listed = pods;
 		if (c == 1 || c == 2 || c == 4)
-			nodes[n - 1].terminating_at = c == 4 ? NOW + 100 : NOW - 5;
+			claim(&nodes[n - 1], c == 4 ? NOW + 100 : NOW - 5, NOW);
 		if (c == 1)
 			s.answer = refuse_list_pods;
 		if (c == 3) {  /* maximum lowered to 1: i000 is the excess, drained past the timeout */
@@ -1233,10 +1348,11 @@ static void test_drain_review_cases(void **state)
 			assert_int_equal(s.requeue_ms, 1000);
 			break;
 		case 1:
-			assert_true(taken(&s, "terminate notice i001"));
+			assert_false(taken(&s, "terminate"));
+			assert_int_equal(s.error, SP_EFORBIDDEN);
 			break;
 		case 2:
-			assert_true(taken(&s, "terminate notice i119"));
+			assert_true(taken(&s, "drain-start n119"));
 			assert_true(taken(&s, "write-status"));
 			assert_true(s.n_taken < 120);
 			break;
@@ -1310,7 +1426,7 @@ static void test_replacement_elsewhere(void **state)
 			snprintf(in[k].instance_type, sizeof(in[k].instance_type), "T1");
 		}
 		struct node_view nodes[2] = {named("n1"), named("n2")};
-		nodes[1].terminating_at = NOW + 100;
+		claim(&nodes[1], NOW + 100, NOW - 100);
 		int64_t notice_at[2] = {0, NOW + 100};
 		struct sim s;
 		sim_init(&s, 2, 2);
@@ -1395,7 +1511,7 @@ static void test_resume_hard_budget(void **state)
 	(void)state;
 	struct pool_instance in[2] = {running("i1", "RUNNING"), running("i2", "RUNNING")};
 	struct node_view nodes[2] = {named("n1"), named("n2")};
-	nodes[1].terminating_at = NOW + 100;
+	claim(&nodes[1], NOW + 100, NOW - 100);
 	struct plan_launch l;
 	for (int hard = 0; hard < 2; hard++) {
 		struct sim s;
@@ -1692,6 +1808,7 @@ int main(void)
 		cmocka_unit_test(test_drain_gives_up),
 		cmocka_unit_test(test_noticed_reclaim),
 		cmocka_unit_test(test_notice_without_node),
+		cmocka_unit_test(test_deadlines_bounded),
 		cmocka_unit_test(test_deletion_drains),
 		cmocka_unit_test(test_unlisted_node_holds_only_itself),
 		cmocka_unit_test(test_drain_review_cases),

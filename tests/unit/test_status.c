@@ -1030,6 +1030,43 @@ static void assert_entry(const cJSON *st, int i, const char *node, int ready, in
  * Ready) once Ready, kept afterwards (a Node that flaps does not move it); readyNodes
  * counts the Ready; Nodes not known keep what the old status said. status_newly_ready
  * gives the times shown for the first time. */
+/* reclaimAt and reclaimNotFollowed (a false notice, issue 27): written as the pass says,
+ * kept from the old status while the claims are not known yet (reclaim_at NULL), gone
+ * with the claim; status_reclaim_at reads them back. */
+static void test_reclaim_at(void **state)
+{
+	(void)state;
+	const char *states[] = {"RUNNING", "RUNNING", NULL};
+	struct pool_instance in[2];
+	size_t n = insts(states, in);
+	struct plan p = {.observed = 2, .target = 2};
+	struct status_input si = input(&p, in, n);
+	int64_t at[2] = {NOW + 120, NOW - 600};
+	bool not_followed[2] = {false, true};
+	si.reclaim_at = at;
+	si.not_followed = not_followed;
+	cJSON *st = status_build(&si);
+	bool told;
+	assert_int_equal(status_reclaim_at(st, in[0].id, &told), NOW + 120);
+	assert_false(told);
+	assert_int_equal(status_reclaim_at(st, in[1].id, &told), NOW - 600);
+	assert_true(told);
+	assert_int_equal(status_reclaim_at(st, "ins-other", &told), 0);
+	si.old_status = st;
+	si.reclaim_at = NULL;  /* not known yet: kept */
+	cJSON *kept = status_build(&si);
+	assert_int_equal(status_reclaim_at(kept, in[1].id, &told), NOW - 600);
+	assert_true(told);
+	int64_t none[2] = {0, 0};
+	si.reclaim_at = none;  /* the claims withdrawn */
+	cJSON *gone = status_build(&si);
+	assert_int_equal(status_reclaim_at(gone, in[1].id, &told), 0);
+	assert_false(told);
+	cJSON_Delete(gone);
+	cJSON_Delete(kept);
+	cJSON_Delete(st);
+}
+
 static void test_nodes(void **state)
 {
 	(void)state;
@@ -1098,6 +1135,7 @@ int main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_nodes),
+		cmocka_unit_test(test_reclaim_at),
 		cmocka_unit_test(test_size_counts_live_instances_lists_all_given),
 		cmocka_unit_test(test_empty_pool_has_size_zero_and_empty_list),
 		cmocka_unit_test(test_account_fingerprint),

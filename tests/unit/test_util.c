@@ -127,12 +127,58 @@ static void test_vec_fit(void **state)
 	free(v);
 }
 
+/* Strict RFC 3339 (issue 27 item 7): years before 1970, trailing junk and other shapes
+ * were accepted, fractions made the whole time 0, and times before the epoch came back
+ * negative, which one caller's "> 0" took for none and another's "!= 0" for a deadline.
+ * 0 is the one answer for anything invalid. */
 static void test_parse_time(void **state)
 {
 	(void)state;
-	assert_int_equal(sp_parse_time("1970-01-01T00:01:00Z"), 60);
-	assert_int_equal(sp_parse_time("1970-01-01T08:01:00+08:00"), 60);
-	assert_int_equal(sp_parse_time("garbage"), 0);
+	static const struct {
+		const char *in;
+		int64_t want;
+	} rows[] = {
+		{"1970-01-01T00:01:00Z", 60},
+		{"1970-01-01T08:01:00+08:00", 60},
+		{"1969-12-31T23:01:00-01:00", 0},          /* a year before 1970, even if offset after */
+		{"2026-11-21T11:45:00Z", 1795261500},
+		{"2000-01-01T00:00:00Z", 946684800},
+		{"2024-02-29T00:00:00Z", 1709164800},      /* a leap day */
+		{"2026-11-21T11:45:00.999Z", 1795261500},  /* a fraction: dropped */
+		{"2026-11-21T11:45:00.5+00:00", 1795261500},
+		{"2026-12-31T23:59:60Z", 1798761600},      /* a leap second */
+		{"garbage", 0},
+		{"", 0},
+		{"1969-12-31T23:59:59Z", 0},               /* before 1970 */
+		{"1900-01-01T00:00:00Z", 0},
+		{"1970-01-01T00:00:00Z", 0},               /* the epoch itself: not a time after it */
+		{"1970-01-01T00:30:00+01:00", 0},          /* before the epoch once offset */
+		{"2026-11-21T11:45:00Zjunk", 0},           /* trailing junk */
+		{"2026-11-21T11:45:00Z ", 0},
+		{"2026-11-21T11:45:00+08:00x", 0},
+		{"2026-11-21T11:45:00", 0},                /* no zone */
+		{"2026-11-21t11:45:00z", 0},
+		{"2026-11-21 11:45:00Z", 0},
+		{"2026-11-21T11:45:00.Z", 0},              /* a dot without digits */
+		{"2026-11-21T11:45Z", 0},
+		{"2026-11-21T11:45:00+0800", 0},
+		{"2026-11-21T11:45:00+24:00", 0},
+		{"2026-11-21T11:45:00+08", 0},
+		{" 2026-11-21T11:45:00Z", 0},
+		{"+2026-11-21T11:45:00Z", 0},
+		{"2026-13-01T00:00:00Z", 0},
+		{"2026-02-29T00:00:00Z", 0},               /* not a leap year */
+		{"2026-04-31T00:00:00Z", 0},
+		{"2026-11-00T00:00:00Z", 0},
+		{"2026-11-21T24:00:00Z", 0},
+		{"2026-11-21T11:60:00Z", 0},
+		{"2026-11-21T11:45:61Z", 0},
+		{"2026-1a-21T11:45:00Z", 0},
+	};
+	for (size_t i = 0; i < sizeof(rows) / sizeof(rows[0]); i++) {
+		print_message("row %zu: %s\n", i, rows[i].in);
+		assert_int_equal(sp_parse_time(rows[i].in), rows[i].want);
+	}
 	assert_int_equal(sp_parse_time(NULL), 0);
 }
 
