@@ -46,6 +46,11 @@ struct status_input {
 	/* DrainBlocked: NULL keeps the old condition, "" is False, otherwise True with this
 	 * message (a scale-down's drain timed out and was given up). */
 	const char *drain_blocked;
+	/* NodeClaimsRefused: NULL keeps the old condition, "" is False, otherwise True with
+	 * this message and node_claims_reason (Node claims to the pool's instances that
+	 * node_match did not honour). */
+	const char *node_claims;
+	const char *node_claims_reason;
 };
 
 cJSON *status_build(const struct status_input *in);
@@ -63,8 +68,10 @@ bool status_ledger(const cJSON *status, struct plan_launch *ret);
 int64_t status_launch_seq(const cJSON *status);
 /* Anyone allowed to write the status could grow this list: it is read up to a bound. */
 #define STATUS_MAX_RECORDED 10000
-/* The instance IDs a status records (.status.instances), and of those the live ones. */
-void status_recorded(const cJSON *status, struct strv *ret_ids, struct strv *ret_live);
+/* The instance IDs a status records (.status.instances), and of those the live ones;
+ * ret_ips (NULL: not wanted) gets each ID's recorded privateIp ("" none), in ret_ids's
+ * order. */
+void status_recorded(const cJSON *status, struct strv *ret_ids, struct strv *ret_live, struct strv *ret_ips);
 /* A condition's field ("status", "reason", "message") or NULL. */
 const char *status_condition(const cJSON *status, const char *type, const char *field);
 

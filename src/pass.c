@@ -13,7 +13,7 @@ enum {
 	STEP_VALIDATE = 1, STEP_FINALIZER, STEP_OBSERVE, STEP_SWEEP, STEP_RECLAIMS, STEP_CHECK,
 	STEP_DRY_EVENT, STEP_RESUME, STEP_ABANDON, STEP_LEDGER_DONE, STEP_SCALE_DOWN_INTENT, STEP_SCALE_DOWN,
 	STEP_CLEANUP, STEP_RETAIN, STEP_RELEASE, STEP_NO_OFFERING, STEP_STATUS, STEP_REREAD, STEP_DELETE_NODES,
-	STEP_LIST_PODS, STEP_NOTICE, STEP_DRAIN_INTENT, STEP_DRAIN_FAILED, STEP_END,
+	STEP_LIST_PODS, STEP_NOTICE, STEP_DRAIN_INTENT, STEP_DRAIN_FAILED, STEP_NODE_CLAIMS, STEP_END,
 	STEP_ATTEMPT = 100, ATTEMPT_STRIDE = 10,
 	STEP_FAIL_EVENT = 10000,  /* + the failing step: its event */
 	/* Drains: STEP_DRAIN + group * DRAIN_GROUP + k * DRAIN_STRIDE + a drain_part, k the
@@ -40,6 +40,10 @@ struct walk {
 	/* DrainBlocked: NULL keeps the old condition, "" is False, else True with this. */
 	const char *drain_blocked;
 	char drain_message[512];
+	/* NodeClaimsRefused: the same (status_input.node_claims), and its reason. */
+	const char *node_claims;
+	const char *node_claims_reason;
+	char claims_message[SP_ERROR_MAX];
 };
 
 enum pass_creds pass_credentials_source(const struct pool_spec *spec, bool have_default)
@@ -206,7 +210,8 @@ static cJSON *build_status(const struct walk *w, bool final)
 		.capacity_message = w->plan && !in->deleting ? w->capacity : NULL,
 		.insecure_credentials = in->insecure_credentials, .now = in->plan.now,
 		.nodes = nodes, .reclaim_at = in->nodes_pending || in->notices_pending ? NULL : reclaim_at,
-		.drain_blocked = w->drain_blocked,
+		.drain_blocked = w->drain_blocked, .node_claims = w->node_claims,
+		.node_claims_reason = w->node_claims_reason,
 	};
 	cJSON *st = status_build(&s);
 	free(reclaim_at);
@@ -552,6 +557,15 @@ static bool draining_at(const struct pass_input *in, size_t i)
 	return node && node->drain_taint && node->drain_started;
 }
 
+/* Whether two or more Nodes claim instance id: none is its Node, but one may be. */
+static bool contested(const struct pass_input *in, const char *id)
+{
+	for (size_t k = 0; k < in->n_refused; k++)
+		if (in->refused[k].conflict && strcmp(in->refused[k].instance, id) == 0)
+			return true;
+	return false;
+}
+
 /* What the planner knows of each instance's Node and notices, for plan_compute (NULL
  * without Nodes or notices): doomed, draining, scale-down-disabled, and its pods once
  * listed. */
@@ -736,6 +750,12 @@ static void drain_then(struct walk *w, enum drain_group g, const struct strv *id
 		int i = instance_index(in, ids->v[k]);
 		const struct node_view *node = i >= 0 ? node_at(in, (size_t)i) : NULL;
 		bool live = i >= 0 && plan_classify_state(in->plan.instances[i].state) == PLAN_LIVE;
+		/* A contested instance's pods may be on one of its claimants: none is drained
+		 * (a claimant may be any Node), and it is not terminated by choice meanwhile. */
+		if (!node && live && g != GROUP_DELETION && contested(in, ids->v[k])) {
+			look_again(w, DRAIN_RECHECK_SECONDS * 1000);
+			continue;
+		}
 		if (!node || !live || (g != GROUP_NOTICE && in->spec->drain_timeout <= 0)) {
 			strv_push(ready, ids->v[k]);
 			continue;
@@ -1038,6 +1058,48 @@ static void act(struct walk *w)
 		w->requeue_ms = PASS_REQUEUE_PROGRESS_MS;
 }
 
+/* The Node claims not honoured (node_match), as the NodeClaimsRefused condition, and one
+ * Warning event when it turns True or changes reason (an episode): a Node that keeps
+ * claiming what is not its own is told once, not every pass. */
+static void node_claims(struct walk *w)
+{
+	const struct pass_input *in = w->in;
+	if (!in->nodes)
+		return;  /* not known: the condition stays as it was */
+	char *m = w->claims_message;
+	size_t cap = sizeof(w->claims_message);
+	*m = '\0';
+	bool conflict = false;
+	for (size_t k = 0; k < in->n_refused;) {
+		const struct node_refusal *r = &in->refused[k];
+		size_t end = k + 1;
+		while (end < in->n_refused && strcmp(in->refused[end].instance, r->instance) == 0 &&
+		       in->refused[end].conflict == r->conflict)
+			end++;
+		snprintf(m + strlen(m), cap - strlen(m), "%s%s ", *m ? "; " : "", end - k > 1 ? "Nodes" : "Node");
+		for (size_t x = k; x < end; x++)
+			snprintf(m + strlen(m), cap - strlen(m), "%s%s (InternalIP %s)", x > k ? ", " : "",
+				 in->refused[x].node, *in->refused[x].ip ? in->refused[x].ip : "none");
+		if (r->conflict)
+			snprintf(m + strlen(m), cap - strlen(m), " all claim instance %s: none is honoured", r->instance);
+		else
+			snprintf(m + strlen(m), cap - strlen(m), " claim%s instance %s by ID, which has another private "
+				 "IP: not honoured", end - k > 1 ? "" : "s", r->instance);
+		conflict = conflict || r->conflict;
+		k = end;
+	}
+	const char *was = status_condition(in->old_status, "NodeClaimsRefused", "status");
+	if (!*m) {
+		w->node_claims = was ? "" : NULL;  /* False once it has been True */
+		return;
+	}
+	w->node_claims = m;
+	w->node_claims_reason = conflict ? "NodeIdentityConflict" : "NodeClaimRejected";
+	const char *was_reason = status_condition(in->old_status, "NodeClaimsRefused", "reason");
+	if (!was || strcmp(was, "True") != 0 || !was_reason || strcmp(was_reason, w->node_claims_reason) != 0)
+		emit_event(w, STEP_NODE_CLAIMS, "Warning", w->node_claims_reason, "%s", m);
+}
+
 /* The final status, when it changes anything; a failure to write it is the pass's error
  * (a conflict: plan again from a fresh read). */
 static void write_status(struct walk *w)
@@ -1119,6 +1181,7 @@ static void planned(struct walk *w)
 		act(w);
 		delete_gone_nodes(w);
 	}
+	node_claims(w);
 	write_status(w);
 }
 

@@ -45,6 +45,17 @@ static void add_condition(cJSON *list, const struct status_input *in, const char
 	cJSON_AddItemToArray(list, c);
 }
 
+/* A condition True when something is wrong: message NULL keeps the old one (not known
+ * this pass), "" is False (reason_ok, ok), otherwise True with reason and message. */
+static void problem_condition(cJSON *list, const struct status_input *in, const char *type, const char *message,
+			      const char *reason, const char *reason_ok, const char *ok)
+{
+	if (message)
+		add_condition(list, in, type, *message != '\0', *message ? reason : reason_ok, *message ? message : ok);
+	else if (find_condition(in->old_status, type))
+		cJSON_AddItemToArray(list, cJSON_Duplicate(find_condition(in->old_status, type), 1));
+}
+
 cJSON *status_instance_json(const struct pool_instance *i)
 {
 	cJSON *o = cJSON_CreateObject();
@@ -297,12 +308,10 @@ cJSON *status_build(const struct status_input *in)
 			      *in->capacity_message ? in->capacity_message : "the pool's offerings are not marked sold out");
 	else if (find_condition(in->old_status, "CapacityAvailable"))
 		cJSON_AddItemToArray(conds, cJSON_Duplicate(find_condition(in->old_status, "CapacityAvailable"), 1));
-	if (in->drain_blocked)
-		add_condition(conds, in, "DrainBlocked", *in->drain_blocked != '\0',
-			      *in->drain_blocked ? DRAIN_REASON_TIMED_OUT : "NotBlocked",
-			      *in->drain_blocked ? in->drain_blocked : "no scale-down is waiting for a drain");
-	else if (find_condition(in->old_status, "DrainBlocked"))
-		cJSON_AddItemToArray(conds, cJSON_Duplicate(find_condition(in->old_status, "DrainBlocked"), 1));
+	problem_condition(conds, in, "DrainBlocked", in->drain_blocked, DRAIN_REASON_TIMED_OUT, "NotBlocked",
+			  "no scale-down is waiting for a drain");
+	problem_condition(conds, in, "NodeClaimsRefused", in->node_claims, in->node_claims_reason, "AllHonoured",
+			  "every Node claim to the pool's instances agrees with the cloud");
 	if (in->insecure_credentials)
 		add_condition(conds, in, "InsecureCredentials", true, "InlineCredentials",
 			      "spec.secretId/secretKey are stored in the resource; move them to a Secret "
@@ -377,7 +386,7 @@ bool status_ledger(const cJSON *status, struct plan_launch *ret)
 	return true;
 }
 
-void status_recorded(const cJSON *status, struct strv *ret_ids, struct strv *ret_live)
+void status_recorded(const cJSON *status, struct strv *ret_ids, struct strv *ret_live, struct strv *ret_ips)
 {
 	const cJSON *it;
 	size_t n = 0;
@@ -389,6 +398,10 @@ void status_recorded(const cJSON *status, struct strv *ret_ids, struct strv *ret
 		if (n++ >= STATUS_MAX_RECORDED)
 			break;
 		strv_push(ret_ids, id->valuestring);
+		if (ret_ips) {
+			const cJSON *ip = cJSON_GetObjectItemCaseSensitive(it, "privateIp");
+			strv_push(ret_ips, cJSON_IsString(ip) ? ip->valuestring : "");
+		}
 		/* Entries of the earlier operator have no state: they were live. */
 		if (!cJSON_IsString(state) || plan_classify_state(state->valuestring) == PLAN_LIVE)
 			strv_push(ret_live, id->valuestring);
