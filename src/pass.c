@@ -893,9 +893,10 @@ static int cmp_str(const void *a, const void *b)
 
 /* The Node of recorded instance id if it is gone or going, else NULL. Gone: not
  * observed (a lookup by ID confirmed what the listing lacks) and not someone else's; its
- * Node is recorded_nodes[i] (matched by ID only). Going away (observed TERMINATING,
- * SHUTTING_DOWN: the status records such an instance no more, so this pass is the last
- * to know it was the pool's): its Node is the observed instance's. */
+ * Node is recorded_nodes[i] (matched by ID and the private IP the status recorded).
+ * Going away (observed TERMINATING, SHUTTING_DOWN: the status records such an instance
+ * no more, so this pass is the last to know it was the pool's): its Node is the
+ * observed instance's. */
 static const struct node_view *gone_node(const struct pass_input *in, size_t i, const char *const *live,
 					 size_t n_live)
 {
