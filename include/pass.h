@@ -28,6 +28,9 @@
 /* Most drains of a group (scale-down, notice, deletion) one pass takes a step of (up to
  * 3 actions each, within PASS_DONE_MAX); the others follow in the next passes. */
 #define PASS_DRAINS_MAX 16
+/* NodeClaimsRefused's event comes when the condition turns True or changes reason, but
+ * only after it held still this long: a Node flapping its claim cannot flood events. */
+#define PASS_CLAIMS_EVENT_QUIET_SECONDS 600
 
 enum pass_kind {
 	PASS_ADD_FINALIZER,

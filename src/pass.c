@@ -1060,8 +1060,9 @@ static void act(struct walk *w)
 }
 
 /* The Node claims not honoured (node_match), as the NodeClaimsRefused condition, and one
- * Warning event when it turns True or changes reason (an episode): a Node that keeps
- * claiming what is not its own is told once, not every pass. */
+ * Warning event when it turns True or changes reason (an episode) after holding still
+ * PASS_CLAIMS_EVENT_QUIET_SECONDS: a Node that keeps claiming what is not its own is
+ * told once, not every pass, and one that flaps its claim at most that often. */
 static void node_claims(struct walk *w)
 {
 	const struct pass_input *in = w->in;
@@ -1097,7 +1098,9 @@ static void node_claims(struct walk *w)
 	w->node_claims = m;
 	w->node_claims_reason = conflict ? "NodeIdentityConflict" : "NodeClaimRejected";
 	const char *was_reason = status_condition(in->old_status, "NodeClaimsRefused", "reason");
-	if (!was || strcmp(was, "True") != 0 || !was_reason || strcmp(was_reason, w->node_claims_reason) != 0)
+	int64_t since = sp_parse_time(status_condition(in->old_status, "NodeClaimsRefused", "lastTransitionTime"));
+	bool new_episode = !was || strcmp(was, "True") != 0 || !was_reason || strcmp(was_reason, w->node_claims_reason) != 0;
+	if (new_episode && (!was || in->plan.now >= since + PASS_CLAIMS_EVENT_QUIET_SECONDS))
 		emit_event(w, STEP_NODE_CLAIMS, "Warning", w->node_claims_reason, "%s", m);
 }
 

@@ -1320,13 +1320,20 @@ static void test_credentials_precedence(void **state)
  * c 0; a notice, c 2) while that lasts, unlike an instance with no claimant (c 1); a
  * deleted pool's goes (c 3: its drain would be cut at drainTimeout anyway). The
  * refusals show as NodeClaimsRefused, told by one Warning event per episode: not when
- * the condition already says so (c 4), again when its reason changes (c 5). */
+ * the condition already says so (c 4), again when its reason changes (c 5); a
+ * condition back True within PASS_CLAIMS_EVENT_QUIET_SECONDS of going False (a Node
+ * flapping its claim) is not told again (c 6), after it is (c 7). */
 static void test_refused_claims(void **state)
 {
 	(void)state;
-	cJSON *was = cJSON_Parse("{\"conditions\":[{\"type\":\"NodeClaimsRefused\",\"status\":\"True\","
-				 "\"reason\":\"NodeIdentityConflict\",\"message\":\"old\"}]}");
-	for (int c = 0; c < 6; c++) {
+	for (int c = 0; c < 8; c++) {
+		char at[32];
+		sp_format_time(c == 6 ? NOW - 60 : c == 7 ? NOW - PASS_CLAIMS_EVENT_QUIET_SECONDS : NOW - 3600, at);
+		char *text = xasprintf("{\"conditions\":[{\"type\":\"NodeClaimsRefused\",\"status\":\"%s\",\"reason\":"
+				       "\"NodeIdentityConflict\",\"message\":\"old\",\"lastTransitionTime\":\"%s\"}]}",
+				       c >= 6 ? "False" : "True", at);
+		cJSON *was = cJSON_Parse(text);
+		free(text);
 		struct pool_instance in[1] = {running("i1", "RUNNING")};
 		struct node_view nodes[1];  /* i1 has no Node it may be matched to */
 		struct node_refusal refused[2] = {{.instance = "i1", .node = "n-a", .ip = "10.0.0.1", .conflict = true},
@@ -1358,7 +1365,7 @@ static void test_refused_claims(void **state)
 		assert_int_equal(taken(&s, "terminate deletion i1"), c == 3);
 		if (c == 0 || c == 2)
 			assert_true(s.requeue_ms > 0 && s.requeue_ms <= DRAIN_RECHECK_SECONDS * 1000);
-		assert_int_equal(taken(&s, "event Warning NodeIdentityConflict"), c == 0 || c == 2 || c == 3);
+		assert_int_equal(taken(&s, "event Warning NodeIdentityConflict"), c == 0 || c == 2 || c == 3 || c == 7);
 		assert_int_equal(taken(&s, "event Warning NodeClaimRejected"), c == 5);
 		if (c == 0) {
 			assert_string_equal(status_condition(s.last_status, "NodeClaimsRefused", "status"), "True");
@@ -1368,9 +1375,11 @@ static void test_refused_claims(void **state)
 		}
 		if (c == 1)  /* never set, nothing to clear */
 			assert_null(status_condition(s.last_status, "NodeClaimsRefused", "status"));
+		if (c == 6)
+			assert_string_equal(status_condition(s.last_status, "NodeClaimsRefused", "status"), "True");
 		sim_free(&s);
+		cJSON_Delete(was);
 	}
-	cJSON_Delete(was);
 }
 
 int main(void)
