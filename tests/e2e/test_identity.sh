@@ -8,8 +8,8 @@
 # tainted or annotated, its pod never evicted, nothing launched or terminated; the
 # instance shows its own Node; one Warning NodeClaimRejected names control-plane-1 and
 # the instance. The instance reclaimed: its own Node is deleted, control-plane-1 stays.
-# Two Nodes with the replacement's ID and IP: neither shows, a Warning
-# NodeIdentityConflict names both.
+# Two Nodes with the replacement's ID and IP: neither shows, NodeClaimsRefused
+# True/NodeIdentityConflict names both (no event: the last episode ended too recently).
 source "$(dirname "$0")/lib.sh"
 
 start_emulator
@@ -97,8 +97,16 @@ check "the replacement runs" wait_for 30 replacement
 ID2=$(sp_field gpu '[.status.instances[] | select(.instanceId != "'"$ID"'")][0].instanceId' $NS)
 IP2=$(emu_private_ip "$ID2")
 node "$IP2" "$ID2" "$IP2" && node impostor "$ID2" "$IP2"
-check "Nodes $IP2 and impostor both claim $ID2 with its IP: one Warning NodeIdentityConflict names both" \
-	wait_for 20 event NodeIdentityConflict "$IP2" impostor "$ID2"
+# The condition was True a minute ago: this episode is told by the condition alone (an
+# event only after 10 minutes of quiet, so a flapping Node cannot flood events).
+conflict() {
+	sp_field gpu '.status.conditions[] | select(.type == "NodeClaimsRefused") | "\(.status)/\(.reason) \(.message)"' $NS >"$E2E_TMP/cond.txt" &&
+		grep -q "^True/NodeIdentityConflict " "$E2E_TMP/cond.txt" && grep -qF "$IP2 (InternalIP $IP2), impostor (InternalIP $IP2) all claim instance $ID2" "$E2E_TMP/cond.txt"
+}
+check "Nodes $IP2 and impostor both claim $ID2 with its IP: NodeClaimsRefused True/NodeIdentityConflict names both" \
+	wait_for 20 conflict
+check "... no second event within 10 minutes of the first episode" bash -c \
+	"! kubectl get events -n $NS -o json | jq -e '.items[] | select(.reason == \"NodeIdentityConflict\")' >/dev/null"
 check "... the instance shows no Node" test "$(sp_field gpu "[.status.instances[] | select(.instanceId == \"$ID2\")][0].node // \"\"" $NS)" = ""
 check "no error in the controller's log" bash -c "! grep -E ' error ' '$E2E_TMP/ctl.log'"
 finish
