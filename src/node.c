@@ -228,7 +228,8 @@ void node_match(const struct node_view *nodes, size_t n_nodes, const struct node
 				refuse(ret_refused ? &refused : NULL, &nodes[j], want[i].id ? want[i].id : "", true);
 			}
 		}
-	qsort(refused.v, refused.n, sizeof(*refused.v), cmp_refusal);
+	if (refused.n)
+		qsort(refused.v, refused.n, sizeof(*refused.v), cmp_refusal);
 	if (ret_refused)
 		*ret_refused = refused;
 	free(claimants);
