@@ -65,21 +65,44 @@ const char *node_instance_id(const struct node_view *v);
 
 enum node_by { NODE_BY_NONE, NODE_BY_PROVIDER_ID, NODE_BY_LABEL, NODE_BY_IP };
 
-/* An instance whose Node is looked for; ip NULL or empty: matched by ID only. */
+/* An instance whose Node is looked for: its ID and its private IP as the cloud reports
+ * it (NULL or empty: not known yet, and then it has no Node). recorded: not observed this
+ * pass (its IP is the one the status recorded): only a Node declaring its ID can be its,
+ * never one that merely has its address, which may be another instance's by now. */
 struct node_want {
 	const char *id;
 	const char *ip;
+	bool recorded;
 };
 
+/* A Node's claim to a wanted instance that is not honoured (node_match). */
+struct node_refusal {
+	char instance[NODE_INSTANCE_ID_MAX + 1];
+	char node[NODE_NAME_MAX + 1];
+	char ip[48];      /* the Node's InternalIP, "" none */
+	/* One of two or more Nodes claiming the instance (none is honoured); else the Node
+	 * declares the instance's ID with an InternalIP that is not the instance's. */
+	bool conflict;
+};
+
+struct node_refusals {
+	struct node_refusal *v;
+	size_t n;
+};
+
+void node_refusals_clear(struct node_refusals *r);
+
 /* The Node of each wanted instance: ret_index[i] is an index into nodes (-1: none) and
- * ret_by[i] how it matched. For each instance, in this order: the Node whose providerID's
- * last path segment is its ID, then the one whose label (NODE_LABEL_INSTANCE_ID or
- * NODE_LABEL_TKE_INSTANCE_ID) is its ID, then the Node whose InternalIP is its private
- * IP. An IP decides only between Nodes that declare no instance ID at all (one that
- * declares another instance's ID is that instance's, whatever its address), a Node
- * matched by ID is never matched again by IP, and an IP two such Nodes share matches
- * neither. Between Nodes declaring the same ID, the first in nodes wins. */
+ * ret_by[i] how it matched. A Node's word is a claim, honoured only where the cloud
+ * agrees (docs/how-it-works.md#nodes): a Node declaring an instance's ID (its
+ * providerID's last path segment, or the NODE_LABEL_INSTANCE_ID / TKE label) claims that
+ * instance, and the claim holds only when its InternalIP is the instance's private IP; a
+ * Node declaring no ID at all claims the instance whose private IP its InternalIP is
+ * (never a recorded one). An instance claimed by exactly one Node, that claims nothing
+ * else, gets it; one claimed by two or more gets none. ret_refused (NULL: not wanted)
+ * gets every claim not honoured: the conflicts, and the IDs declared with another
+ * InternalIP; sorted by instance, then Node. */
 void node_match(const struct node_view *nodes, size_t n_nodes, const struct node_want *want, size_t n_want,
-		int *ret_index, enum node_by *ret_by);
+		int *ret_index, enum node_by *ret_by, struct node_refusals *ret_refused);
 
 #endif

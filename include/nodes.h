@@ -41,11 +41,12 @@ bool nodes_synced(const struct nodes *n);
 /* Nodes cached. */
 size_t nodes_count(struct nodes *n);
 /* The Nodes of pool's instances (node_match over the cached views): ret[i] is want[i]'s
- * Node (name empty: none) and ret_by[i] how it matched. Remembers want as pool's (the
- * IDs and IPs), for changed. SP_ETRANSIENT, with nothing written to ret, until the
- * first list; SP_EFORBIDDEN instead when listing is refused (RBAC: no Node features). */
+ * Node (name empty: none), ret_by[i] how it matched, ret_refused (NULL: not wanted) the
+ * claims not honoured. Remembers want as pool's (the IDs and IPs), for changed.
+ * SP_ETRANSIENT, with nothing written to ret, until the first list; SP_EFORBIDDEN
+ * instead when listing is refused (RBAC: no Node features). */
 int nodes_find(struct nodes *n, const char *pool, const struct node_want *want, size_t n_want,
-	       struct node_view *ret, enum node_by *ret_by);
+	       struct node_view *ret, enum node_by *ret_by, struct node_refusals *ret_refused);
 /* The pool is gone: its instances are no longer looked for. */
 void nodes_forget(struct nodes *n, const char *pool);
 

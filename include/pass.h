@@ -28,6 +28,9 @@
 /* Most drains of a group (scale-down, notice, deletion) one pass takes a step of (up to
  * 3 actions each, within PASS_DONE_MAX); the others follow in the next passes. */
 #define PASS_DRAINS_MAX 16
+/* NodeClaimsRefused's event comes when the condition turns True or changes reason, but
+ * only after it held still this long: a Node flapping its claim cannot flood events. */
+#define PASS_CLAIMS_EVENT_QUIET_SECONDS 600
 
 enum pass_kind {
 	PASS_ADD_FINALIZER,
@@ -179,12 +182,19 @@ struct pass_input {
 	/* Nodes (node.h), NULL when not known (node features off, the Node cache not listed
 	 * yet): nodes[i] is the Node of plan.instances[i] for i < n_nodes (name empty: none);
 	 * recorded_nodes[i] the Node of plan.seen->v[i] when it is not observed, matched by
-	 * ID only. A Node of a recorded instance that is gone (neither observed nor someone
-	 * else's) or going away (observed TERMINATING, SHUTTING_DOWN) is deleted: no other
-	 * controller deletes the Nodes of spot instances. */
+	 * ID and the private IP the status recorded (node_match). A Node of a recorded
+	 * instance that is gone (neither observed nor someone else's) or going away
+	 * (observed TERMINATING, SHUTTING_DOWN) is deleted: no other controller deletes the
+	 * Nodes of spot instances. */
 	const struct node_view *nodes;
 	size_t n_nodes;
 	const struct node_view *recorded_nodes;
+	/* The Node claims to those instances node_match did not honour (with nodes): shown
+	 * as the NodeClaimsRefused condition, a Warning event per episode. An instance two
+	 * Nodes claim (contested) has no Node, but may have one: it is not terminated by
+	 * choice (scale-down, notice) without a drain while that lasts. */
+	const struct node_refusal *refused;
+	size_t n_refused;
 	/* The pods of nodes[i] as PASS_LIST_PODS found them (pods[i], for i < n_nodes: each
 	 * Node listed or failed on its own; the action itself does not fail), or NULL: none
 	 * listed this pass. */

@@ -30,7 +30,7 @@ struct reconcile_options {
  * the pool "<namespace>/<name>". find NULL: node features are off. */
 struct node_reader {
 	int (*find)(void *ctx, const char *pool, const struct node_want *want, size_t n, struct node_view *ret,
-		    enum node_by *ret_by);
+		    enum node_by *ret_by, struct node_refusals *ret_refused);
 	void *ctx;
 };
 

@@ -58,6 +58,11 @@ struct status_input {
 	const struct node_ref *node_deletions;
 	size_t n_node_deletions;
 	bool node_deletions_known;
+	/* NodeClaimsRefused: NULL keeps the old condition, "" is False, otherwise True with
+	 * this message and node_claims_reason (Node claims to the pool's instances that
+	 * node_match did not honour). */
+	const char *node_claims;
+	const char *node_claims_reason;
 };
 
 cJSON *status_build(const struct status_input *in);
@@ -79,9 +84,10 @@ int64_t status_launch_seq(const cJSON *status);
 /* Anyone allowed to write the status could grow this list: it is read up to a bound. */
 #define STATUS_MAX_RECORDED 10000
 /* The instance IDs a status records (.status.instances), and of those the live ones;
- * ret_zones (may be NULL): the zone recorded with each ID (parallel to ret_ids, "" when
- * none). */
-void status_recorded(const cJSON *status, struct strv *ret_ids, struct strv *ret_live, struct strv *ret_zones);
+ * ret_zones and ret_ips (NULL: not wanted) get each ID's recorded zone and privateIp
+ * ("" none), in ret_ids's order. */
+void status_recorded(const cJSON *status, struct strv *ret_ids, struct strv *ret_live, struct strv *ret_zones,
+		     struct strv *ret_ips);
 /* Most Nodes of gone instances a status keeps to delete (.status.nodeDeletions). */
 #define STATUS_MAX_NODE_DELETIONS 64
 /* The Nodes a status keeps to delete, at most max into ret (entries without a name and

@@ -108,9 +108,9 @@ static void on_instance_object_changed(void *ud, const char *pool)
 }
 
 static int find_nodes(void *ctx, const char *pool, const struct node_want *want, size_t n, struct node_view *ret,
-		      enum node_by *ret_by)
+		      enum node_by *ret_by, struct node_refusals *ret_refused)
 {
-	return nodes_find(ctx, pool, want, n, ret, ret_by);
+	return nodes_find(ctx, pool, want, n, ret, ret_by, ret_refused);
 }
 
 /* The key of the cached pool whose owner tag is a digest form (its namespace/name is too

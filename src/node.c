@@ -98,61 +98,143 @@ const char *node_instance_id(const struct node_view *v)
 	return *v->provider_id ? v->provider_id : v->label_id;
 }
 
-/* The first Node not taken yet whose ID (by) is id, or -1. */
-static int find_by_id(const struct node_view *nodes, size_t n, const bool *taken, const char *id, enum node_by by)
+void node_refusals_clear(struct node_refusals *r)
 {
-	for (size_t j = 0; j < n; j++) {
-		const char *have = by == NODE_BY_PROVIDER_ID ? nodes[j].provider_id : nodes[j].label_id;
-		if (!taken[j] && *have && strcmp(have, id) == 0)
-			return (int)j;
-	}
-	return -1;
+	free(r->v);
+	*r = (struct node_refusals){0};
 }
 
-/* The one Node declaring no instance ID whose InternalIP is ip; -1 when none or when two
- * share it. */
-static int find_by_ip(const struct node_view *nodes, size_t n, const bool *taken, const char *ip)
+/* The wanted instances by a key (an ID or an IP), sorted for lookups; equal keys in
+ * want's order. */
+struct slot {
+	const char *key;
+	size_t i;
+};
+
+static int cmp_slot(const void *a, const void *b)
 {
-	int found = -1;
-	size_t same = 0;
-	for (size_t j = 0; j < n; j++)
-		if (!*node_instance_id(&nodes[j]) && strcmp(nodes[j].internal_ip, ip) == 0) {
-			same++;
-			found = (int)j;
-		}
-	return same == 1 && !taken[found] ? found : -1;
+	const struct slot *x = a, *y = b;
+	int c = strcmp(x->key, y->key);
+	return c ? c : (x->i > y->i) - (x->i < y->i);
+}
+
+/* The first slot whose key is key, or NULL. */
+static const struct slot *first_slot(const struct slot *v, size_t n, const char *key)
+{
+	size_t lo = 0, hi = n;
+	while (lo < hi) {
+		size_t mid = lo + (hi - lo) / 2;
+		if (strcmp(v[mid].key, key) < 0)
+			lo = mid + 1;
+		else
+			hi = mid;
+	}
+	return lo < n && strcmp(v[lo].key, key) == 0 ? &v[lo] : NULL;
+}
+
+/* A Node's claims: up to CLAIMS_KEPT wanted instances (n counts them all). */
+#define CLAIMS_KEPT 2
+struct claim {
+	size_t want[CLAIMS_KEPT];
+	enum node_by by[CLAIMS_KEPT];
+	size_t n;
+};
+
+static void claim_add(struct claim *c, size_t want, enum node_by by)
+{
+	if (c->n < CLAIMS_KEPT) {
+		c->want[c->n] = want;
+		c->by[c->n] = by;
+	}
+	c->n++;
+}
+
+static void refuse(struct node_refusals *r, const struct node_view *node, const char *instance, bool conflict)
+{
+	if (!r)
+		return;
+	r->v = xrealloc(r->v, (r->n + 1) * sizeof(*r->v));
+	struct node_refusal *x = &r->v[r->n++];
+	*x = (struct node_refusal){.conflict = conflict};
+	snprintf(x->instance, sizeof(x->instance), "%s", instance);
+	snprintf(x->node, sizeof(x->node), "%s", node->name);
+	snprintf(x->ip, sizeof(x->ip), "%s", node->internal_ip);
+}
+
+static int cmp_refusal(const void *a, const void *b)
+{
+	const struct node_refusal *x = a, *y = b;
+	int c = strcmp(x->instance, y->instance);
+	return c ? c : strcmp(x->node, y->node);
+}
+
+/* What Node v claims, into c; the IDs it declares with another InternalIP are refused. */
+static void claims_of(const struct node_view *v, const struct node_want *want, const struct slot *ids, size_t n_ids,
+		      const struct slot *ips, size_t n_ips, struct claim *c, struct node_refusals *refused)
+{
+	const char *declared[] = {v->provider_id, v->label_id};
+	static const enum node_by by[] = {NODE_BY_PROVIDER_ID, NODE_BY_LABEL};
+	bool declares = false;
+	for (size_t k = 0; k < 2; k++) {
+		if (!*declared[k] || (k == 1 && strcmp(declared[1], declared[0]) == 0))
+			continue;
+		declares = true;
+		const struct slot *s = first_slot(ids, n_ids, declared[k]);
+		if (s && strcmp(want[s->i].ip, v->internal_ip) == 0)
+			claim_add(c, s->i, by[k]);
+		else if (s)
+			refuse(refused, v, want[s->i].id, false);
+	}
+	if (declares || !*v->internal_ip)
+		return;
+	const struct slot *s = first_slot(ips, n_ips, v->internal_ip);
+	for (; s && s < ips + n_ips && strcmp(s->key, v->internal_ip) == 0; s++)
+		claim_add(c, s->i, NODE_BY_IP);
 }
 
 void node_match(const struct node_view *nodes, size_t n_nodes, const struct node_want *want, size_t n_want,
-		int *ret_index, enum node_by *ret_by)
+		int *ret_index, enum node_by *ret_by, struct node_refusals *ret_refused)
 {
-	bool *taken = xcalloc(n_nodes ? n_nodes : 1, sizeof(*taken));
+	/* Instances without a known private IP have no Node: they are not looked for. */
+	struct slot *ids = xcalloc(n_want ? n_want : 1, sizeof(*ids)), *ips = xcalloc(n_want ? n_want : 1, sizeof(*ips));
+	size_t n_ids = 0, n_ips = 0;
 	for (size_t i = 0; i < n_want; i++) {
 		ret_index[i] = -1;
 		ret_by[i] = NODE_BY_NONE;
+		if (!want[i].ip || !*want[i].ip)
+			continue;
+		if (want[i].id && *want[i].id)
+			ids[n_ids++] = (struct slot){.key = want[i].id, .i = i};
+		if (!want[i].recorded)
+			ips[n_ips++] = (struct slot){.key = want[i].ip, .i = i};
 	}
-	/* Every ID first, so that no Node an ID claims goes to another instance by its IP. */
-	static const enum node_by by_id[] = {NODE_BY_PROVIDER_ID, NODE_BY_LABEL};
-	for (size_t k = 0; k < 2; k++)
-		for (size_t i = 0; i < n_want; i++) {
-			if (ret_index[i] >= 0 || !want[i].id || !*want[i].id)
-				continue;
-			int j = find_by_id(nodes, n_nodes, taken, want[i].id, by_id[k]);
-			if (j >= 0) {
-				taken[j] = true;
-				ret_index[i] = j;
-				ret_by[i] = by_id[k];
+	qsort(ids, n_ids, sizeof(*ids), cmp_slot);
+	qsort(ips, n_ips, sizeof(*ips), cmp_slot);
+	struct claim *claims = xcalloc(n_nodes ? n_nodes : 1, sizeof(*claims));
+	size_t *claimants = xcalloc(n_want ? n_want : 1, sizeof(*claimants));
+	struct node_refusals refused = {0};
+	for (size_t j = 0; j < n_nodes; j++) {
+		claims_of(&nodes[j], want, ids, n_ids, ips, n_ips, &claims[j], ret_refused ? &refused : NULL);
+		for (size_t k = 0; k < claims[j].n && k < CLAIMS_KEPT; k++)
+			claimants[claims[j].want[k]]++;
+	}
+	/* A claim holds when it is its instance's only one and its Node's only one. */
+	for (size_t j = 0; j < n_nodes; j++)
+		for (size_t k = 0; k < claims[j].n && k < CLAIMS_KEPT; k++) {
+			size_t i = claims[j].want[k];
+			if (claimants[i] == 1 && claims[j].n == 1) {
+				ret_index[i] = (int)j;
+				ret_by[i] = claims[j].by[k];
+			} else {
+				refuse(ret_refused ? &refused : NULL, &nodes[j], want[i].id ? want[i].id : "", true);
 			}
 		}
-	for (size_t i = 0; i < n_want; i++) {
-		if (ret_index[i] >= 0 || !want[i].ip || !*want[i].ip)
-			continue;
-		int j = find_by_ip(nodes, n_nodes, taken, want[i].ip);
-		if (j >= 0) {
-			taken[j] = true;
-			ret_index[i] = j;
-			ret_by[i] = NODE_BY_IP;
-		}
-	}
-	free(taken);
+	if (refused.n)
+		qsort(refused.v, refused.n, sizeof(*refused.v), cmp_refusal);
+	if (ret_refused)
+		*ret_refused = refused;
+	free(claimants);
+	free(claims);
+	free(ips);
+	free(ids);
 }

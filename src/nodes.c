@@ -219,7 +219,7 @@ size_t nodes_count(struct nodes *n)
 }
 
 int nodes_find(struct nodes *n, const char *pool, const struct node_want *want, size_t n_want,
-	       struct node_view *ret, enum node_by *ret_by)
+	       struct node_view *ret, enum node_by *ret_by, struct node_refusals *ret_refused)
 {
 	int *index = xcalloc(n_want ? n_want : 1, sizeof(*index));
 	int r = 0;
@@ -234,7 +234,7 @@ int nodes_find(struct nodes *n, const char *pool, const struct node_want *want, 
 	if (!atomic_load(&n->lw.synced)) {
 		r = atomic_load(&n->forbidden) ? SP_EFORBIDDEN : SP_ETRANSIENT;
 	} else {
-		node_match(n->v, n->n, want, n_want, index, ret_by);
+		node_match(n->v, n->n, want, n_want, index, ret_by, ret_refused);
 		for (size_t i = 0; i < n_want; i++) {
 			if (index[i] >= 0)
 				ret[i] = n->v[index[i]];

@@ -14,7 +14,8 @@ enum {
 	STEP_VALIDATE = 1, STEP_FINALIZER, STEP_OBSERVE, STEP_SWEEP, STEP_RECLAIMS, STEP_CHECK,
 	STEP_DRY_EVENT, STEP_RESUME, STEP_ABANDON, STEP_LEDGER_DONE, STEP_SCALE_DOWN_INTENT, STEP_SCALE_DOWN,
 	STEP_CLEANUP, STEP_RETAIN, STEP_RELEASE, STEP_NO_OFFERING, STEP_STATUS, STEP_REREAD, STEP_DELETE_NODES,
-	STEP_LIST_PODS, STEP_NOTICE, STEP_DRAIN_INTENT, STEP_DRAIN_FAILED, STEP_ACCOUNT, STEP_UNLISTED, STEP_END,
+	STEP_LIST_PODS, STEP_NOTICE, STEP_DRAIN_INTENT, STEP_DRAIN_FAILED, STEP_ACCOUNT, STEP_UNLISTED, STEP_NODE_CLAIMS,
+	STEP_END,
 	STEP_ATTEMPT = 100, ATTEMPT_STRIDE = 10,
 	STEP_NODE_DELETE = 1000000,  /* + k: the k-th Node deletion of the pass */
 	STEP_FAIL_EVENT = 10000,  /* + the failing step: its event */
@@ -54,6 +55,10 @@ struct walk {
 	struct node_ref *deletions;
 	size_t n_deletions, deletions_waiting;
 	bool deletions_known;
+	/* NodeClaimsRefused: the same (status_input.node_claims), and its reason. */
+	const char *node_claims;
+	const char *node_claims_reason;
+	char claims_message[SP_ERROR_MAX];
 };
 
 enum pass_creds pass_credentials_source(const struct pool_spec *spec, bool have_default)
@@ -276,6 +281,7 @@ static cJSON *build_status(const struct walk *w, bool final)
 		.account = w->plan ? in->account : NULL,
 		.node_deletions = w->deletions, .n_node_deletions = w->n_deletions,
 		.node_deletions_known = w->deletions_known,
+		.node_claims = w->node_claims, .node_claims_reason = w->node_claims_reason,
 	};
 	cJSON *st = status_build(&s);
 	free(false_notice);
@@ -633,6 +639,15 @@ static bool draining_at(const struct pass_input *in, size_t i)
 	return node && node->drain_taint && node->drain_started;
 }
 
+/* Whether two or more Nodes claim instance id: none is its Node, but one may be. */
+static bool contested(const struct pass_input *in, const char *id)
+{
+	for (size_t k = 0; k < in->n_refused; k++)
+		if (in->refused[k].conflict && strcmp(in->refused[k].instance, id) == 0)
+			return true;
+	return false;
+}
+
 /* What the planner knows of each instance's Node and notices, for plan_compute (NULL
  * without Nodes or notices): doomed, draining, scale-down-disabled, and its pods once
  * listed. */
@@ -836,6 +851,12 @@ static void drain_then(struct walk *w, enum drain_group g, const struct strv *id
 		int i = instance_index(in, ids->v[k]);
 		const struct node_view *node = i >= 0 ? node_at(in, (size_t)i) : NULL;
 		bool live = i >= 0 && plan_classify_state(in->plan.instances[i].state) == PLAN_LIVE;
+		/* A contested instance's pods may be on one of its claimants: none is drained
+		 * (a claimant may be any Node), and it is not terminated by choice meanwhile. */
+		if (!node && live && g != GROUP_DELETION && contested(in, ids->v[k])) {
+			look_again(w, DRAIN_RECHECK_SECONDS * 1000);
+			continue;
+		}
 		if (!node || !live || (g != GROUP_NOTICE && in->spec->drain_timeout <= 0)) {
 			strv_push(ready, ids->v[k]);
 			continue;
@@ -973,9 +994,10 @@ static int cmp_str(const void *a, const void *b)
 
 /* The Node of recorded instance id if it is gone or going, else NULL. Gone: not
  * observed (a lookup by ID confirmed what the listing lacks) and not someone else's; its
- * Node is recorded_nodes[i] (matched by ID only). Going away (observed TERMINATING,
- * SHUTTING_DOWN: the status records such an instance no more, so this pass is the last
- * to know it was the pool's): its Node is the observed instance's. */
+ * Node is recorded_nodes[i] (matched by ID and the private IP the status recorded).
+ * Going away (observed TERMINATING, SHUTTING_DOWN: the status records such an instance
+ * no more, so this pass is the last to know it was the pool's): its Node is the
+ * observed instance's. */
 static const struct node_view *gone_node(const struct pass_input *in, size_t i, const char *const *live,
 					 size_t n_live)
 {
@@ -1219,6 +1241,51 @@ static void act(struct walk *w)
 		w->requeue_ms = PASS_REQUEUE_PROGRESS_MS;
 }
 
+/* The Node claims not honoured (node_match), as the NodeClaimsRefused condition, and one
+ * Warning event when it turns True or changes reason (an episode) after holding still
+ * PASS_CLAIMS_EVENT_QUIET_SECONDS: a Node that keeps claiming what is not its own is
+ * told once, not every pass, and one that flaps its claim at most that often. */
+static void node_claims(struct walk *w)
+{
+	const struct pass_input *in = w->in;
+	if (!in->nodes)
+		return;  /* not known: the condition stays as it was */
+	char *m = w->claims_message;
+	size_t cap = sizeof(w->claims_message);
+	*m = '\0';
+	bool conflict = false;
+	for (size_t k = 0; k < in->n_refused;) {
+		const struct node_refusal *r = &in->refused[k];
+		size_t end = k + 1;
+		while (end < in->n_refused && strcmp(in->refused[end].instance, r->instance) == 0 &&
+		       in->refused[end].conflict == r->conflict)
+			end++;
+		snprintf(m + strlen(m), cap - strlen(m), "%s%s ", *m ? "; " : "", end - k > 1 ? "Nodes" : "Node");
+		for (size_t x = k; x < end; x++)
+			snprintf(m + strlen(m), cap - strlen(m), "%s%s (InternalIP %s)", x > k ? ", " : "",
+				 in->refused[x].node, *in->refused[x].ip ? in->refused[x].ip : "none");
+		if (r->conflict)
+			snprintf(m + strlen(m), cap - strlen(m), " all claim instance %s: none is honoured", r->instance);
+		else
+			snprintf(m + strlen(m), cap - strlen(m), " claim%s instance %s by ID, which has another private "
+				 "IP: not honoured", end - k > 1 ? "" : "s", r->instance);
+		conflict = conflict || r->conflict;
+		k = end;
+	}
+	const char *was = status_condition(in->old_status, "NodeClaimsRefused", "status");
+	if (!*m) {
+		w->node_claims = was ? "" : NULL;  /* False once it has been True */
+		return;
+	}
+	w->node_claims = m;
+	w->node_claims_reason = conflict ? "NodeIdentityConflict" : "NodeClaimRejected";
+	const char *was_reason = status_condition(in->old_status, "NodeClaimsRefused", "reason");
+	int64_t since = sp_parse_time(status_condition(in->old_status, "NodeClaimsRefused", "lastTransitionTime"));
+	bool new_episode = !was || strcmp(was, "True") != 0 || !was_reason || strcmp(was_reason, w->node_claims_reason) != 0;
+	if (new_episode && (!was || in->plan.now >= since + PASS_CLAIMS_EVENT_QUIET_SECONDS))
+		emit_event(w, STEP_NODE_CLAIMS, "Warning", w->node_claims_reason, "%s", m);
+}
+
 /* The final status, when it changes anything; a failure to write it is the pass's error
  * (a conflict: plan again from a fresh read). */
 static void write_status(struct walk *w)
@@ -1327,6 +1394,7 @@ static void planned(struct walk *w)
 		delete_gone_nodes(w);
 	}
 	unlisted_drains(w);
+	node_claims(w);
 	write_status(w);
 }
 

@@ -57,11 +57,13 @@ struct pass {
 	size_t n_instances;
 	struct strv seen, seen_live; /* recorded by earlier passes (.status.instances) */
 	struct strv seen_zones;      /* the zone recorded with each of seen ("": none) */
+	struct strv seen_ips;        /* seen's recorded private IPs, "" none */
 	struct strv foreign;         /* recorded IDs that turned out not to be ours */
 	struct strv terminated;      /* terminated by this pass */
-	/* The Nodes of instances[0..n_nodes) and then of seen (by ID only), NULL: unknown. */
+	/* The Nodes of instances[0..n_nodes) and then of seen, NULL: unknown. */
 	struct node_view *nodes;
 	size_t n_nodes;
+	struct node_refusals refused; /* the Node claims to them not honoured */
 	bool nodes_pending;          /* Nodes are on but not listed yet */
 	/* instances[i]'s SpotNotice deadline for i < n_notice_at (those observed before a
 	 * sweep appended more), NULL: none read */
@@ -398,8 +400,9 @@ static int cmp_str(const void *a, const void *b)
 	return strcmp(*(const char *const *)a, *(const char *const *)b);
 }
 
-/* The Nodes of the observed instances (by ID, then private IP) and of the recorded ones
- * not observed (by ID only: a gone instance's address may be another's by now; an
+/* The Nodes of the observed instances (node_match: a claim by ID with the private IP the
+ * cloud reports, or by that IP alone) and of the recorded ones not observed (by ID with
+ * the recorded private IP: a gone instance's address alone may be another's by now; an
  * observed one's Node is its instance's, which a second want of its ID would not get). */
 static void observe_nodes(struct pass *p)
 {
@@ -416,16 +419,17 @@ static void observe_nodes(struct pass *p)
 	for (size_t i = 0; i < p->seen.n; i++) {
 		const char *id = p->seen.v[i];
 		if (!bsearch(&id, observed, p->n_instances, sizeof(*observed), cmp_str))
-			want[p->n_instances + i] = (struct node_want){.id = id};
+			want[p->n_instances + i] = (struct node_want){.id = id, .ip = p->seen_ips.v[i], .recorded = true};
 	}
 	free(observed);
 	p->nodes = xcalloc(n ? n : 1, sizeof(*p->nodes));
 	enum node_by *by = xcalloc(n ? n : 1, sizeof(*by));
 	char *pool = xasprintf("%s/%s", p->ns, p->name);
-	int r = p->r->nodes.find(p->r->nodes.ctx, pool, want, n, p->nodes, by);
+	int r = p->r->nodes.find(p->r->nodes.ctx, pool, want, n, p->nodes, by, &p->refused);
 	if (r < 0) {
 		free(p->nodes);
 		p->nodes = NULL;
+		node_refusals_clear(&p->refused);
 		p->nodes_pending = r != SP_EFORBIDDEN;
 	}
 	p->n_nodes = p->n_instances;
@@ -838,6 +842,7 @@ static void fill_input(const struct pass *p, struct pass_input *in)
 		.terminated = &p->terminated, .offers = &p->offers, .offer_state = p->offer_state,
 		.probe_at_ms = p->probe_at, .now_ms = p->now_ms, .soldout_ttl_ms = soldout_ttl(p->r->soldout),
 		.nodes = p->nodes, .n_nodes = p->n_nodes, .recorded_nodes = p->nodes ? p->nodes + p->n_nodes : NULL,
+		.refused = p->refused.v, .n_refused = p->refused.n,
 		.pods = p->pods, .nodes_pending = p->nodes_pending, .notice_at = p->notice_at,
 		.n_notice_at = p->n_notice_at, .notices_pending = p->notices_pending,
 		.account = *p->account ? p->account : NULL,
@@ -923,10 +928,12 @@ static void free_pass(struct pass *p)
 	}
 	free(p->pods);
 	free(p->nodes);
+	node_refusals_clear(&p->refused);
 	free(p->notice_at);
 	strv_clear(&p->seen);
 	strv_clear(&p->seen_live);
 	strv_clear(&p->seen_zones);
+	strv_clear(&p->seen_ips);
 	strv_clear(&p->foreign);
 	strv_clear(&p->terminated);
 	pool_spec_free(p->spec);
@@ -961,7 +968,7 @@ static void read_object(struct pass *p)
 		for (size_t i = 0; i < p->found.instance_ids.n; i++)
 			strv_push(&p->ledger.instance_ids, p->found.instance_ids.v[i]);
 	}
-	status_recorded(p->old_status, &p->seen, &p->seen_live, &p->seen_zones);
+	status_recorded(p->old_status, &p->seen, &p->seen_live, &p->seen_zones, &p->seen_ips);
 	const cJSON *md = cJSON_GetObjectItemCaseSensitive(p->obj, "metadata");
 	const cJSON *deleted = cJSON_GetObjectItemCaseSensitive(md, "deletionTimestamp");
 	p->deleting = deleted != NULL;

@@ -45,6 +45,17 @@ static void add_condition(cJSON *list, const struct status_input *in, const char
 	cJSON_AddItemToArray(list, c);
 }
 
+/* A condition True when something is wrong: message NULL keeps the old one (not known
+ * this pass), "" is False (reason_ok, ok), otherwise True with reason and message. */
+static void problem_condition(cJSON *list, const struct status_input *in, const char *type, const char *message,
+			      const char *reason, const char *reason_ok, const char *ok)
+{
+	if (message)
+		add_condition(list, in, type, *message != '\0', *message ? reason : reason_ok, *message ? message : ok);
+	else if (find_condition(in->old_status, type))
+		cJSON_AddItemToArray(list, cJSON_Duplicate(find_condition(in->old_status, type), 1));
+}
+
 cJSON *status_instance_json(const struct pool_instance *i)
 {
 	cJSON *o = cJSON_CreateObject();
@@ -334,13 +345,11 @@ cJSON *status_build(const struct status_input *in)
 			      *in->capacity_message ? in->capacity_message : "the pool's offerings are not marked sold out");
 	else if (find_condition(in->old_status, "CapacityAvailable"))
 		cJSON_AddItemToArray(conds, cJSON_Duplicate(find_condition(in->old_status, "CapacityAvailable"), 1));
-	if (in->drain_blocked)
-		add_condition(conds, in, "DrainBlocked", *in->drain_blocked != '\0',
-			      !*in->drain_blocked ? "NotBlocked" :
-			      in->drain_blocked_reason ? in->drain_blocked_reason : DRAIN_REASON_TIMED_OUT,
-			      *in->drain_blocked ? in->drain_blocked : "no drain is blocked");
-	else if (find_condition(in->old_status, "DrainBlocked"))
-		cJSON_AddItemToArray(conds, cJSON_Duplicate(find_condition(in->old_status, "DrainBlocked"), 1));
+	problem_condition(conds, in, "DrainBlocked", in->drain_blocked,
+			  in->drain_blocked_reason ? in->drain_blocked_reason : DRAIN_REASON_TIMED_OUT, "NotBlocked",
+			  "no drain is blocked");
+	problem_condition(conds, in, "NodeClaimsRefused", in->node_claims, in->node_claims_reason, "AllHonoured",
+			  "every Node claim to the pool's instances agrees with the cloud");
 	if (in->insecure_credentials)
 		add_condition(conds, in, "InsecureCredentials", true, "InlineCredentials",
 			      "spec.secretId/secretKey are stored in the resource; move them to a Secret "
@@ -415,7 +424,16 @@ bool status_ledger(const cJSON *status, struct plan_launch *ret)
 	return true;
 }
 
-void status_recorded(const cJSON *status, struct strv *ret_ids, struct strv *ret_live, struct strv *ret_zones)
+/* Pushes obj's string key ("" when none) to l, unless l is NULL. */
+static void push_string(struct strv *l, const cJSON *obj, const char *key)
+{
+	const cJSON *v = cJSON_GetObjectItemCaseSensitive(obj, key);
+	if (l)
+		strv_push(l, cJSON_IsString(v) ? v->valuestring : "");
+}
+
+void status_recorded(const cJSON *status, struct strv *ret_ids, struct strv *ret_live, struct strv *ret_zones,
+		     struct strv *ret_ips)
 {
 	const cJSON *it;
 	size_t n = 0;
@@ -427,10 +445,8 @@ void status_recorded(const cJSON *status, struct strv *ret_ids, struct strv *ret
 		if (n++ >= STATUS_MAX_RECORDED)
 			break;
 		strv_push(ret_ids, id->valuestring);
-		if (ret_zones) {
-			const cJSON *zone = cJSON_GetObjectItemCaseSensitive(it, "zone");
-			strv_push(ret_zones, cJSON_IsString(zone) ? zone->valuestring : "");
-		}
+		push_string(ret_zones, it, "zone");
+		push_string(ret_ips, it, "privateIp");
 		/* Entries of the earlier operator have no state: they were live. */
 		if (!cJSON_IsString(state) || plan_classify_state(state->valuestring) == PLAN_LIVE)
 			strv_push(ret_live, id->valuestring);

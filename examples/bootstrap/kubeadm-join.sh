@@ -20,8 +20,9 @@ META=http://metadata.tencentyun.com/latest/meta-data
 id=$(curl -fsS --retry 10 --retry-connrefused "$META/instance-id")
 ip=$(curl -fsS --retry 10 --retry-connrefused "$META/local-ipv4")
 
-# Named by its private IP, as TKE names Nodes (NodeNameType lan-ip); spotpool matches
-# by the label first, then by that address.
+# Named by its private IP, as TKE names Nodes (NodeNameType lan-ip), and with that
+# address as its InternalIP (node-ip): spotpool honours the label only together with
+# the private IP the cloud reports for the instance (docs/how-it-works.md#nodes).
 cat >/etc/kubernetes/spotpool-join.yaml <<CONFIG
 apiVersion: kubeadm.k8s.io/v1beta3
 kind: JoinConfiguration
@@ -34,5 +35,6 @@ nodeRegistration:
   name: "$ip"
   kubeletExtraArgs:
     node-labels: "spotpool.jokerbai.com/instance-id=$id"
+    node-ip: "$ip"
 CONFIG
 kubeadm join --config /etc/kubernetes/spotpool-join.yaml

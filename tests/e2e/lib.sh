@@ -75,6 +75,9 @@ start_emulator() {
 }
 
 emu_get() { curl -sf "$EMU_URL/_emulator/$1"; }
+# emu_private_ip ID: the private IP the emulator gave instance ID (what a kubelet on it
+# reports as its Node's InternalIP).
+emu_private_ip() { emu_get instances | jq -r --arg id "$1" '.[] | select(.InstanceId == $id) | .PrivateIpAddresses[0]'; }
 emu_post() { curl -sf -X POST -H 'Content-Type: application/json' -d "$2" "$EMU_URL/_emulator/$1"; }
 
 # Writes a Spotpool manifest: pool_manifest NAME NAMESPACE MIN MAX [EXTRA_SPEC_YAML]

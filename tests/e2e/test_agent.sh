@@ -13,7 +13,12 @@
 #   - on a host that is not a Node: one SpotNotice per notice, still one after a
 #     restart (create-only RBAC, AlreadyExists = reported);
 #   - the RBAC is least: the agent may only patch nodes/status, the reporter only
-#     create SpotNotices in its namespace; no token appears in a log.
+#     create SpotNotices in its namespace; no token appears in a log;
+#   - the ValidatingAdmissionPolicy of conf/kubernetes/agent, tried with the agent's own
+#     token bound to a Pod on node A (as the DaemonSet's projected token is): setting
+#     A's SpotTerminating condition is allowed; another Node's status, A's labels,
+#     annotations, other conditions or addresses through nodes/status, and any write
+#     with a token bound to no Node are refused, the message naming the policy.
 source "$(dirname "$0")/lib.sh"
 
 unset NODE_NAME
@@ -51,17 +56,38 @@ rbac_ok=true
 } >"$E2E_TMP/rbac.out"
 check "agent: only patch nodes/status; reporter: only create SpotNotices in $NS $(tr '\n' ' ' <"$E2E_TMP/rbac.out")" $rbac_ok
 
-# sa_kubeconfig SA: a kubeconfig holding a token of $NS/SA (context namespace $NS).
+# sa_kubeconfig SA [POD]: a kubeconfig $E2E_TMP/SA[-POD].kubeconfig holding a token of
+# $NS/SA (context namespace $NS), bound to $NS/POD if given (as a pod's projected token
+# is: it carries the pod's Node, which the agent's admission policy reads).
 sa_kubeconfig() {
-	local k=$E2E_TMP/$1.kubeconfig token
-	token=$(kubectl create token "$1" -n "$NS" --duration=1h) || return 1
+	local k=$E2E_TMP/$1${2:+-$2}.kubeconfig token
+	token=$(kubectl create token "$1" -n "$NS" --duration=1h ${2:+--bound-object-kind Pod --bound-object-name "$2"}) || return 1
 	echo "$token" >>"$E2E_TMP/tokens"
 	kubectl config --kubeconfig="$k" set-cluster c --server="$K8S_URL" --certificate-authority="$K8S_CA_FILE" >/dev/null &&
 		kubectl config --kubeconfig="$k" set-credentials sa --token="$token" >/dev/null &&
 		kubectl config --kubeconfig="$k" set-context c --cluster=c --user=sa --namespace="$NS" >/dev/null &&
 		kubectl config --kubeconfig="$k" use-context c >/dev/null && chmod 600 "$k"
 }
-check "kubeconfig with a token of $NS/spotpool-agent" sa_kubeconfig spotpool-agent
+# agent_pod NODE: the agent's Pod on NODE (spec.nodeName; no kubelet runs it; "restricted"
+# as its namespace requires) and a kubeconfig with a token bound to it, $(agent_kc NODE).
+agent_pod() {
+	kubectl create -f - >/dev/null <<YAML || return 1
+apiVersion: v1
+kind: Pod
+metadata: {name: agent-${1//./-}, namespace: $NS}
+spec:
+  nodeName: $1
+  serviceAccountName: spotpool-agent
+  securityContext: {runAsNonRoot: true, runAsUser: 65532, seccompProfile: {type: RuntimeDefault}}
+  containers:
+    - name: agent
+      image: spotpool
+      securityContext: {allowPrivilegeEscalation: false, capabilities: {drop: [ALL]}}
+YAML
+	sa_kubeconfig spotpool-agent "agent-${1//./-}"
+}
+agent_kc() { echo "$E2E_TMP/spotpool-agent-agent-${1//./-}.kubeconfig"; }
+check "kubeconfig with a token of $NS/spotpool-agent bound to no pod" sa_kubeconfig spotpool-agent
 check "kubeconfig with a token of $NS/spotpool-notice-reporter" sa_kubeconfig spotpool-notice-reporter
 
 # holds KIND NAME [NAMESPACE] JQ: the object exists and JQ is true of it (jq 1.6 -e
@@ -115,9 +141,10 @@ status:
        lastHeartbeatTime: "2026-01-01T00:00:00Z", lastTransitionTime: "2026-01-01T00:00:00Z"}
 YAML
 check "Node $NODE (instance $ID) created" kubectl get node "$NODE"
+check "the agent's Pod on $NODE, a token bound to it" agent_pod "$NODE"
 cond() { kubectl get node "$NODE" -o json | jq -c --arg t "${1:-SpotTerminating}" '.status.conditions[]? | select(.type == $t) | {status, reason, message}'; }
 
-NODE_NAME=$NODE start_agent node "$E2E_TMP/spotpool-agent.kubeconfig" "$ID"
+NODE_NAME=$NODE start_agent node "$(agent_kc "$NODE")" "$ID"
 agent=$AGENT_PID
 check "agent: reads the instance id from the metadata once" wait_for 10 grep -qF "this host is instance $ID" "$E2E_TMP/node.log"
 sleep 2.5
@@ -178,7 +205,8 @@ check "SIGTERM: exit 0" test $? = 0
 # --- A Node that does not exist yet: retried with backoff -------------------------------
 ID3=$(new_instance)
 NODE3=10.0.0.9
-NODE_NAME=$NODE3 start_agent late "$E2E_TMP/spotpool-agent.kubeconfig" "$ID3"
+agent_pod "$NODE3"
+NODE_NAME=$NODE3 start_agent late "$(agent_kc "$NODE3")" "$ID3"
 announce "$ID3" 120
 deadline3=$(announced_deadline)
 check "no Node $NODE3 yet: the patch fails (404) and is retried with backoff" \
@@ -192,6 +220,45 @@ check "once the Node exists, the condition is set (reclaim at $deadline3)" wait_
 	"any(.status.conditions[]?; .type == \"SpotTerminating\" and .status == \"True\" and .message == \"reclaim at $deadline3\")"
 stop_agent "$AGENT_PID"
 check "SIGTERM: exit 0" test $? = 0
+
+# --- Its own Node only: the admission policy, with the agent's own tokens ----------------
+# status_patch KUBECONFIG NODE TYPE BODY: PATCH nodes/NODE/status (strategic merge, or
+# merge); the HTTP code, then the refusal's message if any, in $E2E_TMP/patch.out.
+status_patch() {
+	local token
+	token=$(kubectl config view --kubeconfig "$1" --raw -o jsonpath='{.users[0].user.token}')
+	curl -sS --cacert "$K8S_CA_FILE" -H "Authorization: Bearer $token" -X PATCH \
+		-H "Content-Type: application/$3-patch+json" "$K8S_URL/api/v1/nodes/$2/status" -d "$4" \
+		-o "$E2E_TMP/patch.json" -w '%{http_code}' >"$E2E_TMP/patch.out" &&
+		jq -r '.message // empty' "$E2E_TMP/patch.json" >>"$E2E_TMP/patch.out"
+}
+# refused KUBECONFIG NODE TYPE BODY TEXT: the patch gets 403 with the policy's name and TEXT.
+refused() {
+	status_patch "${@:1:4}" && cat "$E2E_TMP/patch.out" && [[ $(head -c 3 "$E2E_TMP/patch.out") == 403 ]] &&
+		grep -qF "ValidatingAdmissionPolicy 'spotpool-agent-own-node'" "$E2E_TMP/patch.out" && grep -qF "$5" "$E2E_TMP/patch.out"
+}
+KC_A=$(agent_kc "$NODE")
+TERM_BODY='{"status":{"conditions":[{"type":"SpotTerminating","status":"False","reason":"SpotNoticeWithdrawn","message":"policy test"}]}}'
+allowed() { status_patch "$@" && [[ $(head -c 3 "$E2E_TMP/patch.out") == 200 ]]; }
+check "token bound to a Pod on $NODE: setting $NODE's SpotTerminating condition is allowed (200)" \
+	allowed "$KC_A" "$NODE" strategic-merge "$TERM_BODY"
+check "... another Node's ($NODE3) status: refused, 'may write only its own Node ($NODE), not $NODE3'" \
+	refused "$KC_A" "$NODE3" strategic-merge "$TERM_BODY" "may write only its own Node ($NODE), not $NODE3"
+echo "# refusal: $(tail -1 "$E2E_TMP/patch.out")"
+check "... $NODE's labels through nodes/status: refused, 'may not change a Node's labels'" \
+	refused "$KC_A" "$NODE" merge '{"metadata":{"labels":{"spotpool.jokerbai.com/instance-id":"ins-other"}}}' "may not change a Node's labels"
+check "... $NODE's annotations through nodes/status: refused" \
+	refused "$KC_A" "$NODE" merge '{"metadata":{"annotations":{"spotpool.jokerbai.com/drain-started":"2000-01-01T00:00:00Z"}}}' "may not change a Node's labels, annotations"
+check "... $NODE's Ready condition: refused, 'nothing of a Node's status but its SpotTerminating condition'" \
+	refused "$KC_A" "$NODE" strategic-merge '{"status":{"conditions":[{"type":"Ready","status":"False","reason":"x","message":"y"}]}}' \
+	"may change nothing of a Node's status but its SpotTerminating condition"
+check "... $NODE's InternalIP: refused" refused "$KC_A" "$NODE" merge \
+	'{"status":{"addresses":[{"type":"InternalIP","address":"10.9.9.9"}]}}' "but its SpotTerminating condition"
+check "a token bound to no Pod: even $NODE's SpotTerminating is refused, 'its token is bound to no Node'" \
+	refused "$E2E_TMP/spotpool-agent.kubeconfig" "$NODE" strategic-merge "$TERM_BODY" "its token is bound to no Node"
+check "$NODE's labels and the Ready condition are as they were" holds node "$NODE" \
+	".metadata.labels[\"spotpool.jokerbai.com/instance-id\"] == \"$ID\" and (.metadata.annotations // {}) == {} and
+	 any(.status.conditions[]; .type == \"Ready\" and .status == \"True\")"
 
 # --- A host that is not a Node: a SpotNotice ----------------------------------------------
 ID2=$(new_instance)

@@ -6,7 +6,8 @@
 #   - `helm template` renders the main value combinations and
 #     `kubectl apply --dry-run=server` accepts every object of each (no Pod
 #     Security warning under "restricted"); bad combinations are refused;
-#   - the notice agent (DaemonSet, its ClusterRole, the notice reporter's Role) as
+#   - the notice agent (DaemonSet, its ClusterRole, the ValidatingAdmissionPolicy that
+#     keeps it to its own Node (agent.admissionPolicy), the notice reporter's Role) as
 #     conf/kubernetes/agent has them; on by default in clusterWide mode only;
 #   - RBAC: the cluster-wide rendering has exactly the rules of
 #     `kubectl kustomize conf/kubernetes`; the namespaced rendering's only
@@ -60,7 +61,7 @@ render() {
 	shift
 	"$HELM" template spotpool "$CHART" -n "$NS" "$@" >"$E2E_TMP/$name.yaml" 2>"$E2E_TMP/$name.err"
 }
-COMBOS=(default namespaced namespaced-named existing-secret created-secret monitoring single agent-reporter namespaced-agent namespaced-nodes no-nodes)
+COMBOS=(default namespaced namespaced-named existing-secret created-secret monitoring single agent-reporter namespaced-agent namespaced-nodes no-nodes agent-no-vap)
 declare -A COMBO_ARGS=(
 	[default]=""
 	[namespaced]="--set mode=namespaced --set watchNamespaces={team-a,team-b}"
@@ -73,6 +74,7 @@ declare -A COMBO_ARGS=(
 	[namespaced-agent]="--set mode=namespaced --set watchNamespaces={team-a,team-b} --set agent.enabled=true"
 	[namespaced-nodes]="--set mode=namespaced --set watchNamespaces={team-a,team-b} --set nodes=true"
 	[no-nodes]="--set nodes=false"
+	[agent-no-vap]="--set agent.admissionPolicy=false"
 )
 for c in "${COMBOS[@]}"; do
 	# shellcheck disable=SC2086 # word splitting of the value list is intended
@@ -163,8 +165,8 @@ check "kubectl apply --dry-run=server accepts conf/kubernetes/agent (all $(grep 
 kinds() { jq -r '.[] | "\(.kind) \(.metadata.namespace // "")/\(.metadata.name)"' "$E2E_TMP/$1.json" | sort | tr '\n' ';'; }
 # obj NAME KIND [OBJECT NAME]: the first (or named) object of KIND.
 obj() { jq -c --arg k "$2" --arg n "${3:-}" '[.[] | select(.kind == $k and ($n == "" or .metadata.name == $n))][0]' "$E2E_TMP/$1.json"; }
-expect_kinds="ClusterRole /spotpool;ClusterRole /spotpool-agent;ClusterRoleBinding /spotpool;ClusterRoleBinding /spotpool-agent;DaemonSet $NS/spotpool-agent;Deployment $NS/spotpool;PodDisruptionBudget $NS/spotpool;Role $NS/spotpool-leader-election;RoleBinding $NS/spotpool-leader-election;Service $NS/spotpool-metrics;ServiceAccount $NS/spotpool;ServiceAccount $NS/spotpool-agent;"
-check "default: ClusterRole+binding, leader-election Role+binding, SA, Service, Deployment, PDB (replicas 2), the notice agent (DaemonSet, SA, ClusterRole+binding); no Secret, no ServiceMonitor" \
+expect_kinds="ClusterRole /spotpool;ClusterRole /spotpool-agent;ClusterRoleBinding /spotpool;ClusterRoleBinding /spotpool-agent;DaemonSet $NS/spotpool-agent;Deployment $NS/spotpool;PodDisruptionBudget $NS/spotpool;Role $NS/spotpool-leader-election;RoleBinding $NS/spotpool-leader-election;Service $NS/spotpool-metrics;ServiceAccount $NS/spotpool;ServiceAccount $NS/spotpool-agent;ValidatingAdmissionPolicy /spotpool-agent-own-node;ValidatingAdmissionPolicyBinding /spotpool-agent-own-node;"
+check "default: ClusterRole+binding, leader-election Role+binding, SA, Service, Deployment, PDB (replicas 2), the notice agent (DaemonSet, SA, ClusterRole+binding, ValidatingAdmissionPolicy+binding); no Secret, no ServiceMonitor" \
 	test "$(kinds default)" = "$expect_kinds"
 
 # --- RBAC: chart == kustomize -----------------------------------------------------
@@ -253,6 +255,15 @@ check "agent: ... which is exactly patch on nodes/status" same "$(rules agent-ba
 	'[{"apiGroups":[""],"nonResourceURLs":[],"resourceNames":[],"resources":["nodes/status"],"verbs":["patch"]}]'
 check "agent: ClusterRoleBinding spotpool-agent binds it to $NS/spotpool-agent, as conf/kubernetes/agent's" \
 	same "$(obj agent-reporter ClusterRoleBinding spotpool-agent | jq -cS '[.roleRef, .subjects]')" "$(obj agent-base ClusterRoleBinding spotpool-agent | jq -cS '[.roleRef, .subjects]')"
+for k in ValidatingAdmissionPolicy ValidatingAdmissionPolicyBinding; do
+	check "agent: the chart's $k spotpool-agent-own-node == conf/kubernetes/agent's (spec)" \
+		same "$(obj default $k spotpool-agent-own-node | jq -cS .spec)" "$(obj agent-base $k spotpool-agent-own-node | jq -cS .spec)"
+done
+check "agent: the policy matches the agent's ServiceAccount $NS/spotpool-agent, denies" same \
+	"$(obj default ValidatingAdmissionPolicy spotpool-agent-own-node | jq -c '[.spec.matchConditions[0].expression, .spec.failurePolicy]')" \
+	"[\"request.userInfo.username == 'system:serviceaccount:$NS:spotpool-agent'\",\"Fail\"]"
+check "agent.admissionPolicy=false: the objects of the default but the ValidatingAdmissionPolicy and its binding" \
+	test "$(kinds agent-no-vap)" = "${expect_kinds%%ValidatingAdmissionPolicy *}"
 check "notice reporter: the chart's Role == conf/kubernetes/agent's (create SpotNotices only)" \
 	same "$(rules agent-reporter Role spotpool-notice-reporter $NS)" "$(rules agent-base Role spotpool-notice-reporter $NS)"
 check "notice reporter: bound to $NS/spotpool-notice-reporter, as conf/kubernetes/agent's" \

@@ -50,7 +50,7 @@ check "all 7 objects exist" test "$(kubectl get -k "$CONF" -o name 2>/dev/null |
 kubectl apply -k "$CONF/agent" --dry-run=server >"$E2E_TMP/dry-agent.out" 2>&1
 rc=$?
 n=$(grep -c '(server dry run)' "$E2E_TMP/dry-agent.out")
-check "apply -k conf/kubernetes/agent --dry-run=server accepts all 7 objects ($n)" test "$rc" = 0 -a "$n" = 7
+check "apply -k conf/kubernetes/agent --dry-run=server accepts all 9 objects ($n)" test "$rc" = 0 -a "$n" = 9
 kubectl apply -k "$CONF/agent" >"$E2E_TMP/apply-agent.out" 2>&1
 check "apply -k conf/kubernetes/agent succeeds" test $? = 0
 check "no Pod Security warning for the DaemonSet (restricted)" \

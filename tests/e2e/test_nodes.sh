@@ -2,8 +2,8 @@
 # Nodes (docs/how-it-works.md#nodes) on a real kube-apiserver, the test playing the
 # kubelet's part: the controller launches 3 instances in the emulator; the test
 # creates their Nodes (one with providerID qcloud:///900002/<id>, one with the label
-# spotpool.jokerbai.com/instance-id, one named by and with the InternalIP of the
-# instance's private IP) and sets them Ready. The status shows each instance's node and
+# spotpool.jokerbai.com/instance-id, both with the instance's private IP as InternalIP,
+# one named by and with only that InternalIP) and sets them Ready. The status shows each instance's node and
 # ready, readyNodes 3 (READYNODES 3 in `kubectl get sp -o wide`) and the launch ->
 # Ready metric; a reclaimed instance's Node is deleted (with an event), and a
 # scale-down victim's; a Node of an instance spotpool does not know is left alone; a
@@ -43,8 +43,8 @@ JSON
 		\"conditions\":[{\"type\":\"Ready\",\"status\":\"True\",\"reason\":\"KubeletReady\",\"message\":\"test\",
 		\"lastHeartbeatTime\":\"$now\",\"lastTransitionTime\":\"$now\"}]}}" >/dev/null
 }
-check "Node by providerID for ${ids[0]}" node by-provider "qcloud:///900002/${ids[0]}" "" 192.0.2.10
-check "Node by label for ${ids[1]}" node by-label "" "${ids[1]}" 192.0.2.11
+check "Node by providerID for ${ids[0]}" node by-provider "qcloud:///900002/${ids[0]}" "" "${ips[0]}"
+check "Node by label for ${ids[1]}" node by-label "" "${ids[1]}" "${ips[1]}"
 check "Node by InternalIP for ${ids[2]} (${ips[2]})" node "${ips[2]}" "" "" "${ips[2]}"
 check "Node of an instance spotpool does not know" node stranger "qcloud:///900002/ins-notours0" "" "${ips[0]}"
 
@@ -73,7 +73,7 @@ check "the other Nodes stay" kubectl get node by-label "${ips[2]}"
 check "the pool refills to 3" wait_for 60 at_size gpu 3
 # A scale-down: the victim (whichever spotpool picks) loses its Node, the others keep theirs.
 new_id=$(sp_field gpu "[.status.instances[].instanceId | select(. != \"${ids[1]}\" and . != \"${ids[2]}\")][0]")
-check "Node by label for the replacement $new_id" node replacement "" "$new_id" 192.0.2.12
+check "Node by label for the replacement $new_id" node replacement "" "$new_id" "$(emu_private_ip "$new_id")"
 check "the replacement's node shows" wait_for 30 bash -c "[[ \$(kubectl get sp gpu -o json | jq -r '.status.instances[] | select(.instanceId == \"$new_id\") | .node') == replacement ]]"
 kubectl patch sp gpu --type=merge -p '{"spec":{"minimum":2,"maximum":2}}' >/dev/null
 check "scaled down to 2" wait_for 60 at_size gpu 2

@@ -858,10 +858,13 @@ class Schedule:
         return f"f{self.seed}-{instance_id}"
 
     def ensure_node(self, instance_id: str) -> None:
-        """The Node a kubelet on the instance would register (matched by providerID), Ready."""
+        """The Node a kubelet on the instance would register (matched by providerID and its
+        InternalIP, the instance's private IP), Ready."""
         name = self.node_name(instance_id)
         if name in self.nodes:
             return
+        ip = next(((i.get("PrivateIpAddresses") or [""])[0] for i in self.emu.get("instances")
+                   if i["InstanceId"] == instance_id), "")
         status, _ = self.kube.request("POST", "/api/v1/nodes", {
             "apiVersion": "v1", "kind": "Node",
             "metadata": {"name": name, "labels": {"faults-seed": str(self.seed)}},
@@ -870,11 +873,13 @@ class Schedule:
             raise RuntimeError(f"creating Node {name}: HTTP {status}")
         now = time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())
         self.node_status(name, {"type": "Ready", "status": "True", "reason": "KubeletReady", "message": "faults",
-                                "lastHeartbeatTime": now, "lastTransitionTime": now})
+                                "lastHeartbeatTime": now, "lastTransitionTime": now},
+                         [{"type": "InternalIP", "address": ip}])
         self.nodes.add(name)
 
-    def node_status(self, name: str, condition: dict) -> int:
-        status, _ = self.kube.request("PATCH", f"/api/v1/nodes/{name}/status", {"status": {"conditions": [condition]}},
+    def node_status(self, name: str, condition: dict, addresses: list | None = None) -> int:
+        body = {"conditions": [condition], **({"addresses": addresses} if addresses else {})}
+        status, _ = self.kube.request("PATCH", f"/api/v1/nodes/{name}/status", {"status": body},
                                       "application/strategic-merge-patch+json")
         return status
 

@@ -260,7 +260,7 @@ static void test_node_change_queues_its_pool(void **state)
 	struct node_view v;
 	enum node_by by;
 	/* What a pass of ns/a asks (the cache not listed yet: nothing known). */
-	assert_int_equal(nodes_find(ctl_nodes(g.ctl), "ns/a", &want, 1, &v, &by), SP_ETRANSIENT);
+	assert_int_equal(nodes_find(ctl_nodes(g.ctl), "ns/a", &want, 1, &v, &by, NULL), SP_ETRANSIENT);
 	cJSON *node = cJSON_Parse("{\"metadata\":{\"name\":\"n1\"},\"spec\":{\"providerID\":\"qcloud:///900002/ins-a\"}}");
 	nodes_apply_event(ctl_nodes(g.ctl), "ADDED", node);
 	assert_int_equal(wq_when(ctl_queue(g.ctl), "ns/a"), 0);

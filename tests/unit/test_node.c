@@ -141,7 +141,8 @@ static struct node_view node(const char *name, const char *provider_id, const ch
 
 #define MAXN 6
 
-/* Each row: Nodes, wanted instances, and the Node name each gets ("" none) and how. */
+/* Each row: Nodes, wanted instances, the Node name each gets ("" none) and how, and the
+ * claims refused ("C" conflict / "R" rejected : instance : Node, in node_match's order). */
 static void test_match(void **state)
 {
 	(void)state;
@@ -150,39 +151,68 @@ static void test_match(void **state)
 		struct { const char *name, *provider_id, *label_id, *ip; } nodes[MAXN];
 		struct node_want want[MAXN];
 		struct { const char *name; enum node_by by; } expect[MAXN];
+		const char *refused;
 	} rows[] = {
-		{"each rule in order",
-		 {{"n-prov", "ins-a", "", "10.0.0.9"}, {"n-label", "", "ins-b", "10.0.0.8"}, {"10.0.0.3", "", "", "10.0.0.3"}},
-		 {{"ins-a", "10.0.0.1"}, {"ins-b", "10.0.0.2"}, {"ins-c", "10.0.0.3"}, {"ins-d", "10.0.0.4"}},
-		 {{"n-prov", NODE_BY_PROVIDER_ID}, {"n-label", NODE_BY_LABEL}, {"10.0.0.3", NODE_BY_IP}, {"", NODE_BY_NONE}}},
-		{"providerID wins over a label naming the same instance",
-		 {{"n-label", "", "ins-a", ""}, {"n-prov", "ins-a", "", ""}},
-		 {{"ins-a", NULL}},
-		 {{"n-prov", NODE_BY_PROVIDER_ID}}},
-		{"a Node matched by ID is not matched again by IP",
-		 {{"n1", "ins-a", "", "10.0.0.5"}},
-		 {{"ins-a", "10.0.0.1"}, {"ins-b", "10.0.0.5"}},
-		 {{"n1", NODE_BY_PROVIDER_ID}, {"", NODE_BY_NONE}}},
-		{"a Node declaring another instance's ID is not matched by IP",
-		 {{"n1", "", "ins-other", "10.0.0.5"}},
-		 {{"ins-b", "10.0.0.5"}},
-		 {{"", NODE_BY_NONE}}},
+		{"label + the instance's IP: honoured",
+		 {{"n-a", "", "ins-a", "10.0.0.1"}},
+		 {{"ins-a", "10.0.0.1", false}},
+		 {{"n-a", NODE_BY_LABEL}}, ""},
+		{"providerID + the instance's IP: honoured",
+		 {{"n-a", "ins-a", "", "10.0.0.1"}},
+		 {{"ins-a", "10.0.0.1", false}},
+		 {{"n-a", NODE_BY_PROVIDER_ID}}, ""},
+		{"label + another IP: refused",
+		 {{"control-plane-1", "", "ins-a", "10.9.9.9"}},
+		 {{"ins-a", "10.0.0.1", false}},
+		 {{"", NODE_BY_NONE}}, "R:ins-a:control-plane-1"},
+		{"providerID + another IP: refused",
+		 {{"control-plane-1", "ins-a", "", "10.9.9.9"}},
+		 {{"ins-a", "10.0.0.1", false}},
+		 {{"", NODE_BY_NONE}}, "R:ins-a:control-plane-1"},
+		{"a forged label listed first beside the instance's own Node: its own",
+		 {{"control-plane-1", "", "ins-a", "10.9.9.9"}, {"n-a", "", "ins-a", "10.0.0.1"}},
+		 {{"ins-a", "10.0.0.1", false}},
+		 {{"n-a", NODE_BY_LABEL}}, "R:ins-a:control-plane-1"},
+		{"two Nodes claiming one instance by ID with its IP: none",
+		 {{"n2", "ins-a", "", "10.0.0.1"}, {"n1", "", "ins-a", "10.0.0.1"}},
+		 {{"ins-a", "10.0.0.1", false}},
+		 {{"", NODE_BY_NONE}}, "C:ins-a:n1 C:ins-a:n2"},
+		{"one by ID, one by the same IP alone: none",
+		 {{"n1", "", "ins-a", "10.0.0.1"}, {"n2", "", "", "10.0.0.1"}},
+		 {{"ins-a", "10.0.0.1", false}},
+		 {{"", NODE_BY_NONE}}, "C:ins-a:n1 C:ins-a:n2"},
+		{"a Node declaring no ID: by its IP; one declaring another instance's ID: not by IP",
+		 {{"10.0.0.3", "", "", "10.0.0.3"}, {"n1", "", "ins-other", "10.0.0.5"}},
+		 {{"ins-c", "10.0.0.3", false}, {"ins-b", "10.0.0.5", false}},
+		 {{"10.0.0.3", NODE_BY_IP}, {"", NODE_BY_NONE}}, ""},
 		{"two Nodes with the same IP: neither",
 		 {{"n1", "", "", "10.0.0.5"}, {"n2", "", "", "10.0.0.5"}},
-		 {{"ins-b", "10.0.0.5"}},
-		 {{"", NODE_BY_NONE}}},
-		{"the same IP wanted twice: the first instance only",
+		 {{"ins-b", "10.0.0.5", false}},
+		 {{"", NODE_BY_NONE}}, "C:ins-b:n1 C:ins-b:n2"},
+		{"the same IP wanted twice: neither instance",
 		 {{"n1", "", "", "10.0.0.5"}},
-		 {{"ins-a", "10.0.0.5"}, {"ins-b", "10.0.0.5"}},
-		 {{"n1", NODE_BY_IP}, {"", NODE_BY_NONE}}},
-		{"two Nodes claiming one ID: the first; no IP, empty ID or NULL match nothing",
-		 {{"old", "ins-a", "", ""}, {"new", "ins-a", "", ""}, {"blank", "", "", ""}},
-		 {{"ins-a", ""}, {"", ""}, {NULL, NULL}},
-		 {{"old", NODE_BY_PROVIDER_ID}, {"", NODE_BY_NONE}, {"", NODE_BY_NONE}}},
+		 {{"ins-a", "10.0.0.5", false}, {"ins-b", "10.0.0.5", false}},
+		 {{"", NODE_BY_NONE}, {"", NODE_BY_NONE}}, "C:ins-a:n1 C:ins-b:n1"},
+		{"an instance without a private IP yet has no Node; no ID, NULL match nothing",
+		 {{"n1", "ins-a", "", "10.0.0.1"}, {"blank", "", "", ""}},
+		 {{"ins-a", "", false}, {"", "", false}, {NULL, NULL, false}},
+		 {{"", NODE_BY_NONE}, {"", NODE_BY_NONE}, {"", NODE_BY_NONE}}, ""},
+		{"recorded: by ID and the recorded IP, never by that IP alone",
+		 {{"n-old", "", "ins-g", "10.0.0.7"}, {"n-ip", "", "", "10.0.0.8"}, {"n-cp", "ins-h", "", "10.9.9.9"}},
+		 {{"ins-g", "10.0.0.7", true}, {"ins-h", "10.0.0.8", true}},
+		 {{"n-old", NODE_BY_LABEL}, {"", NODE_BY_NONE}}, "R:ins-h:n-cp"},
+		{"a gone instance's IP reused by an observed one: the observed one's",
+		 {{"n-new", "", "", "10.0.0.5"}},
+		 {{"ins-new", "10.0.0.5", false}, {"ins-gone", "10.0.0.5", true}},
+		 {{"n-new", NODE_BY_IP}, {"", NODE_BY_NONE}}, ""},
+		{"providerID and label naming the same instance: one claim",
+		 {{"n1", "ins-a", "ins-a", "10.0.0.1"}},
+		 {{"ins-a", "10.0.0.1", false}},
+		 {{"n1", NODE_BY_PROVIDER_ID}}, ""},
 		{"no Nodes",
 		 {{NULL, NULL, NULL, NULL}},
-		 {{"ins-a", "10.0.0.1"}},
-		 {{"", NODE_BY_NONE}}},
+		 {{"ins-a", "10.0.0.1", false}},
+		 {{"", NODE_BY_NONE}}, ""},
 	};
 	for (size_t r = 0; r < sizeof(rows) / sizeof(*rows); r++) {
 		struct node_view nodes[MAXN];
@@ -196,13 +226,21 @@ static void test_match(void **state)
 			n_want++;
 		int index[MAXN];
 		enum node_by by[MAXN];
-		node_match(nodes, n_nodes, rows[r].want, n_want, index, by);
+		struct node_refusals refused;
+		node_match(nodes, n_nodes, rows[r].want, n_want, index, by, &refused);
 		for (size_t i = 0; i < n_want; i++) {
 			const char *got = index[i] >= 0 ? nodes[index[i]].name : "";
 			if (strcmp(got, rows[r].expect[i].name) != 0 || by[i] != rows[r].expect[i].by)
 				fail_msg("%s: instance %zu matched \"%s\" (by %d), expected \"%s\" (by %d)", rows[r].what, i,
 					 got, by[i], rows[r].expect[i].name, rows[r].expect[i].by);
 		}
+		char got[512] = "";
+		for (size_t k = 0; k < refused.n; k++)
+			snprintf(got + strlen(got), sizeof(got) - strlen(got), "%s%s:%s:%s", k ? " " : "",
+				 refused.v[k].conflict ? "C" : "R", refused.v[k].instance, refused.v[k].node);
+		if (strcmp(got, rows[r].refused) != 0)
+			fail_msg("%s: refused \"%s\", expected \"%s\"", rows[r].what, got, rows[r].refused);
+		node_refusals_clear(&refused);
 	}
 }
 

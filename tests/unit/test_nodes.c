@@ -15,12 +15,15 @@ static void on_changed(void *ud, const char *pool)
 	snprintf(told + strlen(told), sizeof(told) - strlen(told), "%s%s", *told ? " " : "", pool);
 }
 
+/* Node name's InternalIP is 10.9.<name>, the private IP of instance ins-<name> (want()). */
+#define ADDRESS(name) "\"addresses\":[{\"type\":\"InternalIP\",\"address\":\"10.9." name "\"}]"
 #define NODE(name, rv, extra)                                                              \
-	"{\"metadata\":{\"name\":\"" name "\",\"resourceVersion\":\"" rv "\"" extra "}}"
+	"{\"metadata\":{\"name\":\"" name "\",\"resourceVersion\":\"" rv "\"" extra "},"    \
+	"\"status\":{" ADDRESS(name) "}}"
 #define READY(name, rv, ready, beat)                                                       \
 	"{\"metadata\":{\"name\":\"" name "\",\"resourceVersion\":\"" rv "\"},"             \
 	"\"spec\":{\"providerID\":\"qcloud:///900002/ins-" name "\"},"                       \
-	"\"status\":{\"conditions\":[{\"type\":\"Ready\",\"status\":\"" ready "\","         \
+	"\"status\":{" ADDRESS(name) ",\"conditions\":[{\"type\":\"Ready\",\"status\":\"" ready "\"," \
 	"\"lastHeartbeatTime\":\"" beat "\",\"lastTransitionTime\":\"2026-11-25T00:00:00Z\"}]}}"
 #define LIST(rv, cont, items)                                                              \
 	"{\"metadata\":{\"resourceVersion\":\"" rv "\",\"continue\":\"" cont "\"},\"items\":[" items "]}"
@@ -51,12 +54,22 @@ static void rig_end(struct rig *g)
 	nodes_free(g->nodes);
 }
 
-/* The Node name found for instance id (matched by ID), "" for none. */
+/* Instance ins-<x> and its private IP 10.9.<x> (ADDRESS). */
+static struct node_want want_of(const char *id)
+{
+	static char ips[4][32];
+	static size_t k;
+	char *ip = ips[k++ % 4];
+	snprintf(ip, sizeof(ips[0]), "10.9.%s", id + strlen("ins-"));
+	return (struct node_want){.id = id, .ip = ip};
+}
+
+/* The Node name found for instance id, "" for none. */
 static const char *node_of(struct nodes *n, const char *pool, const char *id, struct node_view *v)
 {
-	struct node_want want = {.id = id};
+	struct node_want want = want_of(id);
 	enum node_by by;
-	assert_int_equal(nodes_find(n, pool, &want, 1, v, &by), 0);
+	assert_int_equal(nodes_find(n, pool, &want, 1, v, &by, NULL), 0);
 	return v->name;
 }
 
@@ -77,13 +90,13 @@ static void test_list_and_events(void **state)
 	struct rig g;
 	rig_start(&g, replies, 3);
 	struct node_view v;
-	struct node_want want = {.id = "ins-a"};
+	struct node_want want = want_of("ins-a");
 	enum node_by by;
 	/* Not listed yet: nothing known, but the pool's instances are remembered. */
-	assert_int_equal(nodes_find(g.nodes, "ns/p", &want, 1, &v, &by), SP_ETRANSIENT);
+	assert_int_equal(nodes_find(g.nodes, "ns/p", &want, 1, &v, &by, NULL), SP_ETRANSIENT);
 	assert_false(nodes_synced(g.nodes));
-	struct node_want want_b = {.id = "ins-b"}, want_c = {.id = "ins-c"};
-	assert_int_equal(nodes_find(g.nodes, "ns/q", &want_b, 1, &v, &by), SP_ETRANSIENT);
+	struct node_want want_b = want_of("ins-b"), want_c = want_of("ins-c");
+	assert_int_equal(nodes_find(g.nodes, "ns/q", &want_b, 1, &v, &by, NULL), SP_ETRANSIENT);
 	assert_int_equal(nodes_round(g.nodes, &g.kube), 0);
 	assert_true(nodes_synced(g.nodes));
 	/* The list told each pool of its Node; the watch: p when a became Ready (not at its
@@ -93,7 +106,7 @@ static void test_list_and_events(void **state)
 	assert_string_equal(node_of(g.nodes, "ns/p", "ins-a", &v), "a");
 	assert_true(v.ready);
 	assert_string_equal(node_of(g.nodes, "ns/q", "ins-b", &v), "");
-	assert_int_equal(nodes_find(g.nodes, "ns/r", &want_c, 1, &v, &by), 0);
+	assert_int_equal(nodes_find(g.nodes, "ns/r", &want_c, 1, &v, &by, NULL), 0);
 	assert_string_equal(v.name, "c");
 	assert_int_equal(by, NODE_BY_LABEL);
 	/* A forgotten pool is told nothing more. */
@@ -122,9 +135,9 @@ static void test_gone_relists_and_drops_back_off(void **state)
 	struct rig g;
 	rig_start(&g, replies, 5);
 	struct node_view v;
-	struct node_want want = {.id = "ins-b"};
+	struct node_want want = want_of("ins-b");
 	enum node_by by;
-	nodes_find(g.nodes, "ns/p", &want, 1, &v, &by);
+	nodes_find(g.nodes, "ns/p", &want, 1, &v, &by, NULL);
 	assert_int_equal(nodes_round(g.nodes, &g.kube), 0);
 	*told = '\0';
 	assert_int_equal(nodes_round(g.nodes, &g.kube), 500);
@@ -149,10 +162,10 @@ static void test_forbidden(void **state)
 	assert_int_equal(nodes_round(g.nodes, &g.kube), 1000);
 	assert_false(nodes_synced(g.nodes));
 	struct node_view v;
-	struct node_want want = {.id = "ins-a"};
+	struct node_want want = want_of("ins-a");
 	enum node_by by;
 	/* refused, not pending: passes go on without Node features (nothing to wait for) */
-	assert_int_equal(nodes_find(g.nodes, "ns/p", &want, 1, &v, &by), SP_EFORBIDDEN);
+	assert_int_equal(nodes_find(g.nodes, "ns/p", &want, 1, &v, &by, NULL), SP_EFORBIDDEN);
 	rig_end(&g);
 }
 
@@ -164,7 +177,7 @@ static void test_forbidden(void **state)
 #define CLAIM(name, rv, at)                                                                \
 	"{\"metadata\":{\"name\":\"" name "\",\"resourceVersion\":\"" rv "\"},"             \
 	"\"spec\":{\"providerID\":\"qcloud:///900002/ins-" name "\"},"                       \
-	"\"status\":{\"conditions\":[{\"type\":\"" NODE_CONDITION_TERMINATING "\","          \
+	"\"status\":{" ADDRESS(name) ",\"conditions\":[{\"type\":\"" NODE_CONDITION_TERMINATING "\","  \
 	"\"status\":\"True\",\"message\":\"" NODE_TERMINATING_PREFIX at "\"}]}}"
 
 static void test_claim_first_seen(void **state)

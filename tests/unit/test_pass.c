@@ -1785,6 +1785,73 @@ static void test_credentials_precedence(void **state)
 	assert_int_equal(pass_credentials_source(&s, false), PASS_CREDS_NONE);
 }
 
+/* Node claims node_match did not honour. An instance two Nodes claim (contested) has no
+ * Node for the pass, but its pods may be on one: not terminated by choice (a scale-down,
+ * c 0; a notice, c 2) while that lasts, unlike an instance with no claimant (c 1); a
+ * deleted pool's goes (c 3: its drain would be cut at drainTimeout anyway). The
+ * refusals show as NodeClaimsRefused, told by one Warning event per episode: not when
+ * the condition already says so (c 4), again when its reason changes (c 5); a
+ * condition back True within PASS_CLAIMS_EVENT_QUIET_SECONDS of going False (a Node
+ * flapping its claim) is not told again (c 6), after it is (c 7). */
+static void test_refused_claims(void **state)
+{
+	(void)state;
+	for (int c = 0; c < 8; c++) {
+		char at[32];
+		sp_format_time(c == 6 ? NOW - 60 : c == 7 ? NOW - PASS_CLAIMS_EVENT_QUIET_SECONDS : NOW - 3600, at);
+		char *text = xasprintf("{\"conditions\":[{\"type\":\"NodeClaimsRefused\",\"status\":\"%s\",\"reason\":"
+				       "\"NodeIdentityConflict\",\"message\":\"old\",\"lastTransitionTime\":\"%s\"}]}",
+				       c >= 6 ? "False" : "True", at);
+		cJSON *was = cJSON_Parse(text);
+		free(text);
+		struct pool_instance in[1] = {running("i1", "RUNNING")};
+		struct node_view nodes[1];  /* i1 has no Node it may be matched to */
+		struct node_refusal refused[2] = {{.instance = "i1", .node = "n-a", .ip = "10.0.0.1", .conflict = true},
+						  {.instance = "i1", .node = "n-b", .ip = "10.0.0.1", .conflict = true}};
+		int64_t notice_at[1] = {NOW + 120};
+		memset(nodes, 0, sizeof(nodes));
+		struct sim s;
+		sim_init(&s, 0, 1);
+		s.spec.has_replicas = true;
+		s.spec.replicas = c == 2 ? 1 : 0;
+		s.spec.drain_timeout = 600;
+		s.in.plan.instances = in;
+		s.in.plan.n_instances = 1;
+		s.in.nodes = nodes;
+		s.in.n_nodes = 1;
+		s.in.refused = c == 1 ? NULL : refused;
+		s.in.n_refused = c == 1 ? 0 : c == 5 ? 1 : 2;
+		if (c == 5)
+			refused[0].conflict = false;
+		s.in.deleting = s.in.plan.deleting = c == 3;
+		s.in.old_status = c >= 4 ? was : NULL;
+		if (c == 2) {
+			s.in.notice_at = notice_at;
+			s.in.n_notice_at = 1;
+		}
+		sim_run(&s);
+		assert_int_equal(taken(&s, "terminate scale-down i1"), c == 1 || c == 5);
+		assert_false(taken(&s, "terminate notice"));
+		assert_int_equal(taken(&s, "terminate deletion i1"), c == 3);
+		if (c == 0 || c == 2)
+			assert_true(s.requeue_ms > 0 && s.requeue_ms <= DRAIN_RECHECK_SECONDS * 1000);
+		assert_int_equal(taken(&s, "event Warning NodeIdentityConflict"), c == 0 || c == 2 || c == 3 || c == 7);
+		assert_int_equal(taken(&s, "event Warning NodeClaimRejected"), c == 5);
+		if (c == 0) {
+			assert_string_equal(status_condition(s.last_status, "NodeClaimsRefused", "status"), "True");
+			assert_string_equal(status_condition(s.last_status, "NodeClaimsRefused", "message"),
+					    "Nodes n-a (InternalIP 10.0.0.1), n-b (InternalIP 10.0.0.1) all claim "
+					    "instance i1: none is honoured");
+		}
+		if (c == 1)  /* never set, nothing to clear */
+			assert_null(status_condition(s.last_status, "NodeClaimsRefused", "status"));
+		if (c == 6)
+			assert_string_equal(status_condition(s.last_status, "NodeClaimsRefused", "status"), "True");
+		sim_free(&s);
+		cJSON_Delete(was);
+	}
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -1818,6 +1885,7 @@ int main(void)
 		cmocka_unit_test(test_status_update_failed),
 		cmocka_unit_test(test_launch_abandoned),
 		cmocka_unit_test(test_deletion_sweep),
+		cmocka_unit_test(test_refused_claims),
 		cmocka_unit_test(test_notices_pending_holds_only_scale_down),
 		cmocka_unit_test(test_doomed_without_replicas),
 	};

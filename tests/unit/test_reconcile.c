@@ -101,9 +101,19 @@ static int fake_kube_request(void *ctx, const char *method, const char *path, co
 		record(f, "DELETE %s uid=%s", path, uid ? cJSON_GetStringValue(uid) : "none");
 		return f->delete_rc ? sp_fail(err, f->delete_rc, "injected %s", sp_strerror(f->delete_rc)) : 0;
 	}
+	if (strcmp(method, "GET") == 0 && strncmp(path, "/api/v1/pods?", 13) == 0) {
+		record(f, "GET pods");  /* a drain's: one pod on every Node */
+		*ret = cJSON_Parse("{\"metadata\":{},\"items\":[{\"metadata\":{\"namespace\":\"app\",\"name\":"
+				   "\"web\"},\"spec\":{},\"status\":{\"phase\":\"Running\"}}]}");
+		return 0;
+	}
 	if (strcmp(method, "GET") == 0) {
 		record(f, "GET");
 		*ret = cJSON_Duplicate(f->obj, true);
+		return 0;
+	}
+	if (strncmp(path, "/api/v1/nodes/", 14) == 0) {
+		record(f, "PATCH %s", path);  /* a drain's cordon, taint, annotations */
 		return 0;
 	}
 	char what[64];
@@ -223,13 +233,13 @@ static int fake_find_notices(void *ctx, const char *pool, const char *const *ids
 }
 
 static int fake_find_nodes(void *ctx, const char *pool, const struct node_want *want, size_t n,
-			   struct node_view *ret, enum node_by *ret_by)
+			   struct node_view *ret, enum node_by *ret_by, struct node_refusals *ret_refused)
 {
 	struct fake *f = ctx;
 	assert_string_equal(pool, "ns/p");
 	int index[16];
 	assert_true(n <= 16);
-	node_match(f->nodes, f->n_nodes, want, n, index, ret_by);
+	node_match(f->nodes, f->n_nodes, want, n, index, ret_by, ret_refused);
 	for (size_t i = 0; i < n; i++)
 		ret[i] = index[i] >= 0 ? f->nodes[index[i]] : (struct node_view){0};
 	return 0;
@@ -414,9 +424,10 @@ static void test_nodes(void **state)
 	w.r.nodes = (struct node_reader){.find = fake_find_nodes, .ctx = &w.f};
 	world_list(&w, "ins-a", "RUNNING");
 	world_list(&w, "ins-b", "RUNNING");
+	snprintf(w.f.listed[0].private_ip, sizeof(w.f.listed[0].private_ip), "10.0.0.1");
 	snprintf(w.f.listed[1].private_ip, sizeof(w.f.listed[1].private_ip), "10.0.0.2");
-	w.f.nodes[0] = (struct node_view){.name = "n-a", .uid = "u-a", .provider_id = "ins-a", .ready = true,
-					  .ready_since = NOW - 500};
+	w.f.nodes[0] = (struct node_view){.name = "n-a", .uid = "u-a", .provider_id = "ins-a", .internal_ip = "10.0.0.1",
+					  .ready = true, .ready_since = NOW - 500};
 	w.f.nodes[1] = (struct node_view){.name = "10.0.0.2", .uid = "u-b", .internal_ip = "10.0.0.2"};
 	w.f.nodes[2] = (struct node_view){.name = "n-x", .provider_id = "ins-x", .ready = true};
 	w.f.n_nodes = 3;
@@ -566,6 +577,81 @@ static void test_account_followed(void **state)
 	assert_string_equal(status_str(&w, "accountFingerprint"), fp);
 	assert_string_equal(status_condition(cJSON_GetObjectItemCaseSensitive(w.f.obj, "status"), "Degraded", "status"),
 			    "False");
+	world_free(&w);
+}
+
+/* The pool's condition type's field, or NULL. */
+static const char *pool_condition(const struct world *w, const char *type, const char *field)
+{
+	return status_condition(cJSON_GetObjectItemCaseSensitive(w->f.obj, "status"), type, field);
+}
+
+/* Issue 27: a Node control-plane-1 (another InternalIP) listed first with the label of
+ * the pool's instance and a reclaim 30 s ahead, beside the instance's own Node (the
+ * label, the instance's private IP) as examples/bootstrap/kubeadm-join.sh registers it.
+ * control-plane-1 is never drained (no patch, no pod listed), the instance is neither
+ * doomed nor replaced, one NodeClaimRejected event names the claim, and when the instance
+ * is reclaimed its own Node is deleted, never control-plane-1. */
+static void test_forged_claim(void **state)
+{
+	(void)state;
+	struct world w;
+	world_init(&w, 1, 2, false);
+	w.r.nodes = (struct node_reader){.find = fake_find_nodes, .ctx = &w.f};
+	world_list(&w, "ins-a", "RUNNING");
+	snprintf(w.f.listed[0].private_ip, sizeof(w.f.listed[0].private_ip), "10.0.0.1");
+	w.f.nodes[0] = (struct node_view){.name = "control-plane-1", .uid = "u-cp", .label_id = "ins-a", .internal_ip = "10.9.9.9",
+					  .ready = true, .terminating_at = NOW + 30};
+	w.f.nodes[1] = (struct node_view){.name = "n-a", .uid = "u-a", .label_id = "ins-a", .internal_ip = "10.0.0.1",
+					  .ready = true};
+	w.f.n_nodes = 2;
+	for (int pass = 0; pass < 3; pass++) {
+		world_pass(&w);
+		assert_int_equal(calls_starting(&w, "PATCH /api/v1/nodes/control-plane-1"), 0);
+		assert_int_equal(calls_starting(&w, "GET pods"), 0);
+		assert_int_equal(calls_starting(&w, "RunInstances"), 0);
+		assert_int_equal(calls_starting(&w, "TerminateInstances"), 0);
+		/* told once: the condition holds the episode */
+		assert_int_equal(calls_starting(&w, "POST event NodeClaimRejected"), pass == 0);
+		w.f.clock.now += 10;
+	}
+	assert_string_equal(cJSON_GetStringValue(cJSON_GetObjectItemCaseSensitive(status_entry(&w, 0), "node")), "n-a");
+	assert_null(cJSON_GetObjectItemCaseSensitive(status_entry(&w, 0), "reclaimAt"));
+	assert_string_equal(pool_condition(&w, "NodeClaimsRefused", "status"), "True");
+	assert_string_equal(pool_condition(&w, "NodeClaimsRefused", "reason"), "NodeClaimRejected");
+	assert_non_null(strstr(pool_condition(&w, "NodeClaimsRefused", "message"),
+			       "Node control-plane-1 (InternalIP 10.9.9.9) claims instance ins-a by ID"));
+	/* ins-a is reclaimed: its Node goes, by ID and the private IP the status recorded. */
+	w.f.n_listed = 0;
+	world_pass(&w);
+	assert_int_equal(calls_starting(&w, "DELETE /api/v1/nodes/n-a"), 1);
+	assert_int_equal(calls_starting(&w, "DELETE /api/v1/nodes/control-plane-1"), 0);
+	/* Once ins-a is no longer recorded, control-plane-1 claims nothing of the pool's:
+	 * the condition goes False. */
+	world_pass(&w);
+	assert_int_equal(calls_starting(&w, "DELETE"), 0);
+	assert_string_equal(pool_condition(&w, "NodeClaimsRefused", "status"), "False");
+	world_free(&w);
+}
+
+/* A recorded instance gone, claimed only by a Node with another InternalIP than the
+ * status recorded (its own Node long gone): that Node is not the instance's, and stays. */
+static void test_gone_instance_forged_node_kept(void **state)
+{
+	(void)state;
+	struct world w;
+	world_init(&w, 0, 2, false);
+	w.r.nodes = (struct node_reader){.find = fake_find_nodes, .ctx = &w.f};
+	world_list(&w, "ins-a", "RUNNING");
+	snprintf(w.f.listed[0].private_ip, sizeof(w.f.listed[0].private_ip), "10.0.0.1");
+	world_pass(&w);
+	w.f.nodes[0] = (struct node_view){.name = "control-plane-1", .uid = "u-cp", .provider_id = "ins-a", .internal_ip = "10.9.9.9"};
+	w.f.n_nodes = 1;
+	w.f.n_listed = 0;
+	world_pass(&w);
+	assert_int_equal(calls_starting(&w, "DescribeInstances"), 1);
+	assert_int_equal(calls_starting(&w, "DELETE"), 0);
+	assert_int_equal(calls_starting(&w, "POST event NodeClaimRejected"), 1);
 	world_free(&w);
 }
 
@@ -977,6 +1063,8 @@ int main(void)
 		cmocka_unit_test(test_nodes),
 		cmocka_unit_test(test_region_edited),
 		cmocka_unit_test(test_account_followed),
+		cmocka_unit_test(test_forged_claim),
+		cmocka_unit_test(test_gone_instance_forged_node_kept),
 		cmocka_unit_test(test_deletion_delete),
 		cmocka_unit_test(test_deletion_retain),
 		cmocka_unit_test(test_notice_and_sweep),
