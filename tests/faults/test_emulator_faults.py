@@ -362,6 +362,23 @@ class Plans(unittest.TestCase):
         self.assertTrue(set(campaign.NEW_KINDS) <= kinds, set(campaign.NEW_KINDS) - kinds)
         self.assertTrue(kinds <= set(campaign.KINDS), kinds - set(campaign.KINDS))
 
+    def test_issue27_kinds_forced_and_left_out(self):
+        drawn = set()
+        for seed in range(1, 60):
+            plain = campaign.make_plan(seed, (20, 40))
+            drawn |= {e.kind for e in plain.events}
+            forced = campaign.make_plan(seed, (20, 40), frozenset({"node_reuse", "past_deadline"}))
+            kinds = [e.kind for e in forced.events]
+            self.assertIn("node_reuse", kinds)
+            self.assertIn("past_deadline", kinds)
+            # Forcing adds those events and changes no other draw.
+            self.assertEqual([e for e in plain.events if e.kind not in ("node_reuse", "past_deadline")],
+                             [e for e in forced.events if e.kind not in ("node_reuse", "past_deadline")])
+            self.assertTrue(forced.kubelets and forced.proxied)
+            forced.finalize(set(campaign.ISSUE27_KINDS))
+            self.assertFalse({e.kind for e in forced.events} & set(campaign.ISSUE27_KINDS))
+        self.assertTrue(set(campaign.ISSUE27_KINDS) <= drawn, set(campaign.ISSUE27_KINDS) - drawn)
+
     def test_long_owner_tag(self):
         ns, name = campaign.long_name("faults-1-", 63), campaign.long_name("p0-", 253)
         self.assertEqual((len(ns), len(name)), (63, 253))
