@@ -148,7 +148,8 @@ INVARIANTS (each violation names one, with evidence and the replay command):
               to evict (POST .../pods/NAME/eviction, whatever the answer) nor gone; an
               instance already reclaimed or shut down is not judged;
   node-left   once every pool is deleted, no Node (providerID or label style) of an
-              instance gone for 30 s (registered 5 s before it went, and shown in a pool
+              instance gone for 30 s (the check waits until then if need be; registered 5
+              s before it went, and shown in a pool
               status sampled every 5 s: spotpool deletes Nodes of instances it recorded) is
               left;
   doom-bound  no pool status counts an instance doomed (reclaimAt) more than 15 min
@@ -561,6 +562,8 @@ DOOM_MAX_S = 900
 # pods appearing while a pass that decided without them runs: latency faults hold a
 # cloud answer up to 6 s).
 POD_MARGIN_S = 10
+# The Node of an instance gone this long is to be deleted (a failed deletion retried).
+NODE_LEFT_S = 30
 GARBAGE_FORMS = ("unparseable", "fractional", "pre1970", "junk")
 OTHER_REGIONS = ("ap-tokyo", "ap-shanghai", "ap-seoul")
 
@@ -1964,7 +1967,8 @@ class Schedule:
           node-deleted  no Node deleted while its instance runs, nor a Node of no instance;
           evict         no instance terminated by the controller while a pod placed on its
                         Node (POD_MARGIN_S before) had not been asked to evict (or gone);
-          node-left     the Node of an instance gone (30 s before the end) is deleted."""
+          node-left     the Node of an instance gone is deleted within NODE_LEFT_S (the check
+                        waits that long after the instance went if need be)."""
         if not self.incarnations:
             return
         observed = sorted((o for ctl in self.controllers if ctl.proxy for o in ctl.proxy.observed),
@@ -2032,15 +2036,22 @@ class Schedule:
                                   + (", ".join(f"{p} at {clock(w)}" for p, w in sorted(evicted.items(),
                                                                                         key=lambda x: x[1])[:8])
                                      or "none"), *self.ctl_tail()])
-        nodes = self.kube.get(f"/api/v1/nodes?labelSelector=faults-seed%3D{self.seed}") or {}
-        present = {n["metadata"]["name"]: n["metadata"]["uid"] for n in nodes.get("items", [])}
-        now = time.time()
-        for inc in self.incarnations:
+        judged = [inc for inc in self.incarnations if inc["instance"] in gone and not inc["deleted"]
+                  and self.plan.node_style != "ip" and inc["instance"] in self.recorded
+                  and inc["created"] <= gone[inc["instance"]] - 5]
+        while True:  # until each Node is deleted or NODE_LEFT_S past its instance's end
+            nodes = self.kube.get(f"/api/v1/nodes?labelSelector=faults-seed%3D{self.seed}") or {}
+            present = {n["metadata"]["name"]: n["metadata"]["uid"] for n in nodes.get("items", [])}
+            judged = [inc for inc in judged if present.get(inc["name"]) == inc["uid"]]
+            now = time.time()
+            due = max([gone[inc["instance"]] + NODE_LEFT_S for inc in judged], default=0)
+            if due <= now or _stopping.is_set():
+                break
+            time.sleep(min(1.0, due - now))
+        observed = sorted((o for ctl in self.controllers if ctl.proxy for o in ctl.proxy.observed),
+                          key=lambda o: o["t"])
+        for inc in judged:
             i = inc["instance"]
-            if (not i or inc["deleted"] or self.plan.node_style == "ip" or i not in self.recorded
-                    or present.get(inc["name"]) != inc["uid"] or gone.get(i, now) > now - 30
-                    or inc["created"] > gone[i] - 5):
-                continue
             tries = [f"{clock(o['t'])} HTTP {o['status']}{' (injected)' if o.get('injected') else ''}"
                      for o in observed if o["method"] == "DELETE" and o["path"].endswith("/" + inc["name"])]
             self.violate("node-left", f"Node {node_text(inc)} of {i}, gone at {clock(gone[i])}, still there "
