@@ -1815,7 +1815,8 @@ class Schedule:
             time.sleep(1)
         if leaked:
             self.violate("leak", f"{len(leaked)} owned instance(s) left after every pool was deleted",
-                         [f"{i['InstanceId']} {i['InstanceState']} tag={[t['Value'] for t in i['Tags']]} "
+                         [f"{i['InstanceId']} {i['InstanceState']} in {i['region']}, account {i.get('account')}, "
+                          f"tag={[t['Value'] for t in i['Tags']]} "
                           f"created={i['CreatedTime']} seen={i.get('seen')} visible={i.get('visible')}" for i in leaked])
 
     def journal(self) -> list[dict]:
