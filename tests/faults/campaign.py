@@ -114,7 +114,8 @@ INVARIANTS (each violation names one, with evidence and the replay command):
               schedule's controllers had not launched;
   converged   within CONVERGE_S (60 s) of faults off, each pool's live count is
               clamp(replicas) (or within [minimum, maximum] without replicas) and
-              .status.size agrees (controllers run with a launch grace of 20 s:
+              .status.size agrees, instances doomed by a notice of the last 15 min
+              allowed on top, out of the size (controllers run with a launch grace of 20 s:
               SPOTPOOL_LAUNCH_GRACE_SECONDS; no fault hides an instance longer than 10 s;
               and skip an offering that answered "sold out" for 15 s, not 180 s:
               SPOTPOOL_SOLD_OUT_SECONDS, or an injected capacity code would hold a
@@ -152,8 +153,9 @@ INVARIANTS (each violation names one, with evidence and the replay command):
               s before it went, and shown in a pool
               status sampled every 5 s: spotpool deletes Nodes of instances it recorded) is
               left;
-  doom-bound  no pool status counts an instance doomed (reclaimAt) more than 15 min
-              after the campaign first published a notice of it, nor one never noticed;
+  doom-bound  no pool status (sampled every second once a notice is out) counts an
+              instance doomed (reclaimAt) more than 15 min after the campaign first
+              published a notice of it, nor one never noticed;
               and `peak` excuses a doomed instance (any notice published, forged ones
               included, not gone) for at most 15 min after its first notice.
 
@@ -1084,6 +1086,8 @@ class Schedule:
             try:
                 for instance_id in self.owned_live(states=("RUNNING",)):
                     self.ensure_node(instance_id)
+                if self.notices:  # a doomed instance may show for a second only
+                    self.sample_instances()
                 pods = self.kube.get(f"/api/v1/namespaces/{self.ns}/pods?labelSelector=faults-seed%3D{self.seed}")
                 for pod in (pods or {}).get("items", []):
                     name = pod["metadata"]["name"]
@@ -1748,8 +1752,16 @@ class Schedule:
             spec, status = obj.get("spec", {}), obj.get("status") or {}
             lo, hi, replicas = spec.get("minimum", 0), spec.get("maximum", 0), spec.get("replicas")
             live = self.emu.stats(self.ns, pool.name)["live"]
-            ok = live == max(lo, min(hi, replicas)) if replicas is not None else lo <= live <= hi
-            if not ok or status.get("size") != live:
+            # An instance a notice dooms (for at most DOOM_MAX_S) may be kept, drained,
+            # beside its replacement, out of the size: the cloud ends it, or it counts again.
+            doomed = 0
+            if any(r["pool"] == pool.name for r in self.notices):
+                now, running = time.time(), set(self.owned_live(pool.name))
+                doomed = len({r["id"] for r in self.notices if r["pool"] == pool.name and r["id"] in running
+                              and now <= r["t"] + DOOM_MAX_S})
+            ok = any((n == max(lo, min(hi, replicas)) if replicas is not None else lo <= n <= hi)
+                     and status.get("size") == n for n in range(live - doomed, live + 1))
+            if not ok:
                 problems.append(f"{pool.name}: spec {lo}..{hi} replicas={replicas}, live {live}, "
                                 f"status.size={status.get('size')}, launch={json.dumps(status.get('launch'))}")
         return problems
@@ -2164,15 +2176,21 @@ class Schedule:
             self.violate("secret", f"secret key found in: {', '.join(places)}")
 
     def snapshot_statuses(self) -> None:
-        """Keeps every pool's status as it is now (checked for secrets at the end), and
-        the first time each doomed instance (reclaimAt) shows, with its deadline."""
-        now = time.time()
-        for item in (self.kube.get(self.sp_path()) or {}).get("items", []):
+        """Keeps every pool's status as it is now (checked for secrets at the end)."""
+        for item in self.sample_instances():
             self.statuses.setdefault(item["metadata"]["name"], []).append(json.dumps(item.get("status")))
+
+    def sample_instances(self) -> list[dict]:
+        """The pools as they are now; notes the instances their statuses record and the
+        first time each doomed one (reclaimAt) shows, with its deadline."""
+        now = time.time()
+        items = (self.kube.get(self.sp_path()) or {}).get("items", [])
+        for item in items:
             for inst in (item.get("status") or {}).get("instances") or []:
                 self.recorded.add(inst.get("instanceId"))
                 if inst.get("reclaimAt") and inst.get("instanceId"):
                     self.doom_seen.setdefault((item["metadata"]["name"], inst["instanceId"]), (now, inst["reclaimAt"]))
+        return items
 
     def ctl_tail(self, n: int = 6) -> list[str]:
         """The last n distinct messages of each controller log (a repeated message, with
