@@ -124,7 +124,8 @@ fuzz: fuzz-build
 # Randomized fault campaign (tests/faults/campaign.py, CONTRIBUTING.md "Fault campaign"):
 # SCHEDULES seeded schedules (seeds FIRST_SEED..), JOBS at a time, against one real
 # apiserver; SEED=S replays exactly one; DURATION=MIN:MAX sets the fault phase (s);
-# WITHOUT=tag_index,... leaves fault kinds out.
+# WITHOUT=tag_index,... leaves fault kinds out; FORCE=forged_label,... draws issue-27 kinds
+# in every schedule.
 SCHEDULES ?= 20
 FIRST_SEED ?= 1
 JOBS ?= 3
@@ -132,7 +133,8 @@ JOBS ?= 3
 faults: $(BUILD)/spotpool
 	python3 tests/faults/campaign.py --bin $(BUILD)/spotpool --jobs $(JOBS) \
 		$(if $(SEED),--seed $(SEED),--schedules $(SCHEDULES) --first-seed $(FIRST_SEED)) \
-		$(if $(DURATION),--duration $(DURATION)) $(if $(WITHOUT),--without $(WITHOUT))
+		$(if $(DURATION),--duration $(DURATION)) $(if $(WITHOUT),--without $(WITHOUT)) \
+		$(if $(FORCE),--force $(FORCE))
 
 # Benchmark against the emulator with Tencent's rate limits (scripts/bench; results and
 # the machine go to BENCHMARKS.md): BENCH_SCENARIOS=idle,reclaim,create,memory,fleet,notice,drain,soldout,

@@ -23,10 +23,10 @@ Running
 (tmp file + rename, so a reader never sees a partial number) and
 "cvm-emulator listening on http://HOST:PORT" is printed to stdout. --credentials-file
 holds a JSON list of {"secretId", "secretKey", "token"?, "account"?}. Credentials belong to
-one account (so rotating credentials sees the same instances) unless given another
-"account" name: the cloud API then answers as if the instances launched with credentials
-of another account did not exist (DescribeInstances, DescribeInstancesStatus,
-TerminateInstances: InvalidInstanceId.NotFound). Access logs go to stderr, one
+the account "main" (so rotating credentials sees the same instances) unless given another
+"account" (in the file or through the control API): an account sees, terminates and
+replays the client tokens of its own instances only, as two Tencent accounts would (the
+others' answer InvalidInstanceId.NotFound; stock and quota stay global). Access logs go to stderr, one
 line per request (--quiet turns them off); they and the journal name secret ids only,
 never keys or tokens (a malformed Authorization header, which holds neither, is quoted
 in the access log to show what the client sent). --seed N seeds instance ids and
@@ -126,7 +126,7 @@ Bad input answers HTTP 400 {"ok": false, "error": "..."}; unknown paths 404.
   POST /_emulator/reset                   clears instances, client tokens, faults, stock,
                                           quota, throttle settings (back to defaults),
                                           journal and stats; keeps credentials and config
-  POST /_emulator/credentials             {"secretId","secretKey","token"?,"account"?=""}
+  POST /_emulator/credentials             {"secretId","secretKey","token"?,"account"?="main"}
                                           adds/replaces;
                                           {"secretId","remove": true} removes (revokes: a
                                           later call signed with it is answered
@@ -134,18 +134,23 @@ Bad input answers HTTP 400 {"ok": false, "error": "..."}; unknown paths 404.
                                           line says "revoked-sid=<id>")
   POST /_emulator/config                  {"pendingSeconds"?, "terminatingSeconds"?,
                                           "tagIndexLagSeconds"?=0, "tagIndexDropProbability"?
-                                          =0 (0..1), "tagIndexDropSeconds"?=5, "seed"?}; the
-                                          lag applies to instances created afterwards
-                                          (also by POST /_emulator/instances)
+                                          =0 (0..1), "tagIndexDropSeconds"?=5, "seed"?,
+                                          "addressBase"?}; the lag applies to instances
+                                          created afterwards (also by POST /_emulator/
+                                          instances); addresses given from then on count
+                                          up from addressBase (10.<base/65536>.x.y), so
+                                          emulators whose instances join one cluster
+                                          as Nodes keep apart
   GET  /_emulator/instances[?region=R]    JSON list of every instance (also invisible and
-                                          TERMINATING), Describe fields plus region,
+                                          TERMINATING, every account), Describe fields plus
+                                          region, account,
                                           clientToken, launchedBy (User-Agent), secretId,
                                           visible, visibleAfter, indexedAfter,
                                           indexDroppedUntil, seen, launchFail
   POST /_emulator/instances               {"region", "zone"?=<region>-1, "instanceType"?=
                                           S5.MEDIUM4, "state"?=RUNNING, "tags"?: [{Key,
                                           Value}], "count"?=1, "chargeType"?=SPOTPAID,
-                                          "publicIp"?=true} -> {"ok", "instanceIds"};
+                                          "publicIp"?=true, "account"?="main"} -> {"ok", "instanceIds"};
                                           no stock/quota checks, not counted as launched
   POST /_emulator/reclaim                 {"instanceIds": [...]} or {"tag": {"Key","Value"},
                                           "count"?=1, "region"?} (the n newest live
@@ -344,7 +349,7 @@ class ApiError(Exception):
 class Credential:
     secret_key: str
     token: str = ""
-    account: str = ""
+    account: str = "main"
 
 
 AUTHORIZATION_RE = re.compile(
@@ -606,6 +611,7 @@ class Instance:
     latest_operation: str | None = None
     latest_operation_state: str | None = None
     latest_request_id: str | None = None
+    account: str = "main"
     created_time: str = field(init=False)
 
     def __post_init__(self) -> None:
@@ -704,6 +710,7 @@ class Call:
     request_id: str
     now: float
     entry: dict
+    account: str = "main"
 
 
 @dataclass
@@ -788,7 +795,7 @@ class Emulator:
 
     def _reset(self) -> None:
         self.instances: dict[str, Instance] = {}
-        self.client_tokens: dict[str, dict] = {}
+        self.client_tokens: dict[tuple[str, str], dict] = {}  # by (account, token)
         self.faults: list[Fault] = []
         self.kill_hooks: list[KillHook] = []
         self.stock: dict[tuple[str, str], dict] = {}
@@ -969,7 +976,8 @@ class Emulator:
                 reply = Reply(200, ('{"Response":{"RequestId":"%s","InstanceSet":[{' % request_id).encode(),
                               summary=f"{action} malformed (fault)")
             else:
-                call = Call(region, secret_id, headers.get("user-agent"), request_id, now, entry)
+                call = Call(region, secret_id, headers.get("user-agent"), request_id, now, entry,
+                            self.credentials[secret_id].account)
                 result = HANDLERS[action](self, params, call)
                 reply = Reply.api(result, request_id, f"{action} OK")
         except ApiError as err:
@@ -1060,13 +1068,14 @@ class Emulator:
         predicates = [compile_filter(i, f) for i, f in enumerate(filters)]
         offset, limit = paging(params)
         # A paging sweep repeats one query per page; the cache is dropped on any change.
-        query = (call.region, self._account(call), tuple(ids), json.dumps(filters, sort_keys=True))
+        query = (call.region, call.account, tuple(ids), json.dumps(filters, sort_keys=True))
         matches = self._query_cache.get(query)
         if matches is None:
             wanted = set(ids)
             matches = self._query_cache[query] = sorted(
                 (inst for inst in self.instances.values()
-                 if self._here(inst, call) and (inst.visible_after <= call.now or inst.seen)
+                 if inst.region == call.region and inst.account == call.account
+                 and (inst.visible_after <= call.now or inst.seen)
                  and (not wanted or inst.instance_id in wanted)
                  and all(predicate(inst) for predicate in predicates)),
                 key=lambda inst: (inst.created_time, inst.instance_id))
@@ -1110,13 +1119,9 @@ class Emulator:
             return False
         return True
 
-    def _account(self, call: Call) -> str:
-        cred = self.credentials.get(call.secret_id)
-        return cred.account if cred else ""
-
     def _here(self, inst: Instance, call: Call) -> bool:
         """Whether the caller's region and account hold inst."""
-        return inst.region == call.region and inst.account == self._account(call)
+        return inst.region == call.region and inst.account == call.account
 
     def _run_instances(self, params: dict, call: Call) -> dict:
         check_schema(params, RUN_SCHEMA)
@@ -1127,7 +1132,7 @@ class Emulator:
                            "instanceType": launch["instance_type"],
                            **({"clientToken": token} if token else {}),
                            **({"dryRun": True} if dry_run else {})})
-        if token and not dry_run and token in self.client_tokens:
+        if token and not dry_run and (call.account, token) in self.client_tokens:
             return self._replay(token, params, call)
         self._check_capacity(launch["zone"], launch["instance_type"], launch["charge_type"], launch["count"])
         if dry_run:
@@ -1149,21 +1154,22 @@ class Emulator:
                 security_group_ids=list(launch["security_group_ids"]), bandwidth_out=launch["bandwidth_out"],
                 internet_charge_type=launch["internet_charge_type"], system_disk=dict(launch["system_disk"]),
                 key_ids=launch["key_ids"], client_token=token, launched_by=call.user_agent,
-                secret_id=call.secret_id, account=self._account(call), visible_after=(call.now + invisible.value) if invisible else 0.0,
+                secret_id=call.secret_id, visible_after=(call.now + invisible.value) if invisible else 0.0,
                 launch_fail=launch_fail is not None,
                 index_lag=index_lag_one.value if index_lag_one and n == 0 else index_lag.value if index_lag else None,
                 latest_operation="RunInstances",
-                latest_operation_state="OPERATING", latest_request_id=call.request_id)
+                latest_operation_state="OPERATING", latest_request_id=call.request_id, account=call.account)
             for key in inst.stat_keys():
                 self.launched[key] += 1
             ids.append(inst.instance_id)
         if token:
-            self.client_tokens[token] = {"instanceIds": ids, "fingerprint": launch_fingerprint(params)}
+            self.client_tokens[(call.account, token)] = {"instanceIds": ids,
+                                                         "fingerprint": launch_fingerprint(params)}
         call.entry["instanceIds"] = ids
         return {"InstanceIdSet": ids}
 
     def _replay(self, token: str, params: dict, call: Call) -> dict:
-        first = self.client_tokens[token]
+        first = self.client_tokens[(call.account, token)]
         call.entry.update({"instanceIds": first["instanceIds"], "replay": True})
         if first["fingerprint"] != launch_fingerprint(params):
             call.entry["paramsDiffer"] = True
@@ -1262,10 +1268,8 @@ class Emulator:
         token = payload.get("token") or ""
         if not isinstance(token, str):
             raise ControlError("token must be a string")
-        account = payload.get("account") or ""
-        if not isinstance(account, str):
-            raise ControlError("account must be a string")
-        self.credentials[secret_id] = Credential(control_string(payload, "secretKey"), token, account)
+        self.credentials[secret_id] = Credential(control_string(payload, "secretKey"), token,
+                                                 control_string(payload, "account", "main"))
         self.revoked.discard(secret_id)
         self._record({"action": "_credentials", "secretId": secret_id, "hasToken": bool(token)}, now)
         return {"ok": True}
@@ -1284,6 +1288,8 @@ class Emulator:
             self.tag_index_drop_probability = probability
         if "tagIndexDropSeconds" in payload:
             self.tag_index_drop_seconds = control_number(payload, "tagIndexDropSeconds")
+        if "addressBase" in payload:
+            self._address_counter = control_number(payload, "addressBase", integer=True)
         if "seed" in payload:
             seed = control_number(payload, "seed", integer=True)
             self._random.seed(seed)
@@ -1299,7 +1305,8 @@ class Emulator:
         region = (query.get("region") or [None])[0]
         chosen = sorted((inst for inst in self.instances.values() if region in (None, inst.region)),
                         key=lambda inst: (inst.created_time, inst.instance_id))
-        return [{**describe_view(inst), "region": inst.region, "clientToken": inst.client_token,
+        return [{**describe_view(inst), "region": inst.region, "account": inst.account,
+                 "clientToken": inst.client_token,
                  "launchedBy": inst.launched_by, "secretId": inst.secret_id,
                  "visible": inst.visible_after <= now, "visibleAfter": inst.visible_after or None,
                  "indexedAfter": inst.index_after or None,
@@ -1321,8 +1328,10 @@ class Emulator:
         public_ip = payload.get("publicIp", True)
         if not isinstance(public_ip, bool):
             raise ControlError("publicIp must be a boolean")
+        account = control_string(payload, "account", "main")
         ids = [self._spawn(now, region, zone, instance_type, charge_type, [dict(t) for t in tags], state,
-                           public_ip, bandwidth_out=10 if public_ip else 0).instance_id for _ in range(count)]
+                           public_ip, bandwidth_out=10 if public_ip else 0, account=account).instance_id
+               for _ in range(count)]
         self._record({"action": "_instances", "region": region, "zone": zone, "state": state,
                       "tags": tags, "instanceIds": ids}, now)
         return {"ok": True, "instanceIds": ids}
@@ -1859,7 +1868,7 @@ def load_credentials(args: argparse.Namespace) -> dict[str, Credential]:
                     and isinstance(entry.get("secretKey"), str) and isinstance(entry.get("token", ""), str)):
                 raise SystemExit("--credentials-file entries need string secretId and secretKey (token optional)")
             credentials[entry["secretId"]] = Credential(entry["secretKey"], entry.get("token", ""),
-                                                        entry.get("account", ""))
+                                                        entry.get("account", "main"))
     if bool(args.secret_id) != bool(args.secret_key):
         raise SystemExit("--secret-id and --secret-key go together")
     if args.secret_id:

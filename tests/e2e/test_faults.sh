@@ -13,9 +13,11 @@ source "$(dirname "$0")/lib.sh"
 # mid-launch with part of the launch hidden past the grace (10, 19), the leader cut off
 # from the apiserver during a slow cloud call (10), a lagging watch and long names (19);
 # and of issue 18: a spot notice written again with a moved deadline, as a second
-# SpotNotice of a host that is not a Node (7).
+# SpotNotice of a host that is not a Node (7); and of issue 27: far and past deadlines
+# (7, 10, 48), an account change (19).
 SEEDS=${FAULT_SEEDS:-7,10,19,32,48}
 DURATION=${FAULT_DURATION:-12:18}
+WITHOUT=${FAULT_WITHOUT-}
 
 if python3 "$E2E_ROOT/tests/faults/test_emulator_faults.py" >"$E2E_TMP/emu-faults.log" 2>&1; then
 	pass "emulator: tag-index lag/drops, id lookups, kill hooks ($(tail -3 "$E2E_TMP/emu-faults.log" | grep -o 'Ran [0-9]* tests'))"
@@ -24,7 +26,8 @@ else
 fi
 
 python3 "$E2E_ROOT/tests/faults/campaign.py" --seeds "$SEEDS" --jobs "${FAULT_JOBS:-4}" \
-	--duration "$DURATION" --bin "$SPOTPOOL_BIN" --workdir "$E2E_TMP/faults" >"$E2E_TMP/faults.out" 2>&1
+	--duration "$DURATION" ${WITHOUT:+--without "$WITHOUT"} --bin "$SPOTPOOL_BIN" --workdir "$E2E_TMP/faults" \
+	>"$E2E_TMP/faults.out" 2>&1
 rc=$?
 IFS=, read -ra seeds <<<"$SEEDS"
 for seed in "${seeds[@]}"; do
@@ -36,7 +39,7 @@ for seed in "${seeds[@]}"; do
 		mapfile -t details < <(awk -v s="seed $seed violates" 'index($0, s) {p = 1; print; next}
 			/^  (seed [0-9]+ violates|replay)/ {p = 0} p && /^    / {print}' "$E2E_TMP/faults.out" | head -30)
 		fail "fault schedule ${line%% pools=*}" "${line#* pools=}" "${details[@]}" \
-			"replay: make faults SEED=$seed DURATION=$DURATION"
+			"replay: make faults SEED=$seed DURATION=$DURATION${WITHOUT:+ WITHOUT=$WITHOUT}"
 	else
 		fail "fault schedule seed $seed did not report" "$(tail -20 "$E2E_TMP/faults.out")"
 	fi

@@ -55,6 +55,38 @@ cvm_emulator.py --seed SEED) and its own controller process(es) (`spotpool run
                       later with the deadline moved by -5..+5 s: a second SpotNotice),
                       unreclaimed (10-30 s ahead, never reclaimed; half of the Node
                       conditions withdrawn, status False, halfway; a SpotNotice cannot be);
+           and the kinds of issue 27 (a Node's word is a claim, not a fact), drawn after
+           those, each in some schedules (--force KIND draws it in every one, leaving the
+           other draws as they were). A schedule with any of them or `notice` plays the
+           kubelets: every RUNNING instance of its pools gets a Node, Ready, InternalIP =
+           the instance's private IP (each schedule's emulator gives its own 10.N.x.y),
+           and says which instance it is in the schedule's node style: providerID,
+           the instance-id label (the shipped bootstrap), or nothing (named by its IP,
+           as TKE does); 1-2 pods are placed on it (spec.nodeName) before it is Ready,
+           and a pod being deleted (an eviction) is deleted at once, as a kubelet
+           confirms. Its controllers go through a KubeProxy each, which records their
+           Node deletions (with the deleted Node's UID) and evictions:
+             forged_label  a Node of no instance (another InternalIP, named to sort first)
+                      labelled with a running instance's ID; in 70 % of them with
+                      SpotTerminating "reclaim at" 25-40 s ahead, else the claimed
+                      instance is reclaimed 8 s later;
+             far_deadline  a running instance's Node (or a SpotNotice) says reclaim 2-30
+                      years ahead;  past_deadline  ... at 2000-01-01T00:00:00Z;
+             garbage_deadline  ... at "soon", with fractional seconds, 1969-12-31T23:59:59Z,
+                      or a valid time with trailing junk (a SpotNotice's CRD refuses most);
+             stale_notice  a condition the agent did not withdraw while it was down:
+                      True since 150-600 s, its deadline long past, the instance running;
+             fake_notices  5-40 SpotNotices for made-up instance IDs;
+             region_change  spec.region and availabilityZone patched to another region
+                      (a CRD that refuses it is an acceptable outcome);
+             account_change  the credentials Secret swapped for 8-20 s to a key of
+                      another emulator account, then back;
+             node_delete_fail  a running instance reclaimed, and its controller's next 1-4
+                      Node DELETEs answered 500, 503 or 429 by its proxy;
+             node_reuse  a running instance's Node deleted and registered again under its
+                      name (a new UID): by the same instance, or, once the instance is
+                      reclaimed, by a new untagged instance while the controllers'
+                      watches lag 2-4 s (TKE names Nodes by IP);
   settle   faults off (faults, kill hooks, throttles, tag-index lag/drops cleared),
            exactly one controller running;
   checks   see INVARIANTS below; then every pool is deleted and deletion is checked.
@@ -82,7 +114,8 @@ INVARIANTS (each violation names one, with evidence and the replay command):
               schedule's controllers had not launched;
   converged   within CONVERGE_S (60 s) of faults off, each pool's live count is
               clamp(replicas) (or within [minimum, maximum] without replicas) and
-              .status.size agrees (controllers run with a launch grace of 20 s:
+              .status.size agrees, instances doomed by a notice of the last 15 min
+              allowed on top, out of the size (controllers run with a launch grace of 20 s:
               SPOTPOOL_LAUNCH_GRACE_SECONDS; no fault hides an instance longer than 10 s;
               and skip an offering that answered "sold out" for 15 s, not 180 s:
               SPOTPOOL_SOLD_OUT_SECONDS, or an injected capacity code would hold a
@@ -105,18 +138,39 @@ INVARIANTS (each violation names one, with evidence and the replay command):
               by the User-Agent, which names the holder identity (ending in the pid);
               calls refused by throttling did nothing and do not count;
   protocol    the emulator never received a malformed request (unparseable HTTP, a
-              missing or malformed Authorization, a parameter error no fault caused).
+              missing or malformed Authorization, a parameter error no fault caused);
+  and with the kubelets (issue 27), by the Node-instance pairing the campaign made, not
+  by labels:
+  node-deleted  no Node deleted by a controller while its instance ran (an instance
+              terminated or reclaimed before the deletion's answer is gone), nor a Node of
+              no instance, nor a Node this schedule did not register;
+  evict       no instance terminated by a controller (a successful TerminateInstances)
+              while a pod placed on its Node at least 10 s before had neither been asked
+              to evict (POST .../pods/NAME/eviction, whatever the answer) nor gone; an
+              instance already reclaimed or shut down is not judged;
+  node-left   once every pool is deleted, no Node (providerID or label style) of an
+              instance gone for 30 s (the check waits until then if need be; registered 5
+              s before it went, and shown in a pool
+              status sampled every 5 s: spotpool deletes Nodes of instances it recorded) is
+              left;
+  doom-bound  no pool status (sampled every second once a notice is out) counts an
+              instance doomed (reclaimAt) more than 15 min after the campaign first
+              published a notice of it, nor one never noticed;
+              and `peak` excuses a doomed instance (any notice published, forged ones
+              included, not gone) for at most 15 min after its first notice.
 
 Usage:
   tests/faults/campaign.py [--schedules N] [--first-seed S] [--seed S | --seeds A,B,...]
       [--jobs J] [--bin build/spotpool] [--crd crds/spotpool.yaml] [--duration MIN:MAX]
-      [--without KIND,...] [--keep] [--workdir DIR]
-  make faults [SCHEDULES=N] [SEED=S] [JOBS=J] [DURATION=MIN:MAX] [WITHOUT=KIND,...]
+      [--without KIND,...] [--force KIND,...] [--keep] [--workdir DIR]
+  make faults [SCHEDULES=N] [SEED=S] [JOBS=J] [DURATION=MIN:MAX] [WITHOUT=KIND,...] [FORCE=KIND,...]
 
 Fault kinds (for --without): kill9 killhook lost_reply invisible tag_index throttle
 error_code http5xx latency launch_fail spec_edit scale reclaim delete_mid_launch
 leader_pause apiserver_restart restart_mid_launch cred_rotation lagging_watch long_names
-leader_cutoff lease_delete.
+leader_cutoff lease_delete notice, and (also for --force) forged_label far_deadline
+past_deadline garbage_deadline stale_notice fake_notices region_change account_change
+node_delete_fail node_reuse.
 
 The invariants hold across both controllers: the emulator counts every instance and call
 whoever made it, every controller's log is searched for secrets, any controller exiting by
@@ -138,6 +192,7 @@ through `setpriv --pdeathsig KILL`, so they also die if the campaign is killed).
 from __future__ import annotations
 
 import argparse
+import calendar
 import concurrent.futures
 import hashlib
 import http.client
@@ -403,7 +458,20 @@ class Event:
             return f"{self.kind}:{short(a['pool'])}"
         if self.kind == "notice":
             return f"notice:{a['variant']}:{short(a['pool'])}"
+        if self.kind in ISSUE27_KINDS and self.kind != "fake_notices":
+            variant = a.get("form") or a.get("variant") or a.get("region") or ""
+            variant += "/SpotNotice" if a.get("channel") == "spotnotice" else ""
+            return f"{self.kind}:{variant + ':' if variant else ''}{short(a['pool'])}"
         return self.kind
+
+
+def rfc3339(t: float) -> str:
+    return time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime(t))
+
+
+def clock(t: float) -> str:
+    """A time of the schedule, to the tenth of a second (local time, as the logs)."""
+    return time.strftime("%H:%M:%S", time.localtime(t)) + f".{int(t * 10) % 10}"
 
 
 def short(name: str) -> str:
@@ -434,6 +502,7 @@ class Plan:
     delete_index: dict | None = None
     long_names: bool = False       # a 63-character namespace, some pools with 253-character names
     leader_drawn: bool = False     # leader election as first drawn (faults below may require it)
+    node_style: str = "provider"   # how the campaign's kubelets say which instance a Node is (NODE_STYLES)
 
     def finalize(self, without: set[str]) -> None:
         """Leaves out the kinds in `without`, then sets what the remaining faults need."""
@@ -453,9 +522,15 @@ class Plan:
         self.leader = self.leader_drawn or any(e.kind in NEEDS_LEADER for e in self.events)
 
     @property
+    def kubelets(self) -> bool:
+        """The campaign plays the kubelets: a Node with pods per running instance."""
+        return any(e.kind in KUBELET_KINDS for e in self.events)
+
+    @property
     def proxied(self) -> bool:
-        """Controllers talk to the apiserver through a KubeProxy each."""
-        return any(e.kind in ("lagging_watch", "leader_cutoff") for e in self.events)
+        """Controllers talk to the apiserver through a KubeProxy each (with kubelets, the
+        proxies see the controllers' Node deletions and evictions)."""
+        return self.kubelets or any(e.kind in ("lagging_watch", "leader_cutoff") for e in self.events)
 
 
 # The fault kinds of issue 19, drawn after every other draw of a seed (so the older kinds of
@@ -468,12 +543,34 @@ NOTICE_VARIANTS = ("early", "late", "repeated", "unreclaimed")
 NOTICE_SLACK_S = 5.0
 NODE_PROVIDER = "qcloud:///900002/"
 NEEDS_LEADER = ("leader_cutoff", "lease_delete")
+# The fault kinds of issue 27 (a Node's word is a claim, not a fact), drawn after those of
+# issue 19, each with its probability.
+ISSUE27_KINDS = {"forged_label": 0.12, "far_deadline": 0.12, "past_deadline": 0.12, "garbage_deadline": 0.12,
+                 "stale_notice": 0.1, "fake_notices": 0.08, "region_change": 0.08, "account_change": 0.08,
+                 "node_delete_fail": 0.12, "node_reuse": 0.1}
+KUBELET_KINDS = ("notice", *ISSUE27_KINDS)
 KINDS = ("kill9", "killhook", "lost_reply", "invisible", "tag_index", "throttle", "error_code", "http5xx", "latency",
          "launch_fail", "spec_edit", "scale", "reclaim", "delete_mid_launch", "leader_pause", "apiserver_restart",
-         *NEW_KINDS)
+         *NEW_KINDS, *ISSUE27_KINDS)
+# How a kubelet of the campaign says which instance its Node is, besides InternalIP = the
+# instance's private IP: providerID (TKE), the label spotpool's bootstrap sets, or nothing
+# (the Node named after its IP, as TKE names them).
+NODE_STYLES = ("provider", "label", "ip")
+NODE_LABEL = "spotpool.jokerbai.com/instance-id"
+# A notice dooms an instance for at most this long after it was first published (issue 27,
+# D1: the claimed deadline clamped to 10 min, then 5 min before it counts as false).
+DOOM_MAX_S = 900
+# A pod counts against a termination only if placed this long before it (a Node and its
+# pods appearing while a pass that decided without them runs: latency faults hold a
+# cloud answer up to 6 s).
+POD_MARGIN_S = 10
+# The Node of an instance gone this long is to be deleted (a failed deletion retried).
+NODE_LEFT_S = 30
+GARBAGE_FORMS = ("unparseable", "fractional", "pre1970", "junk")
+OTHER_REGIONS = ("ap-tokyo", "ap-shanghai", "ap-seoul")
 
 
-def make_plan(seed: int, duration_range: tuple[float, float]) -> Plan:
+def make_plan(seed: int, duration_range: tuple[float, float], force: frozenset = frozenset()) -> Plan:
     rng = random.Random(seed)
     pools = []
     for i in range(rng.randint(1, 3)):
@@ -562,8 +659,49 @@ def make_plan(seed: int, duration_range: tuple[float, float]) -> Plan:
     plan = Plan(seed, pools, leader, foreign_untagged, foreign_tagged, duration, background, events, delete_index,
                 leader_drawn=leader)
     draw_new_kinds(rng, plan)
+    draw_issue27_kinds(rng, plan, force)
     plan.events.sort(key=lambda e: e.t)
     return plan
+
+
+def draw_issue27_kinds(rng: random.Random, plan: Plan, force: frozenset) -> None:
+    """The faults of issue 27, after every other draw. Each kind's arguments are drawn
+    whether or not the kind is, so forcing one (--force) changes no other draw."""
+    duration, pools, events = plan.duration, plan.pools, plan.events
+    style_draw = rng.random()
+    for kind, probability in ISSUE27_KINDS.items():
+        drawn = rng.random() < probability or kind in force
+        pool, index = rng.choice(pools).name, rng.randint(0, 3)
+        t = round(rng.uniform(0.1, 0.7) * duration, 1)
+        channel = rng.choice(("node", "node", "spotnotice"))
+        if kind == "forged_label":
+            a = {"notice": rng.random() < 0.7, "ahead": round(rng.uniform(25, 40), 1)}
+        elif kind == "far_deadline":
+            a = {"years": rng.randint(2, 30), "channel": channel}
+        elif kind == "past_deadline":
+            a = {"channel": channel}
+        elif kind == "garbage_deadline":
+            a = {"form": rng.choice(GARBAGE_FORMS), "ahead": round(rng.uniform(20, 40), 1), "channel": channel}
+        elif kind == "stale_notice":
+            a = {"age": round(rng.uniform(150, 600), 1)}
+        elif kind == "fake_notices":
+            a = {"count": rng.randint(5, 40)}
+        elif kind == "region_change":
+            a = {"region": rng.choice(OTHER_REGIONS)}
+        elif kind == "account_change":
+            a = {"window": round(rng.uniform(8, 20), 1)}
+        elif kind == "node_delete_fail":
+            a = {"times": rng.randint(1, 4), "status": rng.choice((500, 503, 429))}
+        else:  # node_reuse
+            a = {"variant": rng.choice(("same", "other")), "lag": round(rng.uniform(2, 4), 1)}
+        if drawn:
+            events.append(Event(t, kind, {"pool": pool, "index": index, **a}))
+    if any(e.kind == "account_change" for e in events) and not any(p.creds == "secret" for p in pools):
+        pools[0].creds = "secret"  # the account is changed in the Secret
+    plan.node_style = NODE_STYLES[min(2, int(style_draw * 3))]
+    if plan.node_style == "provider" and any(e.kind == "forged_label" for e in events):
+        # A providerID outranks a label claim on main: the forgery is tried where it could work.
+        plan.node_style = "label" if style_draw < 1 / 6 else "ip"
 
 
 def long_name(prefix: str, length: int) -> str:
@@ -662,7 +800,7 @@ class Schedule:
         self.seed = seed
         self.c = campaign
         self.kube: Kube = campaign.kube
-        self.plan = make_plan(seed, campaign.duration_range)
+        self.plan = make_plan(seed, campaign.duration_range, campaign.force)
         self.plan.finalize(campaign.without)
         self.ns = f"faults-{seed}"
         if self.plan.long_names:  # the longest namespace Kubernetes takes: 63 characters
@@ -700,7 +838,17 @@ class Schedule:
         # Spot notices: {pool, id, t, deadline, reclaimed} each; the Nodes the campaign
         # made (as kubelets would), its notice timers, and the thread making the Nodes.
         self.notices: list[dict] = []
-        self.nodes: set[str] = set()
+        # Every Node the campaign registered, one entry per incarnation: {name, uid,
+        # instance (None: a Node of no pool instance), ip, created, deleted (by the
+        # campaign), pods: {name: placed at}}; node_of: instance -> its current incarnation.
+        self.incarnations: list[dict] = []
+        self.node_of: dict[str, dict] = {}
+        self.pods_gone: dict[str, float] = {}      # pod name -> when the kubelet saw it go
+        self.node_lock = threading.RLock()
+        self.secret_swapped = False                # account_change: the Secret holds another account
+        self.doom_seen: dict[tuple[str, str], tuple[float, str]] = {}  # (pool, id) -> (seen at, reclaimAt)
+        self.recorded: set[str] = set()            # instances a status snapshot showed
+        self.inline_cred: dict[str, str] = {}      # pool -> the secretId its inline spec holds (if rotated)
         self.notice_timers: list[threading.Timer] = []
         self.kubelet_stop = threading.Event()
         self.kubelet: threading.Thread | None = None
@@ -807,6 +955,8 @@ class Schedule:
         with open(os.path.join(self.dir, "spotpool.yaml"), "w") as handle:
             handle.write(LEASE_CONFIG)
         self.emu = Emu(self.dir, self.seed, self.secret_key)
+        # Private IPs of this schedule's own: Nodes of every schedule share the apiserver.
+        self.emu.post("config", {"addressBase": (self.seed % 200 + 20) << 16})
         self.kube.kubectl("create", "namespace", self.ns)
         if any(p.creds == "secret" for p in self.plan.pools):
             self.kube.kubectl("-n", self.ns, "create", "secret", "generic", "cvm-creds",
@@ -849,75 +999,124 @@ class Schedule:
                     handle.write(ctl.proxy.kubeconfig(self.c.k8s_dir))
                 self.log(f"controller {ctl.index} reaches the apiserver through a proxy on port {ctl.proxy.port}")
             self.start_controller(ctl)
-        if any(e.kind == "notice" for e in self.plan.events):
+        if self.plan.kubelets:
+            # Private IPs of this schedule's own: Nodes of every schedule share the apiserver.
             self.kubelet = threading.Thread(target=self.kubelets, daemon=True)
             self.kubelet.start()
 
     # -- Nodes and notices (issue 18) ------------------------------------------------------
-    def node_name(self, instance_id: str) -> str:
-        return f"f{self.seed}-{instance_id}"
-
-    def ensure_node(self, instance_id: str) -> None:
-        """The Node a kubelet on the instance would register (matched by providerID and its
-        InternalIP, the instance's private IP), Ready."""
-        name = self.node_name(instance_id)
-        if name in self.nodes:
-            return
-        ip = next(((i.get("PrivateIpAddresses") or [""])[0] for i in self.emu.get("instances")
-                   if i["InstanceId"] == instance_id), "")
-        status, _ = self.kube.request("POST", "/api/v1/nodes", {
-            "apiVersion": "v1", "kind": "Node",
-            "metadata": {"name": name, "labels": {"faults-seed": str(self.seed)}},
-            "spec": {"providerID": NODE_PROVIDER + instance_id}})
-        if status not in (201, 409):
-            raise RuntimeError(f"creating Node {name}: HTTP {status}")
-        now = time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())
-        self.node_status(name, {"type": "Ready", "status": "True", "reason": "KubeletReady", "message": "faults",
-                                "lastHeartbeatTime": now, "lastTransitionTime": now},
-                         [{"type": "InternalIP", "address": ip}])
-        self.nodes.add(name)
-
-    def node_status(self, name: str, condition: dict, addresses: list | None = None) -> int:
-        body = {"conditions": [condition], **({"addresses": addresses} if addresses else {})}
-        status, _ = self.kube.request("PATCH", f"/api/v1/nodes/{name}/status", {"status": body},
-                                      "application/strategic-merge-patch+json")
-        return status
-
-    def owned_live(self, pool: str | None = None) -> list[str]:
+    def owned_live(self, pool: str | None = None, states=("PENDING", "RUNNING")) -> list[str]:
         owners = {owner_tag(self.ns, p.name) for p in self.plan.pools if pool in (None, p.name)}
         return sorted(i["InstanceId"] for i in self.emu.get("instances")
-                      if i["InstanceState"] in ("PENDING", "RUNNING")
+                      if i["InstanceState"] in states
                       and any(t["Key"] == TAG_KEY and t["Value"] in owners for t in i["Tags"]))
 
+    def instance(self, instance_id: str) -> dict | None:
+        return next((i for i in self.emu.get("instances") if i["InstanceId"] == instance_id), None)
+
+    def register_node(self, instance_id: str | None, ip: str, name: str | None = None,
+                      labels: dict | None = None, provider: str | None = None) -> dict | None:
+        """A Node as a kubelet registers it: pods placed on it, then Ready with its
+        InternalIP. Answers its incarnation (None if the name is taken)."""
+        style = self.plan.node_style
+        if name is None:
+            name = f"f{self.seed}-" + (ip.replace(".", "-") if style == "ip" else instance_id)
+        labels = {"faults-seed": str(self.seed), **(labels or {})}
+        if instance_id and style == "label" and NODE_LABEL not in labels:
+            labels[NODE_LABEL] = instance_id
+        spec = {}
+        if provider or (instance_id and style == "provider" and provider is None):
+            spec["providerID"] = provider or NODE_PROVIDER + instance_id
+        status, obj = self.kube.request("POST", "/api/v1/nodes", {
+            "apiVersion": "v1", "kind": "Node", "metadata": {"name": name, "labels": labels}, "spec": spec})
+        if status == 409:
+            return None
+        if status != 201:
+            raise RuntimeError(f"creating Node {name}: HTTP {status}")
+        with self.node_lock:
+            inc = {"name": name, "uid": obj["metadata"]["uid"], "instance": instance_id, "ip": ip,
+                   "created": time.time(), "deleted": None, "pods": {}}
+            self.incarnations.append(inc)
+            if instance_id:
+                self.node_of[instance_id] = inc
+        n = sum(1 for i in self.incarnations if i["name"] == name)
+        for k in range(1 + int(hashlib.sha256(name.encode()).hexdigest(), 16) % 2):
+            pod = f"{name}-{n}-{k}"
+            status, _ = self.kube.request("POST", f"/api/v1/namespaces/{self.ns}/pods", {
+                "apiVersion": "v1", "kind": "Pod",
+                "metadata": {"name": pod, "labels": {"faults-seed": str(self.seed)}},
+                "spec": {"nodeName": name, "automountServiceAccountToken": False,
+                         "containers": [{"name": "work", "image": "registry.k8s.io/pause:3.10"}]}})
+            if status == 201:
+                inc["pods"][pod] = time.time()
+                self.count("pods placed")
+        self.count("Nodes registered")
+        now = time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())
+        self.kube.request("PATCH", f"/api/v1/nodes/{name}/status", {"status": {
+            "addresses": [{"type": "InternalIP", "address": ip}],
+            "conditions": [{"type": "Ready", "status": "True", "reason": "KubeletReady", "message": "faults",
+                            "lastHeartbeatTime": now, "lastTransitionTime": now}]}},
+            "application/strategic-merge-patch+json")
+        return inc
+
+    def ensure_node(self, instance_id: str) -> dict | None:
+        """The Node of a running instance of the schedule's pools (registered once)."""
+        with self.node_lock:
+            if instance_id in self.node_of:
+                return self.node_of[instance_id]
+        inst = self.instance(instance_id)
+        if not inst or inst["InstanceState"] != "RUNNING" or not inst.get("PrivateIpAddresses"):
+            return None
+        return self.register_node(instance_id, inst["PrivateIpAddresses"][0])
+
+    def node_condition(self, name: str, status: bool, message: str, since: float | None = None) -> int:
+        """The agent's report on a Node: SpotTerminating True (with message) or False."""
+        at = time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime(since or time.time()))
+        cond = {"type": "SpotTerminating", "status": "True" if status else "False",
+                "reason": "SpotInstanceTerminating" if status else "SpotInstanceNotTerminating",
+                "message": message, "lastHeartbeatTime": at, "lastTransitionTime": at}
+        code, _ = self.kube.request("PATCH", f"/api/v1/nodes/{name}/status", {"status": {"conditions": [cond]}},
+                                    "application/strategic-merge-patch+json")
+        return code
+
     def kubelets(self) -> None:
-        """Every second, a Node for each live instance of this schedule's pools."""
+        """Every second: a Node (with pods) for each running instance of this schedule's
+        pools, and pods being deleted (an eviction) deleted at once, as a kubelet confirms."""
         while not self.kubelet_stop.wait(1):
             try:
-                for instance_id in self.owned_live():
+                for instance_id in self.owned_live(states=("RUNNING",)):
                     self.ensure_node(instance_id)
+                if self.notices:  # a doomed instance may show for a second only
+                    self.sample_instances()
+                pods = self.kube.get(f"/api/v1/namespaces/{self.ns}/pods?labelSelector=faults-seed%3D{self.seed}")
+                for pod in (pods or {}).get("items", []):
+                    name = pod["metadata"]["name"]
+                    if pod["metadata"].get("deletionTimestamp"):
+                        self.kube.request("DELETE", f"/api/v1/namespaces/{self.ns}/pods/{name}",
+                                          {"gracePeriodSeconds": 0})
+                        self.pods_gone.setdefault(name, time.time())
             except Exception as err:  # the emulator restarting, the apiserver restarting: next round
                 self.log(f"kubelets: {err}")
 
     def post_spotnotice(self, instance_id: str, deadline: float) -> None:
         """The agent's report from a host that is not a Node: a SpotNotice in the pool's namespace."""
-        at = time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime(deadline))
-        status, _ = self.kube.request("POST", f"/apis/devops.jokerbai.com/v1/namespaces/{self.ns}/spotnotices", {
-            "apiVersion": "devops.jokerbai.com/v1", "kind": "SpotNotice",
-            "metadata": {"name": f"{instance_id}-{int(deadline)}"},
-            "spec": {"instanceId": instance_id, "reclaimAt": at,
-                     "reportedAt": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())}})
+        status = self.create_spotnotice(f"{instance_id}-{int(deadline)}", instance_id, rfc3339(deadline))
         if status not in (201, 409):
             raise RuntimeError(f"creating the SpotNotice of {instance_id}: HTTP {status}")
 
+    def create_spotnotice(self, name: str, instance_id: str, reclaim_at: str) -> int:
+        status, _ = self.kube.request("POST", f"/apis/devops.jokerbai.com/v1/namespaces/{self.ns}/spotnotices", {
+            "apiVersion": "devops.jokerbai.com/v1", "kind": "SpotNotice", "metadata": {"name": name},
+            "spec": {"instanceId": instance_id, "reclaimAt": reclaim_at, "reportedAt": rfc3339(time.time())}})
+        return status
+
     def set_notice(self, instance_id: str, deadline: float | None) -> None:
         """The agent's report: SpotTerminating True with the deadline, or False (withdrawn)."""
-        now = time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())
-        cond = {"type": "SpotTerminating", "status": "False", "reason": "SpotInstanceNotTerminating",
-                "message": "notice withdrawn", "lastHeartbeatTime": now, "lastTransitionTime": now}
-        if deadline is not None:
-            cond.update(status="True", reason="SpotInstanceTerminating",
-                        message="reclaim at " + time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime(deadline)))
-        self.node_status(self.node_name(instance_id), cond)
+        name = self.node_of[instance_id]["name"]
+        if deadline is None:
+            self.node_condition(name, False, "notice withdrawn")
+        else:
+            self.node_condition(name, True, "reclaim at " + rfc3339(deadline))
 
     def later(self, seconds: float, fn, *args) -> None:
         timer = threading.Timer(max(0.0, seconds), self.guarded, (fn, *args))
@@ -948,7 +1147,8 @@ class Schedule:
             self.post_spotnotice(instance_id, deadline)
             self.count("notices as SpotNotices")
         else:
-            self.ensure_node(instance_id)
+            if not self.ensure_node(instance_id):
+                return "(no Node)"
             self.set_notice(instance_id, deadline)
         self.notices.append(rec)
         self.count("notices")
@@ -987,16 +1187,18 @@ class Schedule:
         self.log(f"noticed instance {rec['id']} reclaimed at its deadline")
 
     def doomed_at(self, pool: str, t: float, gone: dict[str, float]) -> int:
-        """Instances of the pool doomed at t: noticed, deadline (+ slack) not passed, not gone."""
+        """Instances of the pool that may count as doomed at t: noticed (by any notice the
+        campaign published, forged ones included) at most DOOM_MAX_S (+ slack) before,
+        not gone. A notice costs at most one instance above maximum for that long."""
         return len({r["id"] for r in self.notices if r["pool"] == pool and r["t"] - 0.5 <= t
-                    <= r["deadline"] + NOTICE_SLACK_S and gone.get(r["id"], float("inf")) > t})
+                    <= r["t"] + DOOM_MAX_S + NOTICE_SLACK_S and gone.get(r["id"], float("inf")) > t})
 
     def wait_notices(self) -> None:
         """Notices are not faults the campaign turns off: the schedule goes on until every
         deadline (and a repeated notice's new one) has passed, so each reclaim happens."""
         while not _stopping.is_set():
-            due = max([r["deadline"] for r in self.notices] + [t.when for t in self.notice_timers if t.is_alive()],
-                      default=0.0)
+            due = max([r["deadline"] for r in self.notices if not r.get("forged")]
+                      + [t.when for t in self.notice_timers if t.is_alive()], default=0.0)
             if time.time() > due + 1:
                 return
             self.supervise()
@@ -1008,7 +1210,7 @@ class Schedule:
             timer.cancel()
         if self.kubelet:
             self.kubelet.join(timeout=10)
-        if self.nodes:
+        if self.incarnations:
             self.kube.kubectl("delete", "nodes", "-l", f"faults-seed={self.seed}", "--wait=false", check=False)
 
     def wait_settled(self, bound: float) -> bool:
@@ -1135,6 +1337,8 @@ class Schedule:
             label += self.leader_cutoff(a, timers)
         elif ev.kind == "notice":
             label += self.notice(a)
+        elif ev.kind in ISSUE27_KINDS:
+            label += self.issue27(ev.kind, a, timers)
         elif ev.kind == "lease_delete":
             result = self.kube.kubectl("-n", self.ns, "delete", "lease", "spotpool", "--wait=false", check=False)
             if result.returncode != 0:
@@ -1142,6 +1346,140 @@ class Schedule:
             self.count("lease deletions")
         self.applied.append(label)
         self.log(f"fault: {label} {a}")
+
+    # -- the faults of issue 27: a Node's word is a claim ------------------------------------
+    def victim(self, a: dict) -> tuple[str, dict] | None:
+        """A running instance of the event's pool (its drawn index) that has a Node."""
+        if a["pool"] in self.deleted_at:
+            return None
+        live = self.owned_live(a["pool"], states=("RUNNING",))
+        for k in range(len(live)):
+            instance_id = live[(a["index"] + k) % len(live)]
+            inc = self.ensure_node(instance_id)
+            if inc:
+                return instance_id, inc
+        return None
+
+    def forged(self, pool: str, instance_id: str, deadline: float, what: str) -> None:
+        """Records a forged notice: it may doom the instance (for at most DOOM_MAX_S) but
+        no reclaim follows, and the schedule does not wait for its deadline."""
+        self.notices.append({"pool": pool, "id": instance_id, "t": time.time(), "deadline": deadline,
+                             "reclaimed": False, "channel": what, "forged": True})
+        self.count(f"forged notices ({what})")
+
+    def issue27(self, kind: str, a: dict, timers: list) -> str:
+        now = time.time()
+        if kind == "fake_notices":
+            made = 0
+            for k in range(a["count"]):
+                fake = "ins-" + hashlib.sha256(f"{self.seed}-{k}".encode()).hexdigest()[:8]
+                made += self.create_spotnotice(f"fake-{k}", fake, rfc3339(now + 30 + 20 * (k % 10))) == 201
+            self.count("SpotNotices for made-up IDs", made)
+            return f"({made} SpotNotices for made-up IDs)"
+        if kind == "region_change":
+            if a["pool"] in self.deleted_at:
+                return "(pool deleted)"
+            patch = {"spec": {"region": a["region"], "availabilityZone": a["region"] + "-1"}}
+            result = self.kube.kubectl("-n", self.ns, "patch", "sp", a["pool"], "--type", "merge", "-p",
+                                       json.dumps(patch), check=False)
+            if result.returncode != 0:
+                self.count("region changes refused")
+                self.log(f"region change refused: {result.stderr.strip()[:300]}")
+                return "(refused)"
+            self.count("region changes applied")
+            return "(applied)"
+        if kind == "account_change":
+            other = (f"AKIDspotpoolOtherAccount{self.seed:05d}", f"FaultKey{self.seed}z{self.secret_nonce}otherNeverLog")
+            self.emu.post("credentials", {"secretId": other[0], "secretKey": other[1], "account": "other"})
+            self.secret_swapped = True
+            self.write_secret(other)
+            timers.append((now + a["window"], ("account_back",)))
+            self.count("Secrets swapped to another account")
+            return f"({a['window']} s)"
+        got = self.victim(a)
+        if not got:
+            return "(skipped: no running instance with a Node)"
+        instance_id, inc = got
+        if kind == "node_delete_fail":
+            for ctl in self.controllers:
+                if ctl.proxy:
+                    ctl.proxy.fail_node_deletes(a["times"], a["status"])
+            self.emu.post("reclaim", {"instanceIds": [instance_id]})
+            self.count("Node deletions made to fail", a["times"])
+            return f"({instance_id} reclaimed, its Node's next {a['times']} deletion(s) answered {a['status']})"
+        if kind == "node_reuse":
+            return self.node_reuse(a, instance_id, inc, timers)
+        if kind == "forged_label":
+            n = sum(1 for i in self.incarnations if i["instance"] is None)
+            # Named to sort first (a relisting controller sees it before the real Node),
+            # with an address no instance has.
+            forger = self.register_node(None, f"10.250.{self.seed % 250}.{n + 1}", name=f"a{self.seed}-cp{n}",
+                                        labels={NODE_LABEL: instance_id})
+            if not forger:
+                return "(skipped: name taken)"
+            forger["claims"] = instance_id
+            self.count("Nodes claiming another instance")
+            if a["notice"]:
+                deadline = int(now + a["ahead"]) + 1.0
+                self.node_condition(forger["name"], True, "reclaim at " + rfc3339(deadline))
+                self.forged(a["pool"], instance_id, deadline, "forged label")
+                return f"({forger['name']} claims {instance_id}, reclaim {a['ahead']:.0f} s ahead)"
+            # No notice: the claimed instance goes, and its Node is to be deleted, not the claimant.
+            self.forged(a["pool"], instance_id, now, "forged label, no notice")
+            self.later(8, self.emu.post, "reclaim", {"instanceIds": [instance_id]})
+            return f"({forger['name']} claims {instance_id}, which is reclaimed 8 s later)"
+        if kind == "stale_notice":
+            # The agent reported a reclaim, was down when it was withdrawn: the condition stays
+            # True, its deadline long past, and the instance runs on.
+            since, deadline = now - a["age"], now - a["age"] + 120
+            self.node_condition(inc["name"], True, "reclaim at " + rfc3339(deadline), since=since)
+            self.forged(a["pool"], instance_id, deadline, "stale")
+            return f"({instance_id}, reported {a['age']:.0f} s ago)"
+        if kind == "far_deadline":
+            deadline = now + a["years"] * 365.25 * 86400
+            text = rfc3339(deadline)
+        elif kind == "past_deadline":
+            deadline, text = 946684800.0, "2000-01-01T00:00:00Z"
+        else:  # garbage_deadline
+            deadline = int(now + a["ahead"]) + 1.0
+            text = {"unparseable": "soon", "fractional": rfc3339(deadline)[:-1] + ".5Z",
+                    "pre1970": "1969-12-31T23:59:59Z", "junk": rfc3339(deadline) + "junk"}[a["form"]]
+        if a["channel"] == "spotnotice":
+            status = self.create_spotnotice(f"{instance_id}-{kind.replace('_', '-')}", instance_id, text)
+            if status != 201:
+                self.count("forged SpotNotices refused by the CRD")
+                return f"({instance_id}: SpotNotice at {text} refused, HTTP {status})"
+        else:
+            self.node_condition(inc["name"], True, "reclaim at " + text)
+        self.forged(a["pool"], instance_id, deadline, kind)
+        return f"({instance_id}, reclaim at {text})"
+
+    def node_reuse(self, a: dict, instance_id: str, inc: dict, timers: list) -> str:
+        """A Node deleted and registered again under its name (a new UID) while the
+        controller runs: by the same instance ("same"), or, once the instance is
+        reclaimed, by another machine that got the name (TKE names Nodes by IP) while
+        the controller's watch lags ("other")."""
+        owner, ip = instance_id, inc["ip"]
+        if a["variant"] == "other":
+            owner = self.emu.post("instances", {"region": REGION, "zone": ZONE, "instanceType": ITYPE})["instanceIds"][0]
+            self.foreign.append(owner)
+            ip = self.instance(owner)["PrivateIpAddresses"][0]
+            for ctl in self.controllers:
+                if ctl.proxy:
+                    ctl.proxy.delay(a["lag"])
+            timers.append((time.time() + a["lag"] + 1, ("watch_delay_end",)))
+            self.emu.post("reclaim", {"instanceIds": [instance_id]})
+        status, _ = self.kube.request("DELETE", f"/api/v1/nodes/{inc['name']}")
+        inc["deleted"] = time.time()
+        with self.node_lock:
+            if self.node_of.get(instance_id) is inc:
+                del self.node_of[instance_id]
+        if status != 200 or not self.register_node(owner, ip, name=inc["name"]):
+            return f"(skipped: Node {inc['name']} not re-registered, HTTP {status})"
+        self.count("Nodes re-registered under their name" if owner == instance_id
+                   else "Nodes re-registered under a reused name")
+        return f"({inc['name']} of {instance_id} registered again" + \
+            (")" if owner == instance_id else f" for {owner}, {instance_id} reclaimed)")
 
     # -- the faults of issue 19 ------------------------------------------------------------
     def count(self, key: str, n: int = 1) -> None:
@@ -1189,12 +1527,10 @@ class Schedule:
         old = self.cred
         self.cred = (f"AKIDspotpoolRotated{self.seed:05d}n{n:04d}", f"FaultKey{self.seed}z{self.secret_nonce}r{n}NeverLog")
         self.emu.post("credentials", {"secretId": self.cred[0], "secretKey": self.cred[1]})
-        if any(p.creds in ("secret", "inline") for p in self.plan.pools):
-            self.kube.kubectl("apply", "-f", "-", stdin=json.dumps({
-                "apiVersion": "v1", "kind": "Secret", "metadata": {"name": "cvm-creds", "namespace": self.ns},
-                "stringData": {"secretId": self.cred[0], "secretKey": self.cred[1]}}))
+        if any(p.creds in ("secret", "inline") for p in self.plan.pools) and not self.secret_swapped:
+            self.write_secret(self.cred)
         for pool in self.plan.pools:
-            if pool.creds == "inline" and pool.name not in self.inline_moved:
+            if pool.creds == "inline" and pool.name not in self.inline_moved and pool.name not in self.deleted_at:
                 # The CRD refuses another inline SecretId (docs/migration.md): inline keys
                 # are rotated by moving them into the Secret, once.
                 self.kube.kubectl("-n", self.ns, "patch", "sp", pool.name, "--type", "merge", "-p",
@@ -1205,6 +1541,11 @@ class Schedule:
         self.count("credential rotations")
         self.log(f"credentials rotated: {old[0]} -> {self.cred[0]}")
         return old
+
+    def write_secret(self, cred: tuple[str, str]) -> None:
+        self.kube.kubectl("apply", "-f", "-", stdin=json.dumps({
+            "apiVersion": "v1", "kind": "Secret", "metadata": {"name": "cvm-creds", "namespace": self.ns},
+            "stringData": {"secretId": cred[0], "secretKey": cred[1]}}))
 
     def schedule_revoke(self, old: tuple[str, str], overlap: float, timers: list) -> None:
         if old[0] != SECRET_ID:  # the controller's environment keeps SECRET_ID
@@ -1266,7 +1607,15 @@ class Schedule:
         return f"({'during ' + during[:-9] if during else 'no call seen'}, {a['hold']}s)"
 
     def fire_timer(self, what, final: bool = False) -> None:
-        if what[0] == "rotate":
+        if what[0] == "account_back":
+            self.secret_swapped = False
+            self.write_secret(self.cred)
+            self.log("the Secret holds this account's credentials again")
+        elif what[0] == "watch_delay_end":
+            for ctl in self.controllers:
+                if ctl.proxy:
+                    ctl.proxy.delay(0)
+        elif what[0] == "rotate":
             self.schedule_revoke(self.rotate(), what[1], self.timers)
         elif what[0] == "revoke":
             self.emu.post("credentials", {"secretId": what[1], "remove": True})
@@ -1371,6 +1720,8 @@ class Schedule:
                 ctl.proxy.delay(0)
                 ctl.proxy.replays_left = 0
                 ctl.proxy.blackhole(False)
+                with ctl.proxy.lock:
+                    ctl.proxy.node_delete_failures.clear()
             if ctl.proc and ctl.proc.poll() is None:
                 os.kill(ctl.proc.pid, signal.SIGCONT)
                 ctl.stopped = False
@@ -1399,8 +1750,16 @@ class Schedule:
             spec, status = obj.get("spec", {}), obj.get("status") or {}
             lo, hi, replicas = spec.get("minimum", 0), spec.get("maximum", 0), spec.get("replicas")
             live = self.emu.stats(self.ns, pool.name)["live"]
-            ok = live == max(lo, min(hi, replicas)) if replicas is not None else lo <= live <= hi
-            if not ok or status.get("size") != live:
+            # An instance a notice dooms (for at most DOOM_MAX_S) may be kept, drained,
+            # beside its replacement, out of the size: the cloud ends it, or it counts again.
+            doomed = 0
+            if any(r["pool"] == pool.name for r in self.notices):
+                now, running = time.time(), set(self.owned_live(pool.name))
+                doomed = len({r["id"] for r in self.notices if r["pool"] == pool.name and r["id"] in running
+                              and now <= r["t"] + DOOM_MAX_S})
+            ok = any((n == max(lo, min(hi, replicas)) if replicas is not None else lo <= n <= hi)
+                     and status.get("size") == n for n in range(live - doomed, live + 1))
+            if not ok:
                 problems.append(f"{pool.name}: spec {lo}..{hi} replicas={replicas}, live {live}, "
                                 f"status.size={status.get('size')}, launch={json.dumps(status.get('launch'))}")
         return problems
@@ -1466,7 +1825,8 @@ class Schedule:
             time.sleep(1)
         if leaked:
             self.violate("leak", f"{len(leaked)} owned instance(s) left after every pool was deleted",
-                         [f"{i['InstanceId']} {i['InstanceState']} tag={[t['Value'] for t in i['Tags']]} "
+                         [f"{i['InstanceId']} {i['InstanceState']} in {i['region']}, account {i.get('account')}, "
+                          f"tag={[t['Value'] for t in i['Tags']]} "
                           f"created={i['CreatedTime']} seen={i.get('seen')} visible={i.get('visible')}" for i in leaked])
 
     def journal(self) -> list[dict]:
@@ -1500,6 +1860,8 @@ class Schedule:
                     or e.get("action") == "_reclaim"):
                 for i in e.get("instanceIds") or []:
                     gone.setdefault(i, e["time"])
+        self.check_nodes(journal, gone)
+        self.check_doom_bound()
         for pool in self.plan.pools:
             log = self.spec_log[pool.name]
             stats = self.emu.stats(self.ns, pool.name, history=True)
@@ -1604,6 +1966,128 @@ class Schedule:
             self.violate("foreign", f"foreign instance(s) no longer RUNNING: {', '.join(gone)}")
         self.check_protocol(journal)
 
+    def notices_of(self, instance_id: str) -> str:
+        return "; ".join(f"{r['channel']} notice published {clock(r['t'])}, deadline "
+                         f"{rfc3339(r['deadline']) if r['deadline'] > 4e9 or r['deadline'] < 1e9 else clock(r['deadline'])}"
+                         for r in self.notices if r["id"] == instance_id) or "no notice"
+
+    def check_nodes(self, journal: list[dict], gone: dict[str, float]) -> None:
+        """The Node invariants of issue 27, judged by the pairing of Nodes to instances the
+        campaign's kubelets made (not by labels), what the proxies saw the controllers do
+        (Node deletions and their answers, evictions asked) and the emulator's journal:
+          node-deleted  no Node deleted while its instance runs, nor a Node of no instance;
+          evict         no instance terminated by the controller while a pod placed on its
+                        Node (POD_MARGIN_S before) had not been asked to evict (or gone);
+          node-left     the Node of an instance gone is deleted within NODE_LEFT_S (the check
+                        waits that long after the instance went if need be)."""
+        if not self.incarnations:
+            return
+        observed = sorted((o for ctl in self.controllers if ctl.proxy for o in ctl.proxy.observed),
+                          key=lambda o: o["t"])
+        state = {i["InstanceId"]: i["InstanceState"] for i in self.emu.get("instances")}
+        dead: dict[str, float] = {}  # reclaimed or shut down: nothing to evict from it after that
+        for e in journal:
+            if e.get("action") in ("_reclaim", "_reclaimed"):
+                for i in e.get("instanceIds") or []:
+                    dead.setdefault(i, e["time"])
+
+        def fate(i: str) -> str:
+            return f"gone at {clock(gone[i])}" if i in gone else f"{state.get(i, 'gone')} at the end"
+
+        def node_text(inc: dict) -> str:
+            before = [i for i in self.incarnations if i["name"] == inc["name"] and i["created"] < inc["created"]]
+            again = (f", the name of {before[-1]['instance'] or 'a Node of no instance'}'s Node until "
+                     f"{clock(before[-1]['deleted'] or 0)}" if before else "")
+            return (f"{inc['name']} (uid {inc['uid'][:8]}, registered {clock(inc['created'])}, "
+                    f"InternalIP {inc['ip']}{again})")
+
+        for o in observed:
+            if o["method"] != "DELETE" or not 200 <= o["status"] < 300:
+                continue
+            name = o["path"].rsplit("/", 1)[-1]
+            inc = next((i for i in self.incarnations if i["uid"] == o.get("uid")), None) or next(
+                (i for i in reversed(self.incarnations) if i["name"] == name and i["created"] < o["t"]), None)
+            if inc is None:
+                self.violate("node-deleted", f"the controller deleted Node {name} at {clock(o['t'])}, "
+                             "a Node this schedule did not register")
+            elif inc["instance"] is None:
+                claimed = inc.get("claims", "?")
+                self.violate("node-deleted", f"the controller deleted Node {node_text(inc)} at {clock(o['t'])}, "
+                             f"a Node of no instance that claims {claimed} by its label ({claimed} {fate(claimed)})",
+                             [f"{claimed}: {self.notices_of(claimed)}", *self.ctl_tail()])
+            elif gone.get(inc["instance"], float("inf")) > o["t"] + 0.5:
+                i = inc["instance"]
+                self.violate("node-deleted", f"the controller deleted Node {node_text(inc)} of {i} at "
+                             f"{clock(o['t'])} while {i} ran ({fate(i)})",
+                             [f"{i}: {self.notices_of(i)}", *self.ctl_tail()])
+        evicted: dict[str, float] = {}
+        for o in observed:
+            if o["method"] == "POST" and f"/namespaces/{self.ns}/pods/" in o["path"]:
+                evicted.setdefault(o["path"].split("/pods/")[1].split("/")[0], o["t"])
+        self.count("evictions asked", sum(1 for o in observed if o["method"] == "POST"))
+        self.count("Nodes deleted by the controller",
+                   sum(1 for o in observed if o["method"] == "DELETE" and 200 <= o["status"] < 300))
+        for e in journal:
+            if e.get("action") != "TerminateInstances" or not e.get("requestId") or e.get("error"):
+                continue
+            t = e["time"]
+            for i in e.get("instanceIds") or []:
+                if dead.get(i, float("inf")) < t:
+                    continue
+                left = [(inc, pod, placed) for inc in self.incarnations if inc["instance"] == i
+                        for pod, placed in inc["pods"].items()
+                        if placed <= t - POD_MARGIN_S and self.pods_gone.get(pod, float("inf")) > t
+                        and evicted.get(pod, float("inf")) > t + 0.5]
+                if left:
+                    self.violate("evict", f"the controller terminated {i} at {clock(t)} while {len(left)} pod(s) on "
+                                 f"its Node {left[0][0]['name']} had not been asked to evict: "
+                                 + ", ".join(f"{pod} (placed {clock(placed)})" for _, pod, placed in left),
+                                 [f"{i}: {self.notices_of(i)}",
+                                  "evictions the controller asked on this schedule's Nodes: "
+                                  + (", ".join(f"{p} at {clock(w)}" for p, w in sorted(evicted.items(),
+                                                                                        key=lambda x: x[1])[:8])
+                                     or "none"), *self.ctl_tail()])
+        judged = [inc for inc in self.incarnations if inc["instance"] in gone and not inc["deleted"]
+                  and self.plan.node_style != "ip" and inc["instance"] in self.recorded
+                  and inc["created"] <= gone[inc["instance"]] - 5]
+        while True:  # until each Node is deleted or NODE_LEFT_S past its instance's end
+            nodes = self.kube.get(f"/api/v1/nodes?labelSelector=faults-seed%3D{self.seed}") or {}
+            present = {n["metadata"]["name"]: n["metadata"]["uid"] for n in nodes.get("items", [])}
+            judged = [inc for inc in judged if present.get(inc["name"]) == inc["uid"]]
+            now = time.time()
+            due = max([gone[inc["instance"]] + NODE_LEFT_S for inc in judged], default=0)
+            if due <= now or _stopping.is_set():
+                break
+            time.sleep(min(1.0, due - now))
+        observed = sorted((o for ctl in self.controllers if ctl.proxy for o in ctl.proxy.observed),
+                          key=lambda o: o["t"])
+        for inc in judged:
+            i = inc["instance"]
+            tries = [f"{clock(o['t'])} HTTP {o['status']}{' (injected)' if o.get('injected') else ''}"
+                     for o in observed if o["method"] == "DELETE" and o["path"].endswith("/" + inc["name"])]
+            self.violate("node-left", f"Node {node_text(inc)} of {i}, gone at {clock(gone[i])}, still there "
+                         f"{now - gone[i]:.0f} s later; the controller's deletions of it: "
+                         + (", ".join(tries) or "none"))
+
+    def check_doom_bound(self) -> None:
+        """doom-bound: no instance counted as doomed (a reclaimAt in the pool's status) more
+        than DOOM_MAX_S after its first notice was published, nor without a notice."""
+        first = {}
+        for r in self.notices:
+            first[r["id"]] = min(first.get(r["id"], r["t"]), r["t"])
+        for (pool, i), (seen, text) in sorted(self.doom_seen.items(), key=lambda x: x[1][0]):
+            try:
+                at = calendar.timegm(time.strptime(text, "%Y-%m-%dT%H:%M:%SZ"))
+            except ValueError:
+                at = None
+            if i not in first:
+                self.violate("doom-bound", f"{short(pool)}: the status counted {i} doomed (reclaimAt {text}, seen "
+                             f"{clock(seen)}) though no notice was published for it")
+            elif at is None or at > first[i] + DOOM_MAX_S + 60:
+                self.violate("doom-bound", f"{short(pool)}: the status counted {i} doomed until {text} (seen "
+                             f"{clock(seen)}), more than {DOOM_MAX_S // 60} min after its notice was first "
+                             f"published at {clock(first[i])}", [f"{i}: {self.notices_of(i)}"])
+
     def check_fenced(self, journal: list[dict]) -> None:
         """fenced: a leader cut off from the apiserver cannot renew its Lease, so it must
         stop acting before the Lease expires (docs/how-it-works.md, "Leader election").
@@ -1691,8 +2175,20 @@ class Schedule:
 
     def snapshot_statuses(self) -> None:
         """Keeps every pool's status as it is now (checked for secrets at the end)."""
-        for item in (self.kube.get(self.sp_path()) or {}).get("items", []):
+        for item in self.sample_instances():
             self.statuses.setdefault(item["metadata"]["name"], []).append(json.dumps(item.get("status")))
+
+    def sample_instances(self) -> list[dict]:
+        """The pools as they are now; notes the instances their statuses record and the
+        first time each doomed one (reclaimAt) shows, with its deadline."""
+        now = time.time()
+        items = (self.kube.get(self.sp_path()) or {}).get("items", [])
+        for item in items:
+            for inst in (item.get("status") or {}).get("instances") or []:
+                self.recorded.add(inst.get("instanceId"))
+                if inst.get("reclaimAt") and inst.get("instanceId"):
+                    self.doom_seen.setdefault((item["metadata"]["name"], inst["instanceId"]), (now, inst["reclaimAt"]))
+        return items
 
     def ctl_tail(self, n: int = 6) -> list[str]:
         """The last n distinct messages of each controller log (a repeated message, with
@@ -1772,8 +2268,9 @@ class Campaign:
         self.notice_crd = os.path.join(os.path.dirname(self.crd), "spotnotice.yaml")
         self.duration_range = args.duration
         self.without = set(args.without.split(",")) if args.without else set()
+        self.force = frozenset(args.force.split(",")) if args.force else frozenset()
         self.replay_extra = ("" if args.duration == (20.0, 40.0) else f" DURATION={args.duration_text}") + \
-            (f" WITHOUT={args.without}" if args.without else "")
+            (f" WITHOUT={args.without}" if args.without else "") + (f" FORCE={args.force}" if args.force else "")
         self.workdir = args.workdir or tempfile.mkdtemp(prefix="spotpool-faults.")
         os.makedirs(self.workdir, exist_ok=True)
         self.k8s_dir = os.path.join(self.workdir, "k8s")
@@ -1848,16 +2345,27 @@ EVIDENCE = [  # (fault kind, counter keys shown for it)
     ("notice", ["notices", "notices repeated", "notices withdrawn", "notices of instances then not reclaimed",
                 "noticed instances reclaimed at the deadline", "noticed instances gone before their deadline",
                 "launches of the pool between a notice and its deadline"]),
+    ("forged_label", ["Nodes claiming another instance", "forged notices (forged label)"]),
+    ("far_deadline", ["forged notices (far_deadline)"]),
+    ("past_deadline", ["forged notices (past_deadline)"]),
+    ("garbage_deadline", ["forged notices (garbage_deadline)", "forged SpotNotices refused by the CRD"]),
+    ("stale_notice", ["forged notices (stale)"]),
+    ("fake_notices", ["SpotNotices for made-up IDs"]),
+    ("region_change", ["region changes applied", "region changes refused"]),
+    ("account_change", ["Secrets swapped to another account", "inline key rotations refused by the CRD"]),
+    ("node_delete_fail", ["Node deletions made to fail", "proxy nodeDeletesFailed"]),
+    ("node_reuse", ["Nodes re-registered under their name", "Nodes re-registered under a reused name"]),
+    ("(kubelets)", ["Nodes registered", "pods placed", "evictions asked", "Nodes deleted by the controller"]),
 ]
 
 
 def evidence_summary(totals: dict[str, int], schedules: list) -> str:
     """One line per fault kind of issue 19: in how many schedules it was drawn, and the
     counters that show it happened."""
-    lines = ["faults: evidence of the issue-19 kinds (schedules drawing it; counters):"]
+    lines = ["faults: evidence of the issue-19 and issue-27 kinds (schedules drawing it; counters):"]
     for kind, keys in EVIDENCE:
-        drawn = sum(1 for s in schedules if (s.plan.long_names if kind == "long_names"
-                                              else any(e.kind == kind for e in s.plan.events)))
+        drawn = sum(1 for s in schedules if (s.plan.long_names if kind == "long_names" else s.plan.kubelets
+                                              if kind == "(kubelets)" else any(e.kind == kind for e in s.plan.events)))
         lines.append(f"  {kind}: {drawn} schedule(s); " + ", ".join(f"{k}: {totals.get(k, 0)}" for k in keys))
     return "\n".join(lines)
 
@@ -1876,6 +2384,8 @@ def main(argv: list[str]) -> int:
                         "directory's spotnotice.yaml is applied too)")
     parser.add_argument("--without", help="comma-separated fault kinds to leave out (e.g. tag_index,killhook;"
                         " tag_index also turns off the background tag-index lag/drops)")
+    parser.add_argument("--force", help="comma-separated fault kinds of issue 27 to draw in every schedule "
+                        "(their arguments, and every other draw, stay the seed's)")
     parser.add_argument("--workdir", help="keep logs here (default: a temporary directory)")
     parser.add_argument("--keep", action="store_true", help="keep the work directory even if all passed")
     args = parser.parse_args(argv)
@@ -1889,6 +2399,7 @@ def main(argv: list[str]) -> int:
     else:
         seeds = list(range(args.first_seed, args.first_seed + args.schedules))
     unknown = sorted(set(args.without.split(",")) - set(KINDS)) if args.without else []
+    unknown += sorted(set(args.force.split(",")) - set(ISSUE27_KINDS)) if args.force else []
     if unknown:
         print(f"faults: unknown fault kind(s) for --without: {', '.join(unknown)} (known: {' '.join(KINDS)})",
               file=sys.stderr)

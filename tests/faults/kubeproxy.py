@@ -21,13 +21,20 @@ What it does, and nothing more (Python 3.11 standard library only):
 - fail(method, prefix, status) answers every request of that method whose target (path
   and query, as sent) starts with prefix with that HTTP status and a Kubernetes Status body, without sending it on
   (an apiserver or a webhook failing those calls); fail(None) ends it.
+- fail_node_deletes(times, status) answers the next `times` DELETEs of a Node
+  (/api/v1/nodes/NAME) itself with HTTP `status` (a Status object: 5xx, or 429 with
+  Retry-After: 1), without sending them on: a Node deletion that fails.
+- Every DELETE of a Node and every POST of a pod's eviction (.../pods/NAME/eviction) that
+  passes is recorded in `observed` ({"t", "method", "path", "status", "uid"?}: t when the
+  answer came, uid of the Node a DELETE answered with), so the campaign knows which Node
+  incarnation the controller deleted and which pods it tried to evict.
 - blackhole(True) cuts the controller off: from then on no byte goes either way on any
   connection (open ones included) and new connections are accepted but never answered,
   as when packets are dropped. blackhole(False) closes everything that was held, so the
   controller sees its connections fail and reconnects.
 
 Counters (dict `counts`): requests, watches, events, eventsDelayed, cuts, streamsCut,
-replays, blackholes, heldConnections, failed.
+replays, blackholes, heldConnections, failed, nodeDeletesFailed.
 
 Run as a script (`kubeproxy.py K8S_DIR KUBECONFIG_OUT CONTROL_FILE [TRACE]`, for the
 end-to-end scripts) it proxies the apiserver of K8S_DIR's kubeconfig, writes the
@@ -38,6 +45,7 @@ every 0.2 s: `fail METHOD PREFIX STATUS`, or empty for no fault.
 from __future__ import annotations
 
 import http.client
+import json
 import os
 import queue
 import socket
@@ -69,8 +77,10 @@ class KubeProxy:
         self.closed = threading.Event()
         self.seen_rv: dict[str, str] = {}   # watch path -> first resourceVersion asked for
         self.socks: set = set()
+        self.node_delete_failures: list[int] = []   # statuses to answer the next Node DELETEs with
+        self.observed: list[dict] = []
         self.counts = dict(requests=0, watches=0, events=0, eventsDelayed=0, cuts=0, streamsCut=0, replays=0,
-                           blackholes=0, heldConnections=0, failed=0)
+                           blackholes=0, heldConnections=0, failed=0, nodeDeletesFailed=0)
         self.failing: tuple[str, str, int] | None = None
         self.sock = socket.create_server(("127.0.0.1", 0))
         self.port = self.sock.getsockname()[1]
@@ -95,6 +105,11 @@ class KubeProxy:
     def fail(self, method: str | None, prefix: str = "", status: int = 500) -> None:
         self.failing = (method, prefix, status) if method else None
         self.trace(f"fault: {method} {prefix}* answered {status}" if method else "fault: no request failed")
+
+    def fail_node_deletes(self, times: int, status: int) -> None:
+        with self.lock:
+            self.node_delete_failures += [status] * times
+        self.trace(f"fault: the next {times} Node deletion(s) answered {status}")
 
     def blackhole(self, on: bool) -> None:
         with self.lock:
@@ -244,6 +259,9 @@ class KubeProxy:
             return lower.get("connection", "").lower() != "close"
         query = urllib.parse.parse_qs(url.query, keep_blank_values=True)
         watching = query.get("watch", [""])[0] in ("1", "true") or "/watch/" in url.path
+        node_delete = method == "DELETE" and url.path.startswith("/api/v1/nodes/")
+        if node_delete and self._node_delete_failure(conn, url.path):
+            return lower.get("connection", "").lower() != "close"
         if watching:
             self._count("watches")
             target = self._maybe_replay(url, query, target)
@@ -265,6 +283,8 @@ class KubeProxy:
                 self._stream(conn, resp, gen)
                 return False
             data = resp.read()
+            if node_delete or (method == "POST" and url.path.endswith("/eviction")):
+                self._observe(method, url.path, resp.status, data if node_delete else b"")
             out = [f"HTTP/1.1 {resp.status} {resp.reason}\r\n"]
             out += [f"{k}: {v}\r\n" for k, v in resp.getheaders() if k.lower() not in HOP]
             out.append(f"Content-Length: {len(data)}\r\n\r\n")
@@ -275,6 +295,36 @@ class KubeProxy:
             return lower.get("connection", "").lower() != "close"
         finally:
             up.close()
+
+    def _node_delete_failure(self, conn, path: str) -> bool:
+        """Answers a Node DELETE with an injected failure when one is pending."""
+        with self.lock:
+            if not self.node_delete_failures:
+                return False
+            status = self.node_delete_failures.pop(0)
+            self.counts["nodeDeletesFailed"] += 1
+        reason = {429: "Too Many Requests", 500: "Internal Server Error"}.get(status, "Service Unavailable")
+        body = json.dumps({"kind": "Status", "apiVersion": "v1", "status": "Failure", "code": status,
+                           "reason": "TooManyRequests" if status == 429 else "InternalError",
+                           "message": "injected by the fault campaign"}).encode()
+        extra = "Retry-After: 1\r\n" if status == 429 else ""
+        conn.sendall(f"HTTP/1.1 {status} {reason}\r\nContent-Type: application/json\r\n{extra}"
+                     f"Content-Length: {len(body)}\r\n\r\n".encode("latin-1") + body)
+        self.trace(f"DELETE {path} -> {status} (injected)")
+        self._observe("DELETE", path, status, b"", injected=True)
+        return True
+
+    def _observe(self, method: str, path: str, status: int, body: bytes, injected: bool = False) -> None:
+        entry = {"t": time.time(), "method": method, "path": path, "status": status}
+        if injected:
+            entry["injected"] = True
+        if body:
+            try:
+                entry["uid"] = json.loads(body)["metadata"]["uid"]
+            except (ValueError, KeyError, TypeError):
+                pass
+        with self.lock:
+            self.observed.append(entry)
 
     def _maybe_replay(self, url, query, target: str) -> str:
         rv = query.get("resourceVersion", [""])[0]

@@ -238,6 +238,29 @@ class EmulatorFaults(unittest.TestCase):
         self.assertIn(f"revoked-sid={rotated}", text)
         self.assertNotIn("revoked-sid=AKIDneverKnown", text, "only a removed id is called revoked")
 
+    def test_accounts_see_their_own_instances(self):
+        other, key = "AKIDfaultsUnitTestOtherAccount00001", "otherAccountKeyNeverLogged"
+        self.c.control("POST", "credentials", {"secretId": other, "secretKey": key, "account": "other"})
+        mine = self.c.run("ns/acct", ClientToken="tok-accounts")
+        self.assertEqual(self.c.call("DescribeInstances", {"InstanceIds": mine}, secret_id=other,
+                                     secret_key=key)["InstanceSet"], [], "another account's instance is unknown")
+        answer = self.c.call("TerminateInstances", {"InstanceIds": mine}, secret_id=other, secret_key=key)
+        self.assertEqual(answer["Error"]["Code"], "InvalidInstanceId.NotFound")
+        params = {"Placement": {"Zone": REGION + "-2"}, "ImageId": "img-x", "InstanceType": "S5.MEDIUM4",
+                  "ClientToken": "tok-accounts"}
+        theirs = self.c.call("RunInstances", params, secret_id=other, secret_key=key)["InstanceIdSet"]
+        self.assertNotEqual(theirs, mine, "a client token is replayed within its account only")
+        accounts = {i["InstanceId"]: i["account"] for i in self.c.control("GET", "instances")}
+        self.assertEqual((accounts[mine[0]], accounts[theirs[0]]), ("main", "other"))
+        self.assertEqual(self.c.by_id(mine + theirs), mine)
+        self.c.control("POST", "credentials", {"secretId": other, "remove": True})
+
+    def test_address_base(self):
+        self.c.control("POST", "config", {"addressBase": 7 << 16})
+        ids = self.c.control("POST", "instances", {"region": REGION})["instanceIds"]
+        listed = {i["InstanceId"]: i for i in self.c.control("GET", "instances")}
+        self.assertTrue(listed[ids[0]]["PrivateIpAddresses"][0].startswith("10.7."), listed[ids[0]])
+
     def metadata(self, instance_id: str, item: str) -> tuple[int, str]:
         conn = http.client.HTTPConnection("127.0.0.1", self.c.port, timeout=10)
         try:
@@ -338,6 +361,23 @@ class Plans(unittest.TestCase):
                 self.assertTrue(a.leader)
         self.assertTrue(set(campaign.NEW_KINDS) <= kinds, set(campaign.NEW_KINDS) - kinds)
         self.assertTrue(kinds <= set(campaign.KINDS), kinds - set(campaign.KINDS))
+
+    def test_issue27_kinds_forced_and_left_out(self):
+        drawn = set()
+        for seed in range(1, 60):
+            plain = campaign.make_plan(seed, (20, 40))
+            drawn |= {e.kind for e in plain.events}
+            forced = campaign.make_plan(seed, (20, 40), frozenset({"node_reuse", "past_deadline"}))
+            kinds = [e.kind for e in forced.events]
+            self.assertIn("node_reuse", kinds)
+            self.assertIn("past_deadline", kinds)
+            # Forcing adds those events and changes no other draw.
+            self.assertEqual([e for e in plain.events if e.kind not in ("node_reuse", "past_deadline")],
+                             [e for e in forced.events if e.kind not in ("node_reuse", "past_deadline")])
+            self.assertTrue(forced.kubelets and forced.proxied)
+            forced.finalize(set(campaign.ISSUE27_KINDS))
+            self.assertFalse({e.kind for e in forced.events} & set(campaign.ISSUE27_KINDS))
+        self.assertTrue(set(campaign.ISSUE27_KINDS) <= drawn, set(campaign.ISSUE27_KINDS) - drawn)
 
     def test_long_owner_tag(self):
         ns, name = campaign.long_name("faults-1-", 63), campaign.long_name("p0-", 253)
