@@ -1,5 +1,6 @@
 /* informer: list + watch into a cache of Spotpools; see informer.h. */
 #include "informer.h"
+#include "http.h"
 #include "log.h"
 #include "pool.h"
 #include "stop.h"
@@ -363,6 +364,14 @@ static int on_event(void *ud, const char *type, cJSON *obj)
 	return 0;
 }
 
+/* A failed list or a watch that ended is a warning, but not once the process is
+ * shutting down: http_abort_all cut it (before the owner's own stop comes, in ctl_stop's
+ * order), or the apiserver went with the same Ctrl-C. That is our stop, not a loss. */
+static enum log_level loss_level(void)
+{
+	return http_aborting() ? LOG_LVL_DEBUG : LOG_LVL_WARN;
+}
+
 static int64_t next_delay(int64_t delay)
 {
 	return delay ? (delay * 2 < INFORMER_RECONNECT_MAX_MS ? delay * 2 : INFORMER_RECONNECT_MAX_MS) : 500;
@@ -379,7 +388,7 @@ int64_t informer_lw_round(struct informer_lw *lw, const struct informer_lw_ops *
 		if (lw->list_error < 0) {
 			lw->delay_ms = next_delay(lw->delay_ms);
 			bool refused = lw->list_error == SP_EFORBIDDEN || lw->list_error == SP_ENOTFOUND;
-			log_msg(ops->owner_says_refusals && refused ? LOG_LVL_DEBUG : LOG_LVL_WARN,
+			log_msg(ops->owner_says_refusals && refused ? LOG_LVL_DEBUG : loss_level(),
 				"list %s (%s) failed, retrying in %lld ms: %s", ops->kind, ops->scope,
 				(long long)lw->delay_ms, err.msg);
 			return lw->delay_ms;
@@ -408,8 +417,8 @@ int64_t informer_lw_round(struct informer_lw *lw, const struct informer_lw_ops *
 		return 0;
 	}
 	lw->delay_ms = next_delay(lw->delay_ms);
-	log_warn("watch %s (%s) ended: %s; reconnecting in %lld ms", ops->kind, ops->scope,
-		 r < 0 ? err.msg : "closed early", (long long)lw->delay_ms);
+	log_msg(loss_level(), "watch %s (%s) ended: %s; reconnecting in %lld ms", ops->kind, ops->scope,
+		r < 0 ? err.msg : "closed early", (long long)lw->delay_ms);
 	return lw->delay_ms;
 }
 

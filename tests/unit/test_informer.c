@@ -7,7 +7,11 @@
  * bookmarks move the resourceVersion. */
 #include "testutil.h"
 #include "fakekube.h"
+#include "http.h"
 #include "informer.h"
+#include "log.h"
+
+#include <sys/wait.h>
 
 static int enqueued, deleted;
 /* What the owner was told, in order: "+key" (look now), "~key" (when its backoff
@@ -358,6 +362,63 @@ static void test_watch_endings(void **state)
 	}
 }
 
+/* A failed list and a watch that drops, each in a round of its own: whether each was
+ * logged (ret_text: what came at info and above) and the backoff each asked for. */
+static void failed_rounds(int64_t ret_delay[2], char **ret_text)
+{
+	static const struct reply replies[] = {
+		{"GET", LIST_PATH, NULL, SP_ETRANSIENT, 0},
+		{"GET", LIST_PATH, LIST("100", ""), 0, 0},
+		{"WATCH", WATCH_FROM("100"), NULL, SP_ETRANSIENT, 20000},
+	};
+	struct rig g;
+	rig_start(&g, replies, 3);
+	size_t size = 0;
+	FILE *out = open_memstream(ret_text, &size);
+	log_setup(LOG_FMT_PLAIN, LOG_LVL_INFO);
+	log_set_output(out);
+	ret_delay[0] = round_of(&g);
+	ret_delay[1] = round_of(&g);
+	log_set_output(NULL);
+	fclose(out);
+	rig_end(&g);
+}
+
+/* A list that fails and a watch that drops are warnings (a lost watch is news). Once
+ * the process is shutting down (http_abort_all, from SIGTERM or Ctrl-C) they are our
+ * own stop, before the owner's comes: not a warning, though they back off the same.
+ * The abort cannot be undone, so that half runs in a child. */
+static void test_loss_is_a_warning_unless_shutting_down(void **state)
+{
+	(void)state;
+	int64_t delay[2];
+	char *text = NULL;
+	failed_rounds(delay, &text);
+	assert_int_equal(delay[0], 500);
+	assert_int_equal(delay[1], 1000);
+	assert_non_null(strstr(text, " warn  list spotpools (ns) failed, retrying in 500 ms: injected"));
+	assert_non_null(strstr(text, " warn  watch spotpools (ns) ended: injected"));
+	free(text);
+
+	fflush(NULL);
+	pid_t pid = fork();
+	assert_true(pid >= 0);
+	if (pid == 0) {
+		http_abort_all();
+		text = NULL;
+		failed_rounds(delay, &text);
+		bool ok = delay[0] == 500 && delay[1] == 1000 && !strstr(text, "warn") && !strstr(text, "spotpools (ns)");
+		if (!ok)
+			fprintf(stderr, "delays %lld, %lld; logged:\n%s", (long long)delay[0], (long long)delay[1], text);
+		free(text);
+		_exit(ok ? 0 : 1);
+	}
+	int status = 0;
+	assert_int_equal(waitpid(pid, &status, 0), pid);
+	assert_true(WIFEXITED(status));
+	assert_int_equal(WEXITSTATUS(status), 0);
+}
+
 /* Failed lists and dropped watches back off 0.5 s, doubling up to 30 s; a watch that
  * runs its course resets the backoff. */
 static void test_backoff(void **state)
@@ -472,6 +533,7 @@ int main(void)
 		cmocka_unit_test(test_watch_events_apply_and_resume),
 		cmocka_unit_test(test_watch_endings),
 		cmocka_unit_test(test_backoff),
+		cmocka_unit_test(test_loss_is_a_warning_unless_shutting_down),
 		cmocka_unit_test(test_relist_forgets_what_disappeared),
 		cmocka_unit_test(test_bookmark_moves_the_resource_version),
 		cmocka_unit_test(test_healthy_on_the_clock),
