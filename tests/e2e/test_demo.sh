@@ -107,12 +107,11 @@ check "second run: no error or warning from start to SIGTERM" quiet second
 KEEP=1 run_demo third
 reaches_size third "KEEP=1" " again"
 check "KEEP=1: the same cluster state (pool uid kept: $uid2)" test "$(demo_uid third)" = "$uid2"
-# A watch really lost (the apiserver killed and started again) is still a warning.
-K8S_RESTART_KILL=1 "$E2E_ROOT/scripts/k8s-restart-apiserver" "$demo_dir/k8s" >"$E2E_TMP/restart.log" 2>&1
-check "KEEP=1: the apiserver killed and restarted" kubectl --kubeconfig "$(demo_kubeconfig third)" get --raw /readyz
-check "KEEP=1: the lost watches are warnings" \
+# A watch really lost is still a warning: the apiserver killed under the demo (Ctrl-C
+# then stops the rest all the same).
+kill -KILL "$(cat "$demo_dir/k8s/apiserver.pid")"
+check "KEEP=1: the apiserver killed, the lost watches are warnings" \
 	wait_for 10 grep -qE '^[0-9T:.-]+Z warn  watch (spotpools|nodes|spotnotices) \(.*\) ended: ' "$E2E_TMP/third.out"
-check "KEEP=1: the controller carries on after the restart" wait_for 30 at_size third
 stop_demo third INT
 
 finish
