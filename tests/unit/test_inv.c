@@ -2,6 +2,7 @@
  * when their credentials are refused; a reclaim noticed by following known instances by
  * ID, against a fake CVM endpoint. */
 #include "testutil.h"
+#include "http.h"
 #include "inv.h"
 #include "log.h"
 
@@ -11,6 +12,7 @@
 #include <pthread.h>
 #include <stdatomic.h>
 #include <sys/socket.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #include <cjson/cJSON.h>
@@ -638,6 +640,51 @@ static void test_poller_keeps_its_key_redacted(void **state)
 	env_stop(&e);
 }
 
+static void *abort_soon(void *arg)
+{
+	(void)arg;
+	usleep(100000);
+	http_abort_all();
+	return NULL;
+}
+
+/* A listing the shutdown aborts (http_abort_all, from SIGTERM or Ctrl-C: here while
+ * the slow account's answer is 400 ms away) is our own stop: its read fails, and
+ * neither it nor what the poller tries after is logged as a warning. In a child: the
+ * abort cannot be undone. */
+static void test_listing_aborted_by_shutdown_is_no_warning(void **state)
+{
+	(void)state;
+	fflush(NULL);
+	pid_t pid = fork();
+	assert_true(pid >= 0);
+	if (pid == 0) {
+		struct env e;
+		env_start(&e, 600000);
+		char *text = NULL;
+		size_t size = 0;
+		FILE *out = open_memstream(&text, &size);
+		log_set_output(out);
+		pthread_t t;
+		pthread_create(&t, NULL, abort_soon, NULL);
+		int r = read_as(e.inv, "AKIDslowAborted", "ns/a");
+		pthread_join(t, NULL);
+		usleep(200000);  /* the poller's tries after the abort */
+		inv_free(e.inv);
+		log_set_output(NULL);
+		fclose(out);
+		bool ok = r < 0 && strstr(text, "aborted") == NULL && strstr(text, " warn ") == NULL;
+		if (!ok)
+			fprintf(stderr, "read %d; logged:\n%s", r, text);
+		free(text);
+		_exit(ok ? 0 : 1);
+	}
+	int status = 0;
+	assert_int_equal(waitpid(pid, &status, 0), pid);
+	assert_true(WIFEXITED(status));
+	assert_int_equal(WEXITSTATUS(status), 0);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -653,6 +700,7 @@ int main(void)
 		cmocka_unit_test(test_refused_credentials_leave_no_poller),
 		cmocka_unit_test(test_reads_after_leadership_wait_for_a_new_listing),
 		cmocka_unit_test(test_changed_is_called_without_the_lock),
+		cmocka_unit_test(test_listing_aborted_by_shutdown_is_no_warning),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }
