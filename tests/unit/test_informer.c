@@ -7,11 +7,7 @@
  * bookmarks move the resourceVersion. */
 #include "testutil.h"
 #include "fakekube.h"
-#include "http.h"
 #include "informer.h"
-#include "log.h"
-
-#include <sys/wait.h>
 
 static int enqueued, deleted;
 /* What the owner was told, in order: "+key" (look now), "~key" (when its backoff
@@ -362,9 +358,9 @@ static void test_watch_endings(void **state)
 	}
 }
 
-/* A failed list and a watch that drops, each in a round of its own: whether each was
- * logged (ret_text: what came at info and above) and the backoff each asked for. */
-static void failed_rounds(int64_t ret_delay[2], char **ret_text)
+/* A failed list and a watch that drops, each in a round of its own: the backoff each
+ * asked for, and what was logged at info and above (to free). */
+static char *failed_rounds(int64_t ret_delay[2])
 {
 	static const struct reply replies[] = {
 		{"GET", LIST_PATH, NULL, SP_ETRANSIENT, 0},
@@ -373,15 +369,26 @@ static void failed_rounds(int64_t ret_delay[2], char **ret_text)
 	};
 	struct rig g;
 	rig_start(&g, replies, 3);
-	size_t size = 0;
-	FILE *out = open_memstream(ret_text, &size);
-	log_setup(LOG_FMT_PLAIN, LOG_LVL_INFO);
-	log_set_output(out);
+	struct test_log l;
+	test_log_start(&l);
 	ret_delay[0] = round_of(&g);
 	ret_delay[1] = round_of(&g);
-	log_set_output(NULL);
-	fclose(out);
+	char *text = (char *)test_log_end(&l);
 	rig_end(&g);
+	return text;
+}
+
+static int aborted_rounds(void *arg)
+{
+	(void)arg;
+	http_abort_all();
+	int64_t delay[2];
+	char *text = failed_rounds(delay);
+	bool ok = delay[0] == 500 && delay[1] == 1000 && !strstr(text, "warn") && !strstr(text, "spotpools (ns)");
+	if (!ok)
+		fprintf(stderr, "delays %lld, %lld; logged:\n%s", (long long)delay[0], (long long)delay[1], text);
+	free(text);
+	return ok ? 0 : 1;
 }
 
 /* A list that fails and a watch that drops are warnings (a lost watch is news). Once
@@ -392,31 +399,13 @@ static void test_loss_is_a_warning_unless_shutting_down(void **state)
 {
 	(void)state;
 	int64_t delay[2];
-	char *text = NULL;
-	failed_rounds(delay, &text);
+	char *text = failed_rounds(delay);
 	assert_int_equal(delay[0], 500);
 	assert_int_equal(delay[1], 1000);
-	assert_non_null(strstr(text, " warn  list spotpools (ns) failed, retrying in 500 ms: injected"));
-	assert_non_null(strstr(text, " warn  watch spotpools (ns) ended: injected"));
+	assert_contains(text, " warn  list spotpools (ns) failed, retrying in 500 ms: injected");
+	assert_contains(text, " warn  watch spotpools (ns) ended: injected");
 	free(text);
-
-	fflush(NULL);
-	pid_t pid = fork();
-	assert_true(pid >= 0);
-	if (pid == 0) {
-		http_abort_all();
-		text = NULL;
-		failed_rounds(delay, &text);
-		bool ok = delay[0] == 500 && delay[1] == 1000 && !strstr(text, "warn") && !strstr(text, "spotpools (ns)");
-		if (!ok)
-			fprintf(stderr, "delays %lld, %lld; logged:\n%s", (long long)delay[0], (long long)delay[1], text);
-		free(text);
-		_exit(ok ? 0 : 1);
-	}
-	int status = 0;
-	assert_int_equal(waitpid(pid, &status, 0), pid);
-	assert_true(WIFEXITED(status));
-	assert_int_equal(WEXITSTATUS(status), 0);
+	test_in_child(aborted_rounds, NULL);
 }
 
 /* Failed lists and dropped watches back off 0.5 s, doubling up to 30 s; a watch that
