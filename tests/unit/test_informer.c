@@ -408,6 +408,37 @@ static void test_loss_is_a_warning_unless_shutting_down(void **state)
 	test_in_child(aborted_rounds, NULL);
 }
 
+/* A watch the apiserver answers 429 (it asks us to come back, as while its cache of a
+ * CRD just created initializes) is said at info for the first tries, then as a warning
+ * when it goes on (backoff past 2 s); the backoff is that of any other loss. */
+static void test_throttled_watch_is_info_at_first(void **state)
+{
+	(void)state;
+	static const struct reply replies[] = {
+		{"GET", LIST_PATH, LIST("100", ""), 0, 0},
+		{"WATCH", WATCH_FROM("100"), NULL, SP_ETHROTTLED, 0},
+		{"WATCH", WATCH_FROM("100"), NULL, SP_ETHROTTLED, 0},
+		{"WATCH", WATCH_FROM("100"), NULL, SP_ETHROTTLED, 0},
+		{"WATCH", WATCH_FROM("100"), NULL, SP_ETHROTTLED, 0},
+	};
+	static const int64_t delays[] = {500, 1000, 2000, 4000};
+	static const char *const levels[] = {" info ", " info ", " info ", " warn "};
+	struct rig g;
+	rig_start(&g, replies, 5);
+	for (size_t i = 0; i < 4; i++) {
+		struct test_log l;
+		test_log_start(&l);
+		int64_t delay = round_of(&g);
+		const char *text = test_log_end(&l);
+		char *want = xasprintf("%s watch spotpools (ns) ended: injected", levels[i]);
+		if (delay != delays[i] || !strstr(text, want))
+			fail_msg("round %zu: waits %lld ms, logged: %s", i, (long long)delay, text);
+		free(want);
+		free(l.text);
+	}
+	rig_end(&g);
+}
+
 /* Failed lists and dropped watches back off 0.5 s, doubling up to 30 s; a watch that
  * runs its course resets the backoff. */
 static void test_backoff(void **state)
@@ -523,6 +554,7 @@ int main(void)
 		cmocka_unit_test(test_watch_endings),
 		cmocka_unit_test(test_backoff),
 		cmocka_unit_test(test_loss_is_a_warning_unless_shutting_down),
+		cmocka_unit_test(test_throttled_watch_is_info_at_first),
 		cmocka_unit_test(test_relist_forgets_what_disappeared),
 		cmocka_unit_test(test_bookmark_moves_the_resource_version),
 		cmocka_unit_test(test_healthy_on_the_clock),
