@@ -137,7 +137,7 @@ faults: $(BUILD)/spotpool
 		$(if $(FORCE),--force $(FORCE))
 
 # Benchmark against the emulator with Tencent's rate limits (scripts/bench; results and
-# the machine go to BENCHMARKS.md): BENCH_SCENARIOS=idle,reclaim,create,memory,fleet,notice,drain,soldout,
+# the machine go to BENCHMARKS.md): BENCH_SCENARIOS=idle,reclaim,create,memory,fleet,notice,drain,soldout,churn,
 # BENCH_POOLS=1,10,100,1000, BENCH_IDLE_SECONDS=60; SPOTPOOL_BIN overrides the binary.
 .PHONY: bench
 bench: $(BUILD)/spotpool

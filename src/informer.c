@@ -1,5 +1,6 @@
 /* informer: list + watch into a cache of Spotpools; see informer.h. */
 #include "informer.h"
+#include "http.h"
 #include "log.h"
 #include "pool.h"
 #include "stop.h"
@@ -13,6 +14,7 @@
 
 #define INFORMER_WATCH_TIMEOUT_SECONDS 300
 #define INFORMER_RECONNECT_MAX_MS 30000
+#define INFORMER_THROTTLED_INFO_MS 2000
 
 /* The latest version of a pool, kept as compact JSON text, deflated: the cache is most
  * of what the controller holds per pool (a pool of 10 instances is 3.2 KB of JSON, 0.9 KB
@@ -363,6 +365,19 @@ static int on_event(void *ud, const char *type, cJSON *obj)
 	return 0;
 }
 
+/* How a failed list or a watch that ended (r) is logged, delay_ms the backoff it now
+ * waits: a warning, but not once the process is shutting down (http_abort_all cut it,
+ * before the owner's own stop comes in ctl_stop's order, or the apiserver went with the
+ * same Ctrl-C: our stop, not a loss), nor while the apiserver asks us to come back
+ * (429, as while its cache of a CRD just created initializes) for the first tries
+ * (info up to the 2 s backoff, then a warning as it goes on). */
+static enum log_level loss_level(int r, int64_t delay_ms)
+{
+	if (http_aborting())
+		return LOG_LVL_DEBUG;
+	return r == SP_ETHROTTLED && delay_ms <= INFORMER_THROTTLED_INFO_MS ? LOG_LVL_INFO : LOG_LVL_WARN;
+}
+
 static int64_t next_delay(int64_t delay)
 {
 	return delay ? (delay * 2 < INFORMER_RECONNECT_MAX_MS ? delay * 2 : INFORMER_RECONNECT_MAX_MS) : 500;
@@ -379,7 +394,8 @@ int64_t informer_lw_round(struct informer_lw *lw, const struct informer_lw_ops *
 		if (lw->list_error < 0) {
 			lw->delay_ms = next_delay(lw->delay_ms);
 			bool refused = lw->list_error == SP_EFORBIDDEN || lw->list_error == SP_ENOTFOUND;
-			log_msg(ops->owner_says_refusals && refused ? LOG_LVL_DEBUG : LOG_LVL_WARN,
+			log_msg(ops->owner_says_refusals && refused ? LOG_LVL_DEBUG
+								     : loss_level(lw->list_error, lw->delay_ms),
 				"list %s (%s) failed, retrying in %lld ms: %s", ops->kind, ops->scope,
 				(long long)lw->delay_ms, err.msg);
 			return lw->delay_ms;
@@ -408,8 +424,8 @@ int64_t informer_lw_round(struct informer_lw *lw, const struct informer_lw_ops *
 		return 0;
 	}
 	lw->delay_ms = next_delay(lw->delay_ms);
-	log_warn("watch %s (%s) ended: %s; reconnecting in %lld ms", ops->kind, ops->scope,
-		 r < 0 ? err.msg : "closed early", (long long)lw->delay_ms);
+	log_msg(loss_level(r, lw->delay_ms), "watch %s (%s) ended: %s; reconnecting in %lld ms", ops->kind,
+		ops->scope, r < 0 ? err.msg : "closed early", (long long)lw->delay_ms);
 	return lw->delay_ms;
 }
 

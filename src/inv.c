@@ -243,7 +243,9 @@ static void sweep(struct poller *p, const struct cvm_credentials *view)
 		p->last_error = r;
 		p->last_err = err;
 		p->error_ms = started;
-		log_warn("inventory %s (%s): listing failed: %s", p->region, p->creds.secret_id, err.msg);
+		/* Not a warning when our own shutdown aborted it (SIGTERM, Ctrl-C). */
+		log_msg(http_aborting() ? LOG_LVL_DEBUG : LOG_LVL_WARN, "inventory %s (%s): listing failed: %s",
+			p->region, p->creds.secret_id, err.msg);
 		/* Credentials or region never proven: a mistyped SecretId, key or region
 		 * keeps neither a thread nor the key. Readers waiting on it get this error. */
 		if ((r == SP_EAUTH || r == SP_ECONFIG) && !p->snap && !p->retired) {
@@ -289,8 +291,9 @@ static void follow(struct poller *p, const struct cvm_credentials *view)
 	struct snap *before = NULL;
 	pthread_mutex_lock(&inv->lock);
 	if (r < 0 && !p->follow_failing)
-		log_warn("inventory %s (%s): following by ID failed (the listing goes on): %s", p->region,
-			 p->creds.secret_id, err.msg);
+		log_msg(http_aborting() ? LOG_LVL_DEBUG : LOG_LVL_WARN,
+			"inventory %s (%s): following by ID failed (the listing goes on): %s", p->region,
+			p->creds.secret_id, err.msg);
 	p->follow_failing = r < 0;
 	if (cur) {
 		log_debug("inventory %s (%s): following by ID: instances %zu-%zu changed", p->region,

@@ -890,8 +890,9 @@ static void execute(struct pass *p)
 			pass_action_line(a, line, sizeof(line));
 			log_redact_copy(msg, sizeof(msg), err.msg);
 			/* A probe another pool took first (after this pass observed) is refused:
-			 * the offering counts as sold out, nothing failed. */
-			enum log_level level = a->kind == PASS_TAKE_PROBE ? LOG_LVL_DEBUG
+			 * the offering counts as sold out, nothing failed. Nor did a call our
+			 * own shutdown aborted. */
+			enum log_level level = a->kind == PASS_TAKE_PROBE || http_aborting() ? LOG_LVL_DEBUG
 					       : r == SP_ECONFLICT ? LOG_LVL_INFO : LOG_LVL_WARN;
 			pool_log(p, level, log_actions[a->kind], *err.reason ? err.reason : NULL, "%s: %s: %s", line,
 				 r == SP_ECONFLICT ? "pool changed since it was read (planning again)" : "failed", msg);
@@ -1009,9 +1010,11 @@ void reconcile_pool(struct reconciler *r, cJSON *obj, struct reconcile_result *r
 	execute(&p);
 	return_held_probe(&p);
 	/* A failure that leaves the pool short is visible in three places: the Degraded
-	 * condition, one Warning event per episode (both planned), and this line. */
+	 * condition, one Warning event per episode (both planned), and this line; not one
+	 * our own shutdown made by aborting the pass's calls (nothing is written then). */
 	if (p.degraded_reason)
-		pool_log(&p, LOG_LVL_WARN, "reconcile", NULL, "%s: %s", p.degraded_reason, p.degraded_message);
+		pool_log(&p, http_aborting() ? LOG_LVL_DEBUG : LOG_LVL_WARN, "reconcile", NULL, "%s: %s",
+			 p.degraded_reason, p.degraded_message);
 	if (p.patched && !(p.deleting && !pool_has_finalizer(p.obj))) {
 		res->obj = p.obj;
 		p.obj = NULL;

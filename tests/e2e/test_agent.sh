@@ -189,13 +189,13 @@ check "log: stopping" grep -q 'agent: stopping' "$E2E_TMP/node.log"
 
 # --- Withdrawn while the agent was down: read back on start ---------------------------
 emu_post notice "{\"instanceIds\": [\"$ID\"], \"cancel\": true}" >/dev/null
-NODE_NAME=$NODE start_agent restart "$E2E_TMP/spotpool-agent.kubeconfig" "$ID"
+NODE_NAME=$NODE start_agent restart "$(agent_kc "$NODE")" "$ID"
 check "restarted after the notice was withdrawn while it was down: SpotTerminating=False within 5 s" wait_for 5 \
 	holds node "$NODE" 'any(.status.conditions[]; .type == "SpotTerminating" and .status == "False" and .reason == "SpotNoticeWithdrawn")'
 stop_agent "$AGENT_PID"
 check "SIGTERM: exit 0" test $? = 0
 rv=$(kubectl get node "$NODE" -o jsonpath='{.metadata.resourceVersion}')
-NODE_NAME=$NODE start_agent restart "$E2E_TMP/spotpool-agent.kubeconfig" "$ID"
+NODE_NAME=$NODE start_agent restart "$(agent_kc "$NODE")" "$ID"
 sleep 3
 check "restarted with nothing to withdraw: the read-back writes nothing (resourceVersion $rv stays)" \
 	test "$(kubectl get node "$NODE" -o jsonpath='{.metadata.resourceVersion}')" = "$rv"

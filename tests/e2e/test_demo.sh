@@ -2,7 +2,9 @@
 # scripts/demo (make demo), run three times in a row in one state directory: each run
 # reaches the demo pool's size, the second starts clean (new etcd state, new emulator
 # and port), the third keeps the state (KEEP=1). Stopping it, by Ctrl-C to its process
-# group or by SIGTERM to the script alone, leaves none of its processes behind.
+# group or by SIGTERM to the script alone, leaves none of its processes behind. A clean
+# start and stop logs no error or warning (the first screen a new user sees); a lost
+# apiserver watch still does.
 source "$(dirname "$0")/lib.sh"
 
 demo_dir=$E2E_TMP/demo
@@ -51,6 +53,11 @@ strays() {
 	((found == 0))
 }
 
+# Lines of a demo's output that are errors or warnings: the controller's (level field)
+# and any tool's ("error: ...", "Warning: ...").
+complaints() { grep -E -i '^[0-9T:.-]+Z (error|warn) |^(error|warning)\b' "$E2E_TMP/$1.out"; }
+quiet() { ! complaints "$1"; }
+
 # stop_demo NAME HOW: HOW is INT (Ctrl-C: the whole process group) or TERM (the script).
 stop_demo() {
 	local name=$1 how=$2 pids rc
@@ -77,6 +84,7 @@ port1=$(cat "$demo_dir/emulator.port")
 check "first run: the pids file lists etcd, apiserver, emulator and controller" \
 	test "$(awk '{print $1}' "$demo_dir/pids" | sort | tr '\n' ' ')" = "apiserver controller emulator etcd "
 stop_demo first INT
+check "first run: no error or warning from start to Ctrl-C" quiet first
 
 # --- run 2: starts clean; SIGTERM -------------------------------------------------------
 echo "stale" >"$demo_dir/emulator.port.stale"
@@ -93,11 +101,17 @@ rc=$?
 check "a second demo on the same state directory is refused (exit $rc) and leaves the first alone" \
 	bash -c "[[ $rc == 1 ]] && grep -q 'another demo is running' '$E2E_TMP/concurrent.out' && kill -0 $DEMO_PID && [[ \$(kubectl --kubeconfig '$(demo_kubeconfig second)' get sp demo -o jsonpath='{.metadata.uid}') == '$uid2' ]]"
 stop_demo second TERM
+check "second run: no error or warning from start to SIGTERM" quiet second
 
 # --- run 3: KEEP=1 keeps the cluster state ------------------------------------------------
 KEEP=1 run_demo third
 reaches_size third "KEEP=1" " again"
 check "KEEP=1: the same cluster state (pool uid kept: $uid2)" test "$(demo_uid third)" = "$uid2"
+# A watch really lost is still a warning: the apiserver killed under the demo (Ctrl-C
+# then stops the rest all the same).
+kill -KILL "$(cat "$demo_dir/k8s/apiserver.pid")"
+check "KEEP=1: the apiserver killed, the lost watches are warnings" \
+	wait_for 10 grep -qE '^[0-9T:.-]+Z warn  watch (spotpools|nodes|spotnotices) \(.*\) ended: ' "$E2E_TMP/third.out"
 stop_demo third INT
 
 finish

@@ -164,17 +164,24 @@ secret_case "not base64" "data:\n  secretId: \"not base64!\"\n  secretKey: $key6
 	"Secret default/tc-creds ($E2E_TMP/secret.yaml, line 5): data.secretId: not valid base64"
 secret_case "stringData key empty" "stringData:\n  secretId: \"\"\n  secretKey: x\n" 'key "secretId" is empty'
 check "no secret value in those messages" no_secret_in "$OUT"
-# Not readable: the file holding the Secret cannot be opened (as root, run as nobody).
-mkdir -p "$E2E_TMP/perm" && cp "$E2E_TMP/ref.yaml" "$E2E_TMP/perm/" && secret_doc "data:\n  secretId: $id64\n  secretKey: $key64\n" >"$E2E_TMP/perm/secret.yaml"
-chmod 755 "$E2E_TMP/perm" && chmod 644 "$E2E_TMP/perm/ref.yaml" && chmod 600 "$E2E_TMP/perm/secret.yaml"
+# Not readable: the file holding the Secret cannot be opened. As root it is run as nobody,
+# which may reach neither the checkout nor $E2E_TMP (a clone in root's 0700 home, mktemp's
+# 0700 directories): so the binary and both files are copied into a fresh 0755 directory
+# under /tmp (not $TMPDIR, which may be private too), the Secret's file root's and 0600.
+perm=$(mktemp -d /tmp/spotpool-e2e-perm.XXXXXX)
+trap 'rm -rf "$perm"; cleanup' EXIT
+cp "$SPOTPOOL_BIN" "$perm/spotpool" && cp "$E2E_TMP/ref.yaml" "$perm/" &&
+	secret_doc "data:\n  secretId: $id64\n  secretKey: $key64\n" >"$perm/secret.yaml"
+chmod 755 "$perm" "$perm/spotpool" && chmod 644 "$perm/ref.yaml" && chmod 600 "$perm/secret.yaml"
 as_user=()
-if [[ $(id -u) == 0 ]]; then chmod 711 "$E2E_TMP"; as_user=(setpriv --reuid=65534 --regid=65534 --clear-groups); else chmod 000 "$E2E_TMP/perm/secret.yaml"; fi
-"${as_user[@]}" env -u TENCENTCLOUD_SECRET_ID -u TENCENTCLOUD_SECRET_KEY "$SPOTPOOL_BIN" dry-run \
-	-f "$E2E_TMP/perm/ref.yaml" -f "$E2E_TMP/perm/secret.yaml" >"$OUT" 2>&1
+if [[ $(id -u) == 0 ]]; then as_user=(setpriv --reuid=65534 --regid=65534 --clear-groups); else chmod 000 "$perm/secret.yaml"; fi
+(cd "$perm" && "${as_user[@]}" env -u TENCENTCLOUD_SECRET_ID -u TENCENTCLOUD_SECRET_KEY "$perm/spotpool" dry-run \
+	-f "$perm/ref.yaml" -f "$perm/secret.yaml") >"$OUT" 2>&1
 rc=$?
 check "Secret file not readable: exit 1, names the file and the reason" \
-	bash -c "[[ $rc == 1 ]] && grep -qF '$E2E_TMP/perm/secret.yaml: Permission denied' '$OUT'"
-chmod 700 "$E2E_TMP"
+	bash -c "[[ $rc == 1 ]] && grep -qF '$perm/secret.yaml: Permission denied' '$OUT'"
+rm -rf "$perm"
+trap cleanup EXIT
 check "no API call was made for any unusable Secret" test "$(emu_get journal | jq length)" = "$before"
 # Not among the files, but credentials in the environment: used, and said so.
 "$SPOTPOOL_BIN" dry-run -f "$E2E_TMP/ref.yaml" -o json >"$OUT" 2>"$E2E_TMP/err"

@@ -1029,14 +1029,6 @@ static void test_refusal_after_uncertain_attempt(void **state)
 /* In a child (the abort cannot be undone): the call in flight, or in its retry
  * backoff, ends promptly after http_abort_all() (both wait on its eventfd; the bound
  * leaves room for a loaded machine), and no call starts after it. */
-static void *abort_soon(void *arg)
-{
-	(void)arg;
-	usleep(100 * 1000);
-	http_abort_all();
-	return NULL;
-}
-
 static int abort_child(struct fake *f)
 {
 	struct pool_spec s = sample_spec();
@@ -1045,7 +1037,7 @@ static int abort_child(struct fake *f)
 	struct sp_error err = {0};
 	struct cvm_client *c = fake_client(f, 3);
 	pthread_t t;
-	pthread_create(&t, NULL, abort_soon, NULL);
+	pthread_create(&t, NULL, test_abort_soon, NULL);
 	int64_t start = sp_mono_ms();
 	int r = cvm_run_instances(c, &test_cred, &l, &ids, &err);
 	int64_t took = sp_mono_ms() - start;

@@ -358,6 +358,87 @@ static void test_watch_endings(void **state)
 	}
 }
 
+/* A failed list and a watch that drops, each in a round of its own: the backoff each
+ * asked for, and what was logged at info and above (to free). */
+static char *failed_rounds(int64_t ret_delay[2])
+{
+	static const struct reply replies[] = {
+		{"GET", LIST_PATH, NULL, SP_ETRANSIENT, 0},
+		{"GET", LIST_PATH, LIST("100", ""), 0, 0},
+		{"WATCH", WATCH_FROM("100"), NULL, SP_ETRANSIENT, 20000},
+	};
+	struct rig g;
+	rig_start(&g, replies, 3);
+	struct test_log l;
+	test_log_start(&l);
+	ret_delay[0] = round_of(&g);
+	ret_delay[1] = round_of(&g);
+	char *text = (char *)test_log_end(&l);
+	rig_end(&g);
+	return text;
+}
+
+static int aborted_rounds(void *arg)
+{
+	(void)arg;
+	http_abort_all();
+	int64_t delay[2];
+	char *text = failed_rounds(delay);
+	bool ok = delay[0] == 500 && delay[1] == 1000 && !strstr(text, "warn") && !strstr(text, "spotpools (ns)");
+	if (!ok)
+		fprintf(stderr, "delays %lld, %lld; logged:\n%s", (long long)delay[0], (long long)delay[1], text);
+	free(text);
+	return ok ? 0 : 1;
+}
+
+/* A list that fails and a watch that drops are warnings (a lost watch is news). Once
+ * the process is shutting down (http_abort_all, from SIGTERM or Ctrl-C) they are our
+ * own stop, before the owner's comes: not a warning, though they back off the same.
+ * The abort cannot be undone, so that half runs in a child. */
+static void test_loss_is_a_warning_unless_shutting_down(void **state)
+{
+	(void)state;
+	int64_t delay[2];
+	char *text = failed_rounds(delay);
+	assert_int_equal(delay[0], 500);
+	assert_int_equal(delay[1], 1000);
+	assert_contains(text, " warn  list spotpools (ns) failed, retrying in 500 ms: injected");
+	assert_contains(text, " warn  watch spotpools (ns) ended: injected");
+	free(text);
+	test_in_child(aborted_rounds, NULL);
+}
+
+/* A watch the apiserver answers 429 (it asks us to come back, as while its cache of a
+ * CRD just created initializes) is said at info for the first tries, then as a warning
+ * when it goes on (backoff past 2 s); the backoff is that of any other loss. */
+static void test_throttled_watch_is_info_at_first(void **state)
+{
+	(void)state;
+	static const struct reply replies[] = {
+		{"GET", LIST_PATH, LIST("100", ""), 0, 0},
+		{"WATCH", WATCH_FROM("100"), NULL, SP_ETHROTTLED, 0},
+		{"WATCH", WATCH_FROM("100"), NULL, SP_ETHROTTLED, 0},
+		{"WATCH", WATCH_FROM("100"), NULL, SP_ETHROTTLED, 0},
+		{"WATCH", WATCH_FROM("100"), NULL, SP_ETHROTTLED, 0},
+	};
+	static const int64_t delays[] = {500, 1000, 2000, 4000};
+	static const char *const levels[] = {" info ", " info ", " info ", " warn "};
+	struct rig g;
+	rig_start(&g, replies, 5);
+	for (size_t i = 0; i < 4; i++) {
+		struct test_log l;
+		test_log_start(&l);
+		int64_t delay = round_of(&g);
+		const char *text = test_log_end(&l);
+		char *want = xasprintf("%s watch spotpools (ns) ended: injected", levels[i]);
+		if (delay != delays[i] || !strstr(text, want))
+			fail_msg("round %zu: waits %lld ms, logged: %s", i, (long long)delay, text);
+		free(want);
+		free(l.text);
+	}
+	rig_end(&g);
+}
+
 /* Failed lists and dropped watches back off 0.5 s, doubling up to 30 s; a watch that
  * runs its course resets the backoff. */
 static void test_backoff(void **state)
@@ -472,6 +553,8 @@ int main(void)
 		cmocka_unit_test(test_watch_events_apply_and_resume),
 		cmocka_unit_test(test_watch_endings),
 		cmocka_unit_test(test_backoff),
+		cmocka_unit_test(test_loss_is_a_warning_unless_shutting_down),
+		cmocka_unit_test(test_throttled_watch_is_info_at_first),
 		cmocka_unit_test(test_relist_forgets_what_disappeared),
 		cmocka_unit_test(test_bookmark_moves_the_resource_version),
 		cmocka_unit_test(test_healthy_on_the_clock),

@@ -16,10 +16,13 @@
 #include <netinet/in.h>
 #include <pthread.h>
 #include <sys/socket.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #include <cmocka.h>
 
+#include "http.h"
+#include "log.h"
 #include "spotpool.h"
 
 #define assert_contains(haystack, needle)                                                    \
@@ -139,6 +142,53 @@ static inline void test_probe_join(struct test_probe *p)
 	pthread_join(p->thread, NULL);
 	pthread_cond_destroy(&p->cond);
 	pthread_mutex_destroy(&p->lock);
+}
+
+/* Runs fn(arg) in a child process and asserts it returned 0: for what cannot be undone
+ * in this one, such as http_abort_all. */
+static inline void test_in_child(int (*fn)(void *), void *arg)
+{
+	fflush(NULL);
+	pid_t pid = fork();
+	assert_true(pid >= 0);
+	if (pid == 0)
+		_exit(fn(arg));
+	int status = 0;
+	assert_int_equal(waitpid(pid, &status, 0), pid);
+	assert_true(WIFEXITED(status));
+	assert_int_equal(WEXITSTATUS(status), 0);
+}
+
+/* A thread that calls http_abort_all (as SIGTERM does) 100 ms after it starts. */
+static inline void *test_abort_soon(void *arg)
+{
+	(void)arg;
+	usleep(100 * 1000);
+	http_abort_all();
+	return NULL;
+}
+
+/* What is logged (at info and above, plain) between the two calls, as one string. */
+struct test_log {
+	FILE *out;
+	char *text;
+	size_t size;
+};
+
+static inline void test_log_start(struct test_log *l)
+{
+	*l = (struct test_log){0};
+	l->out = open_memstream(&l->text, &l->size);
+	assert_non_null(l->out);
+	log_setup(LOG_FMT_PLAIN, LOG_LVL_INFO);
+	log_set_output(l->out);
+}
+
+static inline const char *test_log_end(struct test_log *l)
+{
+	log_set_output(NULL);
+	fclose(l->out);
+	return l->text;
 }
 
 #endif
