@@ -128,7 +128,8 @@ check "the deletions were retried after a 500" bash -c \
 pool_manifest drn default 2 2 '  drainTimeout: 10s' | kubectl apply -f - >/dev/null
 check "drn: the pool reaches 2 instances" wait_for 60 at_size drn 2
 mapfile -t dids < <(sp_field drn '.status.instances[].instanceId')
-check "drn: Nodes for ${dids[*]}" bash -c "$(declare -f node); node drn-a 'qcloud:///900002/${dids[0]}' '' 192.0.2.40 && node drn-b 'qcloud:///900002/${dids[1]}' '' 192.0.2.41"
+mapfile -t dips < <(sp_field drn '.status.instances[].privateIp')
+check "drn: Nodes for ${dids[*]}" bash -c "$(declare -f node); node drn-a 'qcloud:///900002/${dids[0]}' '' '${dips[0]}' && node drn-b 'qcloud:///900002/${dids[1]}' '' '${dips[1]}'"
 check "drn: the Nodes show" wait_for 30 bash -c "[[ \$(kubectl get sp drn -o json | jq -r '[.status.instances[].node] | sort | join(\" \")') == 'drn-a drn-b' ]]"
 echo "fail GET /api/v1/pods?fieldSelector=spec.nodeName%3Ddrn-a 403" >"$E2E_TMP/proxy.control"
 sleep 0.5
