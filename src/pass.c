@@ -639,11 +639,13 @@ static bool draining_at(const struct pass_input *in, size_t i)
 	return node && node->drain_taint && node->drain_started;
 }
 
-/* Whether two or more Nodes claim instance id: none is its Node, but one may be. */
+/* Whether a Node's claim to instance id was refused: two or more Nodes claim it, or one
+ * declares its ID with another InternalIP (its own after an address change, say). None
+ * is its Node, but one may be. */
 static bool contested(const struct pass_input *in, const char *id)
 {
 	for (size_t k = 0; k < in->n_refused; k++)
-		if (in->refused[k].conflict && strcmp(in->refused[k].instance, id) == 0)
+		if (strcmp(in->refused[k].instance, id) == 0)
 			return true;
 	return false;
 }
@@ -852,7 +854,8 @@ static void drain_then(struct walk *w, enum drain_group g, const struct strv *id
 		const struct node_view *node = i >= 0 ? node_at(in, (size_t)i) : NULL;
 		bool live = i >= 0 && plan_classify_state(in->plan.instances[i].state) == PLAN_LIVE;
 		/* A contested instance's pods may be on one of its claimants: none is drained
-		 * (a claimant may be any Node), and it is not terminated by choice meanwhile. */
+		 * (a claimant may be any Node), and it is not terminated by choice meanwhile
+		 * (a refused claimant costs at most keeping it: the pool stays <= maximum). */
 		if (!node && live && g != GROUP_DELETION && contested(in, ids->v[k])) {
 			look_again(w, DRAIN_RECHECK_SECONDS * 1000);
 			continue;
