@@ -1038,7 +1038,10 @@ static void add_gone_nodes(const struct pass_input *in, struct node_ref *want, s
 			continue;
 		bool held = false;
 		for (size_t k = 0; k < *n && !held; k++)
-			held = strcmp(want[k].name, node->name) == 0 && strcmp(want[k].uid, node->uid) == 0;
+			if (strcmp(want[k].name, node->name) == 0 && strcmp(want[k].uid, node->uid) == 0) {
+				held = true;
+				want[k].carried = false;  /* matched this pass all the same */
+			}
 		if (held)
 			continue;
 		struct node_ref *r = &want[(*n)++];
@@ -1091,6 +1094,7 @@ static void delete_gone_nodes(struct walk *w)
 			struct pass_action *a = emit(w, PASS_DELETE_NODE, step);
 			strv_push(&a->ids, r.name);
 			snprintf(a->node_uid, sizeof(a->node_uid), "%s", r.uid);
+			a->node_carried = r.carried;
 			a->message = xstrdup(r.instance_id);
 			w->deletions_waiting++;
 		} else {
