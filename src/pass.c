@@ -710,13 +710,6 @@ static const char *const group_names[] = {
 	[GROUP_UNDO] = "no longer needed",
 };
 
-/* Whether victim k of group g is above maximum (the first of the group: plan's order):
- * never kept, its drain cut short at the timeout, as a deleted pool's. */
-static bool above_maximum(const struct walk *w, enum drain_group g, size_t k)
-{
-	return g == GROUP_SCALE_DOWN && (int)k < w->plan->observed - w->in->spec->maximum;
-}
-
 /* Takes the next step of the drain of victim k of group g (instance i, which has a
  * Node); true when it is drained (terminate it now). A notice's drain cut short by the
  * deadline is not: spotpool terminates no instance because of a notice with pods it
@@ -732,7 +725,10 @@ static bool drain_one(struct walk *w, enum drain_group g, size_t k, size_t i, co
 	 * governs, and past it nothing more is evicted. */
 	if (g == GROUP_NOTICE)
 		timeout = deadline > now ? deadline - now + 1 : 1;
-	bool forced = g == GROUP_DELETION || above_maximum(w, g, k);
+	/* Victims above maximum (the first of the group: plan's order) are never kept: their
+	 * drain is cut short at the timeout, as a deleted pool's. */
+	bool forced = g == GROUP_DELETION ||
+		      (g == GROUP_SCALE_DOWN && (int)k < w->plan->observed - in->spec->maximum);
 	int step = STEP_DRAIN + (int)g * DRAIN_GROUP + (int)k * DRAIN_STRIDE;
 	int64_t started = node->drain_taint ? node->drain_started : 0;
 	const struct pass_answer *st = answer(w, step + PART_START, PASS_DRAIN_START);
@@ -858,10 +854,9 @@ static void drain_then(struct walk *w, enum drain_group g, const struct strv *id
 		const struct node_view *node = i >= 0 ? node_at(in, (size_t)i) : NULL;
 		bool live = i >= 0 && plan_classify_state(in->plan.instances[i].state) == PLAN_LIVE;
 		/* A contested instance's pods may be on one of its claimants: none is drained
-		 * (a claimant may be any Node), and it is not terminated by choice meanwhile;
-		 * but one above maximum goes, as a deleted pool's: a claimant must not hold the
-		 * pool above maximum (a lowered maximum, a false notice counted again). */
-		if (!node && live && g != GROUP_DELETION && !above_maximum(w, g, k) && contested(in, ids->v[k])) {
+		 * (a claimant may be any Node), and it is not terminated by choice meanwhile
+		 * (a refused claimant costs at most keeping it: the pool stays <= maximum). */
+		if (!node && live && g != GROUP_DELETION && contested(in, ids->v[k])) {
 			look_again(w, DRAIN_RECHECK_SECONDS * 1000);
 			continue;
 		}

@@ -1854,35 +1854,6 @@ static void test_refused_claims(void **state)
 	}
 }
 
-/* A contested instance above maximum (here maximum lowered from 2 to 1; also a false
- * notice's instance counted again beside its replacement) is not held: the pool would
- * stay above maximum for as long as a claimant keeps claiming. It goes as a deleted
- * pool's would; the other one stays. */
-static void test_contested_above_maximum(void **state)
-{
-	(void)state;
-	for (int conflict = 0; conflict < 2; conflict++) {
-		struct pool_instance in[2] = {running("i1", "RUNNING"), running("i2", "RUNNING")};
-		in[0].created = NOW - 60;  /* the newer: the victim (as one without pods would be) */
-		struct node_view nodes[2];
-		memset(nodes, 0, sizeof(nodes));
-		struct node_refusal refused[1] = {{.instance = "i1", .node = "n-a", .ip = "10.0.0.9", .conflict = conflict}};
-		struct sim s;
-		sim_init(&s, 0, 1);
-		s.spec.drain_timeout = 600;
-		s.in.plan.instances = in;
-		s.in.plan.n_instances = 2;
-		s.in.nodes = nodes;
-		s.in.n_nodes = 2;
-		s.in.refused = refused;
-		s.in.n_refused = 1;
-		sim_run(&s);
-		assert_true(taken(&s, "terminate scale-down i1"));
-		assert_false(taken(&s, "terminate scale-down i2"));
-		sim_free(&s);
-	}
-}
-
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -1917,7 +1888,6 @@ int main(void)
 		cmocka_unit_test(test_launch_abandoned),
 		cmocka_unit_test(test_deletion_sweep),
 		cmocka_unit_test(test_refused_claims),
-		cmocka_unit_test(test_contested_above_maximum),
 		cmocka_unit_test(test_notices_pending_holds_only_scale_down),
 		cmocka_unit_test(test_doomed_without_replicas),
 	};
