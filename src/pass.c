@@ -665,8 +665,10 @@ static struct drain_victim *victims_of(const struct pass_input *in)
 			drain_victim_count(pods->v, pods->n, &v[i]);
 		v[i].unlisted = pods && pods->failed;
 		v[i].doomed_at = doomed_at(in, i);
-		if (!node)
+		if (!node) {
+			v[i].contested = contested(in, in->plan.instances[i].id);
 			continue;
+		}
 		v[i].has_node = true;
 		v[i].scale_down_disabled = node->scale_down_disabled;
 		v[i].draining = draining_at(in, i);

@@ -1854,6 +1854,40 @@ static void test_refused_claims(void **state)
 	}
 }
 
+/* A contested instance (a refused claim, so no Node) is the scale-down victim last, not
+ * first as a Node-less one would be: held, it would keep the pool above its target,
+ * here above maximum (lowered from 2 to 1; also a false notice's instance counted
+ * again beside its replacement), and terminating it would skip the eviction of pods
+ * that may be on one of its claimants (c 0, 1: conflict or not). Only when every
+ * candidate is contested is one held, never terminated undrained (c 2). */
+static void test_contested_chosen_last(void **state)
+{
+	(void)state;
+	for (int c = 0; c < 3; c++) {
+		struct pool_instance in[2] = {running("i1", "RUNNING"), running("i2", "RUNNING")};
+		in[0].created = NOW - 60;  /* the newer: the victim by age */
+		struct node_view nodes[2];
+		memset(nodes, 0, sizeof(nodes));
+		struct node_refusal refused[2] = {{.instance = "i1", .node = "n-a", .ip = "10.0.0.9", .conflict = c == 1},
+						  {.instance = "i2", .node = "n-b", .ip = "10.0.0.8"}};
+		struct sim s;
+		sim_init(&s, 0, 1);
+		s.spec.drain_timeout = 600;
+		s.in.plan.instances = in;
+		s.in.plan.n_instances = 2;
+		s.in.nodes = nodes;
+		s.in.n_nodes = 2;
+		s.in.refused = refused;
+		s.in.n_refused = c == 2 ? 2 : 1;
+		sim_run(&s);
+		assert_false(taken(&s, "terminate scale-down i1"));
+		assert_int_equal(taken(&s, "terminate scale-down i2"), c < 2);
+		if (c == 2)
+			assert_true(s.requeue_ms > 0 && s.requeue_ms <= DRAIN_RECHECK_SECONDS * 1000);
+		sim_free(&s);
+	}
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -1888,6 +1922,7 @@ int main(void)
 		cmocka_unit_test(test_launch_abandoned),
 		cmocka_unit_test(test_deletion_sweep),
 		cmocka_unit_test(test_refused_claims),
+		cmocka_unit_test(test_contested_chosen_last),
 		cmocka_unit_test(test_notices_pending_holds_only_scale_down),
 		cmocka_unit_test(test_doomed_without_replicas),
 	};
