@@ -55,6 +55,9 @@ struct drain_victim {
 	bool draining;            /* its Node carries spotpool's drain taint: a drain goes on */
 	bool given_up;            /* its last drain timed out less than a drainTimeout ago */
 	bool unlisted;            /* its pods could not be listed: counts unknown, chosen last */
+	/* No Node because claims to it were refused (node_match): its pods may be on a
+	 * claimant, so it is not terminated by choice; chosen after every other. */
+	bool contested;
 	/* Its Node carries SpotTerminating: reclaimed at this time (epoch seconds), 0: not
 	 * doomed. A doomed instance counts toward neither target nor (unless
 	 * maximumIncludesDoomed) maximum, and is never a scale-down victim. */
@@ -68,8 +71,8 @@ void drain_victim_count(const struct drain_pod *pods, size_t n, struct drain_vic
 /* The order in which victims are chosen, as far as their nodes decide it (negative: a goes
  * first; 0: the nodes do not decide, plan's order does): not scale-down-disabled first;
  * then not given up lately; then nodes already draining (a drain once started goes on,
- * not one more); then nodes whose pods could be listed; then no
- * Node; then nodes without blocking pods; then the fewest evictable pods (an empty node
+ * not one more); then nodes whose pods could be listed; then instances not
+ * contested; then no Node; then nodes without blocking pods; then the fewest evictable pods (an empty node
  * first). plan_compute refines its own order with this. */
 int drain_victim_cmp(const struct drain_victim *a, const struct drain_victim *b);
 

@@ -55,6 +55,9 @@ struct node_ref {
 	char name[NODE_NAME_MAX + 1];
 	char uid[NODE_UID_MAX + 1];
 	char instance_id[NODE_INSTANCE_ID_MAX + 1]; /* the gone instance it was matched to */
+	/* Read back from the status, not matched this pass: the status is not only
+	 * spotpool's to write, so the entry is a claim (PASS_DELETE_NODE node_carried). */
+	bool carried;
 };
 
 /* The view of a Node object; false when it has no metadata.name or the name is longer

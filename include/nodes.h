@@ -40,6 +40,9 @@ void nodes_free(struct nodes *n);
 bool nodes_synced(const struct nodes *n);
 /* Nodes cached. */
 size_t nodes_count(struct nodes *n);
+/* The cached view of Node name: 0, SP_ENOTFOUND when not cached, SP_ETRANSIENT until
+ * the first list. */
+int nodes_get(struct nodes *n, const char *name, struct node_view *ret);
 /* The Nodes of pool's instances (node_match over the cached views): ret[i] is want[i]'s
  * Node (name empty: none), ret_by[i] how it matched, ret_refused (NULL: not wanted) the
  * claims not honoured. Remembers want as pool's (the IDs and IPs), for changed.

@@ -92,6 +92,9 @@ struct pass_action {
 	bool fresh;                  /* launch: a new ClientToken (else a repeat of the ledger's) */
 	struct strv ids;             /* terminate, reclaimed: instances; delete node: Nodes */
 	char node_uid[NODE_UID_MAX + 1]; /* delete node: the UID it must still have */
+	/* delete node: from .status.nodeDeletions (node_ref.carried): deleted only while
+	 * that Node declares the instance's ID (a status edit cannot name any Node) */
+	bool node_carried;
 	enum pass_why why;
 	const char *event_type, *reason;  /* event: Normal/Warning, reason */
 	char *message;               /* event message, log line of terminate/release */

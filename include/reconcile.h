@@ -27,10 +27,11 @@ struct reconcile_options {
 };
 
 /* The Node cache as a pass reads it (a port): find behaves as nodes_find (nodes.h) for
- * the pool "<namespace>/<name>". find NULL: node features are off. */
+ * the pool "<namespace>/<name>", get as nodes_get. find NULL: node features are off. */
 struct node_reader {
 	int (*find)(void *ctx, const char *pool, const struct node_want *want, size_t n, struct node_view *ret,
 		    enum node_by *ret_by, struct node_refusals *ret_refused);
+	int (*get)(void *ctx, const char *name, struct node_view *ret);
 	void *ctx;
 };
 

@@ -113,6 +113,11 @@ static int find_nodes(void *ctx, const char *pool, const struct node_want *want,
 	return nodes_find(ctx, pool, want, n, ret, ret_by, ret_refused);
 }
 
+static int get_node(void *ctx, const char *name, struct node_view *ret)
+{
+	return nodes_get(ctx, name, ret);
+}
+
 /* The key of the cached pool whose owner tag is a digest form (its namespace/name is too
  * long for a tag value), or NULL. Such names are rare: a scan of the keys is enough. */
 static char *key_of_long_owner(struct ctl *c, const char *owner)
@@ -320,7 +325,7 @@ int ctl_start(struct ctl *c, struct sp_error *err)
 					    .clock = *c->clock, .answers = c->answers, .soldout = c->soldout,
 					    .active_until_ms = &c->active_until_ms};
 		if (c->nodes)
-			w->rc.nodes = (struct node_reader){.find = find_nodes, .ctx = c->nodes};
+			w->rc.nodes = (struct node_reader){.find = find_nodes, .get = get_node, .ctx = c->nodes};
 		w->rc.notices = (struct notice_reader){.find = find_notices, .ctx = c->notices};
 		/* A worker's writes (status, finalizer, events) end with the leadership. */
 		kube_client_set_until(w->kube, &c->active_until_ms);

@@ -85,6 +85,7 @@ int drain_victim_cmp(const struct drain_victim *a, const struct drain_victim *b)
 	    (c = first_if(!a->given_up, !b->given_up)) ||
 	    (c = first_if(a->draining, b->draining)) ||
 	    (c = first_if(!a->unlisted, !b->unlisted)) ||
+	    (c = first_if(!a->contested, !b->contested)) ||
 	    (c = first_if(!a->has_node, !b->has_node)) ||
 	    (c = first_if(a->blocking == 0, b->blocking == 0)))
 		return c;

@@ -71,10 +71,10 @@ bool node_view_from_json(const cJSON *node, struct node_view *ret)
 	const cJSON *a;
 	cJSON_ArrayForEach(a, field(status, "addresses")) {
 		const char *type = string_of(a, "type");
-		if (type && strcmp(type, "InternalIP") == 0) {
+		/* The first IPv4 one, else the first: the cloud reports an instance's private
+		 * IPv4 address, and a dual-stack Node may list its IPv6 one first. */
+		if (type && strcmp(type, "InternalIP") == 0 && (!*v.internal_ip || strchr(v.internal_ip, ':')))
 			copy_fitting(v.internal_ip, sizeof(v.internal_ip), string_of(a, "address"));
-			break;
-		}
 	}
 	read_conditions(status, &v);
 	v.unschedulable = cJSON_IsTrue(field(spec, "unschedulable"));

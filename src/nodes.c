@@ -247,6 +247,17 @@ int nodes_find(struct nodes *n, const char *pool, const struct node_want *want, 
 	return r;
 }
 
+int nodes_get(struct nodes *n, const char *name, struct node_view *ret)
+{
+	pthread_mutex_lock(&n->lock);
+	const struct node_view *v = atomic_load(&n->lw.synced) ? find(n, name) : NULL;
+	int r = v ? 0 : atomic_load(&n->lw.synced) ? SP_ENOTFOUND : SP_ETRANSIENT;
+	if (v)
+		*ret = *v;
+	pthread_mutex_unlock(&n->lock);
+	return r;
+}
+
 void nodes_forget(struct nodes *n, const char *pool)
 {
 	pthread_mutex_lock(&n->lock);

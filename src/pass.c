@@ -639,11 +639,13 @@ static bool draining_at(const struct pass_input *in, size_t i)
 	return node && node->drain_taint && node->drain_started;
 }
 
-/* Whether two or more Nodes claim instance id: none is its Node, but one may be. */
+/* Whether a Node's claim to instance id was refused: two or more Nodes claim it, or one
+ * declares its ID with another InternalIP (its own after an address change, say). None
+ * is its Node, but one may be. */
 static bool contested(const struct pass_input *in, const char *id)
 {
 	for (size_t k = 0; k < in->n_refused; k++)
-		if (in->refused[k].conflict && strcmp(in->refused[k].instance, id) == 0)
+		if (strcmp(in->refused[k].instance, id) == 0)
 			return true;
 	return false;
 }
@@ -663,8 +665,10 @@ static struct drain_victim *victims_of(const struct pass_input *in)
 			drain_victim_count(pods->v, pods->n, &v[i]);
 		v[i].unlisted = pods && pods->failed;
 		v[i].doomed_at = doomed_at(in, i);
-		if (!node)
+		if (!node) {
+			v[i].contested = contested(in, in->plan.instances[i].id);
 			continue;
+		}
 		v[i].has_node = true;
 		v[i].scale_down_disabled = node->scale_down_disabled;
 		v[i].draining = draining_at(in, i);
@@ -852,7 +856,8 @@ static void drain_then(struct walk *w, enum drain_group g, const struct strv *id
 		const struct node_view *node = i >= 0 ? node_at(in, (size_t)i) : NULL;
 		bool live = i >= 0 && plan_classify_state(in->plan.instances[i].state) == PLAN_LIVE;
 		/* A contested instance's pods may be on one of its claimants: none is drained
-		 * (a claimant may be any Node), and it is not terminated by choice meanwhile. */
+		 * (a claimant may be any Node), and it is not terminated by choice meanwhile
+		 * (a refused claimant costs at most keeping it: the pool stays <= maximum). */
 		if (!node && live && g != GROUP_DELETION && contested(in, ids->v[k])) {
 			look_again(w, DRAIN_RECHECK_SECONDS * 1000);
 			continue;
@@ -1030,7 +1035,10 @@ static void add_gone_nodes(const struct pass_input *in, struct node_ref *want, s
 			continue;
 		bool held = false;
 		for (size_t k = 0; k < *n && !held; k++)
-			held = strcmp(want[k].name, node->name) == 0 && strcmp(want[k].uid, node->uid) == 0;
+			if (strcmp(want[k].name, node->name) == 0 && strcmp(want[k].uid, node->uid) == 0) {
+				held = true;
+				want[k].carried = false;  /* matched this pass all the same */
+			}
 		if (held)
 			continue;
 		struct node_ref *r = &want[(*n)++];
@@ -1083,6 +1091,7 @@ static void delete_gone_nodes(struct walk *w)
 			struct pass_action *a = emit(w, PASS_DELETE_NODE, step);
 			strv_push(&a->ids, r.name);
 			snprintf(a->node_uid, sizeof(a->node_uid), "%s", r.uid);
+			a->node_carried = r.carried;
 			a->message = xstrdup(r.instance_id);
 			w->deletions_waiting++;
 		} else {

@@ -656,11 +656,35 @@ static int do_terminate(struct pass *p, const struct pass_action *a, struct sp_e
 	return 0;
 }
 
+/* Whether an entry read back from .status.nodeDeletions (which others than spotpool may
+ * write) still names the Node of a gone instance: not an instance this pass sees live,
+ * and the Node of that UID declares it (it was matched so; else the entry could name
+ * any Node). A Node no longer cached is deleted by its UID all the same (gone already,
+ * or the precondition tells). */
+static bool carried_deletion_holds(const struct pass *p, const char *name, const char *uid, const char *instance)
+{
+	for (size_t i = 0; i < p->n_instances; i++)
+		if (strcmp(p->instances[i].id, instance) == 0 && plan_classify_state(p->instances[i].state) == PLAN_LIVE)
+			return false;
+	struct node_view v;
+	if (!p->r->nodes.get || p->r->nodes.get(p->r->nodes.ctx, name, &v) != 0 || strcmp(v.uid, uid) != 0)
+		return true;
+	return *instance && (strcmp(v.provider_id, instance) == 0 || strcmp(v.label_id, instance) == 0);
+}
+
 /* The Node of a gone instance, if it is still the Node of that UID. Done (0) too when
  * no such Node is left: gone already, or its name is another Node's now. */
 static int do_delete_node(struct pass *p, const struct pass_action *a, struct sp_error *err)
 {
 	const char *name = a->ids.v[0];
+	if (a->node_carried && !carried_deletion_holds(p, name, a->node_uid, a->message)) {
+		pool_log(p, LOG_LVL_WARN, "node", NULL, "status.nodeDeletions names Node %s (uid %s) for instance %s, "
+			 "which is live or that Node does not declare: not deleted, dropped", name, a->node_uid,
+			 *a->message ? a->message : "(none)");
+		emit_event(p, "Warning", "NodeDeletionRefused", "status.nodeDeletions names Node %s for instance %s, "
+			   "which is live or that Node does not declare: not deleted", name, *a->message ? a->message : "(none)");
+		return 0;
+	}
 	int r = nodes_delete(&p->r->kube, name, a->node_uid, err);
 	if (r == SP_ENOTFOUND) {
 		pool_log(p, LOG_LVL_INFO, "node", NULL, "Node %s (uid %s) of gone instance %s is gone already, or the "

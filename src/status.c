@@ -474,6 +474,7 @@ size_t status_node_deletions(const cJSON *status, struct node_ref *ret, size_t m
 		if (!fitting(it, "name", r.name, sizeof(r.name)) || !fitting(it, "uid", r.uid, sizeof(r.uid)))
 			continue;
 		fitting(it, "instanceId", r.instance_id, sizeof(r.instance_id));
+		r.carried = true;
 		ret[n++] = r;
 	}
 	return n;

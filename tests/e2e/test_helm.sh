@@ -259,9 +259,21 @@ for k in ValidatingAdmissionPolicy ValidatingAdmissionPolicyBinding; do
 	check "agent: the chart's $k spotpool-agent-own-node == conf/kubernetes/agent's (spec)" \
 		same "$(obj default $k spotpool-agent-own-node | jq -cS .spec)" "$(obj agent-base $k spotpool-agent-own-node | jq -cS .spec)"
 done
-check "agent: the policy matches the agent's ServiceAccount $NS/spotpool-agent, denies" same \
+check "agent: the policy matches the agent's ServiceAccount spotpool-agent in any namespace, denies" same \
 	"$(obj default ValidatingAdmissionPolicy spotpool-agent-own-node | jq -c '[.spec.matchConditions[0].expression, .spec.failurePolicy]')" \
-	"[\"request.userInfo.username == 'system:serviceaccount:$NS:spotpool-agent'\",\"Fail\"]"
+	"[\"request.userInfo.username.startsWith('system:serviceaccount:') && request.userInfo.username.endsWith(':spotpool-agent')\",\"Fail\"]"
+# An overlay that moves the agent (namespace:) cannot unbind the policy: kustomize does
+# not rewrite the expression, so it must not pin the namespace.
+mkdir -p "$E2E_TMP/agent-moved"
+printf 'apiVersion: kustomize.config.k8s.io/v1beta1\nkind: Kustomization\nnamespace: gpu-ops\nresources:\n  - %s\n' \
+	"$(realpath --relative-to="$E2E_TMP/agent-moved" "$CONF/agent")" >"$E2E_TMP/agent-moved/kustomization.yaml"
+moved() {
+	kubectl kustomize "$E2E_TMP/agent-moved" >"$E2E_TMP/agent-moved.yaml" && tojson agent-moved &&
+		[[ $(obj agent-moved ServiceAccount spotpool-agent | jq -r .metadata.namespace) == gpu-ops ]] &&
+		obj agent-moved ValidatingAdmissionPolicy spotpool-agent-own-node |
+		jq -e '.spec.matchConditions[0].expression | (contains("spotpool-system") | not) and contains("endsWith(\u0027:spotpool-agent\u0027)")' >/dev/null
+}
+check "an overlay moving the agent to namespace gpu-ops: the policy still matches its ServiceAccount" moved
 check "agent.admissionPolicy=false: the objects of the default but the ValidatingAdmissionPolicy and its binding" \
 	test "$(kinds agent-no-vap)" = "${expect_kinds%%ValidatingAdmissionPolicy *}"
 check "notice reporter: the chart's Role == conf/kubernetes/agent's (create SpotNotices only)" \

@@ -117,19 +117,21 @@ static void test_victim_order(void **state)
 				  one = {.has_node = true, .evictable = 1},
 				  ten = {.has_node = true, .evictable = 10},
 				  blocking = {.has_node = true, .blocking = 1},
+				  contested = {.contested = true},
 				  unlisted = {.has_node = true, .unlisted = true},
 				  disabled_none = {.scale_down_disabled = true},
 				  disabled_empty = {.has_node = true, .scale_down_disabled = true},
 				  disabled_busy = {.has_node = true, .scale_down_disabled = true, .evictable = 4};
-	static const char *const names[] = {"none", "empty", "one", "ten", "blocking", "unlisted",
+	static const char *const names[] = {"none", "empty", "one", "ten", "blocking", "contested", "unlisted",
 					    "disabled_none", "disabled_empty", "disabled_busy"};
-	const struct drain_victim *v[] = {&none, &empty, &one, &ten, &blocking, &unlisted, &disabled_none,
-					  &disabled_empty, &disabled_busy};
+	const struct drain_victim *v[] = {&none, &empty, &one, &ten, &blocking, &contested, &unlisted,
+					  &disabled_none, &disabled_empty, &disabled_busy};
 	/* Each before the next: sign of cmp(a, b) for every pair follows this order. A Node
-	 * whose pods could not be listed looks empty but is chosen after every listed one. */
-	static const int rank[] = {0, 1, 2, 3, 4, 5, 6, 7, 8};
-	for (size_t a = 0; a < 9; a++)
-		for (size_t b = 0; b < 9; b++) {
+	 * whose pods could not be listed looks empty but is chosen after every listed one; a
+	 * contested instance has no Node but is chosen after every one not contested. */
+	static const int rank[] = {0, 1, 2, 3, 4, 5, 6, 7, 8, 9};
+	for (size_t a = 0; a < 10; a++)
+		for (size_t b = 0; b < 10; b++) {
 			int c = drain_victim_cmp(v[a], v[b]);
 			int want = rank[a] < rank[b] ? -1 : rank[a] > rank[b] ? 1 : 0;
 			if ((c > 0) - (c < 0) != want)

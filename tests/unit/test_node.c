@@ -84,6 +84,15 @@ static void test_view_odd_input(void **state)
 		/* an InternalIP that is too long for an address */
 		{"{\"metadata\":{\"name\":\"n\"},\"status\":{\"addresses\":[{\"type\":\"InternalIP\",\"address\":"
 		 "\"0123456789012345678901234567890123456789012345678901234567890\"}]}}", "", "", "", false, false, 0},
+		/* a dual-stack Node listing its IPv6 InternalIP first: the IPv4 one, which is what
+		 * the cloud reports as the instance's private IP (else it never matches and its
+		 * instance is taken as Node-less: terminated without a drain) */
+		{"{\"metadata\":{\"name\":\"n\"},\"status\":{\"addresses\":[{\"type\":\"InternalIP\",\"address\":"
+		 "\"fd00::7\"},{\"type\":\"InternalIP\",\"address\":\"10.0.0.7\"},{\"type\":\"InternalIP\","
+		 "\"address\":\"10.0.0.8\"}]}}", "", "", "10.0.0.7", false, false, 0},
+		/* IPv6 only: that one */
+		{"{\"metadata\":{\"name\":\"n\"},\"status\":{\"addresses\":[{\"type\":\"InternalIP\",\"address\":"
+		 "\"fd00::7\"}]}}", "", "", "fd00::7", false, false, 0},
 		/* Ready True without a time: ready, since unknown */
 		{"{\"metadata\":{\"name\":\"n\"},\"status\":{\"conditions\":[{\"type\":\"Ready\",\"status\":\"True\"}]}}",
 		 "", "", "", true, false, 0},

@@ -97,7 +97,12 @@ static void test_list_and_events(void **state)
 	assert_false(nodes_synced(g.nodes));
 	struct node_want want_b = want_of("ins-b"), want_c = want_of("ins-c");
 	assert_int_equal(nodes_find(g.nodes, "ns/q", &want_b, 1, &v, &by, NULL), SP_ETRANSIENT);
+	assert_int_equal(nodes_get(g.nodes, "a", &v), SP_ETRANSIENT);
 	assert_int_equal(nodes_round(g.nodes, &g.kube), 0);
+	/* By name (the check of a Node deletion read back from the status). */
+	assert_int_equal(nodes_get(g.nodes, "c", &v), 0);
+	assert_string_equal(v.label_id, "ins-c");
+	assert_int_equal(nodes_get(g.nodes, "b", &v), SP_ENOTFOUND);
 	assert_true(nodes_synced(g.nodes));
 	/* The list told each pool of its Node; the watch: p when a became Ready (not at its
 	 * heartbeat), q when b went; nobody wants c yet. */

@@ -244,6 +244,17 @@ static int fake_find_nodes(void *ctx, const char *pool, const struct node_want *
 	return 0;
 }
 
+static int fake_get_node(void *ctx, const char *name, struct node_view *ret)
+{
+	struct fake *f = ctx;
+	for (size_t i = 0; i < f->n_nodes; i++)
+		if (strcmp(f->nodes[i].name, name) == 0) {
+			*ret = f->nodes[i];
+			return 0;
+		}
+	return SP_ENOTFOUND;
+}
+
 struct world {
 	struct fake f;
 	struct creds creds;
@@ -483,6 +494,49 @@ static void test_nodes(void **state)
 	world_pass(&w);
 	assert_true(calls_starting(&w, "DELETE /api/v1/nodes/10.0.0.2") == 1);
 	assert_true(calls_starting(&w, "DELETE /api/v1/nodes/n-x") == 0);
+	world_free(&w);
+}
+
+/* .status.nodeDeletions is the pool's status, which others than spotpool may write (a
+ * namespace role with resources "*"): an entry carried from it is honoured only while
+ * that Node (by name and UID, in the Node cache) declares the entry's instance ID and
+ * that instance is not live in the pool. One naming another Node (a control-plane one,
+ * which declares none; one declaring another instance; the Node of the pool's live
+ * ins-a) is not deleted, said by a Warning event and dropped; one whose Node declares
+ * the gone instance (the retry of a failed deletion) is deleted. */
+static void test_carried_node_deletions_checked(void **state)
+{
+	(void)state;
+	struct world w;
+	world_init(&w, 1, 2, false);
+	w.r.nodes = (struct node_reader){.find = fake_find_nodes, .get = fake_get_node, .ctx = &w.f};
+	world_list(&w, "ins-a", "RUNNING");
+	snprintf(w.f.listed[0].private_ip, sizeof(w.f.listed[0].private_ip), "10.0.0.1");
+	w.f.nodes[0] = (struct node_view){.name = "n-a", .uid = "u-a", .label_id = "ins-a", .internal_ip = "10.0.0.1",
+					  .ready = true};
+	w.f.nodes[1] = (struct node_view){.name = "control-plane-1", .uid = "u-cp", .internal_ip = "10.9.0.1", .ready = true};
+	w.f.nodes[2] = (struct node_view){.name = "n-o", .uid = "u-o", .provider_id = "ins-other", .internal_ip = "10.0.0.7",
+					  .ready = true};
+	w.f.nodes[3] = (struct node_view){.name = "n-g", .uid = "u-g", .label_id = "ins-gone", .internal_ip = "10.0.0.8"};
+	w.f.n_nodes = 4;
+	world_pass(&w);
+	cJSON *st = cJSON_GetObjectItemCaseSensitive(w.f.obj, "status");
+	cJSON_DeleteItemFromObjectCaseSensitive(st, "nodeDeletions");
+	cJSON_AddItemToObject(st, "nodeDeletions", cJSON_Parse(
+		"[{\"name\":\"control-plane-1\",\"uid\":\"u-cp\",\"instanceId\":\"ins-gone\"},"
+		"{\"name\":\"control-plane-1\",\"uid\":\"u-cp\"},"
+		"{\"name\":\"n-o\",\"uid\":\"u-o\",\"instanceId\":\"ins-gone\"},"
+		"{\"name\":\"n-a\",\"uid\":\"u-a\",\"instanceId\":\"ins-a\"},"
+		"{\"name\":\"n-g\",\"uid\":\"u-g\",\"instanceId\":\"ins-gone\"}]"));
+	world_pass(&w);
+	assert_int_equal(calls_starting(&w, "DELETE /api/v1/nodes/control-plane-1"), 0);
+	assert_int_equal(calls_starting(&w, "DELETE /api/v1/nodes/n-a"), 0);
+	assert_int_equal(calls_starting(&w, "DELETE /api/v1/nodes/n-o"), 0);
+	assert_int_equal(calls_starting(&w, "DELETE /api/v1/nodes/n-g uid=u-g"), 1);
+	assert_int_equal(calls_starting(&w, "POST event NodeDeletionRefused"), 4);
+	assert_int_equal(w.res.error, 0);
+	assert_null(cJSON_GetObjectItemCaseSensitive(cJSON_GetObjectItemCaseSensitive(w.f.obj, "status"),
+						     "nodeDeletions"));
 	world_free(&w);
 }
 
@@ -1064,6 +1118,7 @@ int main(void)
 		cmocka_unit_test(test_scale_down),
 		cmocka_unit_test(test_scale_down_on_stale_spec),
 		cmocka_unit_test(test_nodes),
+		cmocka_unit_test(test_carried_node_deletions_checked),
 		cmocka_unit_test(test_region_edited),
 		cmocka_unit_test(test_account_followed),
 		cmocka_unit_test(test_forged_claim),
