@@ -182,18 +182,23 @@ token_prefix() {
 	python3 -c 'import hashlib,sys; print("spotpool-" + hashlib.sha256(sys.argv[1].encode()).hexdigest()[:32] + "-")' "$uid/${2:-default}/$1"
 }
 
-# kubelet_node NAME INSTANCE IP: a Node as a kubelet registers it on that instance
-# (providerID, InternalIP), then Ready.
-kubelet_node() {
-	local now
+# register_node NAME PROVIDER_ID LABEL_ID IP: a Node as a kubelet registers it
+# (providerID and the spotpool instance-id label when given, InternalIP), then Ready.
+register_node() {
+	local spec='{}' labels='{}' now
+	[[ -n $2 ]] && spec="{\"providerID\":\"$2\"}"
+	[[ -n $3 ]] && labels="{\"spotpool.jokerbai.com/instance-id\":\"$3\"}"
 	kubectl create -f - >/dev/null <<JSON || return 1
-{"apiVersion":"v1","kind":"Node","metadata":{"name":"$1"},"spec":{"providerID":"qcloud:///900002/$2"}}
+{"apiVersion":"v1","kind":"Node","metadata":{"name":"$1","labels":$labels},"spec":$spec}
 JSON
 	now=$(date -u +%Y-%m-%dT%H:%M:%SZ)
 	kubectl patch node "$1" --subresource=status --type=merge -p "{\"status\":{
-		\"addresses\":[{\"type\":\"InternalIP\",\"address\":\"$3\"},{\"type\":\"Hostname\",\"address\":\"$1\"}],
+		\"addresses\":[{\"type\":\"InternalIP\",\"address\":\"$4\"},{\"type\":\"Hostname\",\"address\":\"$1\"}],
 		\"conditions\":[{\"type\":\"Ready\",\"status\":\"True\",\"reason\":\"KubeletReady\",\"message\":\"test\",
 		\"lastHeartbeatTime\":\"$now\",\"lastTransitionTime\":\"$now\"}]}}" >/dev/null
 }
+
+# kubelet_node NAME INSTANCE IP: the Node of that instance, by providerID.
+kubelet_node() { register_node "$1" "qcloud:///900002/$2" "" "$3"; }
 
 free_port() { python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])'; }

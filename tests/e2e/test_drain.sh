@@ -73,19 +73,12 @@ check "g: nothing launched for the rejected pool" bash -c \
 # The pool's instances: ids NS
 ids() { sp_field "$1" '.status.instances[].instanceId' "$1"; }
 
-# node NAME INSTANCE: a Node as a kubelet registers it on that instance (its InternalIP
-# the instance's private IP), then Ready.
+# node NAME INSTANCE: the Node of that instance (its InternalIP the instance's private
+# IP), by providerID.
 node() {
-	local now ip
+	local ip
 	ip=$(emu_private_ip "$2") && [[ -n $ip ]] || return 1
-	kubectl create -f - >/dev/null <<JSON || return 1
-{"apiVersion":"v1","kind":"Node","metadata":{"name":"$1"},"spec":{"providerID":"qcloud:///900002/$2"}}
-JSON
-	now=$(date -u +%Y-%m-%dT%H:%M:%SZ)
-	kubectl patch node "$1" --subresource=status --type=merge -p "{\"status\":{
-		\"addresses\":[{\"type\":\"InternalIP\",\"address\":\"$ip\"},{\"type\":\"Hostname\",\"address\":\"$1\"}],
-		\"conditions\":[{\"type\":\"Ready\",\"status\":\"True\",\"reason\":\"KubeletReady\",\"message\":\"test\",
-		\"lastHeartbeatTime\":\"$now\",\"lastTransitionTime\":\"$now\"}]}}" >/dev/null
+	kubelet_node "$1" "$2" "$ip"
 }
 
 # pod NS NAME NODE [KIND [LABEL]]: a pod bound to NODE, Running and Ready (KIND plain),

@@ -29,20 +29,7 @@ mapfile -t ids < <(sp_field gpu '.status.instances[].instanceId')
 mapfile -t ips < <(sp_field gpu '.status.instances[].privateIp')
 check "3 instances with private IPs (${ips[*]})" test "${#ips[@]}" = 3 -a -n "${ips[2]}"
 
-# node NAME PROVIDER_ID LABEL_ID IP: a Node as a kubelet registers it, then Ready.
-node() {
-	local spec='{}' labels='{}' now
-	[[ -n $2 ]] && spec="{\"providerID\":\"$2\"}"
-	[[ -n $3 ]] && labels="{\"spotpool.jokerbai.com/instance-id\":\"$3\"}"
-	kubectl create -f - >/dev/null <<JSON || return 1
-{"apiVersion":"v1","kind":"Node","metadata":{"name":"$1","labels":$labels},"spec":$spec}
-JSON
-	now=$(date -u +%Y-%m-%dT%H:%M:%SZ)
-	kubectl patch node "$1" --subresource=status --type=merge -p "{\"status\":{
-		\"addresses\":[{\"type\":\"InternalIP\",\"address\":\"$4\"},{\"type\":\"Hostname\",\"address\":\"$1\"}],
-		\"conditions\":[{\"type\":\"Ready\",\"status\":\"True\",\"reason\":\"KubeletReady\",\"message\":\"test\",
-		\"lastHeartbeatTime\":\"$now\",\"lastTransitionTime\":\"$now\"}]}}" >/dev/null
-}
+node() { register_node "$@"; }
 check "Node by providerID for ${ids[0]}" node by-provider "qcloud:///900002/${ids[0]}" "" "${ips[0]}"
 check "Node by label for ${ids[1]}" node by-label "" "${ids[1]}" "${ips[1]}"
 check "Node by InternalIP for ${ids[2]} (${ips[2]})" node "${ips[2]}" "" "" "${ips[2]}"
@@ -129,7 +116,7 @@ pool_manifest drn default 2 2 '  drainTimeout: 10s' | kubectl apply -f - >/dev/n
 check "drn: the pool reaches 2 instances" wait_for 60 at_size drn 2
 mapfile -t dids < <(sp_field drn '.status.instances[].instanceId')
 mapfile -t dips < <(sp_field drn '.status.instances[].privateIp')
-check "drn: Nodes for ${dids[*]}" bash -c "$(declare -f node); node drn-a 'qcloud:///900002/${dids[0]}' '' '${dips[0]}' && node drn-b 'qcloud:///900002/${dids[1]}' '' '${dips[1]}'"
+check "drn: Nodes for ${dids[*]}" bash -c "$(declare -f register_node node); node drn-a 'qcloud:///900002/${dids[0]}' '' '${dips[0]}' && node drn-b 'qcloud:///900002/${dids[1]}' '' '${dips[1]}'"
 check "drn: the Nodes show" wait_for 30 bash -c "[[ \$(kubectl get sp drn -o json | jq -r '[.status.instances[].node] | sort | join(\" \")') == 'drn-a drn-b' ]]"
 echo "fail GET /api/v1/pods?fieldSelector=spec.nodeName%3Ddrn-a 403" >"$E2E_TMP/proxy.control"
 sleep 0.5
