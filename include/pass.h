@@ -229,7 +229,8 @@ enum pass_creds pass_credentials_source(const struct pool_spec *spec, bool have_
 
 void pass_account_fingerprint(const char *secret_id, char out[PASS_ACCOUNT_FP_LEN + 1]);
 /* recorded: status.accountFingerprint (NULL: none); current: the credentials' (NULL:
- * none, SAME); the recorded instances are seen and the ledger's IDs, proven still in the
+ * none, SAME); what the account holds is the recorded instances (seen) and the ledger's
+ * launch (its IDs, or its ClientToken while its outcome is unknown), proven still in the
  * account when plan.instances (owned, observed with the current credentials) has one. */
 enum pass_account pass_account_check(const char *recorded, const char *current, const struct plan_input *plan);
 

@@ -85,12 +85,16 @@ enum pass_account pass_account_check(const char *recorded, const char *current, 
 		return PASS_ACCOUNT_SAME;
 	if (!recorded || !*recorded)
 		return PASS_ACCOUNT_ADOPT;
-	size_t n_seen = plan->seen ? plan->seen->n : 0, n_ledger = plan->ledger ? plan->ledger->instance_ids.n : 0;
-	for (size_t i = 0; i < plan->n_instances; i++)
-		if ((plan->seen && strv_contains(plan->seen, plan->instances[i].id)) ||
-		    (plan->ledger && strv_contains(&plan->ledger->instance_ids, plan->instances[i].id)))
+	const struct plan_launch *l = plan->ledger;
+	for (size_t i = 0; i < plan->n_instances; i++) {
+		const struct pool_instance *p = &plan->instances[i];
+		if ((plan->seen && strv_contains(plan->seen, p->id)) || (l && strv_contains(&l->instance_ids, p->id)) ||
+		    (l && *l->client_token && strcmp(p->launch_tag, l->client_token) == 0))
 			return PASS_ACCOUNT_ADOPT;
-	return n_seen + n_ledger ? PASS_ACCOUNT_CHANGED : PASS_ACCOUNT_ADOPT;
+	}
+	/* A launch of unknown outcome counts, IDs or not: repeated with another account's
+	 * credentials, its ClientToken (per account) would launch it again there. */
+	return (plan->seen && plan->seen->n) || l ? PASS_ACCOUNT_CHANGED : PASS_ACCOUNT_ADOPT;
 }
 
 void pass_client_token(const char *uid, const char *ns, const char *name, int64_t seq, char out[65])

@@ -600,6 +600,18 @@ static void test_account_check(void **state)
 		assert_int_equal(pass_account_check(cases[c].recorded, cases[c].current, &p), cases[c].want);
 	}
 	plan_launch_clear(&ledger);
+	/* A launch of unknown outcome (no IDs yet: a restart right after RunInstances): with
+	 * another account's credentials its repeat would launch anew there (the ClientToken
+	 * is per account), so it is something to lose; an instance carrying its token shows
+	 * it is the same account. */
+	struct plan_launch unknown = {.client_token = "tok"};
+	struct pool_instance tagged = running("i7", "RUNNING");
+	snprintf(tagged.launch_tag, sizeof(tagged.launch_tag), "tok");
+	struct plan_input p = {.seen = &none, .ledger = &unknown};
+	assert_int_equal(pass_account_check("aaaa", "bbbb", &p), PASS_ACCOUNT_CHANGED);
+	p.instances = &tagged;
+	p.n_instances = 1;
+	assert_int_equal(pass_account_check("aaaa", "bbbb", &p), PASS_ACCOUNT_ADOPT);
 	char fp[PASS_ACCOUNT_FP_LEN + 1];
 	pass_account_fingerprint("AKIDexample", fp);
 	assert_int_equal(strlen(fp), PASS_ACCOUNT_FP_LEN);
