@@ -92,9 +92,13 @@ enum pass_account pass_account_check(const char *recorded, const char *current, 
 		    (l && *l->client_token && strcmp(p->launch_tag, l->client_token) == 0))
 			return PASS_ACCOUNT_ADOPT;
 	}
-	/* A launch of unknown outcome counts, IDs or not: repeated with another account's
-	 * credentials, its ClientToken (per account) would launch it again there. */
-	return (plan->seen && plan->seen->n) || l ? PASS_ACCOUNT_CHANGED : PASS_ACCOUNT_ADOPT;
+	/* A launch counts, IDs or not, while it may still show (the launch grace): repeated
+	 * with another account's credentials, its ClientToken (per account) would launch it
+	 * again there. Past the grace, unseen, it is taken as lost: a rotated key must not
+	 * hold the pool for good on a launch that never happened. */
+	int64_t grace = plan->launch_grace > 0 ? plan->launch_grace : PLAN_LAUNCH_GRACE_DEFAULT_SECONDS;
+	bool launch_pending = l && (l->instance_ids.n || plan->now < l->started + grace);
+	return (plan->seen && plan->seen->n) || launch_pending ? PASS_ACCOUNT_CHANGED : PASS_ACCOUNT_ADOPT;
 }
 
 void pass_client_token(const char *uid, const char *ns, const char *name, int64_t seq, char out[65])

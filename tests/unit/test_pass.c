@@ -604,13 +604,17 @@ static void test_account_check(void **state)
 	 * another account's credentials its repeat would launch anew there (the ClientToken
 	 * is per account), so it is something to lose; an instance carrying its token shows
 	 * it is the same account. */
-	struct plan_launch unknown = {.client_token = "tok"};
+	struct plan_launch unknown = {.client_token = "tok", .started = NOW - 10};
 	struct pool_instance tagged = running("i7", "RUNNING");
 	snprintf(tagged.launch_tag, sizeof(tagged.launch_tag), "tok");
-	struct plan_input p = {.seen = &none, .ledger = &unknown};
+	struct plan_input p = {.seen = &none, .ledger = &unknown, .now = NOW};
 	assert_int_equal(pass_account_check("aaaa", "bbbb", &p), PASS_ACCOUNT_CHANGED);
 	p.instances = &tagged;
 	p.n_instances = 1;
+	assert_int_equal(pass_account_check("aaaa", "bbbb", &p), PASS_ACCOUNT_ADOPT);
+	/* Past the launch grace, still unseen: taken as lost, a rotated key is adopted. */
+	p.n_instances = 0;
+	p.now = NOW + PLAN_LAUNCH_GRACE_DEFAULT_SECONDS;
 	assert_int_equal(pass_account_check("aaaa", "bbbb", &p), PASS_ACCOUNT_ADOPT);
 	char fp[PASS_ACCOUNT_FP_LEN + 1];
 	pass_account_fingerprint("AKIDexample", fp);
