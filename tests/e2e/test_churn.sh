@@ -207,9 +207,9 @@ memory_back() {
 
 churn_start=$SECONDS
 churn 1
-FIRST_PSS=$AFTER_PSS
+FIRST_PSS=${AFTER_PSS:-not measured}
 churn 2
-echo "# Pss_Anon: cold $COLD_PSS kB, after the first churn $FIRST_PSS kB, after the second $AFTER_PSS kB;" \
+echo "# Pss_Anon: cold $COLD_PSS kB, after the first churn $FIRST_PSS kB, after the second ${AFTER_PSS:-not measured} kB;" \
 	"two churns $((SECONDS - churn_start)) s, whole test $((SECONDS - started)) s"
 if [[ -n ${SANITIZER_LOG_DIR:-} ]]; then
 	echo "# memory not checked under AddressSanitizer (its quarantine holds freed memory)"
