@@ -44,7 +44,20 @@ twice k8s-build
 bin=$(cat "$E2E_TMP/k8s-build.1.out")
 check "kube-apiserver works: $("$bin/kube-apiserver" --version 2>&1)" bash -c "'$bin/kube-apiserver' --version | grep -q 'Kubernetes v1\.'"
 check "etcd works: $("$bin/etcd" --version 2>&1 | head -1)" bash -c "'$bin/etcd' --version | grep -q 'etcd Version: 3\.'"
+check "kube-scheduler works: $("$bin/kube-scheduler" --version 2>&1)" bash -c "'$bin/kube-scheduler' --version | grep -q 'Kubernetes v1\.'"
 check "k8s-build left no temporary file" no_leftovers
+
+# A cache from before the scheduler (kube-apiserver and etcd only) gets the scheduler
+# added, the others left as they are (same files).
+rm "$bin/kube-scheduler"
+before=$(stat -c '%n %i %Y' "$bin/kube-apiserver" "$bin/etcd")
+"$E2E_ROOT/scripts/k8s-build" >/dev/null 2>"$E2E_TMP/k8s-build.3.err"
+rc=$?
+sed "s/^/# k8s-build 3: /" "$E2E_TMP/k8s-build.3.err"
+check "k8s-build on a cache without kube-scheduler (exit $rc) builds only it" \
+	test "$rc:$(grep -o 'built [a-z-]* in' "$E2E_TMP/k8s-build.3.err" | tr '\n' ' ')" = "0:built kube-scheduler in "
+check "kube-apiserver and etcd kept as they were" test "$before" = "$(stat -c '%n %i %Y' "$bin/kube-apiserver" "$bin/etcd")"
+check "kube-scheduler added: $("$bin/kube-scheduler" --version 2>&1)" bash -c "'$bin/kube-scheduler' --version | grep -q 'Kubernetes v1\.'"
 
 twice helm-build
 bin=$(cat "$E2E_TMP/helm-build.1.out")
