@@ -6,9 +6,11 @@
 #   config               ports and binary dir, written by k8s-up (sourced here)
 #   env                  KUBECONFIG=... / K8S_URL=... for scripts to source
 #   kubeconfig           admin kubeconfig (system:masters client certificate)
-#   pki/                 CA, serving cert, admin client cert, SA key pair
+#   scheduler.kubeconfig kube-scheduler's (user system:kube-scheduler)
+#   pki/                 CA, serving cert, admin and scheduler client certs, SA key pair
 #   etcd-data/           etcd data directory
 #   etcd.log apiserver.log etcd.pid apiserver.pid
+#   scheduler.log scheduler.pid (k8s-up --scheduler only)
 
 k8s_log() { printf '%s: %s\n' "${K8S_PROG:-k8s}" "$*" >&2; }
 k8s_die() { k8s_log "error: $*"; exit 1; }
@@ -181,6 +183,32 @@ k8s_start_apiserver() {
     k8s_pid_alive "$dir" apiserver || k8s_fail_with_log "$dir" apiserver "kube-apiserver exited during startup"
     ((SECONDS - start < timeout)) ||
       k8s_fail_with_log "$dir" apiserver "kube-apiserver not ready on https://127.0.0.1:$K8S_PORT/readyz after ${timeout}s"
+    sleep 0.2
+  done
+}
+
+# k8s_start_scheduler DIR: start kube-scheduler against the cluster's apiserver and
+# wait until its /readyz is ok (its informers synced). It authenticates as
+# system:kube-scheduler, whose RBAC the apiserver bootstraps; no leader election
+# (one scheduler). Its own port (127.0.0.1, self-signed) serves only the probes,
+# which need no authentication: delegated authentication (kubeadm's
+# --authentication-kubeconfig) would log an error every few seconds here, as this
+# apiserver has no request-header CA.
+k8s_start_scheduler() {
+  local dir=$1 timeout=${K8S_READY_TIMEOUT:-60} start
+  k8s_load_config "$dir"
+  k8s_spawn "$dir" scheduler "$K8S_BIN_DIR/kube-scheduler" \
+    --kubeconfig="$dir/scheduler.kubeconfig" \
+    --leader-elect=false \
+    --bind-address=127.0.0.1 \
+    --secure-port="$K8S_SCHEDULER_PORT" \
+    --profiling=false \
+    --v="${K8S_APISERVER_V:-1}"
+  start=$SECONDS
+  until curl -fsSk --max-time 2 "https://127.0.0.1:$K8S_SCHEDULER_PORT/readyz" 2>/dev/null | grep -qx ok; do
+    k8s_pid_alive "$dir" scheduler || k8s_fail_with_log "$dir" scheduler "kube-scheduler exited during startup"
+    ((SECONDS - start < timeout)) ||
+      k8s_fail_with_log "$dir" scheduler "kube-scheduler not ready on https://127.0.0.1:$K8S_SCHEDULER_PORT/readyz after ${timeout}s"
     sleep 0.2
   done
 }

@@ -100,8 +100,10 @@ YAML
 }
 
 # A real control plane (etcd + kube-apiserver) for this script, with the CRD applied.
+# start_cluster --scheduler adds a real kube-scheduler (scripts/k8s-up --scheduler):
+# pods are bound to Nodes the test registers (gpu_node) or marked Unschedulable.
 start_cluster() {
-	"$E2E_ROOT/scripts/k8s-up" "$E2E_TMP/k8s" >"$E2E_TMP/k8s-up.log" 2>&1 ||
+	"$E2E_ROOT/scripts/k8s-up" "$@" "$E2E_TMP/k8s" >"$E2E_TMP/k8s-up.log" 2>&1 ||
 		{ echo "k8s-up failed"; cat "$E2E_TMP/k8s-up.log"; exit 1; }
 	export KUBECONFIG=$E2E_TMP/k8s/kubeconfig
 	E2E_CLUSTER=1
@@ -182,23 +184,55 @@ token_prefix() {
 	python3 -c 'import hashlib,sys; print("spotpool-" + hashlib.sha256(sys.argv[1].encode()).hexdigest()[:32] + "-")' "$uid/${2:-default}/$1"
 }
 
-# register_node NAME PROVIDER_ID LABEL_ID IP: a Node as a kubelet registers it
-# (providerID and the spotpool instance-id label when given, InternalIP), then Ready.
+# register_node NAME PROVIDER_ID LABEL_ID IP [LABELS [TAINTS [RESOURCES]]]: a Node as a
+# kubelet registers it (providerID and the spotpool instance-id label when given, more
+# LABELS (JSON object), spec.taints (TAINTS, JSON array), InternalIP), then Ready, with
+# RESOURCES (JSON object of quantities) as both capacity and allocatable if given.
 register_node() {
-	local spec='{}' labels='{}' now
-	[[ -n $2 ]] && spec="{\"providerID\":\"$2\"}"
-	[[ -n $3 ]] && labels="{\"spotpool.jokerbai.com/instance-id\":\"$3\"}"
-	kubectl create -f - >/dev/null <<JSON || return 1
-{"apiVersion":"v1","kind":"Node","metadata":{"name":"$1","labels":$labels},"spec":$spec}
-JSON
-	now=$(date -u +%Y-%m-%dT%H:%M:%SZ)
-	kubectl patch node "$1" --subresource=status --type=merge -p "{\"status\":{
-		\"addresses\":[{\"type\":\"InternalIP\",\"address\":\"$4\"},{\"type\":\"Hostname\",\"address\":\"$1\"}],
-		\"conditions\":[{\"type\":\"Ready\",\"status\":\"True\",\"reason\":\"KubeletReady\",\"message\":\"test\",
-		\"lastHeartbeatTime\":\"$now\",\"lastTransitionTime\":\"$now\"}]}}" >/dev/null
+	local node status
+	node=$(jq -nc --arg name "$1" --arg pid "$2" --arg id "$3" --argjson labels "${5:-{\}}" --argjson taints "${6:-[]}" \
+		'{apiVersion: "v1", kind: "Node",
+		  metadata: {name: $name, labels: ($labels + if $id == "" then {} else {"spotpool.jokerbai.com/instance-id": $id} end)},
+		  spec: ((if $pid == "" then {} else {providerID: $pid} end) + (if $taints == [] then {} else {taints: $taints} end))}') &&
+		kubectl create -f - <<<"$node" >/dev/null || return 1
+	status=$(jq -nc --arg name "$1" --arg ip "$4" --arg now "$(date -u +%Y-%m-%dT%H:%M:%SZ)" --argjson res "${7:-null}" \
+		'{status: ({addresses: [{type: "InternalIP", address: $ip}, {type: "Hostname", address: $name}],
+		  conditions: [{type: "Ready", status: "True", reason: "KubeletReady", message: "test",
+		    lastHeartbeatTime: $now, lastTransitionTime: $now}]}
+		  + if $res == null then {} else {capacity: $res, allocatable: $res} end)}')
+	kubectl patch node "$1" --subresource=status --type=merge -p "$status" >/dev/null
 }
 
 # kubelet_node NAME INSTANCE IP: the Node of that instance, by providerID.
 kubelet_node() { register_node "$1" "qcloud:///900002/$2" "" "$3"; }
+# gpu_node NAME INSTANCE IP GPUS [LABELS [TAINTS]]: a Node of a GN7.2XLARGE32 (the
+# instance type of pool_manifest: 8 CPUs, 32 GiB) with GPUS nvidia.com/gpu allocatable
+# (none if 0), for the kube-scheduler of start_cluster --scheduler to bind pods to;
+# by providerID unless INSTANCE is empty.
+gpu_node() {
+	local res
+	res=$(jq -nc --argjson gpus "$4" '{cpu: "8", memory: "32Gi", pods: "110"}
+		+ if $gpus == 0 then {} else {"nvidia.com/gpu": ($gpus | tostring)} end')
+	register_node "$1" "${2:+qcloud:///900002/$2}" "" "$3" "${5:-{\}}" "${6:-[]}" "$res"
+}
+
+# gpu_pod NS NAME GPUS [SPEC]: an unbound pod (left to the scheduler) asking for GPUS
+# nvidia.com/gpu (nothing if 0), SPEC (JSON object) merged into its spec.
+gpu_pod() {
+	jq -nc --arg ns "$1" --arg name "$2" --argjson gpus "$3" --argjson spec "${4:-{\}}" \
+		'{apiVersion: "v1", kind: "Pod", metadata: {name: $name, namespace: $ns},
+		  spec: ({containers: [{name: "c", image: "registry.k8s.io/pause:3.10",
+		    resources: (if $gpus == 0 then {} else {limits: {"nvidia.com/gpu": ($gpus | tostring)}} end)}]} + $spec)}' |
+		kubectl create -f - >/dev/null
+}
+# pod_unschedulable NS NAME [TEXT]: the scheduler marked the pod PodScheduled=False,
+# reason Unschedulable, with TEXT in its message if given.
+pod_unschedulable() {
+	kubectl get pod "$2" -n "$1" -o json 2>/dev/null | jq -e --arg text "${3:-}" \
+		'any(.status.conditions[]?; .type == "PodScheduled" and .status == "False"
+		  and .reason == "Unschedulable" and (.message | contains($text)))' >/dev/null
+}
+# pod_bound NS NAME NODE: the pod is bound to NODE (spec.nodeName).
+pod_bound() { [[ $(kubectl get pod "$2" -n "$1" -o jsonpath='{.spec.nodeName}' 2>/dev/null) == "$3" ]]; }
 
 free_port() { python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])'; }
