@@ -578,6 +578,256 @@ static void test_below_minimum_seconds(void **state)
 	metrics_set_clock(NULL);
 }
 
+/* A fixed state touching every family, two pools (one with labels to escape), the
+ * open-ended labels' fallbacks and a fractional counter of seconds. */
+static void fixed_state(void)
+{
+	metrics_set_clock(fake_clock);
+	fake_now_ms = 1000;
+	touch_pool("prod", "gpu");
+	touch_pool("dev", "a\"b\\c\nd");
+	metrics_pool_sizes("dev", "a\"b\\c\nd", 1, 5, 3, 0);
+	fake_now_ms += 1500;
+	metrics_pool_sizes("dev", "a\"b\\c\nd", 1, 5, 3, 0);
+	metrics_launch_request("prod", "gpu", SP_ETRANSIENT, NULL);
+	touch_globals();
+	metrics_cvm_observe(NULL, "RunInstances", "ResourceInsufficient.SpecifiedInstanceType", 0.1 + 0.2);
+	metrics_cvm_rate_wait(NULL, "DescribeInstances", 0);
+	metrics_kube_request("WATCH", "nodes", 0);
+	metrics_kube_request("BREW", "spotpools", 700);
+	metrics_offering_launch("ap-singapore-2", "GN7.2XLARGE32", SP_ECAPACITY, "ResourcesSoldOut.SpecifiedInstanceType");
+	metrics_offering_launch(NULL, "", SP_EAUTH, NULL);
+	metrics_node_ready(95.5);
+	metrics_reconcile_observe(0.75, true);
+	metrics_workqueue_queue_latency(NULL, 45);
+	metrics_set_clock(NULL);
+}
+
+/* The whole page for fixed_state(), up to the process_* families (which follow the
+ * process, test_process_metrics): byte for byte, so that a change of the exposition
+ * is seen whatever it touches. */
+static const char fixed_page[] =
+	"# HELP spotpool_build_info Build information; the value is always 1.\n"
+	"# TYPE spotpool_build_info gauge\n"
+	"spotpool_build_info{version=\"" SPOTPOOL_VERSION "\"} 1\n"
+	"# HELP spotpool_pool_minimum The pool's spec.minimum.\n"
+	"# TYPE spotpool_pool_minimum gauge\n"
+	"spotpool_pool_minimum{namespace=\"dev\",pool=\"a\\\"b\\\\c\\nd\"} 1\n"
+	"spotpool_pool_minimum{namespace=\"prod\",pool=\"gpu\"} 1\n"
+	"# HELP spotpool_pool_maximum The pool's spec.maximum.\n"
+	"# TYPE spotpool_pool_maximum gauge\n"
+	"spotpool_pool_maximum{namespace=\"dev\",pool=\"a\\\"b\\\\c\\nd\"} 5\n"
+	"spotpool_pool_maximum{namespace=\"prod\",pool=\"gpu\"} 5\n"
+	"# HELP spotpool_pool_desired Instances the pool is being driven to.\n"
+	"# TYPE spotpool_pool_desired gauge\n"
+	"spotpool_pool_desired{namespace=\"dev\",pool=\"a\\\"b\\\\c\\nd\"} 3\n"
+	"spotpool_pool_desired{namespace=\"prod\",pool=\"gpu\"} 3\n"
+	"# HELP spotpool_pool_current Live instances of the pool, as last observed.\n"
+	"# TYPE spotpool_pool_current gauge\n"
+	"spotpool_pool_current{namespace=\"dev\",pool=\"a\\\"b\\\\c\\nd\"} 0\n"
+	"spotpool_pool_current{namespace=\"prod\",pool=\"gpu\"} 2\n"
+	"# HELP spotpool_launch_requests_total RunInstances calls for the pool, by outcome.\n"
+	"# TYPE spotpool_launch_requests_total counter\n"
+	"spotpool_launch_requests_total{namespace=\"dev\",pool=\"a\\\"b\\\\c\\nd\",outcome=\"success\"} 1\n"
+	"spotpool_launch_requests_total{namespace=\"dev\",pool=\"a\\\"b\\\\c\\nd\",outcome=\"capacity\"} 1\n"
+	"spotpool_launch_requests_total{namespace=\"dev\",pool=\"a\\\"b\\\\c\\nd\",outcome=\"auth\"} 0\n"
+	"spotpool_launch_requests_total{namespace=\"dev\",pool=\"a\\\"b\\\\c\\nd\",outcome=\"config\"} 0\n"
+	"spotpool_launch_requests_total{namespace=\"dev\",pool=\"a\\\"b\\\\c\\nd\",outcome=\"throttled\"} 0\n"
+	"spotpool_launch_requests_total{namespace=\"dev\",pool=\"a\\\"b\\\\c\\nd\",outcome=\"transient\"} 0\n"
+	"spotpool_launch_requests_total{namespace=\"dev\",pool=\"a\\\"b\\\\c\\nd\",outcome=\"unknown\"} 0\n"
+	"spotpool_launch_requests_total{namespace=\"prod\",pool=\"gpu\",outcome=\"success\"} 1\n"
+	"spotpool_launch_requests_total{namespace=\"prod\",pool=\"gpu\",outcome=\"capacity\"} 1\n"
+	"spotpool_launch_requests_total{namespace=\"prod\",pool=\"gpu\",outcome=\"auth\"} 0\n"
+	"spotpool_launch_requests_total{namespace=\"prod\",pool=\"gpu\",outcome=\"config\"} 0\n"
+	"spotpool_launch_requests_total{namespace=\"prod\",pool=\"gpu\",outcome=\"throttled\"} 0\n"
+	"spotpool_launch_requests_total{namespace=\"prod\",pool=\"gpu\",outcome=\"transient\"} 1\n"
+	"spotpool_launch_requests_total{namespace=\"prod\",pool=\"gpu\",outcome=\"unknown\"} 0\n"
+	"# HELP spotpool_launch_failures_total Failed RunInstances calls for the pool, by Tencent error code or class.\n"
+	"# TYPE spotpool_launch_failures_total counter\n"
+	"spotpool_launch_failures_total{namespace=\"dev\",pool=\"a\\\"b\\\\c\\nd\",reason=\"ResourceInsufficient.SpecifiedInstanceType\"} 1\n"
+	"spotpool_launch_failures_total{namespace=\"prod\",pool=\"gpu\",reason=\"ResourceInsufficient.SpecifiedInstanceType\"} 1\n"
+	"spotpool_launch_failures_total{namespace=\"prod\",pool=\"gpu\",reason=\"transient\"} 1\n"
+	"# HELP spotpool_instances_launched_total Instances launched for the pool.\n"
+	"# TYPE spotpool_instances_launched_total counter\n"
+	"spotpool_instances_launched_total{namespace=\"dev\",pool=\"a\\\"b\\\\c\\nd\"} 2\n"
+	"spotpool_instances_launched_total{namespace=\"prod\",pool=\"gpu\"} 2\n"
+	"# HELP spotpool_instances_terminated_total Instances of the pool terminated by spotpool, by reason.\n"
+	"# TYPE spotpool_instances_terminated_total counter\n"
+	"spotpool_instances_terminated_total{namespace=\"dev\",pool=\"a\\\"b\\\\c\\nd\",reason=\"scale_down\"} 1\n"
+	"spotpool_instances_terminated_total{namespace=\"dev\",pool=\"a\\\"b\\\\c\\nd\",reason=\"cleanup\"} 1\n"
+	"spotpool_instances_terminated_total{namespace=\"dev\",pool=\"a\\\"b\\\\c\\nd\",reason=\"deletion\"} 1\n"
+	"spotpool_instances_terminated_total{namespace=\"dev\",pool=\"a\\\"b\\\\c\\nd\",reason=\"notice\"} 0\n"
+	"spotpool_instances_terminated_total{namespace=\"prod\",pool=\"gpu\",reason=\"scale_down\"} 1\n"
+	"spotpool_instances_terminated_total{namespace=\"prod\",pool=\"gpu\",reason=\"cleanup\"} 1\n"
+	"spotpool_instances_terminated_total{namespace=\"prod\",pool=\"gpu\",reason=\"deletion\"} 1\n"
+	"spotpool_instances_terminated_total{namespace=\"prod\",pool=\"gpu\",reason=\"notice\"} 0\n"
+	"# HELP spotpool_instances_reclaimed_total Instances of the pool that went away or died without spotpool terminating them (spot reclaims).\n"
+	"# TYPE spotpool_instances_reclaimed_total counter\n"
+	"spotpool_instances_reclaimed_total{namespace=\"dev\",pool=\"a\\\"b\\\\c\\nd\"} 1\n"
+	"spotpool_instances_reclaimed_total{namespace=\"prod\",pool=\"gpu\"} 1\n"
+	"# HELP spotpool_pool_below_minimum_seconds_total Seconds the pool was observed with fewer live instances than its minimum.\n"
+	"# TYPE spotpool_pool_below_minimum_seconds_total counter\n"
+	"spotpool_pool_below_minimum_seconds_total{namespace=\"dev\",pool=\"a\\\"b\\\\c\\nd\"} 1.5\n"
+	"spotpool_pool_below_minimum_seconds_total{namespace=\"prod\",pool=\"gpu\"} 0\n"
+	"# HELP spotpool_offerings_unavailable Offerings (credentials, region, zone, instance type) currently marked sold out, shared by every pool.\n"
+	"# TYPE spotpool_offerings_unavailable gauge\n"
+	"spotpool_offerings_unavailable 0\n"
+	"# HELP spotpool_offering_launches_total RunInstances calls by offering (zone, instance type) and outcome.\n"
+	"# TYPE spotpool_offering_launches_total counter\n"
+	"spotpool_offering_launches_total{zone=\"ap-singapore-2\",instance_type=\"GN7.2XLARGE32\",outcome=\"success\"} 1\n"
+	"spotpool_offering_launches_total{zone=\"ap-singapore-2\",instance_type=\"GN7.2XLARGE32\",outcome=\"sold_out\"} 1\n"
+	"spotpool_offering_launches_total{zone=\"ap-singapore-2\",instance_type=\"GN7.2XLARGE32\",outcome=\"capacity\"} 0\n"
+	"spotpool_offering_launches_total{zone=\"ap-singapore-2\",instance_type=\"GN7.2XLARGE32\",outcome=\"auth\"} 0\n"
+	"spotpool_offering_launches_total{zone=\"ap-singapore-2\",instance_type=\"GN7.2XLARGE32\",outcome=\"config\"} 0\n"
+	"spotpool_offering_launches_total{zone=\"ap-singapore-2\",instance_type=\"GN7.2XLARGE32\",outcome=\"throttled\"} 0\n"
+	"spotpool_offering_launches_total{zone=\"ap-singapore-2\",instance_type=\"GN7.2XLARGE32\",outcome=\"transient\"} 0\n"
+	"spotpool_offering_launches_total{zone=\"ap-singapore-2\",instance_type=\"GN7.2XLARGE32\",outcome=\"unknown\"} 0\n"
+	"spotpool_offering_launches_total{zone=\"unknown\",instance_type=\"unknown\",outcome=\"success\"} 0\n"
+	"spotpool_offering_launches_total{zone=\"unknown\",instance_type=\"unknown\",outcome=\"sold_out\"} 0\n"
+	"spotpool_offering_launches_total{zone=\"unknown\",instance_type=\"unknown\",outcome=\"capacity\"} 0\n"
+	"spotpool_offering_launches_total{zone=\"unknown\",instance_type=\"unknown\",outcome=\"auth\"} 1\n"
+	"spotpool_offering_launches_total{zone=\"unknown\",instance_type=\"unknown\",outcome=\"config\"} 0\n"
+	"spotpool_offering_launches_total{zone=\"unknown\",instance_type=\"unknown\",outcome=\"throttled\"} 0\n"
+	"spotpool_offering_launches_total{zone=\"unknown\",instance_type=\"unknown\",outcome=\"transient\"} 0\n"
+	"spotpool_offering_launches_total{zone=\"unknown\",instance_type=\"unknown\",outcome=\"unknown\"} 0\n"
+	"# HELP spotpool_cvm_requests_total Tencent Cloud CVM API calls by action and result code.\n"
+	"# TYPE spotpool_cvm_requests_total counter\n"
+	"spotpool_cvm_requests_total{action=\"RunInstances\",code=\"Success\"} 1\n"
+	"spotpool_cvm_requests_total{action=\"DescribeInstances\",code=\"Success\"} 1\n"
+	"spotpool_cvm_requests_total{action=\"RunInstances\",code=\"ResourceInsufficient.SpecifiedInstanceType\"} 1\n"
+	"# HELP spotpool_cvm_request_duration_seconds Duration of Tencent Cloud CVM API calls, retries included.\n"
+	"# TYPE spotpool_cvm_request_duration_seconds histogram\n"
+	"spotpool_cvm_request_duration_seconds_bucket{action=\"RunInstances\",le=\"0.05\"} 0\n"
+	"spotpool_cvm_request_duration_seconds_bucket{action=\"RunInstances\",le=\"0.1\"} 0\n"
+	"spotpool_cvm_request_duration_seconds_bucket{action=\"RunInstances\",le=\"0.25\"} 0\n"
+	"spotpool_cvm_request_duration_seconds_bucket{action=\"RunInstances\",le=\"0.5\"} 1\n"
+	"spotpool_cvm_request_duration_seconds_bucket{action=\"RunInstances\",le=\"1\"} 2\n"
+	"spotpool_cvm_request_duration_seconds_bucket{action=\"RunInstances\",le=\"2.5\"} 2\n"
+	"spotpool_cvm_request_duration_seconds_bucket{action=\"RunInstances\",le=\"5\"} 2\n"
+	"spotpool_cvm_request_duration_seconds_bucket{action=\"RunInstances\",le=\"10\"} 2\n"
+	"spotpool_cvm_request_duration_seconds_bucket{action=\"RunInstances\",le=\"+Inf\"} 2\n"
+	"spotpool_cvm_request_duration_seconds_sum{action=\"RunInstances\"} 1.3\n"
+	"spotpool_cvm_request_duration_seconds_count{action=\"RunInstances\"} 2\n"
+	"spotpool_cvm_request_duration_seconds_bucket{action=\"DescribeInstances\",le=\"0.05\"} 0\n"
+	"spotpool_cvm_request_duration_seconds_bucket{action=\"DescribeInstances\",le=\"0.1\"} 0\n"
+	"spotpool_cvm_request_duration_seconds_bucket{action=\"DescribeInstances\",le=\"0.25\"} 0\n"
+	"spotpool_cvm_request_duration_seconds_bucket{action=\"DescribeInstances\",le=\"0.5\"} 0\n"
+	"spotpool_cvm_request_duration_seconds_bucket{action=\"DescribeInstances\",le=\"1\"} 1\n"
+	"spotpool_cvm_request_duration_seconds_bucket{action=\"DescribeInstances\",le=\"2.5\"} 1\n"
+	"spotpool_cvm_request_duration_seconds_bucket{action=\"DescribeInstances\",le=\"5\"} 1\n"
+	"spotpool_cvm_request_duration_seconds_bucket{action=\"DescribeInstances\",le=\"10\"} 1\n"
+	"spotpool_cvm_request_duration_seconds_bucket{action=\"DescribeInstances\",le=\"+Inf\"} 1\n"
+	"spotpool_cvm_request_duration_seconds_sum{action=\"DescribeInstances\"} 1\n"
+	"spotpool_cvm_request_duration_seconds_count{action=\"DescribeInstances\"} 1\n"
+	"# HELP spotpool_cvm_rate_limit_wait_seconds_total Time CVM API calls waited for their rate limit, by action.\n"
+	"# TYPE spotpool_cvm_rate_limit_wait_seconds_total counter\n"
+	"spotpool_cvm_rate_limit_wait_seconds_total{action=\"RunInstances\"} 0.25\n"
+	"spotpool_cvm_rate_limit_wait_seconds_total{action=\"DescribeInstances\"} 0\n"
+	"# HELP spotpool_cvm_rate_limit Calls per second the CVM API rate limit of the action paces at (its most recently used bucket).\n"
+	"# TYPE spotpool_cvm_rate_limit gauge\n"
+	"spotpool_cvm_rate_limit{action=\"RunInstances\"} 4.5\n"
+	"# HELP spotpool_reconcile_duration_seconds Duration of pool reconciles.\n"
+	"# TYPE spotpool_reconcile_duration_seconds histogram\n"
+	"spotpool_reconcile_duration_seconds_bucket{le=\"0.05\"} 0\n"
+	"spotpool_reconcile_duration_seconds_bucket{le=\"0.1\"} 0\n"
+	"spotpool_reconcile_duration_seconds_bucket{le=\"0.25\"} 0\n"
+	"spotpool_reconcile_duration_seconds_bucket{le=\"0.5\"} 0\n"
+	"spotpool_reconcile_duration_seconds_bucket{le=\"1\"} 2\n"
+	"spotpool_reconcile_duration_seconds_bucket{le=\"2.5\"} 2\n"
+	"spotpool_reconcile_duration_seconds_bucket{le=\"5\"} 2\n"
+	"spotpool_reconcile_duration_seconds_bucket{le=\"10\"} 2\n"
+	"spotpool_reconcile_duration_seconds_bucket{le=\"+Inf\"} 2\n"
+	"spotpool_reconcile_duration_seconds_sum 1.75\n"
+	"spotpool_reconcile_duration_seconds_count 2\n"
+	"# HELP spotpool_reconciles_total Pool reconciles.\n"
+	"# TYPE spotpool_reconciles_total counter\n"
+	"spotpool_reconciles_total 2\n"
+	"# HELP spotpool_reconcile_errors_total Pool reconciles that failed.\n"
+	"# TYPE spotpool_reconcile_errors_total counter\n"
+	"spotpool_reconcile_errors_total 1\n"
+	"# HELP spotpool_node_ready_seconds Time from an instance's launch (CreatedTime) to its Node's Ready condition, once per instance.\n"
+	"# TYPE spotpool_node_ready_seconds histogram\n"
+	"spotpool_node_ready_seconds_bucket{le=\"30\"} 0\n"
+	"spotpool_node_ready_seconds_bucket{le=\"60\"} 0\n"
+	"spotpool_node_ready_seconds_bucket{le=\"90\"} 0\n"
+	"spotpool_node_ready_seconds_bucket{le=\"120\"} 1\n"
+	"spotpool_node_ready_seconds_bucket{le=\"180\"} 1\n"
+	"spotpool_node_ready_seconds_bucket{le=\"240\"} 1\n"
+	"spotpool_node_ready_seconds_bucket{le=\"300\"} 1\n"
+	"spotpool_node_ready_seconds_bucket{le=\"420\"} 1\n"
+	"spotpool_node_ready_seconds_bucket{le=\"600\"} 1\n"
+	"spotpool_node_ready_seconds_bucket{le=\"900\"} 1\n"
+	"spotpool_node_ready_seconds_bucket{le=\"1800\"} 1\n"
+	"spotpool_node_ready_seconds_bucket{le=\"3600\"} 1\n"
+	"spotpool_node_ready_seconds_bucket{le=\"+Inf\"} 1\n"
+	"spotpool_node_ready_seconds_sum 95.5\n"
+	"spotpool_node_ready_seconds_count 1\n"
+	"# HELP spotpool_evictions_total Pods evicted by drains (evicted), and evictions refused for now by a PodDisruptionBudget or a conflict (refused).\n"
+	"# TYPE spotpool_evictions_total counter\n"
+	"spotpool_evictions_total{result=\"evicted\"} 3\n"
+	"spotpool_evictions_total{result=\"refused\"} 1\n"
+	"# HELP spotpool_leader 1 when this process leads (or election is off), else 0.\n"
+	"# TYPE spotpool_leader gauge\n"
+	"spotpool_leader 1\n"
+	"# HELP spotpool_kube_requests_total Requests to the Kubernetes apiserver by verb, resource and HTTP status (error: no answer).\n"
+	"# TYPE spotpool_kube_requests_total counter\n"
+	"spotpool_kube_requests_total{verb=\"GET\",resource=\"spotpools\",code=\"200\"} 1\n"
+	"spotpool_kube_requests_total{verb=\"WATCH\",resource=\"nodes\",code=\"error\"} 1\n"
+	"spotpool_kube_requests_total{verb=\"other\",resource=\"spotpools\",code=\"other\"} 1\n"
+	"# HELP spotpool_workqueue_depth Pools queued for a reconcile, including those waiting out a delay or backoff.\n"
+	"# TYPE spotpool_workqueue_depth gauge\n"
+	"spotpool_workqueue_depth 3\n"
+	"# HELP spotpool_workqueue_queue_duration_seconds Time a pool waited for a worker once due (added, or its delay over).\n"
+	"# TYPE spotpool_workqueue_queue_duration_seconds histogram\n"
+	"spotpool_workqueue_queue_duration_seconds_bucket{le=\"0.001\"} 0\n"
+	"spotpool_workqueue_queue_duration_seconds_bucket{le=\"0.01\"} 1\n"
+	"spotpool_workqueue_queue_duration_seconds_bucket{le=\"0.1\"} 1\n"
+	"spotpool_workqueue_queue_duration_seconds_bucket{le=\"0.25\"} 1\n"
+	"spotpool_workqueue_queue_duration_seconds_bucket{le=\"0.5\"} 1\n"
+	"spotpool_workqueue_queue_duration_seconds_bucket{le=\"1\"} 1\n"
+	"spotpool_workqueue_queue_duration_seconds_bucket{le=\"2.5\"} 1\n"
+	"spotpool_workqueue_queue_duration_seconds_bucket{le=\"5\"} 1\n"
+	"spotpool_workqueue_queue_duration_seconds_bucket{le=\"10\"} 1\n"
+	"spotpool_workqueue_queue_duration_seconds_bucket{le=\"30\"} 1\n"
+	"spotpool_workqueue_queue_duration_seconds_bucket{le=\"60\"} 2\n"
+	"spotpool_workqueue_queue_duration_seconds_bucket{le=\"300\"} 2\n"
+	"spotpool_workqueue_queue_duration_seconds_bucket{le=\"+Inf\"} 2\n"
+	"spotpool_workqueue_queue_duration_seconds_sum 45.002\n"
+	"spotpool_workqueue_queue_duration_seconds_count 2\n"
+	"# HELP spotpool_workqueue_work_duration_seconds Time a worker spent on a pool, from taking it off the queue to done.\n"
+	"# TYPE spotpool_workqueue_work_duration_seconds histogram\n"
+	"spotpool_workqueue_work_duration_seconds_bucket{le=\"0.001\"} 0\n"
+	"spotpool_workqueue_work_duration_seconds_bucket{le=\"0.01\"} 0\n"
+	"spotpool_workqueue_work_duration_seconds_bucket{le=\"0.1\"} 0\n"
+	"spotpool_workqueue_work_duration_seconds_bucket{le=\"0.25\"} 0\n"
+	"spotpool_workqueue_work_duration_seconds_bucket{le=\"0.5\"} 1\n"
+	"spotpool_workqueue_work_duration_seconds_bucket{le=\"1\"} 1\n"
+	"spotpool_workqueue_work_duration_seconds_bucket{le=\"2.5\"} 1\n"
+	"spotpool_workqueue_work_duration_seconds_bucket{le=\"5\"} 1\n"
+	"spotpool_workqueue_work_duration_seconds_bucket{le=\"10\"} 1\n"
+	"spotpool_workqueue_work_duration_seconds_bucket{le=\"30\"} 1\n"
+	"spotpool_workqueue_work_duration_seconds_bucket{le=\"60\"} 1\n"
+	"spotpool_workqueue_work_duration_seconds_bucket{le=\"300\"} 1\n"
+	"spotpool_workqueue_work_duration_seconds_bucket{le=\"+Inf\"} 1\n"
+	"spotpool_workqueue_work_duration_seconds_sum 0.5\n"
+	"spotpool_workqueue_work_duration_seconds_count 1\n"
+	"# HELP spotpool_workqueue_retries_total Failed reconciles requeued with backoff.\n"
+	"# TYPE spotpool_workqueue_retries_total counter\n"
+	"spotpool_workqueue_retries_total 1\n";
+
+static void test_whole_page(void **state)
+{
+	(void)state;
+	fixed_state();
+	char *page = metrics_render();
+	const char *process = strstr(page, "# HELP process_");
+	assert_non_null(process);
+	char *head = xstrndup(page, (size_t)(process - page));
+	assert_string_equal(head, fixed_page);
+	free(head);
+	free(page);
+}
+
 static void test_offering_launches(void **state)
 {
 	(void)state;
@@ -919,6 +1169,7 @@ int main(void)
 		cmocka_unit_test_setup_teardown(test_forget_drops_every_pool_series, reset, reset),
 		cmocka_unit_test_setup_teardown(test_page_passes_promcheck, reset, reset),
 		cmocka_unit_test_setup_teardown(test_below_minimum_seconds, reset, reset),
+		cmocka_unit_test_setup_teardown(test_whole_page, reset, reset),
 		cmocka_unit_test_setup_teardown(test_offering_launches, reset, reset),
 		cmocka_unit_test_setup_teardown(test_kube_requests, reset, reset),
 		cmocka_unit_test_setup_teardown(test_offerings_unavailable_gauge, reset, reset),
