@@ -1,4 +1,6 @@
-/* metrics: Prometheus text metrics and /metrics, /healthz, /readyz over libmicrohttpd.
+/* metrics: the Prometheus registry: what domain events update (pool sizes, launches,
+ * terminations, cloud and apiserver calls, reconciles, the work queue), rendered by the
+ * exposition (exposition.h) and served by httpd (httpd.h).
  *
  * One process-wide registry behind one mutex: every function here may be called from
  * any thread, and no initialisation is needed.  Names follow the Prometheus naming
@@ -21,19 +23,6 @@
 /* Pools tracked at once; updates for further pools are dropped (and logged once) until
  * metrics_pool_forget() makes room. */
 #define METRICS_POOLS_MAX 10000
-/* metrics_render() gives up (NULL, HTTP 500) rather than build a larger page. */
-#define METRICS_RENDER_MAX (32 * 1024 * 1024)
-/* Connections to /metrics, /healthz and /readyz. The listener is reachable from every
- * pod, and slow clients must not starve the kubelet's probes: one client address holds
- * at most METRICS_PER_IP_CONNECTION_LIMIT connections (further ones are refused at
- * once), far below the total, so it takes METRICS_CONNECTION_LIMIT / 8 = 32 addresses
- * to fill the server. The timeout is of inactivity (libmicrohttpd restarts it on every
- * byte), short so that idle sockets go quickly. A scrape or probe is one short request:
- * 8 connections per address is ample for Prometheus and the kubelet. */
-#define METRICS_CONNECTION_LIMIT 256
-#define METRICS_PER_IP_CONNECTION_LIMIT 8
-#define METRICS_CONNECTION_TIMEOUT_S 5
-
 /* Per pool.  ns and pool are the Spotpool's namespace and name (labels namespace, pool). */
 
 /* spotpool_pool_{minimum,maximum,desired,current}: the spec's bounds, the size the pool
@@ -129,36 +118,111 @@ void metrics_workqueue_queue_latency(void *userdata, double seconds);
 void metrics_workqueue_work_duration(void *userdata, double seconds);
 void metrics_workqueue_retry(void *userdata);
 
-/* The whole registry in Prometheus text exposition format 0.0.4; caller frees.  NULL only
- * when the page would exceed METRICS_RENDER_MAX. */
-char *metrics_render(void);
 /* Drops every series and frees the registry's memory (tests, shutdown). */
 void metrics_reset(void);
 
-/* Probes for the health endpoints; called on the HTTP server's thread, so they must be
- * thread-safe and quick.  A NULL probe always answers healthy. */
-struct metrics_health {
-	bool (*alive)(void *userdata);  /* /healthz: the main loop is alive */
-	bool (*ready)(void *userdata);  /* /readyz: synced, and leading or standing by healthily */
-	void *userdata;                 /* borrowed until metrics_server_stop() */
+/* The registry's state, for the exposition alone: it reads it between metrics_lock()
+ * and metrics_unlock() and writes nothing.  Label sets are escaped once, when a series
+ * is created, so rendering only copies them. */
+
+/* Histogram bucket upper bounds, in seconds: of API calls and reconciles; of the work
+ * queue's waits and work; of launch -> Node Ready. */
+struct metrics_buckets {
+	const double *le;
+	size_t n;
+};
+#define METRICS_BUCKETS_MAX 12
+extern const struct metrics_buckets metrics_request_buckets, metrics_queue_buckets, metrics_node_ready_buckets;
+
+struct metrics_histogram {
+	uint64_t counts[METRICS_BUCKETS_MAX + 1];  /* per bucket, not cumulative; [n] is +Inf */
+	double sum;
 };
 
-struct metrics_server;
+/* One series of a labelled family, a counter or a histogram. */
+struct metrics_series {
+	char *a, *b;   /* the label values that tell it from its siblings; b may be NULL */
+	char *labels;  /* the whole label set */
+	uint64_t n;
+	double value;  /* a gauge's value, or a counter of seconds */
+	struct metrics_histogram h;
+};
 
-/* Checks a listen address as metrics_serve() parses it (IPV4:PORT or [IPV6]:PORT, port
- * 0-65535, no host names) without binding: SP_EINVAL and a message naming it. */
-int metrics_listen_address_check(const char *listen_address, struct sp_error *err);
-/* Binds listen_address as metrics_serve() would and closes the socket at once: SP_EIO
- * and the reason ("Address already in use") when it cannot be listened on now. */
-int metrics_listen_try(const char *listen_address, struct sp_error *err);
+struct metrics_series_vec {
+	struct metrics_series *v;
+	size_t n, cap;
+};
 
-/* Serves GET/HEAD /metrics, /healthz and /readyz on listen_address, "HOST:PORT" with an
- * IPv4 literal or "[IPv6]:PORT"; port 0 picks a free one.  Binds to that address only.
- * *ret_port receives the bound port.  SP_EINVAL for a malformed address, SP_EIO when it
- * cannot be bound or the server cannot start; both messages name the address. */
-int metrics_serve(const char *listen_address, const struct metrics_health *health,
-		  struct metrics_server **ret, int *ret_port, struct sp_error *err);
-/* Stops serving (waits for in-flight requests) and frees s; NULL is fine. */
-void metrics_server_stop(struct metrics_server *s);
+enum { METRICS_GAUGE_MINIMUM, METRICS_GAUGE_MAXIMUM, METRICS_GAUGE_DESIRED, METRICS_GAUGE_CURRENT, METRICS_N_GAUGES };
+/* A RunInstances call's outcome, named by metrics_outcome_names; offerings also count
+ * METRICS_OUTCOME_SOLD_OUT. */
+enum {
+	METRICS_OUTCOME_SUCCESS, METRICS_OUTCOME_CAPACITY, METRICS_OUTCOME_AUTH, METRICS_OUTCOME_CONFIG,
+	METRICS_OUTCOME_THROTTLED, METRICS_OUTCOME_TRANSIENT, METRICS_OUTCOME_UNKNOWN, METRICS_N_OUTCOMES
+};
+#define METRICS_OUTCOME_SOLD_OUT METRICS_N_OUTCOMES
+#define METRICS_N_OFFERING_OUTCOMES (METRICS_N_OUTCOMES + 1)
+extern const char *const metrics_outcome_names[METRICS_N_OUTCOMES];
+#define METRICS_N_TERMINATIONS (METRICS_TERMINATED_NOTICE + 1)
+/* Plain counters of a pool: METRICS_COUNT_TERMINATED + t counts terminations for reason t. */
+enum {
+	METRICS_COUNT_LAUNCHED, METRICS_COUNT_RECLAIMED, METRICS_COUNT_TERMINATED,
+	METRICS_N_COUNTS = METRICS_COUNT_TERMINATED + METRICS_N_TERMINATIONS
+};
+/* GET, POST, PUT, PATCH, DELETE, WATCH and other. */
+#define METRICS_N_KUBE_VERBS 7
+
+struct metrics_pool {
+	char *ns, *pool;
+	char *labels;  /* namespace="...",pool="..." */
+	bool has[METRICS_N_GAUGES];
+	int gauges[METRICS_N_GAUGES];
+	/* spotpool_pool_below_minimum_seconds_total: the time between two metrics_pool_sizes
+	 * calls counts when the first saw the pool below its minimum. */
+	double below_seconds;
+	bool below;
+	int64_t sizes_at;  /* the clock's ms at the last metrics_pool_sizes */
+	uint64_t requests[METRICS_N_OUTCOMES];
+	uint64_t counts[METRICS_N_COUNTS];
+	struct metrics_series_vec failures;  /* by reason */
+};
+
+struct metrics_offering {
+	char *zone, *type;
+	char *labels;  /* zone="...",instance_type="..." */
+	uint64_t n[METRICS_N_OFFERING_OUTCOMES];  /* by outcome (METRICS_OUTCOME_*) */
+};
+
+struct metrics_registry {
+	struct metrics_offering *offerings;
+	size_t n_offerings, cap_offerings;
+	struct strv offering_zones, offering_types;  /* label values admitted so far */
+	struct metrics_pool *pools;  /* sorted by namespace and name: the exposition order */
+	size_t n_pools, cap_pools;
+	bool pools_full_logged;
+	struct metrics_series_vec cvm_requests;   /* by action, code */
+	struct metrics_series_vec cvm_durations;  /* by action */
+	struct metrics_series_vec cvm_rate_waits; /* by action: seconds waited for the rate limit */
+	struct metrics_series_vec cvm_rates;      /* by action: calls per second it paces at */
+	struct strv actions, codes, reasons;  /* open-ended label values admitted so far */
+	struct metrics_series_vec kube_requests[METRICS_N_KUBE_VERBS];  /* by verb (index), resource, code */
+	struct strv kube_resources;
+	struct metrics_histogram reconcile;
+	uint64_t reconciles, reconcile_errors;
+	struct metrics_histogram node_ready;
+	uint64_t evicted, eviction_refused;
+	bool leader;
+	size_t wq_depth;
+	struct metrics_histogram wq_queue, wq_work;
+	uint64_t wq_retries;
+};
+
+/* Takes the registry's lock and lends its state until metrics_unlock(). */
+const struct metrics_registry *metrics_lock(void);
+void metrics_unlock(void);
+/* spotpool_offerings_unavailable: offerings the sold-out memory given to
+ * metrics_set_soldout holds now (0 without one); takes that memory's lock, so it is
+ * called before metrics_lock(), never under it. */
+size_t metrics_offerings_unavailable(void);
 
 #endif

@@ -2,6 +2,8 @@
  * escaping and caps, the work-queue hooks, and the HTTP endpoints. */
 #include "testutil.h"
 #include "buf.h"
+#include "exposition.h"
+#include "httpd.h"
 #include "metrics.h"
 #include "soldout.h"
 #include "wq.h"
@@ -109,7 +111,7 @@ static void test_families_appear_once(void **state)
 	(void)state;
 	touch_pool("ns", "a");
 	touch_globals();
-	char *page = metrics_render();
+	char *page = exposition_render();
 	for (size_t i = 0; i < N_FAMILIES; i++) {
 		char *help = xasprintf("# HELP %s ", families[i][0]);
 		char *type = xasprintf("# TYPE %s %s\n", families[i][0], families[i][1]);
@@ -146,7 +148,7 @@ static double sample_value(const char *page, const char *name)
 static void test_process_metrics(void **state)
 {
 	(void)state;
-	char *page = metrics_render();
+	char *page = exposition_render();
 	double fds = sample_value(page, "process_open_fds");
 	double cpu = sample_value(page, "process_cpu_seconds_total");
 	double start = sample_value(page, "process_start_time_seconds");
@@ -168,7 +170,7 @@ static void test_process_metrics(void **state)
 	volatile unsigned long spin = 0;
 	for (clock_t t0 = clock(); clock() - t0 < CLOCKS_PER_SEC / 20;)
 		spin++;
-	page = metrics_render();
+	page = exposition_render();
 	assert_true(sample_value(page, "process_open_fds") == fds + 3);
 	assert_true(sample_value(page, "process_cpu_seconds_total") > cpu);
 	assert_true(sample_value(page, "process_start_time_seconds") - start < 0.05);
@@ -194,7 +196,7 @@ static void test_pool_values(void **state)
 	metrics_instance_reclaimed("prod", "gpu");
 	metrics_instance_reclaimed("prod", "gpu");
 	metrics_instances_terminated("prod", "counted-only", METRICS_TERMINATED_DELETION, 6);
-	char *page = metrics_render();
+	char *page = exposition_render();
 #define GPU "{namespace=\"prod\",pool=\"gpu\""
 	static const char *const want[] = {
 		"\nspotpool_pool_minimum" GPU "} 2\n",
@@ -250,7 +252,7 @@ static void test_launch_outcomes_and_failure_reasons(void **state)
 	for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
 		metrics_reset();
 		metrics_launch_request("ns", "p", cases[i].code, cases[i].reason);
-		char *page = metrics_render();
+		char *page = exposition_render();
 		char *line = xasprintf("\nspotpool_launch_requests_total{namespace=\"ns\",pool=\"p\",outcome=\"%s\"} 1\n",
 				       cases[i].outcome);
 		assert_contains(page, line);
@@ -282,7 +284,7 @@ static void test_histograms_and_counters(void **state)
 	metrics_set_leader(true);
 	metrics_node_ready(90);
 	metrics_node_ready(7200);
-	char *page = metrics_render();
+	char *page = exposition_render();
 	assert_contains(page, "\nspotpool_node_ready_seconds_bucket{le=\"60\"} 0\n"
 			      "spotpool_node_ready_seconds_bucket{le=\"90\"} 1\n");
 	assert_contains(page, "\nspotpool_node_ready_seconds_bucket{le=\"3600\"} 1\n"
@@ -316,7 +318,7 @@ static void test_histograms_and_counters(void **state)
 	assert_contains(page, "\nspotpool_leader 1\n");
 	free(page);
 	metrics_set_leader(false);
-	page = metrics_render();
+	page = exposition_render();
 	assert_contains(page, "\nspotpool_leader 0\n");
 	free(page);
 }
@@ -327,7 +329,7 @@ static void test_workqueue_hooks(void **state)
 	struct wq *q = wq_new_with_hooks(&metrics_wq_hooks);
 	wq_add(q, "ns/a", 0);
 	wq_add(q, "ns/b", 0);
-	char *page = metrics_render();
+	char *page = exposition_render();
 	assert_contains(page, "\nspotpool_workqueue_depth 2\n");
 	assert_contains(page, "\nspotpool_workqueue_queue_duration_seconds_count 0\n");
 	free(page);
@@ -341,7 +343,7 @@ static void test_workqueue_hooks(void **state)
 	wq_forget(q, k);
 	wq_done(q, k);
 	free(k);
-	page = metrics_render();
+	page = exposition_render();
 	assert_contains(page, "\nspotpool_workqueue_depth 1\n");  /* the one backing off */
 	assert_contains(page, "\nspotpool_workqueue_queue_duration_seconds_count 2\n");
 	assert_contains(page, "\nspotpool_workqueue_work_duration_seconds_count 2\n");
@@ -355,7 +357,7 @@ static void test_workqueue_hooks(void **state)
 	metrics_workqueue_queue_latency(NULL, 0.0005);
 	metrics_workqueue_work_duration(NULL, 45);
 	metrics_workqueue_work_duration(NULL, 600);
-	page = metrics_render();
+	page = exposition_render();
 	assert_contains(page, "\nspotpool_workqueue_queue_duration_seconds_bucket{le=\"0.001\"} 1\n");
 	assert_contains(page, "\nspotpool_workqueue_work_duration_seconds_bucket{le=\"30\"} 0\n"
 			      "spotpool_workqueue_work_duration_seconds_bucket{le=\"60\"} 1\n"
@@ -371,7 +373,7 @@ static void test_label_escaping(void **state)
 	metrics_pool_sizes("a\"b", "c\\d\ne", 0, 2, 1, 0);
 	metrics_launch_request("a\"b", "c\\d\ne", SP_ECONFIG, "Bad\"Code\\\n");
 	metrics_cvm_observe(NULL, "Run\"Instances", "Bad\\Code\n", 1);
-	char *page = metrics_render();
+	char *page = exposition_render();
 	assert_contains(page, "spotpool_pool_desired{namespace=\"a\\\"b\",pool=\"c\\\\d\\ne\"} 1\n");
 	assert_contains(page, "spotpool_launch_failures_total{namespace=\"a\\\"b\",pool=\"c\\\\d\\ne\","
 			      "reason=\"Bad\\\"Code\\\\\\n\"} 1\n");
@@ -401,7 +403,7 @@ static void test_code_cardinality_is_capped(void **state)
 	metrics_cvm_observe(NULL, "RunInstances", huge, 0.01);
 	free(huge);
 	metrics_cvm_observe(NULL, "RunInstances", "Code0", 0.01);  /* known values still count */
-	char *page = metrics_render();
+	char *page = exposition_render();
 	assert_contains(page, "code=\"Code0\"} 2\n");
 	assert_contains(page, "code=\"Code63\"} 1\n");
 	assert_not_contains(page, "code=\"Code64\"");
@@ -424,7 +426,7 @@ static void test_failure_reasons_are_capped(void **state)
 	char *huge = too_long_value('y');
 	metrics_launch_request("ns", "even", SP_ECONFIG, huge);
 	free(huge);
-	char *page = metrics_render();
+	char *page = exposition_render();
 	assert_not_contains(page, "yyyy");
 	assert_not_contains(page, "Code64");
 	assert_contains(page, "\nspotpool_launch_failures_total{namespace=\"ns\",pool=\"even\",reason=\"other\"} 3\n");
@@ -442,14 +444,14 @@ static void test_pool_count_is_capped(void **state)
 		snprintf(name, sizeof(name), "p%d", i);
 		metrics_instance_reclaimed("ns", name);
 	}
-	char *page = metrics_render();
+	char *page = exposition_render();
 	assert_int_equal(count(page, "\nspotpool_instances_reclaimed_total{"), METRICS_POOLS_MAX);
 	assert_not_contains(page, "pool=\"p10000\"");
 	free(page);
 	/* forgetting one makes room again */
 	metrics_pool_forget("ns", "p0");
 	metrics_instance_reclaimed("ns", name);
-	page = metrics_render();
+	page = exposition_render();
 	assert_contains(page, "\nspotpool_instances_reclaimed_total{namespace=\"ns\",pool=\"p10000\"} 1\n");
 	free(page);
 }
@@ -468,7 +470,7 @@ static void test_pools_sorted_whatever_their_order(void **state)
 			metrics_instance_reclaimed(i % 2 ? "b-ns" : "a-ns", name);
 	}
 	metrics_pool_forget("b-ns", "p151");
-	char *page = metrics_render();
+	char *page = exposition_render();
 	const char *at = page;
 	char line[128];
 	for (int ns = 0; ns < 2; ns++)
@@ -493,7 +495,7 @@ static void test_forget_drops_every_pool_series(void **state)
 	touch_pool("ns", "kept");
 	touch_globals();
 	metrics_launch_request("ns", "kept", SP_EAUTH, "AuthFailure.SecretIdNotFound");
-	char *want = metrics_render();
+	char *want = exposition_render();
 	/* ... is what it looks like once it is forgotten, whatever it had. */
 	metrics_reset();
 	touch_pool("ns", "before");
@@ -506,7 +508,7 @@ static void test_forget_drops_every_pool_series(void **state)
 	metrics_pool_forget("ns", "gone");
 	metrics_pool_forget("other-ns", "gone");
 	metrics_pool_forget("ns", "never-existed");
-	char *got = metrics_render();
+	char *got = exposition_render();
 	assert_not_contains(got, "pool=\"gone\"");
 	/* The process_* families come last and change between scrapes (CPU time). */
 	*strstr(want, "# HELP process_") = '\0';
@@ -516,7 +518,7 @@ static void test_forget_drops_every_pool_series(void **state)
 	free(got);
 	/* a forgotten pool that comes back starts from zero */
 	metrics_instances_launched("ns", "gone", 1);
-	got = metrics_render();
+	got = exposition_render();
 	assert_contains(got, "\nspotpool_instances_launched_total{namespace=\"ns\",pool=\"gone\"} 1\n");
 	assert_contains(got, "\nspotpool_launch_requests_total{namespace=\"ns\",pool=\"gone\",outcome=\"success\"} 0\n");
 	assert_not_contains(got, "spotpool_launch_failures_total{namespace=\"ns\",pool=\"gone\"");
@@ -537,7 +539,7 @@ static void test_below_minimum_seconds(void **state)
 	metrics_set_clock(fake_clock);
 	fake_now_ms = 1000000;
 	metrics_pool_sizes("ns", "p", 3, 5, 3, 3);  /* at minimum */
-	char *page = metrics_render();
+	char *page = exposition_render();
 	assert_contains(page, "\nspotpool_pool_below_minimum_seconds_total{namespace=\"ns\",pool=\"p\"} 0\n");
 	free(page);
 	fake_now_ms += 10000;
@@ -548,7 +550,7 @@ static void test_below_minimum_seconds(void **state)
 	metrics_pool_sizes("ns", "p", 3, 5, 3, 3);  /* refilled: 4 s more */
 	fake_now_ms += 30000;
 	metrics_pool_sizes("ns", "p", 3, 5, 3, 4);  /* not below: nothing added */
-	page = metrics_render();
+	page = exposition_render();
 	assert_contains(page, "\nspotpool_pool_below_minimum_seconds_total{namespace=\"ns\",pool=\"p\"} 6.5\n");
 	free(page);
 	/* A long gap (a standby spell) counts at most METRICS_BELOW_MINIMUM_GAP_MAX_S. */
@@ -558,7 +560,7 @@ static void test_below_minimum_seconds(void **state)
 	/* A clock that went back adds nothing. */
 	fake_now_ms -= 5000;
 	metrics_pool_sizes("ns", "p", 3, 5, 3, 0);
-	page = metrics_render();
+	page = exposition_render();
 	char *want = xasprintf("\nspotpool_pool_below_minimum_seconds_total{namespace=\"ns\",pool=\"p\"} %g\n",
 			       6.5 + METRICS_BELOW_MINIMUM_GAP_MAX_S);
 	assert_contains(page, want);
@@ -566,13 +568,13 @@ static void test_below_minimum_seconds(void **state)
 	free(page);
 	/* Forgetting the pool drops it; it comes back from zero. */
 	metrics_pool_forget("ns", "p");
-	page = metrics_render();
+	page = exposition_render();
 	assert_not_contains(page, "spotpool_pool_below_minimum_seconds_total{");
 	free(page);
 	metrics_pool_sizes("ns", "p", 3, 5, 3, 0);
 	fake_now_ms += 1000;
 	metrics_pool_sizes("ns", "p", 3, 5, 3, 0);
-	page = metrics_render();
+	page = exposition_render();
 	assert_contains(page, "\nspotpool_pool_below_minimum_seconds_total{namespace=\"ns\",pool=\"p\"} 1\n");
 	free(page);
 	metrics_set_clock(NULL);
@@ -819,7 +821,7 @@ static void test_whole_page(void **state)
 {
 	(void)state;
 	fixed_state();
-	char *page = metrics_render();
+	char *page = exposition_render();
 	const char *process = strstr(page, "# HELP process_");
 	assert_non_null(process);
 	char *head = xstrndup(page, (size_t)(process - page));
@@ -837,7 +839,7 @@ static void test_offering_launches(void **state)
 	metrics_offering_launch("ap-singapore-2", "GN7.2XLARGE32", SP_ECAPACITY, "LimitExceeded.SpotQuota");
 	metrics_offering_launch("ap-singapore-3", "GN7.2XLARGE32", SP_ETHROTTLED, "RequestLimitExceeded");
 	metrics_offering_launch(NULL, "", SP_ETRANSIENT, NULL);
-	char *page = metrics_render();
+	char *page = exposition_render();
 	static const char *const want[] = {
 		"\nspotpool_offering_launches_total{zone=\"ap-singapore-2\",instance_type=\"GN7.2XLARGE32\",outcome=\"success\"} 1\n",
 		"\nspotpool_offering_launches_total{zone=\"ap-singapore-2\",instance_type=\"GN7.2XLARGE32\",outcome=\"sold_out\"} 2\n",
@@ -858,7 +860,7 @@ static void test_offering_launches(void **state)
 		snprintf(zone, sizeof(zone), "z-%d", i);
 		metrics_offering_launch(zone, "T", 0, NULL);
 	}
-	page = metrics_render();
+	page = exposition_render();
 	assert_contains(page, "\nspotpool_offering_launches_total{zone=\"other\",instance_type=\"T\",outcome=\"success\"} ");
 	assert_int_equal(count(page, ",outcome=\"success\"} "), METRICS_LABEL_VALUES_MAX + 1);
 	free(page);
@@ -874,7 +876,7 @@ static void test_kube_requests(void **state)
 	metrics_kube_request("PATCH", "spotpools/status", 409);
 	metrics_kube_request("WATCH", "spotpools", 0);
 	metrics_kube_request("BREW", "other", 1000);
-	char *page = metrics_render();
+	char *page = exposition_render();
 	assert_contains(page, "\nspotpool_kube_requests_total{verb=\"PATCH\",resource=\"spotpools/status\",code=\"200\"} 2\n");
 	assert_contains(page, "\nspotpool_kube_requests_total{verb=\"PATCH\",resource=\"spotpools/status\",code=\"409\"} 1\n");
 	assert_contains(page, "\nspotpool_kube_requests_total{verb=\"WATCH\",resource=\"spotpools\",code=\"error\"} 1\n");
@@ -891,16 +893,16 @@ static void test_offerings_unavailable_gauge(void **state)
 	struct soldout_key b = {"AKIDm", "ap-singapore", "ap-singapore-3", "GN7.2XLARGE32"};
 	soldout_mark(so, &a, sp_mono_ms(), 0);
 	soldout_mark(so, &b, sp_mono_ms(), 0);
-	char *page = metrics_render();
+	char *page = exposition_render();
 	assert_contains(page, "\nspotpool_offerings_unavailable 2\n");
 	free(page);
 	soldout_clear(so, &a);
-	page = metrics_render();
+	page = exposition_render();
 	assert_contains(page, "\nspotpool_offerings_unavailable 1\n");
 	free(page);
 	metrics_set_soldout(NULL);
 	soldout_free(so);
-	page = metrics_render();
+	page = exposition_render();
 	assert_contains(page, "\nspotpool_offerings_unavailable 0\n");
 	free(page);
 }
@@ -927,7 +929,7 @@ static void test_page_passes_promcheck(void **state)
 	touch_pool("n\"s", "b\\\n");
 	touch_globals();
 	metrics_cvm_observe(NULL, "RunInstances", "ResourcesSoldOut", 30);
-	char *page = metrics_render();
+	char *page = exposition_render();
 	int rc = promcheck("", page);
 	free(page);
 	if (rc < 0)
@@ -947,7 +949,7 @@ static void *hammer(void *arg)
 		metrics_reconcile_observe(0.01, i % 2);
 		metrics_workqueue_retry(NULL);
 		if (i % 100 == 0) {
-			free(metrics_render());
+			free(exposition_render());
 			metrics_pool_forget("ns", "churn");
 		} else {
 			metrics_instance_reclaimed("ns", "churn");
@@ -964,7 +966,7 @@ static void test_concurrent_updates(void **state)
 		assert_int_equal(pthread_create(&t[i], NULL, hammer, NULL), 0);
 	for (int i = 0; i < 4; i++)
 		pthread_join(t[i], NULL);
-	char *page = metrics_render();
+	char *page = exposition_render();
 	assert_contains(page, "spotpool_instances_launched_total{namespace=\"ns\",pool=\"busy\"} 2000\n");
 	assert_contains(page, "spotpool_launch_requests_total{namespace=\"ns\",pool=\"busy\",outcome=\"success\"} 1000\n");
 	assert_contains(page, "spotpool_launch_failures_total{namespace=\"ns\",pool=\"busy\","
@@ -1065,11 +1067,11 @@ static void test_serve_endpoints(void **state)
 {
 	(void)state;
 	struct probe_flags flags = {.alive = true, .ready = true};
-	struct metrics_health health = {.alive = is_alive, .ready = is_ready, .userdata = &flags};
-	struct metrics_server *s = NULL;
+	struct httpd_health health = {.alive = is_alive, .ready = is_ready, .userdata = &flags};
+	struct httpd *s = NULL;
 	int port = 0;
 	struct sp_error err = {0};
-	assert_int_equal(metrics_serve("127.0.0.1:0", &health, &s, &port, &err), 0);
+	assert_int_equal(httpd_serve("127.0.0.1:0", &health, &s, &port, &err), 0);
 	assert_non_null(s);
 	assert_true(port > 0 && port < 65536);
 	metrics_pool_sizes("ns", "served", 1, 9, 7, 6);
@@ -1105,29 +1107,29 @@ static void test_serve_endpoints(void **state)
 
 	/* the port is taken now: a bind failure names the address */
 	char *taken = xasprintf("127.0.0.1:%d", port);
-	struct metrics_server *other = NULL;
+	struct httpd *other = NULL;
 	int other_port = -1;
-	assert_int_equal(metrics_serve(taken, NULL, &other, &other_port, &err), SP_EIO);
+	assert_int_equal(httpd_serve(taken, NULL, &other, &other_port, &err), SP_EIO);
 	assert_contains(err.msg, taken);
 	assert_null(other);
 	assert_int_equal(other_port, -1);
 	free(taken);
 
-	metrics_server_stop(s);
-	metrics_server_stop(NULL);
+	httpd_stop(s);
+	httpd_stop(NULL);
 }
 
 static void test_serve_ipv6_without_probes(void **state)
 {
 	(void)state;
-	struct metrics_server *s = NULL;
+	struct httpd *s = NULL;
 	int port = 0;
 	struct sp_error err = {0};
-	if (metrics_serve("[::1]:0", NULL, &s, &port, &err) != 0)
+	if (httpd_serve("[::1]:0", NULL, &s, &port, &err) != 0)
 		skip();  /* no IPv6 loopback in this environment */
 	expect("[::1]", port, "GET", "/healthz", 200, "ok\n");
 	expect("[::1]", port, "GET", "/readyz", 200, "ok\n");
-	metrics_server_stop(s);
+	httpd_stop(s);
 }
 
 static void test_bad_listen_addresses(void **state)
@@ -1139,10 +1141,10 @@ static void test_bad_listen_addresses(void **state)
 		"[::1]:", "[127.0.0.1]:80", "[::1:80",
 	};
 	for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
-		struct metrics_server *s = NULL;
+		struct httpd *s = NULL;
 		int port = -1;
 		struct sp_error err = {0};
-		if (metrics_serve(bad[i], NULL, &s, &port, &err) != SP_EINVAL)
+		if (httpd_serve(bad[i], NULL, &s, &port, &err) != SP_EINVAL)
 			fail_msg("\"%s\" was accepted", bad[i]);
 		char *quoted = xasprintf("\"%s\"", bad[i]);
 		assert_contains(err.msg, quoted);
