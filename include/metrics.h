@@ -98,8 +98,11 @@ void metrics_cvm_rate(void *userdata, const char *action, double per_second);
  * through the open-ended label cap; status is the HTTP status the apiserver answered (code
  * "200", ...; also when the request failed afterwards, e.g. a reply too large), 0 when no
  * answer came (code "error"), and anything outside 100..599 is "other".  A watch is
- * counted when it ends. */
-void metrics_kube_request(const char *verb, const char *resource, long status);
+ * counted when it ends.  It has the signature of struct kube_hooks' request; run.c sets
+ * metrics_kube_hooks in the daemon's kube_config, and userdata is ignored. */
+struct kube_hooks;
+extern const struct kube_hooks metrics_kube_hooks;
+void metrics_kube_request(void *userdata, const char *verb, const char *resource, long status);
 /* Counts one reconcile: spotpool_reconciles_total, spotpool_reconcile_duration_seconds and,
  * when failed, spotpool_reconcile_errors_total. */
 void metrics_reconcile_observe(double seconds, bool failed);

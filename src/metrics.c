@@ -5,6 +5,7 @@
 #include "metrics.h"
 #include "buf.h"
 #include "cvm.h"
+#include "kube.h"
 #include "log.h"
 #include "rate.h"
 #include "soldout.h"
@@ -365,8 +366,9 @@ void metrics_cvm_rate(void *userdata, const char *action, double per_second)
 
 const struct rate_hooks metrics_rate_hooks = {.waited = metrics_cvm_rate_wait, .rate = metrics_cvm_rate};
 
-void metrics_kube_request(const char *verb, const char *resource, long status)
+void metrics_kube_request(void *userdata, const char *verb, const char *resource, long status)
 {
+	(void)userdata;
 	size_t v = 0;
 	while (v < METRICS_N_KUBE_VERBS - 1 && strcmp(kube_verbs[v], verb) != 0)
 		v++;
@@ -454,6 +456,8 @@ const struct wq_hooks metrics_wq_hooks = {
 	.work_duration = metrics_workqueue_work_duration,
 	.retry = metrics_workqueue_retry,
 };
+
+const struct kube_hooks metrics_kube_hooks = {.request = metrics_kube_request};
 
 void metrics_reset(void)
 {

@@ -648,6 +648,7 @@ int cli_run(int argc, char **argv)
 		memory_policy();
 		char *identity = make_identity();
 		d.kube = kube;
+		kube->hooks = metrics_kube_hooks;  /* before the first request (get_identity) */
 		rc = get_identity(&d) ? serve(&d, kube, &defaults, identity) : CLI_ECLOUD;
 		free(identity);
 		stop_destroy(&daemon_stop);  /* a signal from now on only sets its flag */

@@ -61,7 +61,7 @@ static void touch_globals(void)
 	metrics_offering_launch("ap-singapore-2", "GN7.2XLARGE32", 0, NULL);
 	metrics_set_leader(true);
 	metrics_evictions(3, 1);
-	metrics_kube_request("GET", "spotpools", 200);
+	metrics_kube_request(NULL, "GET", "spotpools", 200);
 	metrics_workqueue_depth(NULL, 3);
 	metrics_workqueue_queue_latency(NULL, 0.002);
 	metrics_workqueue_work_duration(NULL, 0.5);
@@ -595,8 +595,8 @@ static void fixed_state(void)
 	touch_globals();
 	metrics_cvm_observe(NULL, "RunInstances", "ResourceInsufficient.SpecifiedInstanceType", 0.1 + 0.2);
 	metrics_cvm_rate_wait(NULL, "DescribeInstances", 0);
-	metrics_kube_request("WATCH", "nodes", 0);
-	metrics_kube_request("BREW", "spotpools", 700);
+	metrics_kube_request(NULL, "WATCH", "nodes", 0);
+	metrics_kube_request(NULL, "BREW", "spotpools", 700);
 	metrics_offering_launch("ap-singapore-2", "GN7.2XLARGE32", SP_ECAPACITY, "ResourcesSoldOut.SpecifiedInstanceType");
 	metrics_offering_launch(NULL, "", SP_EAUTH, NULL);
 	metrics_node_ready(95.5);
@@ -871,11 +871,11 @@ static void test_offering_launches(void **state)
 static void test_kube_requests(void **state)
 {
 	(void)state;
-	metrics_kube_request("PATCH", "spotpools/status", 200);
-	metrics_kube_request("PATCH", "spotpools/status", 200);
-	metrics_kube_request("PATCH", "spotpools/status", 409);
-	metrics_kube_request("WATCH", "spotpools", 0);
-	metrics_kube_request("BREW", "other", 1000);
+	metrics_kube_request(NULL, "PATCH", "spotpools/status", 200);
+	metrics_kube_request(NULL, "PATCH", "spotpools/status", 200);
+	metrics_kube_request(NULL, "PATCH", "spotpools/status", 409);
+	metrics_kube_request(NULL, "WATCH", "spotpools", 0);
+	metrics_kube_request(NULL, "BREW", "other", 1000);
 	char *page = exposition_render();
 	assert_contains(page, "\nspotpool_kube_requests_total{verb=\"PATCH\",resource=\"spotpools/status\",code=\"200\"} 2\n");
 	assert_contains(page, "\nspotpool_kube_requests_total{verb=\"PATCH\",resource=\"spotpools/status\",code=\"409\"} 1\n");
