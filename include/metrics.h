@@ -13,6 +13,7 @@
 #ifndef SPOTPOOL_METRICS_H
 #define SPOTPOOL_METRICS_H
 
+#include "pass.h"
 #include "spotpool.h"
 
 /* Distinct values kept per open-ended label (cvm action, cvm code, launch failure
@@ -23,40 +24,44 @@
 /* Pools tracked at once; updates for further pools are dropped (and logged once) until
  * metrics_pool_forget() makes room. */
 #define METRICS_POOLS_MAX 10000
-/* Per pool.  ns and pool are the Spotpool's namespace and name (labels namespace, pool). */
+
+/* The functions that count have the signatures of the hooks they are bound to, so the
+ * domain modules include no metrics header: userdata (ignored) comes first, and the
+ * wiring (run.c) hands the tables below to the modules. */
+
+/* Per pool: what a pass reports (struct reconcile_hooks, metrics_reconcile_hooks, which
+ * metrics_ctl_hooks.pass points to).  ns and pool are the Spotpool's namespace and name
+ * (labels namespace, pool). */
+struct reconcile_hooks;
+extern const struct reconcile_hooks metrics_reconcile_hooks;
 
 /* spotpool_pool_{minimum,maximum,desired,current}: the spec's bounds, the size the pool
  * is driven to, and its live instances as last observed. */
-void metrics_pool_sizes(const char *ns, const char *pool, int minimum, int maximum, int desired,
-			int current);
+void metrics_pool_sizes(void *userdata, const char *ns, const char *pool, int minimum, int maximum,
+			int desired, int current);
 /* One RunInstances call for the pool ended with code (0 or an SP_E* class):
  * spotpool_launch_requests_total{outcome} counts it, outcome being success, capacity,
  * auth, config, throttled, transient or unknown.  A failure is also counted in
  * spotpool_launch_failures_total{reason}: reason is the Tencent Error.Code (err.reason)
  * when not NULL or empty, else the outcome. */
-void metrics_launch_request(const char *ns, const char *pool, int code, const char *reason);
+void metrics_launch_request(void *userdata, const char *ns, const char *pool, int code, const char *reason);
 /* n (> 0; anything else is ignored, counters never go down) instances launched:
  * spotpool_instances_launched_total. */
-void metrics_instances_launched(const char *ns, const char *pool, int n);
-enum metrics_termination {
-	METRICS_TERMINATED_SCALE_DOWN,  /* reason="scale_down": above the desired size */
-	METRICS_TERMINATED_CLEANUP,     /* reason="cleanup": dead or broken instances */
-	METRICS_TERMINATED_DELETION,    /* reason="deletion": the pool is being deleted */
-	METRICS_TERMINATED_NOTICE,      /* reason="notice": its reclaim was announced */
-};
-/* n (> 0) instances terminated by spotpool: spotpool_instances_terminated_total{reason}. */
-void metrics_instances_terminated(const char *ns, const char *pool, enum metrics_termination reason, int n);
+void metrics_instances_launched(void *userdata, const char *ns, const char *pool, int n);
+/* n (> 0) instances terminated by spotpool for the pass's reason why:
+ * spotpool_instances_terminated_total{reason}, reason being scale_down (above the desired
+ * size), cleanup (dead or broken instances, and PASS_WHY_NONE), deletion (the pool is
+ * being deleted) or notice (its reclaim was announced).  Other values are ignored. */
+void metrics_instances_terminated(void *userdata, const char *ns, const char *pool, enum pass_why why, int n);
 /* One instance disappeared without spotpool terminating it (spot reclaim, or someone
  * else): spotpool_instances_reclaimed_total. */
-void metrics_instance_reclaimed(const char *ns, const char *pool);
+void metrics_instance_reclaimed(void *userdata, const char *ns, const char *pool);
 /* An instance's Node became Ready this long after its launch (observed once per instance:
  * status nodeReadySeconds). */
-void metrics_node_ready(double seconds);
+void metrics_node_ready(void *userdata, double seconds);
 /* Pods evicted by drains, and evictions refused for now (a PodDisruptionBudget, a
  * conflict): spotpool_evictions_total{result="evicted"|"refused"}. */
-void metrics_evictions(size_t evicted, size_t refused);
-/* The pool was deleted: drops every one of its series. */
-void metrics_pool_forget(const char *ns, const char *pool);
+void metrics_evictions(void *userdata, size_t evicted, size_t refused);
 /* spotpool_pool_below_minimum_seconds_total{namespace,pool} accumulates, from successive
  * metrics_pool_sizes calls, the time from a call that saw current < minimum to the next
  * call (at most this many seconds per interval, so that a long gap, a standby spell for
@@ -71,11 +76,24 @@ void metrics_set_clock(int64_t (*now_ms)(void));
  * sold_out (cvm_code_is_sold_out(reason)), capacity (other capacity answers: quotas),
  * auth, config, throttled, transient or unknown (all eight exported per offering).  zone
  * and instance_type are open-ended labels (capped like cvm codes); NULL or empty is
- * "unknown".  spotpool_offerings_unavailable is read at each scrape from the sold-out
- * memory given to metrics_set_soldout (the controller's; NULL: none, 0). */
-void metrics_offering_launch(const char *zone, const char *instance_type, int code, const char *reason);
+ * "unknown".  A pass reports it (metrics_reconcile_hooks). */
+void metrics_offering_launch(void *userdata, const char *zone, const char *instance_type, int code,
+			     const char *reason);
+
+/* The controller (struct ctl_hooks): run.c gives metrics_ctl_hooks to ctl_new
+ * (ctl_options.hooks); it binds metrics_wq_hooks, metrics_reconcile_hooks and
+ * metrics_cvm_observe below and these three. */
+struct ctl_hooks;
+extern const struct ctl_hooks metrics_ctl_hooks;
+/* Counts one reconcile: spotpool_reconciles_total, spotpool_reconcile_duration_seconds and,
+ * when failed, spotpool_reconcile_errors_total. */
+void metrics_reconcile_observe(void *userdata, double seconds, bool failed);
+/* The pool was deleted: drops every one of its series. */
+void metrics_pool_forget(void *userdata, const char *ns, const char *pool);
+/* spotpool_offerings_unavailable is read at each scrape from the sold-out memory s (the
+ * controller's; NULL: none, 0). */
 struct soldout;
-void metrics_set_soldout(struct soldout *s);
+void metrics_set_soldout(void *userdata, struct soldout *s);
 
 /* Counts one CVM API call in spotpool_cvm_requests_total{action,code} and its duration in
  * spotpool_cvm_request_duration_seconds{action}.  Same signature as cvm_observe_fn so it
@@ -98,21 +116,16 @@ void metrics_cvm_rate(void *userdata, const char *action, double per_second);
  * through the open-ended label cap; status is the HTTP status the apiserver answered (code
  * "200", ...; also when the request failed afterwards, e.g. a reply too large), 0 when no
  * answer came (code "error"), and anything outside 100..599 is "other".  A watch is
- * counted when it ends.  It has the signature of struct kube_hooks' request; run.c sets
- * metrics_kube_hooks in the daemon's kube_config, and userdata is ignored. */
+ * counted when it ends.  run.c sets metrics_kube_hooks in the daemon's kube_config. */
 struct kube_hooks;
 extern const struct kube_hooks metrics_kube_hooks;
 void metrics_kube_request(void *userdata, const char *verb, const char *resource, long status);
-/* Counts one reconcile: spotpool_reconciles_total, spotpool_reconcile_duration_seconds and,
- * when failed, spotpool_reconcile_errors_total. */
-void metrics_reconcile_observe(double seconds, bool failed);
-/* spotpool_leader: true when this process leads or leader election is off. */
+/* spotpool_leader: true when this process leads or leader election is off (run.c). */
 void metrics_set_leader(bool leading);
 
 /* The controller's work queue (one per process): spotpool_workqueue_depth,
  * spotpool_workqueue_queue_duration_seconds, spotpool_workqueue_work_duration_seconds and
- * spotpool_workqueue_retries_total, fed by the queue's hooks:
- *   c->queue = wq_new_with_hooks(&metrics_wq_hooks);
+ * spotpool_workqueue_retries_total, fed by the queue's hooks (metrics_ctl_hooks.queue).
  * The functions have the hooks' signatures (see struct wq_hooks); userdata is ignored. */
 struct wq_hooks;
 extern const struct wq_hooks metrics_wq_hooks;
@@ -166,7 +179,11 @@ enum {
 #define METRICS_OUTCOME_SOLD_OUT METRICS_N_OUTCOMES
 #define METRICS_N_OFFERING_OUTCOMES (METRICS_N_OUTCOMES + 1)
 extern const char *const metrics_outcome_names[METRICS_N_OUTCOMES];
-#define METRICS_N_TERMINATIONS (METRICS_TERMINATED_NOTICE + 1)
+/* spotpool_instances_terminated_total's reasons: scale_down, cleanup, deletion, notice. */
+enum {
+	METRICS_TERMINATED_SCALE_DOWN, METRICS_TERMINATED_CLEANUP, METRICS_TERMINATED_DELETION,
+	METRICS_TERMINATED_NOTICE, METRICS_N_TERMINATIONS
+};
 /* Plain counters of a pool: METRICS_COUNT_TERMINATED + t counts terminations for reason t. */
 enum {
 	METRICS_COUNT_LAUNCHED, METRICS_COUNT_RECLAIMED, METRICS_COUNT_TERMINATED,

@@ -4,10 +4,12 @@
  * stays obvious.  The page is the exposition's (exposition.h). */
 #include "metrics.h"
 #include "buf.h"
+#include "ctl.h"
 #include "cvm.h"
 #include "kube.h"
 #include "log.h"
 #include "rate.h"
+#include "reconcile.h"
 #include "soldout.h"
 #include "wq.h"
 
@@ -44,8 +46,9 @@ static int64_t (*clock_ms)(void) = sp_mono_ms;
 static pthread_mutex_t soldout_lock = PTHREAD_MUTEX_INITIALIZER;
 static struct soldout *soldout;
 
-void metrics_set_soldout(struct soldout *s)
+void metrics_set_soldout(void *userdata, struct soldout *s)
 {
+	(void)userdata;
 	pthread_mutex_lock(&soldout_lock);
 	soldout = s;
 	pthread_mutex_unlock(&soldout_lock);
@@ -208,9 +211,10 @@ static void set_gauge(struct metrics_pool *p, int which, int v)
 	p->gauges[which] = v;
 }
 
-void metrics_pool_sizes(const char *ns, const char *pool, int minimum, int maximum, int desired,
-			int current)
+void metrics_pool_sizes(void *userdata, const char *ns, const char *pool, int minimum, int maximum,
+			int desired, int current)
 {
+	(void)userdata;
 	pthread_mutex_lock(&lock);
 	int64_t now = clock_ms();
 	struct metrics_pool *p = pool_get(ns, pool);
@@ -244,8 +248,9 @@ static int outcome_of(int code)
 	}
 }
 
-void metrics_launch_request(const char *ns, const char *pool, int code, const char *reason)
+void metrics_launch_request(void *userdata, const char *ns, const char *pool, int code, const char *reason)
 {
+	(void)userdata;
 	int outcome = outcome_of(code);
 	pthread_mutex_lock(&lock);
 	struct metrics_pool *p = pool_get(ns, pool);
@@ -259,7 +264,7 @@ void metrics_launch_request(const char *ns, const char *pool, int code, const ch
 	pthread_mutex_unlock(&lock);
 }
 
-/* Adds n > 0 to counter which (C_*) of the pool; anything else is ignored. */
+/* Adds n > 0 to counter which (METRICS_COUNT_*) of the pool; anything else is ignored. */
 static void pool_count(const char *ns, const char *pool, int which, int n)
 {
 	if (n <= 0)
@@ -271,24 +276,34 @@ static void pool_count(const char *ns, const char *pool, int which, int n)
 	pthread_mutex_unlock(&lock);
 }
 
-void metrics_instances_launched(const char *ns, const char *pool, int n)
+void metrics_instances_launched(void *userdata, const char *ns, const char *pool, int n)
 {
+	(void)userdata;
 	pool_count(ns, pool, METRICS_COUNT_LAUNCHED, n);
 }
 
-void metrics_instances_terminated(const char *ns, const char *pool, enum metrics_termination reason, int n)
+void metrics_instances_terminated(void *userdata, const char *ns, const char *pool, enum pass_why why, int n)
 {
-	if (reason >= METRICS_TERMINATED_SCALE_DOWN && reason <= METRICS_TERMINATED_DELETION)
-		pool_count(ns, pool, METRICS_COUNT_TERMINATED + (int)reason, n);
+	static const int reason[] = {
+		[PASS_WHY_NONE] = METRICS_TERMINATED_CLEANUP, [PASS_WHY_SCALE_DOWN] = METRICS_TERMINATED_SCALE_DOWN,
+		[PASS_WHY_CLEANUP] = METRICS_TERMINATED_CLEANUP, [PASS_WHY_DELETION] = METRICS_TERMINATED_DELETION,
+		[PASS_WHY_NOTICE] = METRICS_TERMINATED_NOTICE,
+	};
+	(void)userdata;
+	if ((size_t)why < N_ELEMS(reason) && reason[why] >= METRICS_TERMINATED_SCALE_DOWN &&
+	    reason[why] <= METRICS_TERMINATED_DELETION)
+		pool_count(ns, pool, METRICS_COUNT_TERMINATED + reason[why], n);
 }
 
-void metrics_instance_reclaimed(const char *ns, const char *pool)
+void metrics_instance_reclaimed(void *userdata, const char *ns, const char *pool)
 {
+	(void)userdata;
 	pool_count(ns, pool, METRICS_COUNT_RECLAIMED, 1);
 }
 
-void metrics_pool_forget(const char *ns, const char *pool)
+void metrics_pool_forget(void *userdata, const char *ns, const char *pool)
 {
+	(void)userdata;
 	pthread_mutex_lock(&lock);
 	struct metrics_pool *p = pool_find(ns, pool);
 	if (p) {
@@ -311,8 +326,10 @@ void metrics_set_clock(int64_t (*now_ms)(void))
 
 /* Offerings */
 
-void metrics_offering_launch(const char *zone, const char *instance_type, int code, const char *reason)
+void metrics_offering_launch(void *userdata, const char *zone, const char *instance_type, int code,
+			     const char *reason)
 {
+	(void)userdata;
 	int outcome = code >= 0 ? METRICS_OUTCOME_SUCCESS : cvm_code_is_sold_out(reason) ? METRICS_OUTCOME_SOLD_OUT : outcome_of(code);
 	pthread_mutex_lock(&lock);
 	zone = admit(&reg.offering_zones, zone && *zone ? zone : "unknown");
@@ -386,8 +403,9 @@ void metrics_kube_request(void *userdata, const char *verb, const char *resource
 	pthread_mutex_unlock(&lock);
 }
 
-void metrics_reconcile_observe(double seconds, bool failed)
+void metrics_reconcile_observe(void *userdata, double seconds, bool failed)
 {
+	(void)userdata;
 	pthread_mutex_lock(&lock);
 	reg.reconciles++;
 	if (failed)
@@ -396,15 +414,17 @@ void metrics_reconcile_observe(double seconds, bool failed)
 	pthread_mutex_unlock(&lock);
 }
 
-void metrics_node_ready(double seconds)
+void metrics_node_ready(void *userdata, double seconds)
 {
+	(void)userdata;
 	pthread_mutex_lock(&lock);
 	histogram_observe(&reg.node_ready, &metrics_node_ready_buckets, seconds);
 	pthread_mutex_unlock(&lock);
 }
 
-void metrics_evictions(size_t evicted, size_t refused)
+void metrics_evictions(void *userdata, size_t evicted, size_t refused)
 {
+	(void)userdata;
 	pthread_mutex_lock(&lock);
 	reg.evicted += evicted;
 	reg.eviction_refused += refused;
@@ -458,6 +478,26 @@ const struct wq_hooks metrics_wq_hooks = {
 };
 
 const struct kube_hooks metrics_kube_hooks = {.request = metrics_kube_request};
+
+const struct reconcile_hooks metrics_reconcile_hooks = {
+	.pool_sizes = metrics_pool_sizes,
+	.launch_request = metrics_launch_request,
+	.offering_launch = metrics_offering_launch,
+	.instances_launched = metrics_instances_launched,
+	.instances_terminated = metrics_instances_terminated,
+	.instance_reclaimed = metrics_instance_reclaimed,
+	.node_ready = metrics_node_ready,
+	.evictions = metrics_evictions,
+};
+
+const struct ctl_hooks metrics_ctl_hooks = {
+	.queue = &metrics_wq_hooks,
+	.pass = &metrics_reconcile_hooks,
+	.cvm_observe = metrics_cvm_observe,
+	.reconciled = metrics_reconcile_observe,
+	.pool_gone = metrics_pool_forget,
+	.soldout = metrics_set_soldout,
+};
 
 void metrics_reset(void)
 {

@@ -475,7 +475,7 @@ static int serve(struct daemon *d, struct kube_config *kube, struct creds *defau
 		.launch_grace_seconds = cfg->launch_grace_seconds, .cluster_name = d->cluster_name,
 		.workers = cfg->workers, .cvm_endpoint = cli_cvm_endpoint(cfg->cvm_endpoint),
 		.dry_run = cfg->dry_run, .nodes = !cfg->nodes_disabled, .home_namespace = cfg_notices_namespace(cfg, kube),
-		.default_creds = defaults, .identity = identity,
+		.default_creds = defaults, .identity = identity, .hooks = &metrics_ctl_hooks,
 		.rate = {.describe_per_second = cfg->rate_describe_per_second, .run_per_second = cfg->rate_run_per_second,
 			 .terminate_per_second = cfg->rate_terminate_per_second, .hooks = &metrics_rate_hooks},
 		.sold_out_ttl_ms = (int64_t)cfg->sold_out_seconds * 1000,

@@ -40,14 +40,14 @@ static int reset(void **state)
 /* Every per-pool function once, so that a page shows every per-pool family. */
 static void touch_pool(const char *ns, const char *pool)
 {
-	metrics_pool_sizes(ns, pool, 1, 5, 3, 2);
-	metrics_launch_request(ns, pool, 0, NULL);
-	metrics_launch_request(ns, pool, SP_ECAPACITY, "ResourceInsufficient.SpecifiedInstanceType");
-	metrics_instances_launched(ns, pool, 2);
-	metrics_instances_terminated(ns, pool, METRICS_TERMINATED_SCALE_DOWN, 1);
-	metrics_instances_terminated(ns, pool, METRICS_TERMINATED_CLEANUP, 1);
-	metrics_instances_terminated(ns, pool, METRICS_TERMINATED_DELETION, 1);
-	metrics_instance_reclaimed(ns, pool);
+	metrics_pool_sizes(NULL, ns, pool, 1, 5, 3, 2);
+	metrics_launch_request(NULL, ns, pool, 0, NULL);
+	metrics_launch_request(NULL, ns, pool, SP_ECAPACITY, "ResourceInsufficient.SpecifiedInstanceType");
+	metrics_instances_launched(NULL, ns, pool, 2);
+	metrics_instances_terminated(NULL, ns, pool, PASS_WHY_SCALE_DOWN, 1);
+	metrics_instances_terminated(NULL, ns, pool, PASS_WHY_CLEANUP, 1);
+	metrics_instances_terminated(NULL, ns, pool, PASS_WHY_DELETION, 1);
+	metrics_instance_reclaimed(NULL, ns, pool);
 }
 
 /* Everything that is not per pool. */
@@ -57,10 +57,10 @@ static void touch_globals(void)
 	metrics_cvm_observe(NULL, "DescribeInstances", "Success", 1);
 	metrics_cvm_rate_wait(NULL, "RunInstances", 0.25);
 	metrics_cvm_rate(NULL, "RunInstances", 4.5);
-	metrics_reconcile_observe(1, false);
-	metrics_offering_launch("ap-singapore-2", "GN7.2XLARGE32", 0, NULL);
+	metrics_reconcile_observe(NULL, 1, false);
+	metrics_offering_launch(NULL, "ap-singapore-2", "GN7.2XLARGE32", 0, NULL);
 	metrics_set_leader(true);
-	metrics_evictions(3, 1);
+	metrics_evictions(NULL, 3, 1);
 	metrics_kube_request(NULL, "GET", "spotpools", 200);
 	metrics_workqueue_depth(NULL, 3);
 	metrics_workqueue_queue_latency(NULL, 0.002);
@@ -182,20 +182,20 @@ static void test_process_metrics(void **state)
 static void test_pool_values(void **state)
 {
 	(void)state;
-	metrics_pool_sizes("prod", "gpu", 2, 8, 4, 3);
-	metrics_pool_sizes("prod", "gpu", 2, 8, 5, 4);
-	metrics_launch_request("prod", "gpu", 0, NULL);
-	metrics_launch_request("prod", "gpu", 0, "");
-	metrics_instances_launched("prod", "gpu", 3);
-	metrics_instances_launched("prod", "gpu", 2);
-	metrics_instances_launched("prod", "gpu", -7);  /* counters never go down */
-	metrics_instances_launched("prod", "gpu", 0);
-	metrics_instances_terminated("prod", "gpu", METRICS_TERMINATED_CLEANUP, 2);
-	metrics_instances_terminated("prod", "gpu", METRICS_TERMINATED_CLEANUP, -1);
-	metrics_instances_terminated("prod", "gpu", (enum metrics_termination)42, 1);  /* ignored */
-	metrics_instance_reclaimed("prod", "gpu");
-	metrics_instance_reclaimed("prod", "gpu");
-	metrics_instances_terminated("prod", "counted-only", METRICS_TERMINATED_DELETION, 6);
+	metrics_pool_sizes(NULL, "prod", "gpu", 2, 8, 4, 3);
+	metrics_pool_sizes(NULL, "prod", "gpu", 2, 8, 5, 4);
+	metrics_launch_request(NULL, "prod", "gpu", 0, NULL);
+	metrics_launch_request(NULL, "prod", "gpu", 0, "");
+	metrics_instances_launched(NULL, "prod", "gpu", 3);
+	metrics_instances_launched(NULL, "prod", "gpu", 2);
+	metrics_instances_launched(NULL, "prod", "gpu", -7);  /* counters never go down */
+	metrics_instances_launched(NULL, "prod", "gpu", 0);
+	metrics_instances_terminated(NULL, "prod", "gpu", PASS_WHY_CLEANUP, 2);
+	metrics_instances_terminated(NULL, "prod", "gpu", PASS_WHY_CLEANUP, -1);
+	metrics_instances_terminated(NULL, "prod", "gpu", (enum pass_why)42, 1);  /* ignored */
+	metrics_instance_reclaimed(NULL, "prod", "gpu");
+	metrics_instance_reclaimed(NULL, "prod", "gpu");
+	metrics_instances_terminated(NULL, "prod", "counted-only", PASS_WHY_DELETION, 6);
 	char *page = exposition_render();
 #define GPU "{namespace=\"prod\",pool=\"gpu\""
 	static const char *const want[] = {
@@ -251,7 +251,7 @@ static void test_launch_outcomes_and_failure_reasons(void **state)
 	};
 	for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
 		metrics_reset();
-		metrics_launch_request("ns", "p", cases[i].code, cases[i].reason);
+		metrics_launch_request(NULL, "ns", "p", cases[i].code, cases[i].reason);
 		char *page = exposition_render();
 		char *line = xasprintf("\nspotpool_launch_requests_total{namespace=\"ns\",pool=\"p\",outcome=\"%s\"} 1\n",
 				       cases[i].outcome);
@@ -279,11 +279,11 @@ static void test_histograms_and_counters(void **state)
 	metrics_cvm_observe(NULL, "DescribeInstances", "Success", 0.5);
 	metrics_cvm_observe(NULL, "DescribeInstances", "Success", 4);
 	metrics_cvm_observe(NULL, "DescribeInstances", "RequestLimitExceeded", 20);
-	metrics_reconcile_observe(0.125, false);
-	metrics_reconcile_observe(3, true);
+	metrics_reconcile_observe(NULL, 0.125, false);
+	metrics_reconcile_observe(NULL, 3, true);
 	metrics_set_leader(true);
-	metrics_node_ready(90);
-	metrics_node_ready(7200);
+	metrics_node_ready(NULL, 90);
+	metrics_node_ready(NULL, 7200);
 	char *page = exposition_render();
 	assert_contains(page, "\nspotpool_node_ready_seconds_bucket{le=\"60\"} 0\n"
 			      "spotpool_node_ready_seconds_bucket{le=\"90\"} 1\n");
@@ -370,8 +370,8 @@ static void test_workqueue_hooks(void **state)
 static void test_label_escaping(void **state)
 {
 	(void)state;
-	metrics_pool_sizes("a\"b", "c\\d\ne", 0, 2, 1, 0);
-	metrics_launch_request("a\"b", "c\\d\ne", SP_ECONFIG, "Bad\"Code\\\n");
+	metrics_pool_sizes(NULL, "a\"b", "c\\d\ne", 0, 2, 1, 0);
+	metrics_launch_request(NULL, "a\"b", "c\\d\ne", SP_ECONFIG, "Bad\"Code\\\n");
 	metrics_cvm_observe(NULL, "Run\"Instances", "Bad\\Code\n", 1);
 	char *page = exposition_render();
 	assert_contains(page, "spotpool_pool_desired{namespace=\"a\\\"b\",pool=\"c\\\\d\\ne\"} 1\n");
@@ -421,10 +421,10 @@ static void test_failure_reasons_are_capped(void **state)
 	for (int i = 0; i < METRICS_LABEL_VALUES_MAX + 4; i++) {
 		char reason[32];
 		snprintf(reason, sizeof(reason), "FailedOperation.Code%d", i);
-		metrics_launch_request("ns", i % 2 ? "odd" : "even", SP_ECONFIG, reason);
+		metrics_launch_request(NULL, "ns", i % 2 ? "odd" : "even", SP_ECONFIG, reason);
 	}
 	char *huge = too_long_value('y');
-	metrics_launch_request("ns", "even", SP_ECONFIG, huge);
+	metrics_launch_request(NULL, "ns", "even", SP_ECONFIG, huge);
 	free(huge);
 	char *page = exposition_render();
 	assert_not_contains(page, "yyyy");
@@ -442,15 +442,15 @@ static void test_pool_count_is_capped(void **state)
 	char name[32];
 	for (int i = 0; i <= METRICS_POOLS_MAX; i++) {
 		snprintf(name, sizeof(name), "p%d", i);
-		metrics_instance_reclaimed("ns", name);
+		metrics_instance_reclaimed(NULL, "ns", name);
 	}
 	char *page = exposition_render();
 	assert_int_equal(count(page, "\nspotpool_instances_reclaimed_total{"), METRICS_POOLS_MAX);
 	assert_not_contains(page, "pool=\"p10000\"");
 	free(page);
 	/* forgetting one makes room again */
-	metrics_pool_forget("ns", "p0");
-	metrics_instance_reclaimed("ns", name);
+	metrics_pool_forget(NULL, "ns", "p0");
+	metrics_instance_reclaimed(NULL, "ns", name);
 	page = exposition_render();
 	assert_contains(page, "\nspotpool_instances_reclaimed_total{namespace=\"ns\",pool=\"p10000\"} 1\n");
 	free(page);
@@ -467,9 +467,9 @@ static void test_pools_sorted_whatever_their_order(void **state)
 		int i = k * STRIDE % N;
 		snprintf(name, sizeof(name), "p%03d", i);
 		for (int r = 0; r <= i % 3; r++)
-			metrics_instance_reclaimed(i % 2 ? "b-ns" : "a-ns", name);
+			metrics_instance_reclaimed(NULL, i % 2 ? "b-ns" : "a-ns", name);
 	}
-	metrics_pool_forget("b-ns", "p151");
+	metrics_pool_forget(NULL, "b-ns", "p151");
 	char *page = exposition_render();
 	const char *at = page;
 	char line[128];
@@ -494,7 +494,7 @@ static void test_forget_drops_every_pool_series(void **state)
 	touch_pool("ns", "before");
 	touch_pool("ns", "kept");
 	touch_globals();
-	metrics_launch_request("ns", "kept", SP_EAUTH, "AuthFailure.SecretIdNotFound");
+	metrics_launch_request(NULL, "ns", "kept", SP_EAUTH, "AuthFailure.SecretIdNotFound");
 	char *want = exposition_render();
 	/* ... is what it looks like once it is forgotten, whatever it had. */
 	metrics_reset();
@@ -503,11 +503,11 @@ static void test_forget_drops_every_pool_series(void **state)
 	touch_pool("other-ns", "gone");
 	touch_pool("ns", "kept");
 	touch_globals();
-	metrics_launch_request("ns", "gone", SP_ETHROTTLED, "RequestLimitExceeded");
-	metrics_launch_request("ns", "kept", SP_EAUTH, "AuthFailure.SecretIdNotFound");
-	metrics_pool_forget("ns", "gone");
-	metrics_pool_forget("other-ns", "gone");
-	metrics_pool_forget("ns", "never-existed");
+	metrics_launch_request(NULL, "ns", "gone", SP_ETHROTTLED, "RequestLimitExceeded");
+	metrics_launch_request(NULL, "ns", "kept", SP_EAUTH, "AuthFailure.SecretIdNotFound");
+	metrics_pool_forget(NULL, "ns", "gone");
+	metrics_pool_forget(NULL, "other-ns", "gone");
+	metrics_pool_forget(NULL, "ns", "never-existed");
 	char *got = exposition_render();
 	assert_not_contains(got, "pool=\"gone\"");
 	/* The process_* families come last and change between scrapes (CPU time). */
@@ -517,7 +517,7 @@ static void test_forget_drops_every_pool_series(void **state)
 	free(want);
 	free(got);
 	/* a forgotten pool that comes back starts from zero */
-	metrics_instances_launched("ns", "gone", 1);
+	metrics_instances_launched(NULL, "ns", "gone", 1);
 	got = exposition_render();
 	assert_contains(got, "\nspotpool_instances_launched_total{namespace=\"ns\",pool=\"gone\"} 1\n");
 	assert_contains(got, "\nspotpool_launch_requests_total{namespace=\"ns\",pool=\"gone\",outcome=\"success\"} 0\n");
@@ -538,28 +538,28 @@ static void test_below_minimum_seconds(void **state)
 	(void)state;
 	metrics_set_clock(fake_clock);
 	fake_now_ms = 1000000;
-	metrics_pool_sizes("ns", "p", 3, 5, 3, 3);  /* at minimum */
+	metrics_pool_sizes(NULL, "ns", "p", 3, 5, 3, 3);  /* at minimum */
 	char *page = exposition_render();
 	assert_contains(page, "\nspotpool_pool_below_minimum_seconds_total{namespace=\"ns\",pool=\"p\"} 0\n");
 	free(page);
 	fake_now_ms += 10000;
-	metrics_pool_sizes("ns", "p", 3, 5, 3, 1);  /* a reclaim: below from now on */
+	metrics_pool_sizes(NULL, "ns", "p", 3, 5, 3, 1);  /* a reclaim: below from now on */
 	fake_now_ms += 2500;
-	metrics_pool_sizes("ns", "p", 3, 5, 3, 2);  /* still below: 2.5 s so far */
+	metrics_pool_sizes(NULL, "ns", "p", 3, 5, 3, 2);  /* still below: 2.5 s so far */
 	fake_now_ms += 4000;
-	metrics_pool_sizes("ns", "p", 3, 5, 3, 3);  /* refilled: 4 s more */
+	metrics_pool_sizes(NULL, "ns", "p", 3, 5, 3, 3);  /* refilled: 4 s more */
 	fake_now_ms += 30000;
-	metrics_pool_sizes("ns", "p", 3, 5, 3, 4);  /* not below: nothing added */
+	metrics_pool_sizes(NULL, "ns", "p", 3, 5, 3, 4);  /* not below: nothing added */
 	page = exposition_render();
 	assert_contains(page, "\nspotpool_pool_below_minimum_seconds_total{namespace=\"ns\",pool=\"p\"} 6.5\n");
 	free(page);
 	/* A long gap (a standby spell) counts at most METRICS_BELOW_MINIMUM_GAP_MAX_S. */
-	metrics_pool_sizes("ns", "p", 3, 5, 3, 0);
+	metrics_pool_sizes(NULL, "ns", "p", 3, 5, 3, 0);
 	fake_now_ms += 3600 * 1000;
-	metrics_pool_sizes("ns", "p", 3, 5, 3, 0);
+	metrics_pool_sizes(NULL, "ns", "p", 3, 5, 3, 0);
 	/* A clock that went back adds nothing. */
 	fake_now_ms -= 5000;
-	metrics_pool_sizes("ns", "p", 3, 5, 3, 0);
+	metrics_pool_sizes(NULL, "ns", "p", 3, 5, 3, 0);
 	page = exposition_render();
 	char *want = xasprintf("\nspotpool_pool_below_minimum_seconds_total{namespace=\"ns\",pool=\"p\"} %g\n",
 			       6.5 + METRICS_BELOW_MINIMUM_GAP_MAX_S);
@@ -567,13 +567,13 @@ static void test_below_minimum_seconds(void **state)
 	free(want);
 	free(page);
 	/* Forgetting the pool drops it; it comes back from zero. */
-	metrics_pool_forget("ns", "p");
+	metrics_pool_forget(NULL, "ns", "p");
 	page = exposition_render();
 	assert_not_contains(page, "spotpool_pool_below_minimum_seconds_total{");
 	free(page);
-	metrics_pool_sizes("ns", "p", 3, 5, 3, 0);
+	metrics_pool_sizes(NULL, "ns", "p", 3, 5, 3, 0);
 	fake_now_ms += 1000;
-	metrics_pool_sizes("ns", "p", 3, 5, 3, 0);
+	metrics_pool_sizes(NULL, "ns", "p", 3, 5, 3, 0);
 	page = exposition_render();
 	assert_contains(page, "\nspotpool_pool_below_minimum_seconds_total{namespace=\"ns\",pool=\"p\"} 1\n");
 	free(page);
@@ -588,19 +588,19 @@ static void fixed_state(void)
 	fake_now_ms = 1000;
 	touch_pool("prod", "gpu");
 	touch_pool("dev", "a\"b\\c\nd");
-	metrics_pool_sizes("dev", "a\"b\\c\nd", 1, 5, 3, 0);
+	metrics_pool_sizes(NULL, "dev", "a\"b\\c\nd", 1, 5, 3, 0);
 	fake_now_ms += 1500;
-	metrics_pool_sizes("dev", "a\"b\\c\nd", 1, 5, 3, 0);
-	metrics_launch_request("prod", "gpu", SP_ETRANSIENT, NULL);
+	metrics_pool_sizes(NULL, "dev", "a\"b\\c\nd", 1, 5, 3, 0);
+	metrics_launch_request(NULL, "prod", "gpu", SP_ETRANSIENT, NULL);
 	touch_globals();
 	metrics_cvm_observe(NULL, "RunInstances", "ResourceInsufficient.SpecifiedInstanceType", 0.1 + 0.2);
 	metrics_cvm_rate_wait(NULL, "DescribeInstances", 0);
 	metrics_kube_request(NULL, "WATCH", "nodes", 0);
 	metrics_kube_request(NULL, "BREW", "spotpools", 700);
-	metrics_offering_launch("ap-singapore-2", "GN7.2XLARGE32", SP_ECAPACITY, "ResourcesSoldOut.SpecifiedInstanceType");
-	metrics_offering_launch(NULL, "", SP_EAUTH, NULL);
-	metrics_node_ready(95.5);
-	metrics_reconcile_observe(0.75, true);
+	metrics_offering_launch(NULL, "ap-singapore-2", "GN7.2XLARGE32", SP_ECAPACITY, "ResourcesSoldOut.SpecifiedInstanceType");
+	metrics_offering_launch(NULL, NULL, "", SP_EAUTH, NULL);
+	metrics_node_ready(NULL, 95.5);
+	metrics_reconcile_observe(NULL, 0.75, true);
 	metrics_workqueue_queue_latency(NULL, 45);
 	metrics_set_clock(NULL);
 }
@@ -833,12 +833,12 @@ static void test_whole_page(void **state)
 static void test_offering_launches(void **state)
 {
 	(void)state;
-	metrics_offering_launch("ap-singapore-2", "GN7.2XLARGE32", 0, NULL);
-	metrics_offering_launch("ap-singapore-2", "GN7.2XLARGE32", SP_ECAPACITY, "ResourcesSoldOut.SpecifiedInstanceType");
-	metrics_offering_launch("ap-singapore-2", "GN7.2XLARGE32", SP_ECAPACITY, "ResourceInsufficient.AvailabilityZoneSoldOut");
-	metrics_offering_launch("ap-singapore-2", "GN7.2XLARGE32", SP_ECAPACITY, "LimitExceeded.SpotQuota");
-	metrics_offering_launch("ap-singapore-3", "GN7.2XLARGE32", SP_ETHROTTLED, "RequestLimitExceeded");
-	metrics_offering_launch(NULL, "", SP_ETRANSIENT, NULL);
+	metrics_offering_launch(NULL, "ap-singapore-2", "GN7.2XLARGE32", 0, NULL);
+	metrics_offering_launch(NULL, "ap-singapore-2", "GN7.2XLARGE32", SP_ECAPACITY, "ResourcesSoldOut.SpecifiedInstanceType");
+	metrics_offering_launch(NULL, "ap-singapore-2", "GN7.2XLARGE32", SP_ECAPACITY, "ResourceInsufficient.AvailabilityZoneSoldOut");
+	metrics_offering_launch(NULL, "ap-singapore-2", "GN7.2XLARGE32", SP_ECAPACITY, "LimitExceeded.SpotQuota");
+	metrics_offering_launch(NULL, "ap-singapore-3", "GN7.2XLARGE32", SP_ETHROTTLED, "RequestLimitExceeded");
+	metrics_offering_launch(NULL, NULL, "", SP_ETRANSIENT, NULL);
 	char *page = exposition_render();
 	static const char *const want[] = {
 		"\nspotpool_offering_launches_total{zone=\"ap-singapore-2\",instance_type=\"GN7.2XLARGE32\",outcome=\"success\"} 1\n",
@@ -858,7 +858,7 @@ static void test_offering_launches(void **state)
 	for (int i = 0; i < METRICS_LABEL_VALUES_MAX + 5; i++) {
 		char zone[32];
 		snprintf(zone, sizeof(zone), "z-%d", i);
-		metrics_offering_launch(zone, "T", 0, NULL);
+		metrics_offering_launch(NULL, zone, "T", 0, NULL);
 	}
 	page = exposition_render();
 	assert_contains(page, "\nspotpool_offering_launches_total{zone=\"other\",instance_type=\"T\",outcome=\"success\"} ");
@@ -888,7 +888,7 @@ static void test_offerings_unavailable_gauge(void **state)
 {
 	(void)state;
 	struct soldout *so = soldout_new(0);
-	metrics_set_soldout(so);
+	metrics_set_soldout(NULL, so);
 	struct soldout_key a = {"AKIDm", "ap-singapore", "ap-singapore-2", "GN7.2XLARGE32"};
 	struct soldout_key b = {"AKIDm", "ap-singapore", "ap-singapore-3", "GN7.2XLARGE32"};
 	soldout_mark(so, &a, sp_mono_ms(), 0);
@@ -900,7 +900,7 @@ static void test_offerings_unavailable_gauge(void **state)
 	page = exposition_render();
 	assert_contains(page, "\nspotpool_offerings_unavailable 1\n");
 	free(page);
-	metrics_set_soldout(NULL);
+	metrics_set_soldout(NULL, NULL);
 	soldout_free(so);
 	page = exposition_render();
 	assert_contains(page, "\nspotpool_offerings_unavailable 0\n");
@@ -943,16 +943,16 @@ static void *hammer(void *arg)
 {
 	(void)arg;
 	for (int i = 0; i < 500; i++) {
-		metrics_instances_launched("ns", "busy", 1);
-		metrics_launch_request("ns", "busy", i % 2 ? 0 : SP_ECAPACITY, "ResourceInsufficient");
+		metrics_instances_launched(NULL, "ns", "busy", 1);
+		metrics_launch_request(NULL, "ns", "busy", i % 2 ? 0 : SP_ECAPACITY, "ResourceInsufficient");
 		metrics_cvm_observe(NULL, "DescribeInstances", "Success", 0.01);
-		metrics_reconcile_observe(0.01, i % 2);
+		metrics_reconcile_observe(NULL, 0.01, i % 2);
 		metrics_workqueue_retry(NULL);
 		if (i % 100 == 0) {
 			free(exposition_render());
-			metrics_pool_forget("ns", "churn");
+			metrics_pool_forget(NULL, "ns", "churn");
 		} else {
-			metrics_instance_reclaimed("ns", "churn");
+			metrics_instance_reclaimed(NULL, "ns", "churn");
 		}
 	}
 	return NULL;
@@ -1074,7 +1074,7 @@ static void test_serve_endpoints(void **state)
 	assert_int_equal(httpd_serve("127.0.0.1:0", &health, &s, &port, &err), 0);
 	assert_non_null(s);
 	assert_true(port > 0 && port < 65536);
-	metrics_pool_sizes("ns", "served", 1, 9, 7, 6);
+	metrics_pool_sizes(NULL, "ns", "served", 1, 9, 7, 6);
 
 	struct reply r = fetch("127.0.0.1", port, "GET", "/metrics");
 	assert_int_equal(r.status, 200);
