@@ -14,6 +14,21 @@
 #include <signal.h>
 
 
+/* What the controller reports (for metrics), with no lock held; any member may be NULL. */
+struct wq_hooks;
+struct ctl_hooks {
+	const struct wq_hooks *queue;         /* the work queue's (wq_new_with_hooks) */
+	const struct reconcile_hooks *pass;   /* each pass's (reconcile_options.hooks) */
+	cvm_observe_fn cvm_observe;           /* each CVM API call (cvm_config.observe) */
+	/* A pass over a pool took seconds; failed: it ended in an error (retried with backoff). */
+	void (*reconciled)(void *userdata, double seconds, bool failed);
+	/* The pool ns/name is gone from the cluster. */
+	void (*pool_gone)(void *userdata, const char *ns, const char *name);
+	/* The controller's sold-out memory, from ctl_new; NULL from ctl_free, before it is freed. */
+	void (*soldout)(void *userdata, struct soldout *s);
+	void *userdata;  /* of cvm_observe and the three above */
+};
+
 struct ctl_options {
 	struct kube_config *kube;
 	struct strv namespaces;       /* empty: all namespaces */
@@ -23,6 +38,7 @@ struct ctl_options {
 	/* The CVM API pacing: the controller owns one limiter (rate.h) that every cloud
 	 * client it makes (workers, inventory pollers) shares. */
 	struct rate_config rate;
+	const struct ctl_hooks *hooks; /* NULL: none; run.c binds metrics_ctl_hooks */
 	bool dry_run;                 /* never mutate the cloud */
 	bool nodes;                   /* watch Nodes (nodes.h): status node/ready, gone Nodes deleted */
 	/* The controller's home namespace (cfg_notices_namespace): SpotNotices there count

@@ -13,6 +13,16 @@
 #define KUBE_RESPONSE_MAX (64 * 1024 * 1024)
 #define KUBE_WATCH_EVENT_MAX (16 * 1024 * 1024)
 
+/* Reports each request's outcome (for metrics), on the requesting thread with no lock
+ * held: verb is the HTTP method or WATCH, resource a short fixed name ("spotpools",
+ * "spotpools/status", "events", "leases", "secrets", "discovery", "other"), status the
+ * HTTP status answered (also when the request failed afterwards), 0 when none came.  A
+ * watch is reported when it ends.  request NULL: nothing is reported. */
+struct kube_hooks {
+	void (*request)(void *userdata, const char *verb, const char *resource, long status);
+	void *userdata;
+};
+
 struct kube_config {
 	char *server;         /* https://host:port, no trailing slash */
 	char *namespace;      /* the context's (or service account's) namespace */
@@ -23,6 +33,8 @@ struct kube_config {
 	char *ca_file, *ca_data, *cert_file, *cert_data, *key_file, *key_data;
 	char *token_file;     /* re-read when it changes (projected SA tokens rotate) */
 	char *source;         /* "in-cluster" or the kubeconfig path, for messages */
+	/* Zero when loaded; whoever loaded it may set it before the first client is made. */
+	struct kube_hooks hooks;
 
 	pthread_mutex_t token_lock;
 	char *token;

@@ -1,4 +1,6 @@
-/* metrics: Prometheus text metrics and /metrics, /healthz, /readyz over libmicrohttpd.
+/* metrics: the Prometheus registry: what domain events update (pool sizes, launches,
+ * terminations, cloud and apiserver calls, reconciles, the work queue), rendered by the
+ * exposition (exposition.h) and served by httpd (httpd.h).
  *
  * One process-wide registry behind one mutex: every function here may be called from
  * any thread, and no initialisation is needed.  Names follow the Prometheus naming
@@ -11,6 +13,7 @@
 #ifndef SPOTPOOL_METRICS_H
 #define SPOTPOOL_METRICS_H
 
+#include "pass.h"
 #include "spotpool.h"
 
 /* Distinct values kept per open-ended label (cvm action, cvm code, launch failure
@@ -21,53 +24,44 @@
 /* Pools tracked at once; updates for further pools are dropped (and logged once) until
  * metrics_pool_forget() makes room. */
 #define METRICS_POOLS_MAX 10000
-/* metrics_render() gives up (NULL, HTTP 500) rather than build a larger page. */
-#define METRICS_RENDER_MAX (32 * 1024 * 1024)
-/* Connections to /metrics, /healthz and /readyz. The listener is reachable from every
- * pod, and slow clients must not starve the kubelet's probes: one client address holds
- * at most METRICS_PER_IP_CONNECTION_LIMIT connections (further ones are refused at
- * once), far below the total, so it takes METRICS_CONNECTION_LIMIT / 8 = 32 addresses
- * to fill the server. The timeout is of inactivity (libmicrohttpd restarts it on every
- * byte), short so that idle sockets go quickly. A scrape or probe is one short request:
- * 8 connections per address is ample for Prometheus and the kubelet. */
-#define METRICS_CONNECTION_LIMIT 256
-#define METRICS_PER_IP_CONNECTION_LIMIT 8
-#define METRICS_CONNECTION_TIMEOUT_S 5
 
-/* Per pool.  ns and pool are the Spotpool's namespace and name (labels namespace, pool). */
+/* The functions that count have the signatures of the hooks they are bound to, so the
+ * domain modules include no metrics header: userdata (ignored) comes first, and the
+ * wiring (run.c) hands the tables below to the modules. */
+
+/* Per pool: what a pass reports (struct reconcile_hooks, metrics_reconcile_hooks, which
+ * metrics_ctl_hooks.pass points to).  ns and pool are the Spotpool's namespace and name
+ * (labels namespace, pool). */
+struct reconcile_hooks;
+extern const struct reconcile_hooks metrics_reconcile_hooks;
 
 /* spotpool_pool_{minimum,maximum,desired,current}: the spec's bounds, the size the pool
  * is driven to, and its live instances as last observed. */
-void metrics_pool_sizes(const char *ns, const char *pool, int minimum, int maximum, int desired,
-			int current);
+void metrics_pool_sizes(void *userdata, const char *ns, const char *pool, int minimum, int maximum,
+			int desired, int current);
 /* One RunInstances call for the pool ended with code (0 or an SP_E* class):
  * spotpool_launch_requests_total{outcome} counts it, outcome being success, capacity,
  * auth, config, throttled, transient or unknown.  A failure is also counted in
  * spotpool_launch_failures_total{reason}: reason is the Tencent Error.Code (err.reason)
  * when not NULL or empty, else the outcome. */
-void metrics_launch_request(const char *ns, const char *pool, int code, const char *reason);
+void metrics_launch_request(void *userdata, const char *ns, const char *pool, int code, const char *reason);
 /* n (> 0; anything else is ignored, counters never go down) instances launched:
  * spotpool_instances_launched_total. */
-void metrics_instances_launched(const char *ns, const char *pool, int n);
-enum metrics_termination {
-	METRICS_TERMINATED_SCALE_DOWN,  /* reason="scale_down": above the desired size */
-	METRICS_TERMINATED_CLEANUP,     /* reason="cleanup": dead or broken instances */
-	METRICS_TERMINATED_DELETION,    /* reason="deletion": the pool is being deleted */
-	METRICS_TERMINATED_NOTICE,      /* reason="notice": its reclaim was announced */
-};
-/* n (> 0) instances terminated by spotpool: spotpool_instances_terminated_total{reason}. */
-void metrics_instances_terminated(const char *ns, const char *pool, enum metrics_termination reason, int n);
+void metrics_instances_launched(void *userdata, const char *ns, const char *pool, int n);
+/* n (> 0) instances terminated by spotpool for the pass's reason why:
+ * spotpool_instances_terminated_total{reason}, reason being scale_down (above the desired
+ * size), cleanup (dead or broken instances, and PASS_WHY_NONE), deletion (the pool is
+ * being deleted) or notice (its reclaim was announced).  Other values are ignored. */
+void metrics_instances_terminated(void *userdata, const char *ns, const char *pool, enum pass_why why, int n);
 /* One instance disappeared without spotpool terminating it (spot reclaim, or someone
  * else): spotpool_instances_reclaimed_total. */
-void metrics_instance_reclaimed(const char *ns, const char *pool);
+void metrics_instance_reclaimed(void *userdata, const char *ns, const char *pool);
 /* An instance's Node became Ready this long after its launch (observed once per instance:
  * status nodeReadySeconds). */
-void metrics_node_ready(double seconds);
+void metrics_node_ready(void *userdata, double seconds);
 /* Pods evicted by drains, and evictions refused for now (a PodDisruptionBudget, a
  * conflict): spotpool_evictions_total{result="evicted"|"refused"}. */
-void metrics_evictions(size_t evicted, size_t refused);
-/* The pool was deleted: drops every one of its series. */
-void metrics_pool_forget(const char *ns, const char *pool);
+void metrics_evictions(void *userdata, size_t evicted, size_t refused);
 /* spotpool_pool_below_minimum_seconds_total{namespace,pool} accumulates, from successive
  * metrics_pool_sizes calls, the time from a call that saw current < minimum to the next
  * call (at most this many seconds per interval, so that a long gap, a standby spell for
@@ -82,11 +76,24 @@ void metrics_set_clock(int64_t (*now_ms)(void));
  * sold_out (cvm_code_is_sold_out(reason)), capacity (other capacity answers: quotas),
  * auth, config, throttled, transient or unknown (all eight exported per offering).  zone
  * and instance_type are open-ended labels (capped like cvm codes); NULL or empty is
- * "unknown".  spotpool_offerings_unavailable is read at each scrape from the sold-out
- * memory given to metrics_set_soldout (the controller's; NULL: none, 0). */
-void metrics_offering_launch(const char *zone, const char *instance_type, int code, const char *reason);
+ * "unknown".  A pass reports it (metrics_reconcile_hooks). */
+void metrics_offering_launch(void *userdata, const char *zone, const char *instance_type, int code,
+			     const char *reason);
+
+/* The controller (struct ctl_hooks): run.c gives metrics_ctl_hooks to ctl_new
+ * (ctl_options.hooks); it binds metrics_wq_hooks, metrics_reconcile_hooks and
+ * metrics_cvm_observe below and these three. */
+struct ctl_hooks;
+extern const struct ctl_hooks metrics_ctl_hooks;
+/* Counts one reconcile: spotpool_reconciles_total, spotpool_reconcile_duration_seconds and,
+ * when failed, spotpool_reconcile_errors_total. */
+void metrics_reconcile_observe(void *userdata, double seconds, bool failed);
+/* The pool was deleted: drops every one of its series. */
+void metrics_pool_forget(void *userdata, const char *ns, const char *pool);
+/* spotpool_offerings_unavailable is read at each scrape from the sold-out memory s (the
+ * controller's; NULL: none, 0). */
 struct soldout;
-void metrics_set_soldout(struct soldout *s);
+void metrics_set_soldout(void *userdata, struct soldout *s);
 
 /* Counts one CVM API call in spotpool_cvm_requests_total{action,code} and its duration in
  * spotpool_cvm_request_duration_seconds{action}.  Same signature as cvm_observe_fn so it
@@ -109,18 +116,16 @@ void metrics_cvm_rate(void *userdata, const char *action, double per_second);
  * through the open-ended label cap; status is the HTTP status the apiserver answered (code
  * "200", ...; also when the request failed afterwards, e.g. a reply too large), 0 when no
  * answer came (code "error"), and anything outside 100..599 is "other".  A watch is
- * counted when it ends. */
-void metrics_kube_request(const char *verb, const char *resource, long status);
-/* Counts one reconcile: spotpool_reconciles_total, spotpool_reconcile_duration_seconds and,
- * when failed, spotpool_reconcile_errors_total. */
-void metrics_reconcile_observe(double seconds, bool failed);
-/* spotpool_leader: true when this process leads or leader election is off. */
+ * counted when it ends.  run.c sets metrics_kube_hooks in the daemon's kube_config. */
+struct kube_hooks;
+extern const struct kube_hooks metrics_kube_hooks;
+void metrics_kube_request(void *userdata, const char *verb, const char *resource, long status);
+/* spotpool_leader: true when this process leads or leader election is off (run.c). */
 void metrics_set_leader(bool leading);
 
 /* The controller's work queue (one per process): spotpool_workqueue_depth,
  * spotpool_workqueue_queue_duration_seconds, spotpool_workqueue_work_duration_seconds and
- * spotpool_workqueue_retries_total, fed by the queue's hooks:
- *   c->queue = wq_new_with_hooks(&metrics_wq_hooks);
+ * spotpool_workqueue_retries_total, fed by the queue's hooks (metrics_ctl_hooks.queue).
  * The functions have the hooks' signatures (see struct wq_hooks); userdata is ignored. */
 struct wq_hooks;
 extern const struct wq_hooks metrics_wq_hooks;
@@ -129,36 +134,115 @@ void metrics_workqueue_queue_latency(void *userdata, double seconds);
 void metrics_workqueue_work_duration(void *userdata, double seconds);
 void metrics_workqueue_retry(void *userdata);
 
-/* The whole registry in Prometheus text exposition format 0.0.4; caller frees.  NULL only
- * when the page would exceed METRICS_RENDER_MAX. */
-char *metrics_render(void);
 /* Drops every series and frees the registry's memory (tests, shutdown). */
 void metrics_reset(void);
 
-/* Probes for the health endpoints; called on the HTTP server's thread, so they must be
- * thread-safe and quick.  A NULL probe always answers healthy. */
-struct metrics_health {
-	bool (*alive)(void *userdata);  /* /healthz: the main loop is alive */
-	bool (*ready)(void *userdata);  /* /readyz: synced, and leading or standing by healthily */
-	void *userdata;                 /* borrowed until metrics_server_stop() */
+/* The registry's state, for the exposition alone: it reads it between metrics_lock()
+ * and metrics_unlock() and writes nothing.  Label sets are escaped once, when a series
+ * is created, so rendering only copies them. */
+
+/* Histogram bucket upper bounds, in seconds: of API calls and reconciles; of the work
+ * queue's waits and work; of launch -> Node Ready. */
+struct metrics_buckets {
+	const double *le;
+	size_t n;
+};
+#define METRICS_BUCKETS_MAX 12
+extern const struct metrics_buckets metrics_request_buckets, metrics_queue_buckets, metrics_node_ready_buckets;
+
+struct metrics_histogram {
+	uint64_t counts[METRICS_BUCKETS_MAX + 1];  /* per bucket, not cumulative; [n] is +Inf */
+	double sum;
 };
 
-struct metrics_server;
+/* One series of a labelled family, a counter or a histogram. */
+struct metrics_series {
+	char *a, *b;   /* the label values that tell it from its siblings; b may be NULL */
+	char *labels;  /* the whole label set */
+	uint64_t n;
+	double value;  /* a gauge's value, or a counter of seconds */
+	struct metrics_histogram h;
+};
 
-/* Checks a listen address as metrics_serve() parses it (IPV4:PORT or [IPV6]:PORT, port
- * 0-65535, no host names) without binding: SP_EINVAL and a message naming it. */
-int metrics_listen_address_check(const char *listen_address, struct sp_error *err);
-/* Binds listen_address as metrics_serve() would and closes the socket at once: SP_EIO
- * and the reason ("Address already in use") when it cannot be listened on now. */
-int metrics_listen_try(const char *listen_address, struct sp_error *err);
+struct metrics_series_vec {
+	struct metrics_series *v;
+	size_t n, cap;
+};
 
-/* Serves GET/HEAD /metrics, /healthz and /readyz on listen_address, "HOST:PORT" with an
- * IPv4 literal or "[IPv6]:PORT"; port 0 picks a free one.  Binds to that address only.
- * *ret_port receives the bound port.  SP_EINVAL for a malformed address, SP_EIO when it
- * cannot be bound or the server cannot start; both messages name the address. */
-int metrics_serve(const char *listen_address, const struct metrics_health *health,
-		  struct metrics_server **ret, int *ret_port, struct sp_error *err);
-/* Stops serving (waits for in-flight requests) and frees s; NULL is fine. */
-void metrics_server_stop(struct metrics_server *s);
+enum { METRICS_GAUGE_MINIMUM, METRICS_GAUGE_MAXIMUM, METRICS_GAUGE_DESIRED, METRICS_GAUGE_CURRENT, METRICS_N_GAUGES };
+/* A RunInstances call's outcome, named by metrics_outcome_names; offerings also count
+ * METRICS_OUTCOME_SOLD_OUT. */
+enum {
+	METRICS_OUTCOME_SUCCESS, METRICS_OUTCOME_CAPACITY, METRICS_OUTCOME_AUTH, METRICS_OUTCOME_CONFIG,
+	METRICS_OUTCOME_THROTTLED, METRICS_OUTCOME_TRANSIENT, METRICS_OUTCOME_UNKNOWN, METRICS_N_OUTCOMES
+};
+#define METRICS_OUTCOME_SOLD_OUT METRICS_N_OUTCOMES
+#define METRICS_N_OFFERING_OUTCOMES (METRICS_N_OUTCOMES + 1)
+extern const char *const metrics_outcome_names[METRICS_N_OUTCOMES];
+/* spotpool_instances_terminated_total's reasons: scale_down, cleanup, deletion, notice. */
+enum {
+	METRICS_TERMINATED_SCALE_DOWN, METRICS_TERMINATED_CLEANUP, METRICS_TERMINATED_DELETION,
+	METRICS_TERMINATED_NOTICE, METRICS_N_TERMINATIONS
+};
+/* Plain counters of a pool: METRICS_COUNT_TERMINATED + t counts terminations for reason t. */
+enum {
+	METRICS_COUNT_LAUNCHED, METRICS_COUNT_RECLAIMED, METRICS_COUNT_TERMINATED,
+	METRICS_N_COUNTS = METRICS_COUNT_TERMINATED + METRICS_N_TERMINATIONS
+};
+/* GET, POST, PUT, PATCH, DELETE, WATCH and other. */
+#define METRICS_N_KUBE_VERBS 7
+
+struct metrics_pool {
+	char *ns, *pool;
+	char *labels;  /* namespace="...",pool="..." */
+	bool has[METRICS_N_GAUGES];
+	int gauges[METRICS_N_GAUGES];
+	/* spotpool_pool_below_minimum_seconds_total: the time between two metrics_pool_sizes
+	 * calls counts when the first saw the pool below its minimum. */
+	double below_seconds;
+	bool below;
+	int64_t sizes_at;  /* the clock's ms at the last metrics_pool_sizes */
+	uint64_t requests[METRICS_N_OUTCOMES];
+	uint64_t counts[METRICS_N_COUNTS];
+	struct metrics_series_vec failures;  /* by reason */
+};
+
+struct metrics_offering {
+	char *zone, *type;
+	char *labels;  /* zone="...",instance_type="..." */
+	uint64_t n[METRICS_N_OFFERING_OUTCOMES];  /* by outcome (METRICS_OUTCOME_*) */
+};
+
+struct metrics_registry {
+	struct metrics_offering *offerings;
+	size_t n_offerings, cap_offerings;
+	struct strv offering_zones, offering_types;  /* label values admitted so far */
+	struct metrics_pool *pools;  /* sorted by namespace and name: the exposition order */
+	size_t n_pools, cap_pools;
+	bool pools_full_logged;
+	struct metrics_series_vec cvm_requests;   /* by action, code */
+	struct metrics_series_vec cvm_durations;  /* by action */
+	struct metrics_series_vec cvm_rate_waits; /* by action: seconds waited for the rate limit */
+	struct metrics_series_vec cvm_rates;      /* by action: calls per second it paces at */
+	struct strv actions, codes, reasons;  /* open-ended label values admitted so far */
+	struct metrics_series_vec kube_requests[METRICS_N_KUBE_VERBS];  /* by verb (index), resource, code */
+	struct strv kube_resources;
+	struct metrics_histogram reconcile;
+	uint64_t reconciles, reconcile_errors;
+	struct metrics_histogram node_ready;
+	uint64_t evicted, eviction_refused;
+	bool leader;
+	size_t wq_depth;
+	struct metrics_histogram wq_queue, wq_work;
+	uint64_t wq_retries;
+};
+
+/* Takes the registry's lock and lends its state until metrics_unlock(). */
+const struct metrics_registry *metrics_lock(void);
+void metrics_unlock(void);
+/* spotpool_offerings_unavailable: offerings the sold-out memory given to
+ * metrics_set_soldout holds now (0 without one); takes that memory's lock, so it is
+ * called before metrics_lock(), never under it. */
+size_t metrics_offerings_unavailable(void);
 
 #endif

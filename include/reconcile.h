@@ -11,6 +11,7 @@
 #include "inv.h"
 #include "kube.h"
 #include "node.h"
+#include "pass.h"
 #include "soldout.h"
 
 #include <stdatomic.h>
@@ -18,12 +19,36 @@
 /* How long a pass waits for an inventory listing newer than its pool's last change. */
 #define RECONCILE_READ_TIMEOUT_MS 15000
 
+/* What a pass reports (for metrics), on its worker's thread with no lock held; any
+ * member may be NULL.  ns and pool name the pool; code is a call's outcome (0 or an SP_E*
+ * class) and reason the cloud's Error.Code (NULL or "" when none). */
+struct reconcile_hooks {
+	/* Its sizes as this pass planned them: the spec's bounds, the target, live instances. */
+	void (*pool_sizes)(void *userdata, const char *ns, const char *pool, int minimum, int maximum,
+			   int desired, int current);
+	/* One RunInstances call: for the pool, and on the offering (zone, instance_type). */
+	void (*launch_request)(void *userdata, const char *ns, const char *pool, int code, const char *reason);
+	void (*offering_launch)(void *userdata, const char *zone, const char *instance_type, int code,
+				const char *reason);
+	/* n instances launched; n terminated by spotpool, for why. */
+	void (*instances_launched)(void *userdata, const char *ns, const char *pool, int n);
+	void (*instances_terminated)(void *userdata, const char *ns, const char *pool, enum pass_why why, int n);
+	/* One instance gone or dead without spotpool terminating it. */
+	void (*instance_reclaimed)(void *userdata, const char *ns, const char *pool);
+	/* An instance's Node became Ready this long after its launch (once per instance). */
+	void (*node_ready)(void *userdata, double seconds);
+	/* A drain's pods evicted, and evictions refused for now (PDB, conflict). */
+	void (*evictions)(void *userdata, size_t evicted, size_t refused);
+	void *userdata;
+};
+
 struct reconcile_options {
 	bool dry_run;                      /* never mutate the cloud */
 	const struct creds *default_creds; /* for pools that name none; may be empty */
 	const char *identity;              /* this process, for events */
 	int launch_grace_seconds;          /* plan.h; <= 0: the default */
 	const char *cluster_name;          /* the cluster tag of this process's launches */
+	const struct reconcile_hooks *hooks; /* NULL: none */
 };
 
 /* The Node cache as a pass reads it (a port): find behaves as nodes_find (nodes.h) for

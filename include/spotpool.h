@@ -38,7 +38,9 @@
  *   doom_ (a claimed reclaim deadline bounded on the controller's clock; pure),
  *   claims_ (which pool asked for which instances, for the caches above),
  *   wq_ (work queue), ctl_ (controller), lease_ (leader election), cfg_ (daemon
- *   config), metrics_ (Prometheus and health endpoints), stop_ (a stop request that
+ *   config), metrics_ (the Prometheus registry: what domain events update),
+ *   exposition_ (the registry as the Prometheus text page), httpd_ (the HTTP server of
+ *   /metrics and the health probes), stop_ (a stop request that
  *   wakes every waiting thread at once), agent_ (the spot notice agent: reclaim notices
  *   from the instance metadata to a Node condition or a SpotNotice).
  */

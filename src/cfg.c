@@ -1,8 +1,8 @@
 /* cfg: table-driven configuration keys. */
 #include "cfg.h"
 #include "buf.h"
+#include "httpd.h"
 #include "manifest.h"
-#include "metrics.h"
 #include "plan.h"
 #include "soldout.h"
 #include "pool.h"
@@ -170,7 +170,7 @@ static int check_string(const struct cfg_key *k, const char *value, const char *
 			       "(it is an instance tag value), got \"%.80s\"", source, POOL_CLUSTER_NAME_MAX, value);
 	if (strcmp(key, "listenAddress") == 0) {
 		struct sp_error e = {0};
-		if (metrics_listen_address_check(value, &e) < 0)
+		if (httpd_listen_address_check(value, &e) < 0)
 			return sp_fail(err, SP_EINVAL, "%s: listenAddress: %s", source, e.msg);
 	}
 	if (strcmp(key, "cvmEndpoint") == 0 && strncmp(value, "http://", 7) != 0 &&

@@ -5,7 +5,6 @@
 #include "informer.h"
 #include "inv.h"
 #include "log.h"
-#include "metrics.h"
 #include "nodes.h"
 #include "notices.h"
 #include "pool.h"
@@ -49,6 +48,7 @@ struct ctl {
 	const struct sp_clock *clock;
 	struct inv_api inv_port;  /* opt.inv, or the inventory's own from ctl_start */
 	struct reconcile_options ropt;
+	struct ctl_hooks hooks;   /* opt.hooks, or none */
 	struct wq *queue;
 	struct informer *informer;
 	struct nodes *nodes;      /* NULL: node features off */
@@ -84,7 +84,8 @@ static void on_deleted(void *ud, const char *key)
 	char *slash = strchr(copy, '/');
 	if (slash) {
 		*slash = '\0';
-		metrics_pool_forget(copy, slash + 1);
+		if (c->hooks.pool_gone)
+			c->hooks.pool_gone(c->hooks.userdata, copy, slash + 1);
 		log_forget_owner(copy, slash + 1);
 		char *owner = pool_owner_tag(copy, slash + 1);
 		answers_forget(c->answers, owner);
@@ -216,6 +217,8 @@ struct ctl *ctl_new(const struct ctl_options *opt)
 {
 	struct ctl *c = xcalloc(1, sizeof(*c));
 	c->opt = *opt;
+	if (opt->hooks)
+		c->hooks = *opt->hooks;
 	c->clock = opt->clock ? opt->clock : &sp_clock_system;
 	if (opt->inv)
 		c->inv_port = *opt->inv;
@@ -224,12 +227,14 @@ struct ctl *ctl_new(const struct ctl_options *opt)
 	c->ropt = (struct reconcile_options){
 		.dry_run = opt->dry_run, .default_creds = opt->default_creds, .identity = opt->identity,
 		.launch_grace_seconds = opt->launch_grace_seconds, .cluster_name = opt->cluster_name,
+		.hooks = c->hooks.pass,
 	};
-	c->queue = wq_new_with_hooks(&metrics_wq_hooks);
+	c->queue = wq_new_with_hooks(c->hooks.queue);
 	c->answers = answers_new(ANSWERS_MAX);
 	c->rate = rate_new(&opt->rate);
 	c->soldout = soldout_new(opt->sold_out_ttl_ms);
-	metrics_set_soldout(c->soldout);
+	if (c->hooks.soldout)
+		c->hooks.soldout(c->hooks.userdata, c->soldout);
 	atomic_store(&c->active_until_ms, INT64_MAX);
 	struct informer_config icfg = {.api_new = informer_api_new, .api_free = informer_api_free,
 				       .clock = c->clock, .namespaces = &c->opt.namespaces,
@@ -268,7 +273,8 @@ int ctl_work(struct ctl *c, struct reconciler *rc)
 		cJSON_Delete(res.obj);
 		free(from_rv);
 	}
-	metrics_reconcile_observe((double)(mono_ms(c) - started) / 1000.0, res.error < 0);
+	if (c->hooks.reconciled)
+		c->hooks.reconciled(c->hooks.userdata, (double)(mono_ms(c) - started) / 1000.0, res.error < 0);
 	if (res.error < 0) {
 		int64_t delay = wq_backoff(c->queue, key);
 		log_debug("%s: retrying in %lld ms", key, (long long)delay);
@@ -301,8 +307,8 @@ int ctl_start(struct ctl *c, struct sp_error *err)
 	c->opt.workers = workers;
 	c->workers = xcalloc((size_t)workers, sizeof(*c->workers));
 	char *ua = xasprintf("spotpool/%s (%s)", SPOTPOOL_VERSION, c->opt.identity ? c->opt.identity : "controller");
-	struct cvm_config cvm_cfg = {.endpoint = c->opt.cvm_endpoint, .observe = metrics_cvm_observe,
-				     .user_agent = ua, .rate = c->rate};
+	struct cvm_config cvm_cfg = {.endpoint = c->opt.cvm_endpoint, .observe = c->hooks.cvm_observe,
+				     .observe_userdata = c->hooks.userdata, .user_agent = ua, .rate = c->rate};
 	struct inv_config inv_cfg = {.cvm = cvm_cfg, .changed = on_instances_changed, .userdata = c,
 				     .retire_after_ms = ctl_poller_retire_ms(c->opt.resync_seconds),
 				     .follow_calls_per_minute = c->opt.follow_calls_per_minute};
@@ -377,7 +383,8 @@ void ctl_free(struct ctl *c)
 	wq_free(c->queue);
 	answers_free(c->answers);
 	rate_free(c->rate);  /* after the workers and pollers that borrowed it */
-	metrics_set_soldout(NULL);
+	if (c->hooks.soldout)
+		c->hooks.soldout(c->hooks.userdata, NULL);
 	soldout_free(c->soldout);
 	free(c);
 }

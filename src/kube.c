@@ -2,7 +2,6 @@
 #include "kube.h"
 #include "log.h"
 #include "manifest.h"
-#include "metrics.h"
 
 #include <curl/curl.h>
 #include <errno.h>
@@ -344,6 +343,12 @@ static bool throttle_sleep(long ms)
 	return !http_abort_wait_until_ms(sp_mono_ms() + ms);
 }
 
+static void report(const struct kube_client *c, const char *verb, const char *resource, long status)
+{
+	if (c->cfg->hooks.request)
+		c->cfg->hooks.request(c->cfg->hooks.userdata, verb, resource, status);
+}
+
 int kube_request(struct kube_client *c, const char *method, const char *path,
 		 const char *content_type, const cJSON *body, cJSON **ret, struct sp_error *err)
 {
@@ -373,7 +378,7 @@ int kube_request(struct kube_client *c, const char *method, const char *path,
 		}
 		req.timeout_ms = left < c->timeout_ms ? (long)left : c->timeout_ms;
 		r = http_do(c->http, &req, &resp, err);
-		metrics_kube_request(method, resource, resp.status);
+		report(c, method, resource, resp.status);
 		long wait_ms = resp.retry_after * 1000L;
 		/* The waits stay within the request timeout: the lease's client has half a renew
 		 * deadline, and sleeping past it would cost the leadership. */
@@ -506,7 +511,7 @@ int kube_watch(struct kube_client *c, const char *path, long timeout_ms, kube_ev
 	};
 	struct http_response resp;
 	int r = http_do(c->http, &req, &resp, err);
-	metrics_kube_request("WATCH", resource_of(path), resp.status);
+	report(c, "WATCH", resource_of(path), resp.status);
 	sp_secure_free(auth);
 	if (w.stopped)
 		r = 0;

@@ -14,7 +14,6 @@
  *    leadership (the renew deadline, or a step-down): none starts or outlasts it. */
 #include "reconcile.h"
 #include "log.h"
-#include "metrics.h"
 #include "evict.h"
 #include "nodes.h"
 #include "offer.h"
@@ -26,6 +25,14 @@
 #include <stdarg.h>
 #include <stdio.h>
 #include <string.h>
+
+/* Reports event to the pass's hooks (reconcile_options.hooks), if it has them. */
+#define REPORT(p, event, ...)                                                          \
+	do {                                                                           \
+		const struct reconcile_hooks *h_ = (p)->r->opt->hooks;                 \
+		if (h_ && h_->event)                                                   \
+			h_->event(h_->userdata, __VA_ARGS__);                          \
+	} while (0)
 
 /* Everything one pass knows about its pool: what it observed, and what its actions
  * changed (the object as last written, the ledger, the instances terminated). */
@@ -239,7 +246,7 @@ static int write_status(struct pass *p, const cJSON *status, struct sp_error *er
 	int r = apply_patch(p, path, patch, err);
 	free(path);
 	for (size_t i = 0; r == 0 && i < n_ready; i++)
-		metrics_node_ready((double)ready[i]);
+		REPORT(p, node_ready, (double)ready[i]);
 	return r;
 }
 
@@ -502,7 +509,7 @@ static int do_reclaimed(struct pass *p, const struct pass_action *a, struct sp_e
 {
 	(void)err;
 	for (size_t i = 0; i < a->ids.n; i++) {
-		metrics_instance_reclaimed(p->ns, p->name);
+		REPORT(p, instance_reclaimed, p->ns, p->name);
 		emit_event(p, "Warning", "InstanceReclaimed",
 			   "instance %s is gone or dead without spotpool terminating it (spot reclaim, "
 			   "failure, or terminated outside spotpool)", a->ids.v[i]);
@@ -544,8 +551,8 @@ static int do_launch(struct pass *p, const struct pass_action *a, struct sp_erro
 	int64_t started = now_ms(p);
 	p->holding_probe = false;  /* from here the probe's outcome is the launch's */
 	int r = run_instances(p, a, false, &ids, err);
-	metrics_launch_request(p->ns, p->name, r, err->reason);
-	metrics_offering_launch(a->zone, a->instance_type, r, err->reason);
+	REPORT(p, launch_request, p->ns, p->name, r, err->reason);
+	REPORT(p, offering_launch, a->zone, a->instance_type, r, err->reason);
 	if (r < 0) {
 		strv_clear(&ids);
 		return r;
@@ -560,7 +567,7 @@ static int do_launch(struct pass *p, const struct pass_action *a, struct sp_erro
 	 * starts again. */
 	if (!a->fresh)
 		p->ledger.started = now_s(p);
-	metrics_instances_launched(p->ns, p->name, (int)ids.n);
+	REPORT(p, instances_launched, p->ns, p->name, (int)ids.n);
 	struct log_fields f = {.ns = p->ns, .pool = p->name, .action = "RunInstances",
 			       .duration_ms = (long)(now_ms(p) - started), .has_duration = true};
 	log_fields_msg(LOG_LVL_INFO, &f, "%s/%s: launch %s answered %zu instance(s)", p->ns, p->name,
@@ -620,11 +627,6 @@ static void return_held_probe(struct pass *p)
 
 static int do_terminate(struct pass *p, const struct pass_action *a, struct sp_error *err)
 {
-	static const enum metrics_termination metric[] = {
-		[PASS_WHY_NONE] = METRICS_TERMINATED_CLEANUP, [PASS_WHY_SCALE_DOWN] = METRICS_TERMINATED_SCALE_DOWN,
-		[PASS_WHY_CLEANUP] = METRICS_TERMINATED_CLEANUP, [PASS_WHY_DELETION] = METRICS_TERMINATED_DELETION,
-		[PASS_WHY_NOTICE] = METRICS_TERMINATED_NOTICE,
-	};
 	static const char *const what[] = {
 		[PASS_WHY_NONE] = "", [PASS_WHY_SCALE_DOWN] = "scale down", [PASS_WHY_CLEANUP] = "dead instances",
 		[PASS_WHY_NOTICE] = "reclaim notice",
@@ -651,7 +653,7 @@ static int do_terminate(struct pass *p, const struct pass_action *a, struct sp_e
 		snprintf(joined + strlen(joined), sizeof(joined) - strlen(joined), "%s%s", i ? ", " : "",
 			 a->ids.v[i]);
 	}
-	metrics_instances_terminated(p->ns, p->name, metric[a->why], (int)a->ids.n);
+	REPORT(p, instances_terminated, p->ns, p->name, a->why, (int)a->ids.n);
 	emit_event(p, "Normal", "Terminated", "terminated %zu instance(s) (%s): %s", a->ids.n, what[a->why], joined);
 	return 0;
 }
@@ -755,7 +757,7 @@ static int do_evict(struct pass *p, const struct pass_action *a, struct sp_error
 			return r;
 		}
 	}
-	metrics_evictions(evicted, refused);
+	REPORT(p, evictions, evicted, refused);
 	pool_log(p, LOG_LVL_INFO, "evict", NULL, "evicted %zu pod(s), %zu refused for now", evicted, refused);
 	return 0;
 }
@@ -898,8 +900,8 @@ static void execute(struct pass *p)
 		if (first && acts.live >= 0) {
 			p->res->live = acts.live;
 			if (!p->deleting)
-				metrics_pool_sizes(p->ns, p->name, p->spec->minimum, p->spec->maximum, acts.target,
-						   acts.live);
+				REPORT(p, pool_sizes, p->ns, p->name, p->spec->minimum, p->spec->maximum, acts.target,
+				       acts.live);
 		}
 		p->degraded_reason = acts.degraded_reason;
 		snprintf(p->degraded_message, sizeof(p->degraded_message), "%s", acts.degraded_message);

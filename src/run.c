@@ -5,6 +5,7 @@
 #include "creds.h"
 #include "ctl.h"
 #include "http.h"
+#include "httpd.h"
 #include "kube.h"
 #include "lease.h"
 #include "log.h"
@@ -474,15 +475,15 @@ static int serve(struct daemon *d, struct kube_config *kube, struct creds *defau
 		.launch_grace_seconds = cfg->launch_grace_seconds, .cluster_name = d->cluster_name,
 		.workers = cfg->workers, .cvm_endpoint = cli_cvm_endpoint(cfg->cvm_endpoint),
 		.dry_run = cfg->dry_run, .nodes = !cfg->nodes_disabled, .home_namespace = cfg_notices_namespace(cfg, kube),
-		.default_creds = defaults, .identity = identity,
+		.default_creds = defaults, .identity = identity, .hooks = &metrics_ctl_hooks,
 		.rate = {.describe_per_second = cfg->rate_describe_per_second, .run_per_second = cfg->rate_run_per_second,
 			 .terminate_per_second = cfg->rate_terminate_per_second, .hooks = &metrics_rate_hooks},
 		.sold_out_ttl_ms = (int64_t)cfg->sold_out_seconds * 1000,
 		.follow_calls_per_minute = cfg->rate_follow_per_minute > 0 ? cfg->rate_follow_per_minute : -1,
 	};
 	struct sp_error err = {0};
-	struct metrics_server *metrics = NULL;
-	struct metrics_health health = {.alive = daemon_alive, .ready = daemon_ready, .userdata = d};
+	struct httpd *metrics = NULL;
+	struct httpd_health health = {.alive = daemon_alive, .ready = daemon_ready, .userdata = d};
 	d->ctl = ctl_new(&opt);
 	atomic_store(&d->heartbeat_ms, sp_mono_ms());
 	int port = 0, rc = CLI_OK;
@@ -495,7 +496,7 @@ static int serve(struct daemon *d, struct kube_config *kube, struct creds *defau
 		goto out;
 	}
 	/* An address that cannot be listened on is the configuration's (listenAddress). */
-	if (*cfg->listen_address && metrics_serve(cfg->listen_address, &health, &metrics, &port, &err) < 0) {
+	if (*cfg->listen_address && httpd_serve(cfg->listen_address, &health, &metrics, &port, &err) < 0) {
 		log_error("%s", err.msg);
 		rc = CLI_EINPUT;
 		goto out;
@@ -535,7 +536,7 @@ out:
 	ctl_stop(d->ctl);
 	lease_stop(d->lease);
 	kube_client_free(d->lease_kube);
-	metrics_server_stop(metrics);
+	httpd_stop(metrics);
 	ctl_free(d->ctl);
 	metrics_reset();
 	return rc;
@@ -590,7 +591,7 @@ static int check_config(const struct cfg *cfg, struct kube_config *kube, const s
 	/* run exits 1 when it cannot listen; a daemon already running holds the port,
 	 * so here that is a warning, not a failure. */
 	struct sp_error listen_err = {0};
-	if (*cfg->listen_address && metrics_listen_try(cfg->listen_address, &listen_err) < 0)
+	if (*cfg->listen_address && httpd_listen_try(cfg->listen_address, &listen_err) < 0)
 		strv_push(&warnings, listen_err.msg);
 	cfg_print(cfg, stdout);
 	printf("# cluster: %s (from %s)\n# cluster connection: %s\n# default credentials: %s%s%s%s%s\n",
@@ -647,6 +648,7 @@ int cli_run(int argc, char **argv)
 		memory_policy();
 		char *identity = make_identity();
 		d.kube = kube;
+		kube->hooks = metrics_kube_hooks;  /* before the first request (get_identity) */
 		rc = get_identity(&d) ? serve(&d, kube, &defaults, identity) : CLI_ECLOUD;
 		free(identity);
 		stop_destroy(&daemon_stop);  /* a signal from now on only sets its flag */

@@ -130,6 +130,7 @@ check "CVM latency histogram has observations" test "$(metric 'spotpool_cvm_requ
 check "reconcile duration histogram has observations" test "$(metric spotpool_reconcile_duration_seconds_count)" -ge 1
 check "leader gauge 1 without leader election" test "$(metric spotpool_leader)" = 1
 check "work queue latency histogram has observations" test "$(metric spotpool_workqueue_queue_duration_seconds_count)" -ge 1
+check "apiserver requests counted (status patches)" test "$(metric 'spotpool_kube_requests_total{verb="PATCH",resource="spotpools/status",code="200"}')" -ge 1
 
 victim=$(sp_field m1 '.status.instances[0].instanceId')
 emu_post reclaim "{\"instanceIds\":[\"$victim\"]}" >/dev/null

@@ -387,6 +387,73 @@ static void test_launch(void **state)
 	world_free(&w);
 }
 
+/* What a pass reports through reconcile_options.hooks (metrics binds them), as text. */
+static char reported[512];
+
+static void report(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+static void report(const char *fmt, ...)
+{
+	size_t n = strlen(reported);
+	if (n)
+		n += (size_t)snprintf(reported + n, sizeof(reported) - n, "; ");
+	va_list ap;
+	va_start(ap, fmt);
+	vsnprintf(reported + n, sizeof(reported) - n, fmt, ap);
+	va_end(ap);
+}
+
+static void on_sizes(void *ud, const char *ns, const char *pool, int minimum, int maximum, int desired, int current)
+{
+	report("%s sizes %s/%s %d %d %d %d", (const char *)ud, ns, pool, minimum, maximum, desired, current);
+}
+
+static void on_launch(void *ud, const char *ns, const char *pool, int code, const char *reason)
+{
+	report("%s launch %s/%s %d %s", (const char *)ud, ns, pool, code, reason);
+}
+
+static void on_offering(void *ud, const char *zone, const char *instance_type, int code, const char *reason)
+{
+	report("%s offering %s %s %d %s", (const char *)ud, zone, instance_type, code, reason);
+}
+
+static void on_launched(void *ud, const char *ns, const char *pool, int n)
+{
+	report("%s launched %s/%s %d", (const char *)ud, ns, pool, n);
+}
+
+static void on_terminated(void *ud, const char *ns, const char *pool, enum pass_why why, int n)
+{
+	report("%s terminated %s/%s why=%d %d", (const char *)ud, ns, pool, (int)why, n);
+}
+
+/* A launch and a scale-down report their outcomes, sizes and counts to the hooks, with
+ * the hooks' userdata. */
+static void test_hooks(void **state)
+{
+	(void)state;
+	static const struct reconcile_hooks hooks = {
+		.pool_sizes = on_sizes, .launch_request = on_launch, .offering_launch = on_offering,
+		.instances_launched = on_launched, .instances_terminated = on_terminated, .userdata = "m",
+	};
+	struct world w;
+	world_init(&w, 2, 3, false);
+	w.opt.hooks = &hooks;
+	reported[0] = '\0';
+	world_pass(&w);
+	assert_string_equal(reported, "m sizes ns/p 2 3 2 0; m launch ns/p 0 ; m offering ap-singapore-1 T1 0 ; "
+				      "m launched ns/p 2");
+	world_free(&w);
+	world_init(&w, 0, 1, false);
+	w.opt.hooks = &hooks;
+	world_list(&w, "ins-a", "RUNNING");
+	world_list(&w, "ins-b", "RUNNING");
+	reported[0] = '\0';
+	world_pass(&w);
+	assert_string_equal(reported, "m sizes ns/p 0 1 1 2; m terminated ns/p why=1 1");
+	world_free(&w);
+}
+
 /* Above maximum: the newest is terminated, then the status written. */
 static void test_scale_down(void **state)
 {
@@ -1116,6 +1183,7 @@ int main(void)
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_launch),
 		cmocka_unit_test(test_scale_down),
+		cmocka_unit_test(test_hooks),
 		cmocka_unit_test(test_scale_down_on_stale_spec),
 		cmocka_unit_test(test_nodes),
 		cmocka_unit_test(test_carried_node_deletions_checked),
