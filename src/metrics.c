@@ -290,8 +290,7 @@ void metrics_instances_terminated(void *userdata, const char *ns, const char *po
 		[PASS_WHY_NOTICE] = METRICS_TERMINATED_NOTICE,
 	};
 	(void)userdata;
-	if ((size_t)why < N_ELEMS(reason) && reason[why] >= METRICS_TERMINATED_SCALE_DOWN &&
-	    reason[why] <= METRICS_TERMINATED_DELETION)
+	if ((size_t)why < N_ELEMS(reason))
 		pool_count(ns, pool, METRICS_COUNT_TERMINATED + reason[why], n);
 }
 

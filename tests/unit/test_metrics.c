@@ -192,6 +192,7 @@ static void test_pool_values(void **state)
 	metrics_instances_launched(NULL, "prod", "gpu", 0);
 	metrics_instances_terminated(NULL, "prod", "gpu", PASS_WHY_CLEANUP, 2);
 	metrics_instances_terminated(NULL, "prod", "gpu", PASS_WHY_CLEANUP, -1);
+	metrics_instances_terminated(NULL, "prod", "gpu", PASS_WHY_NOTICE, 1);
 	metrics_instances_terminated(NULL, "prod", "gpu", (enum pass_why)42, 1);  /* ignored */
 	metrics_instance_reclaimed(NULL, "prod", "gpu");
 	metrics_instance_reclaimed(NULL, "prod", "gpu");
@@ -210,7 +211,7 @@ static void test_pool_values(void **state)
 		"\nspotpool_instances_terminated_total" GPU ",reason=\"scale_down\"} 0\n",
 		"\nspotpool_instances_terminated_total" GPU ",reason=\"cleanup\"} 2\n",
 		"\nspotpool_instances_terminated_total" GPU ",reason=\"deletion\"} 0\n",
-		"\nspotpool_instances_terminated_total" GPU ",reason=\"notice\"} 0\n",
+		"\nspotpool_instances_terminated_total" GPU ",reason=\"notice\"} 1\n",
 		"\nspotpool_instances_reclaimed_total" GPU "} 2\n",
 	};
 #undef GPU
