@@ -133,7 +133,8 @@ struct fit_pod {
 int fit_pod_parse(const cJSON *pod, struct fit_pod *ret, struct sp_error *err);
 void fit_pod_clear(struct fit_pod *p);
 
-/* A node of a pool as it will register (D5): what it can hold, its labels and taints.
+/* A node of a pool as it will register (D5): what it can hold (pods included: a pod
+ * takes one, and a template without FIT_RES_PODS takes none), its labels and taints.
  * namespace/name are the pool's (pool choice ties). */
 struct fit_template {
 	char namespace[64];

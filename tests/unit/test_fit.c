@@ -130,6 +130,10 @@ static void test_requests(void **state)
 		 "{'restartPolicy':'Always','resources':{'requests':{'cpu':'1'}}}],"
 		 "'containers':[{'resources':{'requests':{'cpu':'1'}}}]}",
 		 2000, 0, 0},
+		/* a sidecar alone: beside the containers (1 + 4), not twice over */
+		{"{'initContainers':[{'restartPolicy':'Always','resources':{'requests':{'cpu':'4'}}}],"
+		 "'containers':[{'resources':{'requests':{'cpu':'1'}}}]}",
+		 5000, 0, 0},
 		/* overhead (RuntimeClass) added */
 		{"{'overhead':{'cpu':'250m','memory':'64Mi'},'containers':[{'resources':{'requests':{'cpu':'1','memory':'1Gi'}}}]}",
 		 1250, 1140850688, 0},
@@ -528,7 +532,7 @@ static void test_pack_200(void **state)
 	struct fit_pod **pods = xcalloc(200, sizeof(*pods));
 	for (int i = 0; i < 200; i++) {
 		char name[16];
-		snprintf(name, sizeof(name), "job-%03d", i);
+		snprintf(name, sizeof(name), "job-%03d", 199 - i); /* listed in reverse */
 		pods[i] = bare_pod(name, 1, 1000, 1LL << 30);
 	}
 	struct fit_place place[200];
@@ -548,11 +552,14 @@ static void test_pack_200(void **state)
 		assert_true(place[i].kind == FIT_PLACE_NEW || place[i].kind == FIT_PLACE_NO_ROOM);
 	}
 	assert_int_equal(counted, 12);
-	/* placed in namespace/name order among equals: job-000..job-003 on node 0 */
-	assert_int_equal(place[0].kind, FIT_PLACE_NEW);
-	assert_int_equal(place[3].index, 0);
-	assert_int_equal(place[4].index, 1);
-	assert_int_equal(place[12].kind, FIT_PLACE_NO_ROOM);
+	/* placed in namespace/name order among equals, not as listed: job-000..job-003
+	 * (the last four) on node 0, job-012 the first left out */
+	assert_int_equal(place[199].kind, FIT_PLACE_NEW);
+	assert_int_equal(place[199].index, 0);
+	assert_int_equal(place[196].index, 0);
+	assert_int_equal(place[195].index, 1);
+	assert_int_equal(place[188].kind, FIT_PLACE_NEW);
+	assert_int_equal(place[187].kind, FIT_PLACE_NO_ROOM);
 	free_pods(pods, 200);
 	fit_template_clear(&t);
 }
