@@ -127,6 +127,14 @@ struct fit_pod {
 	const char *unmodelled;
 };
 
+/* Whether demand counts a pod (as the apiserver serves it), as Karpenter's
+ * IsProvisionable: the scheduler tried and could not place it (condition PodScheduled
+ * False, reason Unschedulable; a pod held by schedulingGates says SchedulingGated), it
+ * is not bound (spec.nodeName), not being deleted, not waiting for the room a
+ * preemption makes (status.nominatedNodeName), and not a DaemonSet's or a Node's
+ * (mirror) pod, which a new node does not help. */
+bool fit_pod_pending(const cJSON *pod);
+
 /* The pod object (as the apiserver serves it) into ret; fails (SP_EINVAL, SP_ETOOBIG)
  * naming the field on a wrong type, a bad quantity or operator, a total past int64, or
  * a bound above. ret is untouched on failure. */
@@ -170,6 +178,14 @@ struct fit_instance_type {
  * FIT_EVICTION_MEMORY; GPUs as nvidia.com/gpu; ephemeral-storage FIT_DISK_PERCENT of
  * the disk. Into ret (which it replaces). */
 void fit_tke_allocatable(const struct fit_instance_type *it, struct fit_resources *ret);
+
+/* What the DaemonSets whose pods a node of t would run take of it, into ret (which it
+ * replaces): the requests, summed (saturating), of those of daemon_pods (each read from
+ * a DaemonSet's spec.template by fit_pod_parse) an empty node of t takes (fit_check),
+ * over t's resources only. The caller takes it off t's allocatable (fit_resources_sub);
+ * a Ready Node's allocatable, learned, still hosts them too. */
+void fit_daemon_overhead(const struct fit_template *t, const struct fit_pod *const *daemon_pods, size_t n,
+			 struct fit_resources *ret);
 
 enum fit_reason {
 	FIT_OK,             /* a new node of the template takes it */

@@ -609,6 +609,29 @@ int fit_pod_parse(const cJSON *pod, struct fit_pod *ret, struct sp_error *err)
 	return 0;
 }
 
+bool fit_pod_pending(const cJSON *pod)
+{
+	const cJSON *meta = field(pod, "metadata"), *spec = field(pod, "spec"), *status = field(pod, "status");
+	if (field(spec, "nodeName") || field(meta, "deletionTimestamp"))
+		return false;
+	const cJSON *nominated = field(status, "nominatedNodeName");
+	if (cJSON_IsString(nominated) && *nominated->valuestring)
+		return false;
+	const cJSON *c;
+	cJSON_ArrayForEach(c, field(meta, "ownerReferences")) {
+		const cJSON *kind = field(c, "kind");
+		if (cJSON_IsString(kind) && (strcmp(kind->valuestring, "DaemonSet") == 0 || strcmp(kind->valuestring, "Node") == 0))
+			return false;
+	}
+	cJSON_ArrayForEach(c, field(status, "conditions")) {
+		const cJSON *type = field(c, "type"), *st = field(c, "status"), *reason = field(c, "reason");
+		if (cJSON_IsString(type) && strcmp(type->valuestring, "PodScheduled") == 0)
+			return cJSON_IsString(st) && strcmp(st->valuestring, "False") == 0 && cJSON_IsString(reason) &&
+			       strcmp(reason->valuestring, "Unschedulable") == 0;
+	}
+	return false;
+}
+
 static void tolerations_free(struct fit_toleration *t, size_t n)
 {
 	for (size_t i = 0; i < n; i++) {
@@ -844,6 +867,24 @@ out:
 	if (ret_why)
 		*ret_why = w;
 	return w.reason;
+}
+
+void fit_daemon_overhead(const struct fit_template *t, const struct fit_pod *const *daemon_pods, size_t n,
+			 struct fit_resources *ret)
+{
+	struct fit_resources sum = {0};
+	for (size_t i = 0; i < n; i++) {
+		if (fit_check(t, daemon_pods[i], NULL) != FIT_OK)
+			continue;
+		for (size_t k = 0; k < t->allocatable.n; k++) {
+			const char *name = t->allocatable.v[k].name;
+			int64_t v = fit_resources_get(&daemon_pods[i]->requests, name), have = fit_resources_get(&sum, name);
+			if (v > 0) /* at most t's names: FIT_MAX_RESOURCES */
+				fit_resources_set(&sum, name, v > INT64_MAX - have ? INT64_MAX : have + v);
+		}
+	}
+	fit_resources_clear(ret);
+	*ret = sum;
 }
 
 const char *fit_reason_name(enum fit_reason r)

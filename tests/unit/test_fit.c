@@ -292,6 +292,37 @@ static void test_unmodelled(void **state)
 	}
 }
 
+static void test_pending(void **state)
+{
+	(void)state;
+	static const struct {
+		const char *pod;
+		bool want;
+	} rows[] = {
+		{"{'spec':{},'status':{'phase':'Pending','conditions':[{'type':'PodScheduled','status':'False','reason':'Unschedulable'}]}}", true},
+		{"{'spec':{},'status':{'conditions':[{'type':'Ready','status':'False'},{'type':'PodScheduled','status':'False','reason':'Unschedulable'}]}}", true},
+		{"{'spec':{},'status':{'nominatedNodeName':'','conditions':[{'type':'PodScheduled','status':'False','reason':'Unschedulable'}]}}", true},
+		{"{'metadata':{'ownerReferences':[{'kind':'ReplicaSet','name':'r'}]},'spec':{},'status':{'conditions':[{'type':'PodScheduled','status':'False','reason':'Unschedulable'}]}}", true},
+		/* not tried yet, or held by gates */
+		{"{'spec':{},'status':{'phase':'Pending'}}", false},
+		{"{'spec':{'schedulingGates':[{'name':'g'}]},'status':{'conditions':[{'type':'PodScheduled','status':'False','reason':'SchedulingGated'}]}}", false},
+		{"{'spec':{},'status':{'conditions':[{'type':'PodScheduled','status':'True'}]}}", false},
+		/* bound, going, preempting, a DaemonSet's or a mirror pod */
+		{"{'spec':{'nodeName':'n1'},'status':{'conditions':[{'type':'PodScheduled','status':'False','reason':'Unschedulable'}]}}", false},
+		{"{'metadata':{'deletionTimestamp':'2026-11-28T12:00:00Z'},'spec':{},'status':{'conditions':[{'type':'PodScheduled','status':'False','reason':'Unschedulable'}]}}", false},
+		{"{'spec':{},'status':{'nominatedNodeName':'n1','conditions':[{'type':'PodScheduled','status':'False','reason':'Unschedulable'}]}}", false},
+		{"{'metadata':{'ownerReferences':[{'kind':'DaemonSet','name':'d'}]},'spec':{},'status':{'conditions':[{'type':'PodScheduled','status':'False','reason':'Unschedulable'}]}}", false},
+		{"{'metadata':{'ownerReferences':[{'kind':'Node','name':'n1'}]},'spec':{},'status':{'conditions':[{'type':'PodScheduled','status':'False','reason':'Unschedulable'}]}}", false},
+		{"[]", false},
+	};
+	for (size_t i = 0; i < sizeof(rows) / sizeof(rows[0]); i++) {
+		print_message("row %zu\n", i);
+		cJSON *obj = json_of(rows[i].pod);
+		assert_int_equal(fit_pod_pending(obj), rows[i].want);
+		cJSON_Delete(obj);
+	}
+}
+
 /* A 4-GPU node: gpu-pool=a10, gen=5, tainted nvidia.com/gpu=true:NoSchedule and a
  * PreferNoSchedule taint no pod needs to tolerate. */
 static void a10_template(struct fit_template *t, const char *name, int64_t gpus, int64_t cpu_milli)
@@ -396,6 +427,45 @@ static void test_check(void **state)
 	fit_why_format(&w, line, sizeof(line));
 	assert_string_equal(line, "does not tolerate the node's taint nvidia.com/gpu");
 	fit_pod_clear(&p);
+	fit_template_clear(&t);
+}
+
+/* The DaemonSets a node of the pool runs take their requests off it; those that would
+ * not run there do not. */
+static void test_daemon_overhead(void **state)
+{
+	(void)state;
+	struct fit_template t;
+	a10_template(&t, "a10", 4, 30000);
+	static const char *const specs[] = {
+		/* the device plugin and kube-proxy tolerate everything */
+		"{'tolerations':[{'operator':'Exists'}],'containers':[{'resources':{'requests':{'cpu':'50m','memory':'100Mi'}}}]}",
+		"{'tolerations':[{'operator':'Exists'}],'containers':[{'resources':{'requests':{'cpu':'100m'}}}]}",
+		/* for other nodes, not tolerating the GPU taint, or asking what the node lacks */
+		"{'tolerations':[{'operator':'Exists'}],'nodeSelector':{'gpu-pool':'t4'},'containers':[{'resources':{'requests':{'cpu':'1'}}}]}",
+		"{'containers':[{'resources':{'requests':{'cpu':'1'}}}]}",
+		"{'tolerations':[{'operator':'Exists'}],'containers':[{'resources':{'requests':{'cpu':'1','example.com/x':'1'}}}]}",
+	};
+	struct fit_pod ds[5];
+	const struct fit_pod *ptrs[5];
+	for (size_t i = 0; i < 5; i++) {
+		ds[i] = pod_of("ds", specs[i]);
+		ptrs[i] = &ds[i];
+	}
+	struct fit_resources overhead = {0};
+	fit_daemon_overhead(&t, ptrs, 5, &overhead);
+	assert_int_equal(overhead.n, 3);
+	assert_int_equal(fit_resources_get(&overhead, FIT_RES_CPU), 150);
+	assert_int_equal(fit_resources_get(&overhead, FIT_RES_MEMORY), 100LL << 20);
+	assert_int_equal(fit_resources_get(&overhead, FIT_RES_PODS), 2);
+	fit_resources_sub(&t.allocatable, &overhead);
+	assert_int_equal(fit_resources_get(&t.allocatable, FIT_RES_CPU), 29850);
+	assert_int_equal(fit_resources_get(&t.allocatable, FIT_RES_PODS), 108);
+	assert_int_equal(fit_resources_get(&t.allocatable, FIT_RES_GPU), 4);
+	fit_daemon_overhead(&t, ptrs, 0, &overhead);
+	assert_int_equal(overhead.n, 0);
+	for (size_t i = 0; i < 5; i++)
+		fit_pod_clear(&ds[i]);
 	fit_template_clear(&t);
 }
 
@@ -782,7 +852,9 @@ int main(void)
 		cmocka_unit_test(test_requests),
 		cmocka_unit_test(test_pod_errors),
 		cmocka_unit_test(test_unmodelled),
+		cmocka_unit_test(test_pending),
 		cmocka_unit_test(test_check),
+		cmocka_unit_test(test_daemon_overhead),
 		cmocka_unit_test(test_template),
 		cmocka_unit_test(test_tke_allocatable),
 		cmocka_unit_test(test_pack_200),
