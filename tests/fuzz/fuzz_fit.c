@@ -1,8 +1,9 @@
-/* Fuzzes what spotpool reads of a pending pod (fit_pod_parse) and what it decides with
- * it: the input is a pod as JSON. A parsed pod's requests are non-negative and within
- * FIT_MAX_RESOURCES, pods 1; its fit onto a node template agrees with the packing of it
- * alone and with the pool choice. The input as a quantity (fit_quantity) must agree in
- * units and millis: ceil(millis / 1000) is the value in units. */
+/* Fuzzes what spotpool reads of a pending pod (fit_pod_pending, fit_pod_parse) and what
+ * it decides with it: the input is a pod as JSON. A parsed pod's requests are
+ * non-negative and within FIT_MAX_RESOURCES, pods 1; its fit onto a node template agrees
+ * with the packing of it alone, the pool choice and its count as a DaemonSet's. The
+ * input as a quantity (fit_quantity) must agree in units and millis: ceil(millis / 1000)
+ * is the value in units. */
 #include "fit.h"
 #include "fuzz.h"
 
@@ -48,6 +49,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	cJSON *obj = cJSON_ParseWithLength((const char *)data, size);
 	if (!obj)
 		return 0;
+	fit_pod_pending(obj);
 	struct fit_pod p;
 	struct sp_error err = {0};
 	int r = fit_pod_parse(obj, &p, &err);
@@ -60,11 +62,16 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	for (size_t i = 0; i < p.requests.n; i++)
 		if (p.requests.v[i].value < 0 || (i && strcmp(p.requests.v[i - 1].name, p.requests.v[i].name) >= 0))
 			abort();
+	const struct fit_pod *pods[] = {&p};
 	struct fit_why why;
+	struct fit_resources overhead = {0};
+	fit_daemon_overhead(&tmpl, pods, 1, &overhead);
 	enum fit_reason reason = fit_check(&tmpl, &p, &why);
+	if ((reason == FIT_OK) != (fit_resources_get(&overhead, FIT_RES_PODS) == 1))
+		abort();
+	fit_resources_clear(&overhead);
 	char line[512];
 	fit_why_format(&why, line, sizeof(line));
-	const struct fit_pod *pods[] = {&p};
 	struct fit_place place;
 	size_t n = fit_pack(&tmpl, pods, 1, NULL, 0, 1, &place);
 	const struct fit_template *pools[] = {&tmpl};
