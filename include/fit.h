@@ -88,8 +88,9 @@ struct fit_label {
 	char *value;
 };
 
-/* FIT_EFFECT_ANY only in a toleration (no effect: every effect). */
-enum fit_effect { FIT_EFFECT_ANY, FIT_NO_SCHEDULE, FIT_PREFER_NO_SCHEDULE, FIT_NO_EXECUTE };
+/* core/v1 TaintEffect, in the order of tmpl.h's (issue 28's spec.nodeTemplate, on
+ * another branch): FIT_EFFECT_ANY only in a toleration (no effect: every effect). */
+enum fit_effect { FIT_NO_SCHEDULE, FIT_PREFER_NO_SCHEDULE, FIT_NO_EXECUTE, FIT_EFFECT_ANY };
 
 struct fit_toleration {
 	char *key;     /* "": every key (operator Exists) */

@@ -450,10 +450,10 @@ static int parse_node_affinity(const cJSON *spec, struct fit_pod *p, struct sp_e
 
 static int parse_effect(const char *s, bool any_allowed, enum fit_effect *ret)
 {
-	static const char *const names[] = {[FIT_EFFECT_ANY] = "", [FIT_NO_SCHEDULE] = "NoSchedule",
+	static const char *const names[] = {[FIT_NO_SCHEDULE] = "NoSchedule",
 					    [FIT_PREFER_NO_SCHEDULE] = "PreferNoSchedule",
-					    [FIT_NO_EXECUTE] = "NoExecute"};
-	for (size_t i = any_allowed ? 0 : 1; i < LEN(names); i++)
+					    [FIT_NO_EXECUTE] = "NoExecute", [FIT_EFFECT_ANY] = ""};
+	for (size_t i = 0; i < LEN(names) - !any_allowed; i++)
 		if (strcmp(s ? s : "", names[i]) == 0) {
 			*ret = (enum fit_effect)i;
 			return 0;
