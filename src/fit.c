@@ -897,29 +897,24 @@ const char *fit_reason_name(enum fit_reason r)
 
 void fit_why_format(const struct fit_why *w, char *out, size_t size)
 {
+	static const struct {
+		const char *before, *after;
+	} words[] = {
+		[FIT_OK] = {"fits", ""},
+		[FIT_NOT_MODELLED] = {"has ", ", which spotpool does not model"},
+		[FIT_SELECTOR] = {"nodeSelector ", " does not match the node's labels"},
+		[FIT_AFFINITY] = {"required node affinity does not match the node (first term: ", ")"},
+		[FIT_TAINT] = {"does not tolerate the node's taint ", ""},
+	};
 	const char *what = w->what ? w->what : "";
-	switch (w->reason) {
-	case FIT_OK:
-		snprintf(out, size, "fits");
-		break;
-	case FIT_NOT_MODELLED:
-		snprintf(out, size, "has %s, which spotpool does not model", what);
-		break;
-	case FIT_SELECTOR:
-		snprintf(out, size, "nodeSelector %s does not match the node's labels", what);
-		break;
-	case FIT_AFFINITY:
-		snprintf(out, size, "required node affinity does not match the node (first term: %s)", what);
-		break;
-	case FIT_TAINT:
-		snprintf(out, size, "does not tolerate the node's taint %s", what);
-		break;
-	case FIT_TOO_BIG:
-		snprintf(out, size, "needs %lld%s %s, the node has %lld%s", (long long)w->need,
-			 strcmp(what, FIT_RES_CPU) == 0 ? "m" : "", what, (long long)w->have,
-			 strcmp(what, FIT_RES_CPU) == 0 ? "m" : "");
-		break;
-	}
+	const char *unit = strcmp(what, FIT_RES_CPU) == 0 ? "m" : "";
+	if (w->reason == FIT_TOO_BIG)
+		snprintf(out, size, "needs %lld%s %s, the node has %lld%s", (long long)w->need, unit, what,
+			 (long long)w->have, unit);
+	else if ((size_t)w->reason < LEN(words))
+		snprintf(out, size, "%s%s%s", words[w->reason].before, what, words[w->reason].after);
+	else
+		snprintf(out, size, "unknown reason %d", (int)w->reason);
 }
 
 /* ---- packing ---- */

@@ -423,9 +423,21 @@ static void test_check(void **state)
 	fit_why_format(&w, line, sizeof(line));
 	assert_string_equal(line, "needs 31000m cpu, the node has 30000m");
 	assert_string_equal(fit_reason_name(w.reason), "TooBig");
-	w = (struct fit_why){FIT_TAINT, "nvidia.com/gpu", 0, 0};
-	fit_why_format(&w, line, sizeof(line));
-	assert_string_equal(line, "does not tolerate the node's taint nvidia.com/gpu");
+	static const struct {
+		struct fit_why why;
+		const char *line;
+	} lines[] = {
+		{{FIT_OK, NULL, 0, 0}, "fits"},
+		{{FIT_NOT_MODELLED, "required pod affinity", 0, 0}, "has required pod affinity, which spotpool does not model"},
+		{{FIT_SELECTOR, "gpu-pool", 0, 0}, "nodeSelector gpu-pool does not match the node's labels"},
+		{{FIT_AFFINITY, "gen", 0, 0}, "required node affinity does not match the node (first term: gen)"},
+		{{FIT_TAINT, "nvidia.com/gpu", 0, 0}, "does not tolerate the node's taint nvidia.com/gpu"},
+		{{FIT_TOO_BIG, "nvidia.com/gpu", 8, 4}, "needs 8 nvidia.com/gpu, the node has 4"},
+	};
+	for (size_t i = 0; i < sizeof(lines) / sizeof(lines[0]); i++) {
+		fit_why_format(&lines[i].why, line, sizeof(line));
+		assert_string_equal(line, lines[i].line);
+	}
 	fit_pod_clear(&p);
 	fit_template_clear(&t);
 }
