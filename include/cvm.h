@@ -1,5 +1,5 @@
 /* cvm: Tencent Cloud CVM API client (DescribeInstances, DescribeInstancesStatus,
- * RunInstances, TerminateInstances) over http, signed with tc3. Request building, response
+ * RunInstances, TerminateInstances, DescribeInstanceTypeConfigs) over http, signed with tc3. Request building, response
  * parsing and error classification are pure and unit-tested on their own. */
 #ifndef SPOTPOOL_CVM_H
 #define SPOTPOOL_CVM_H
@@ -131,6 +131,29 @@ int cvm_terminate_instances(struct cvm_client *c, const struct cvm_credentials *
 			    const char *region, const struct strv *ids, const _Atomic int64_t *until,
 			    struct sp_error *err);
 
+/* Most entries a region's DescribeInstanceTypeConfigs may answer (one per zone and type;
+ * a region sells a few hundred types in a few zones): more is SP_EPROTO, never a
+ * silently short catalogue. */
+#define CVM_INSTANCE_TYPES_MAX 20000
+/* One instance type's resources, as DescribeInstanceTypeConfigs answers them (the SDK's
+ * InstanceTypeConfig). */
+struct cvm_instance_type {
+	char instance_type[POOL_INSTANCE_TYPE_MAX + 1];
+	char family[32];        /* InstanceFamily, empty when not answered */
+	int64_t cpu;            /* CPU: cores */
+	int64_t memory_gib;     /* Memory: GiB */
+	int64_t gpu;            /* GPU: the GPUs the instance has (nvidia.com/gpu), 0 when absent */
+	/* GpuCount: the physical cards the type maps, below 1 for a vGPU type (a share of
+	 * one card, which the instance sees as one GPU); 0 when not answered. */
+	double gpu_cards;
+	char gpu_type[64];      /* GpuType (the GPU model), empty when not answered */
+};
+/* Every instance type of region (DescribeInstanceTypeConfigs without filters: one call,
+ * the whole catalogue), one entry per type sorted by name (a type is listed once per
+ * zone; the figures first answered are kept). The caller frees *ret_types. */
+int cvm_describe_instance_types(struct cvm_client *c, const struct cvm_credentials *cred, const char *region,
+				struct cvm_instance_type **ret_types, size_t *ret_n, struct sp_error *err);
+
 /* The CVM API as a port: what reconcile calls. cvm_client_api binds a cvm_client
  * (borrowed: it must outlive the port); unit tests bind canned replies. Each function
  * behaves as the cvm_ function of the same name. */
@@ -172,5 +195,11 @@ int cvm_parse_instances(const cJSON *response, struct pool_instance **ret_instan
  * [0, CVM_DESCRIBE_MAX_INSTANCES]. */
 int cvm_parse_status(const cJSON *response, struct pool_instance_status **ret_status, size_t *ret_n,
 		     size_t *ret_total, struct sp_error *err);
+
+/* A DescribeInstanceTypeConfigs answer: InstanceTypeConfigSet (null: none) of at most
+ * CVM_INSTANCE_TYPES_MAX entries, each with an InstanceType and integer CPU, Memory and
+ * GPU (absent: 0) within bounds, GpuCount a number; types deduplicated as above. */
+int cvm_parse_instance_types(const cJSON *response, struct cvm_instance_type **ret_types, size_t *ret_n,
+			     struct sp_error *err);
 
 #endif

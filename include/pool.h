@@ -4,6 +4,7 @@
 #define SPOTPOOL_POOL_H
 
 #include "spotpool.h"
+#include "tmpl.h"
 
 #include <cjson/cJSON.h>
 
@@ -44,6 +45,13 @@
 #define POOL_DRAIN_TIMEOUT_DEFAULT (10 * 60)
 #define POOL_DRAIN_TIMEOUT_MAX (24 * 3600)
 
+/* spec.autoscaling's timers (docs/spotpool-reference.md): durations of the drainTimeout
+ * form. How long a Node may stay idle before it goes, and how long an instance has to
+ * become a Node. */
+#define POOL_UNNEEDED_TIME_DEFAULT (10 * 60)
+#define POOL_REGISTRATION_TIMEOUT_DEFAULT (15 * 60)
+#define POOL_AUTOSCALING_TIME_MAX (24 * 3600)
+
 enum pool_deletion_policy { POOL_DELETE, POOL_RETAIN };
 /* spec.allocationStrategy: prioritized (default: the first available offering in
  * preference order) or spread (balance over the available zones). */
@@ -74,6 +82,15 @@ struct pool_instance_status {
 struct pool_tag {
 	char *key;
 	char *value;
+};
+
+/* spec.autoscaling (opt-in): the pool follows demand. Absent (enabled false): the pool is
+ * held at its count exactly as before; the timers keep their defaults. */
+struct pool_autoscaling {
+	bool enabled;                 /* the block is present */
+	bool pending_pods;            /* grow for unschedulable pods that fit */
+	int64_t unneeded_time;        /* seconds (scaleDownUnneededTime) */
+	int64_t registration_timeout; /* seconds (nodeRegistrationTimeout), at least 1 */
 };
 
 struct pool_spec {
@@ -114,6 +131,8 @@ struct pool_spec {
 	/* maximumIncludesDoomed: instances under a reclaim notice keep counting toward maximum
 	 * (the pool waits for them to go before it replaces them beyond maximum). */
 	bool maximum_includes_doomed;
+	struct pool_autoscaling autoscaling;
+	struct tmpl_node node_template; /* spec.nodeTemplate; empty when absent */
 };
 
 /* Validates a whole Spotpool object (apiVersion, kind, metadata, spec) and builds
@@ -152,6 +171,11 @@ char *pool_tag_value(const struct pool_spec *spec);
  * when it is a valid label value (at most 63 characters), otherwise its first 30
  * characters, '-' and 32 hex digits of its SHA-256. Caller frees. */
 char *pool_label_value(const char *name);
+/* The JSON type of v as errors name it ("string", "list", "object", ...). */
+const char *pool_json_type(const cJSON *v);
+/* "path.field: unknown field", with the nearest of known (NULL-terminated) suggested;
+ * returns SP_EINVAL. */
+int pool_unknown_field(struct sp_error *err, const char *path, const char *field, const char *const *known);
 /* A non-negative integer field (metadata.generation, ...); 0 when absent, not a number
  * or out of int64's range. */
 int64_t pool_json_int64(const cJSON *v);
@@ -160,6 +184,8 @@ bool pool_has_finalizer(const cJSON *obj);
 /* Reads a duration of whole units: one or more <1-5 digits><h|m|s> ("10m", "1h30m",
  * "0s"), the form spec.drainTimeout takes; -1 when s is not one. */
 int64_t pool_parse_duration(const char *s);
+/* Seconds in that form, into buf: 5400 -> "1h30m", 90 -> "1m30s", 0 -> "0s". */
+void pool_format_duration(int64_t s, char *buf, size_t n);
 /* value limited to [minimum, maximum]. */
 int pool_clamp(int value, int minimum, int maximum);
 /* The region of a zone ("ap-singapore-2" -> "ap-singapore": all before the last '-'),

@@ -21,7 +21,9 @@
  *
  * Prefixes.  buf_ (bounded buffers), log_ (logging), tc3_ (request signing),
  *   http_ (libcurl transport), rate_ (cloud API pacing), cvm_ (Tencent CVM
- *   client), pool_ (Spotpool spec model and validation), manifest_ (YAML files),
+ *   client), itypes_ (instance types' resources per region, cached), pool_ (Spotpool
+ *   spec model and validation), tmpl_ (a pool's node template: labels, taints; pure),
+ *   manifest_ (YAML files),
  *   plan_ (pure planner), pass_ (pure pass planner: a pass's ordered actions),
  *   offer_ (offerings: zone x type preference and choice),
  *   drain_ (pure: a node's drain before termination, victim order),

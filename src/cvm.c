@@ -1046,6 +1046,99 @@ int cvm_terminate_instances(struct cvm_client *c, const struct cvm_credentials *
 	return 0;
 }
 
+/* A number of an InstanceTypeConfig: absent or null is 0; otherwise finite, within
+ * [0, max] and, when integer, whole. */
+static bool type_number(const cJSON *item, const char *field, double max, bool integer, double *ret)
+{
+	const cJSON *v = cJSON_GetObjectItemCaseSensitive(item, field);
+	*ret = 0;
+	if (!v || cJSON_IsNull(v))
+		return true;
+	double d = v->valuedouble;
+	if (!cJSON_IsNumber(v) || !(d >= 0 && d <= max) || (integer && d != (double)(int64_t)d))
+		return false;
+	*ret = d;
+	return true;
+}
+
+static bool fill_instance_type(const cJSON *item, struct cvm_instance_type *t)
+{
+	const cJSON *type = cJSON_GetObjectItemCaseSensitive(item, "InstanceType");
+	double cpu, memory, gpu, cards;
+	/* Bounds well past any machine sold: a GPU instance has at most 8-16 GPUs, a
+	 * host a few hundred cores and TiB. */
+	if (!cJSON_IsString(type) || !*type->valuestring || strlen(type->valuestring) > POOL_INSTANCE_TYPE_MAX ||
+	    !type_number(item, "CPU", 100000, true, &cpu) || !type_number(item, "Memory", 1e7, true, &memory) ||
+	    !type_number(item, "GPU", 1024, true, &gpu) || !type_number(item, "GpuCount", 1024, false, &cards))
+		return false;
+	*t = (struct cvm_instance_type){.cpu = (int64_t)cpu, .memory_gib = (int64_t)memory, .gpu = (int64_t)gpu,
+					.gpu_cards = cards};
+	copy_field(t->instance_type, sizeof(t->instance_type), type);
+	copy_field(t->family, sizeof(t->family), cJSON_GetObjectItemCaseSensitive(item, "InstanceFamily"));
+	copy_field(t->gpu_type, sizeof(t->gpu_type), cJSON_GetObjectItemCaseSensitive(item, "GpuType"));
+	return true;
+}
+
+/* By type name, then by position in the answer (qsort_r over indices into v). */
+static int by_type_then_index(const void *a, const void *b, void *v)
+{
+	const struct cvm_instance_type *t = v;
+	size_t i = *(const size_t *)a, j = *(const size_t *)b;
+	int c = strcmp(t[i].instance_type, t[j].instance_type);
+	return c ? c : i < j ? -1 : i > j;
+}
+
+int cvm_parse_instance_types(const cJSON *response, struct cvm_instance_type **ret_types, size_t *ret_n,
+			     struct sp_error *err)
+{
+	const cJSON *set = cJSON_GetObjectItemCaseSensitive(response, "InstanceTypeConfigSet");
+	if (!(cJSON_IsArray(set) || cJSON_IsNull(set)))
+		return sp_fail(err, SP_EPROTO, "DescribeInstanceTypeConfigs: malformed response (InstanceTypeConfigSet)");
+	int total = cJSON_GetArraySize(set);
+	if (total > CVM_INSTANCE_TYPES_MAX)
+		return sp_fail(err, SP_EPROTO, "DescribeInstanceTypeConfigs: %d entries, more than the %d expected",
+			       total, CVM_INSTANCE_TYPES_MAX);
+	struct cvm_instance_type *all = xcalloc((size_t)total + 1, sizeof(*all));
+	size_t n = 0;
+	const cJSON *item;
+	cJSON_ArrayForEach(item, set) {
+		if (!fill_instance_type(item, &all[n])) {
+			free(all);
+			return sp_fail(err, SP_EPROTO, "DescribeInstanceTypeConfigs: malformed response (entry %zu: "
+				       "no InstanceType, or CPU, Memory, GPU or GpuCount not a count)", n);
+		}
+		n++;
+	}
+	/* One entry per zone: of a type listed again, the first is kept. */
+	size_t *order = xcalloc(n + 1, sizeof(*order));
+	for (size_t i = 0; i < n; i++)
+		order[i] = i;
+	qsort_r(order, n, sizeof(*order), by_type_then_index, all);
+	struct cvm_instance_type *v = xcalloc(n + 1, sizeof(*v));
+	size_t kept = 0;
+	for (size_t i = 0; i < n; i++)
+		if (kept == 0 || strcmp(v[kept - 1].instance_type, all[order[i]].instance_type) != 0)
+			v[kept++] = all[order[i]];
+	free(order);
+	free(all);
+	*ret_types = v;
+	*ret_n = kept;
+	return 0;
+}
+
+int cvm_describe_instance_types(struct cvm_client *c, const struct cvm_credentials *cred, const char *region,
+				struct cvm_instance_type **ret_types, size_t *ret_n, struct sp_error *err)
+{
+	cJSON *query = cJSON_CreateObject();
+	cJSON *resp = NULL;
+	int r = cvm_call(c, cred, region, "DescribeInstanceTypeConfigs", query, &resp, err);
+	cJSON_Delete(query);
+	if (r == 0)
+		r = cvm_parse_instance_types(resp, ret_types, ret_n, err);
+	cJSON_Delete(resp);
+	return r;
+}
+
 static int api_describe_ids(void *ctx, const struct cvm_credentials *cred, const char *region,
 			    const struct strv *ids, const _Atomic int64_t *until,
 			    struct pool_instance **ret_instances, size_t *ret_n, struct sp_error *err)

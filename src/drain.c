@@ -2,6 +2,8 @@
  * docs/how-it-works.md ("Draining") and drain.h. */
 #include "drain.h"
 
+#include "pool.h"
+
 #include <stdio.h>
 #include <string.h>
 
@@ -92,19 +94,6 @@ int drain_victim_cmp(const struct drain_victim *a, const struct drain_victim *b)
 	return a->evictable == b->evictable ? 0 : a->evictable < b->evictable ? -1 : 1;
 }
 
-/* "1h30m", "10m", "90s" -> "1m30s", "0s". */
-static void format_duration(int64_t s, char *buf, size_t n)
-{
-	int64_t h = s / 3600, m = s / 60 % 60, sec = s % 60;
-	int used = 0;
-	if (h)
-		used = snprintf(buf, n, "%lldh", (long long)h);
-	if (m && used >= 0 && (size_t)used < n)
-		used += snprintf(buf + used, n - (size_t)used, "%lldm", (long long)m);
-	if ((sec || !used) && used >= 0 && (size_t)used < n)
-		snprintf(buf + used, n - (size_t)used, "%llds", (long long)sec);
-}
-
 /* "N pod(s) left: ns/a, ns/b (safe-to-evict false), ..." into ret->message after what is
  * there, naming up to 5. */
 static void describe_left(const struct drain_step_input *in, struct drain_step *ret)
@@ -154,7 +143,7 @@ void drain_step(const struct drain_step_input *in, struct drain_step *ret)
 		s.action = DRAIN_DONE;
 	} else if (!in->deadline && in->now >= end) {
 		char d[32];
-		format_duration(in->timeout, d, sizeof(d));
+		pool_format_duration(in->timeout, d, sizeof(d));
 		s.action = DRAIN_GIVE_UP;
 		s.uncordon = !in->node.was_unschedulable;
 		snprintf(s.reason, sizeof(s.reason), DRAIN_REASON_TIMED_OUT);

@@ -238,6 +238,48 @@ static bool describe_actions(struct cvm_client *cvm, const struct cvm_credential
 	return ok;
 }
 
+/* spec.autoscaling as written (the timers in the drainTimeout form), when present. */
+static void add_autoscaling(cJSON *pool, const struct pool_autoscaling *a)
+{
+	if (!a->enabled)
+		return;
+	char unneeded[32], registration[32];
+	pool_format_duration(a->unneeded_time, unneeded, sizeof(unneeded));
+	pool_format_duration(a->registration_timeout, registration, sizeof(registration));
+	cJSON *o = cJSON_AddObjectToObject(pool, "autoscaling");
+	cJSON_AddBoolToObject(o, "pendingPods", a->pending_pods);
+	cJSON_AddStringToObject(o, "scaleDownUnneededTime", unneeded);
+	cJSON_AddStringToObject(o, "nodeRegistrationTimeout", registration);
+}
+
+/* spec.nodeTemplate, when not empty, with the kubelet flags that apply it at
+ * registration (examples/bootstrap). */
+static void add_node_template(cJSON *pool, const struct tmpl_node *t)
+{
+	if (!t->n_labels && !t->n_taints)
+		return;
+	cJSON *o = cJSON_AddObjectToObject(pool, "nodeTemplate");
+	cJSON *labels = cJSON_AddObjectToObject(o, "labels");
+	for (size_t i = 0; i < t->n_labels; i++)
+		cJSON_AddStringToObject(labels, t->labels[i].key, t->labels[i].value);
+	cJSON *taints = cJSON_AddArrayToObject(o, "taints");
+	for (size_t i = 0; i < t->n_taints; i++) {
+		cJSON *taint = cJSON_CreateObject();
+		cJSON_AddStringToObject(taint, "key", t->taints[i].key);
+		if (*t->taints[i].value)
+			cJSON_AddStringToObject(taint, "value", t->taints[i].value);
+		cJSON_AddStringToObject(taint, "effect", tmpl_effect_name(t->taints[i].effect));
+		cJSON_AddItemToArray(taints, taint);
+	}
+	char *l = tmpl_kubelet_labels(t), *k = tmpl_kubelet_taints(t);
+	char *flags = xasprintf("%s%s%s%s%s", *l ? "--node-labels=" : "", l, *l && *k ? " " : "",
+				*k ? "--register-with-taints=" : "", k);
+	cJSON_AddStringToObject(o, "kubeletFlags", flags);
+	free(flags);
+	free(l);
+	free(k);
+}
+
 /* The action list pass_plan makes for the pool (what `run --dry-run` logs as "plan:"
  * lines), into pool; the checks it asks for are run. Returns false when a cloud call
  * or check failed. */
@@ -254,6 +296,8 @@ static bool dry_run_pool(struct cvm_client *cvm, const struct pool_spec *s, cons
 	if (s->has_replicas)
 		cJSON_AddNumberToObject(pool, "replicas", s->replicas);
 	cJSON_AddStringToObject(pool, "credentials", cred->source);
+	add_autoscaling(pool, &s->autoscaling);
+	add_node_template(pool, &s->node_template);
 
 	/* What the manifest's object records, as the controller reads it. */
 	const cJSON *md = cJSON_GetObjectItemCaseSensitive(obj, "metadata");
@@ -347,6 +391,14 @@ static void print_details(const cJSON *p)
 	const cJSON *error = cJSON_GetObjectItemCaseSensitive(p, "error");
 	const cJSON *check = cJSON_GetObjectItemCaseSensitive(p, "launchCheck");
 	printf("%s/%s:\n", str_or(p, "namespace", ""), str_or(p, "name", ""));
+	const cJSON *scaling = cJSON_GetObjectItemCaseSensitive(p, "autoscaling");
+	if (scaling)
+		printf("  autoscaling: pendingPods %s, scaleDownUnneededTime %s, nodeRegistrationTimeout %s\n",
+		       cJSON_IsTrue(cJSON_GetObjectItemCaseSensitive(scaling, "pendingPods")) ? "true" : "false",
+		       str_or(scaling, "scaleDownUnneededTime", ""), str_or(scaling, "nodeRegistrationTimeout", ""));
+	const cJSON *tmpl = cJSON_GetObjectItemCaseSensitive(p, "nodeTemplate");
+	if (tmpl)
+		printf("  node template (kubelet flags): %s\n", str_or(tmpl, "kubeletFlags", ""));
 	if (error) {
 		printf("  error: %s\n", str_or(error, "message", ""));
 		return;

@@ -13,10 +13,10 @@ static const char *const known_spec_fields[] = {
 	"securityGroupIds", "imageId", "instanceChargeType", "maxPrice",
 	"internetMaxBandwidthOut", "systemDisk", "keyIds", "userData", "tags",
 	"deletionPolicy", "instanceTypes", "availabilityZones", "allocationStrategy", "drainTimeout",
-	"maximumIncludesDoomed", NULL,
+	"maximumIncludesDoomed", "autoscaling", "nodeTemplate", NULL,
 };
 
-static const char *json_type_name(const cJSON *v)
+const char *pool_json_type(const cJSON *v)
 {
 	if (cJSON_IsString(v)) return "string";
 	if (cJSON_IsNumber(v)) return "number";
@@ -47,7 +47,7 @@ static int get_string(const cJSON *obj, const char *path, const char *field, boo
 	}
 	if (!cJSON_IsString(v))
 		return sp_fail(err, SP_EINVAL, "%s.%s: must be a string, got %s", path, field,
-			       json_type_name(v));
+			       pool_json_type(v));
 	if (required && !*v->valuestring)
 		return sp_fail(err, SP_EINVAL, "%s.%s: must not be empty", path, field);
 	if (strlen(v->valuestring) > max_len)
@@ -73,7 +73,7 @@ static int get_int(const cJSON *obj, const char *path, const char *field, bool r
 			return sp_fail(err, SP_EINVAL, "%s.%s: must be an integer, got string \"%.40s\"",
 				       path, field, v->valuestring);
 		return sp_fail(err, SP_EINVAL, "%s.%s: must be an integer, got %s", path, field,
-			       json_type_name(v));
+			       pool_json_type(v));
 	}
 	double d = v->valuedouble;
 	/* Echoed as written in the file (manifest.c keeps a number's text), else as JSON. */
@@ -100,13 +100,13 @@ static int get_string_list(const cJSON *obj, const char *path, const char *field
 		return 0;
 	if (!cJSON_IsArray(v))
 		return sp_fail(err, SP_EINVAL, "%s.%s: must be a list of strings, got %s", path, field,
-			       json_type_name(v));
+			       pool_json_type(v));
 	size_t i = 0;
 	const cJSON *item;
 	cJSON_ArrayForEach(item, v) {
 		if (!cJSON_IsString(item))
 			return sp_fail(err, SP_EINVAL, "%s.%s[%zu]: must be a string, got %s", path, field,
-				       i, json_type_name(item));
+				       i, pool_json_type(item));
 		if (prefix && strncmp(item->valuestring, prefix, strlen(prefix)) != 0)
 			return sp_fail(err, SP_EINVAL, "%s.%s[%zu]: must start with \"%s\", got \"%.64s\"",
 				       path, field, i, prefix, item->valuestring);
@@ -135,8 +135,7 @@ bool pool_dns_label_valid(const char *s)
 	return dns_name_valid(s, 63, false);
 }
 
-/* "path.field: unknown field", with the nearest of known (NULL-terminated) suggested. */
-static int unknown_field(struct sp_error *err, const char *path, const char *field, const char *const *known)
+int pool_unknown_field(struct sp_error *err, const char *path, const char *field, const char *const *known)
 {
 	size_t n = 0;
 	while (known[n])
@@ -257,7 +256,7 @@ static int get_choices(const cJSON *spec, const char *field, const char *seed_fi
 		return 0;
 	if (!cJSON_IsArray(v))
 		return sp_fail(err, SP_EINVAL, "spec.%s: must be a list of strings, got %s", field,
-			       json_type_name(v));
+			       pool_json_type(v));
 	int n = cJSON_GetArraySize(v);
 	if (n > POOL_OFFERING_LIST_MAX)
 		return sp_fail(err, SP_EINVAL, "spec.%s: %d items, more than the maximum %d", field, n,
@@ -269,7 +268,7 @@ static int get_choices(const cJSON *spec, const char *field, const char *seed_fi
 	cJSON_ArrayForEach(item, v) {
 		if (!cJSON_IsString(item)) {
 			r = sp_fail(err, SP_EINVAL, "spec.%s[%zu]: must be a string, got %s", field, i,
-				    json_type_name(item));
+				    pool_json_type(item));
 			break;
 		}
 		const char *s = item->valuestring;
@@ -438,7 +437,7 @@ static int parse_credentials(const cJSON *spec, struct pool_spec *p, struct sp_e
 	const cJSON *f;
 	cJSON_ArrayForEach(f, ref)
 		if (strcmp(f->string, "name") != 0)
-			return unknown_field(err, "spec.credentialsSecretRef", f->string, (const char *const[]){"name", NULL});
+			return pool_unknown_field(err, "spec.credentialsSecretRef", f->string, (const char *const[]){"name", NULL});
 	if ((r = get_string(ref, "spec.credentialsSecretRef", "name", true, 253, &p->credentials_secret, err)) < 0 ||
 	    (r = check_dns_name("spec.credentialsSecretRef.name", p->credentials_secret, 253, true, err)) < 0)
 		return r;
@@ -481,7 +480,7 @@ static int parse_tags(const cJSON *spec, struct pool_spec *p, struct sp_error *e
 		return 0;
 	if (!cJSON_IsObject(tags))
 		return sp_fail(err, SP_EINVAL, "spec.tags: must be a map of tag key to value, got %s",
-			       json_type_name(tags));
+			       pool_json_type(tags));
 	int n = cJSON_GetArraySize(tags);
 	if (n > 20)
 		return sp_fail(err, SP_EINVAL, "spec.tags: %d tags, more than the maximum 20", n);
@@ -490,7 +489,7 @@ static int parse_tags(const cJSON *spec, struct pool_spec *p, struct sp_error *e
 	cJSON_ArrayForEach(t, tags) {
 		if (!cJSON_IsString(t))
 			return sp_fail(err, SP_EINVAL, "spec.tags.%.127s: must be a string, got %s", t->string,
-				       json_type_name(t));
+				       pool_json_type(t));
 		if (strncmp(t->string, "spotpool.jokerbai.com/", 22) == 0)
 			return sp_fail(err, SP_EINVAL, "spec.tags.%s: keys under spotpool.jokerbai.com/ are "
 				       "reserved for pool ownership", t->string);
@@ -551,11 +550,11 @@ static int parse_system_disk(const cJSON *spec, struct pool_spec *p, struct sp_e
 	if (!disk || cJSON_IsNull(disk))
 		return 0;
 	if (!cJSON_IsObject(disk))
-		return sp_fail(err, SP_EINVAL, "spec.systemDisk: must be an object, got %s", json_type_name(disk));
+		return sp_fail(err, SP_EINVAL, "spec.systemDisk: must be an object, got %s", pool_json_type(disk));
 	const cJSON *f;
 	cJSON_ArrayForEach(f, disk)
 		if (strcmp(f->string, "diskType") != 0 && strcmp(f->string, "diskSize") != 0)
-			return unknown_field(err, "spec.systemDisk", f->string,
+			return pool_unknown_field(err, "spec.systemDisk", f->string,
 					     (const char *const[]){"diskType", "diskSize", NULL});
 	if ((r = get_string(disk, "spec.systemDisk", "diskType", false, 32, &p->system_disk_type, err)) < 0)
 		return r;
@@ -595,35 +594,94 @@ int64_t pool_parse_duration(const char *s)
 	return total;
 }
 
-static int parse_drain(const cJSON *spec, struct pool_spec *p, struct sp_error *err)
+void pool_format_duration(int64_t s, char *buf, size_t n)
+{
+	int64_t h = s / 3600, m = s / 60 % 60, sec = s % 60;
+	int used = 0;
+	if (h)
+		used = snprintf(buf, n, "%lldh", (long long)h);
+	if (m && used >= 0 && (size_t)used < n)
+		used += snprintf(buf + used, n - (size_t)used, "%lldm", (long long)m);
+	if ((sec || !used) && used >= 0 && (size_t)used < n)
+		snprintf(buf + used, n - (size_t)used, "%llds", (long long)sec);
+}
+
+/* A duration field of obj at path (drainTimeout's form) within [lo, hi] seconds, else
+ * dflt when absent; *ret is dflt on failure too. */
+static int get_duration(const cJSON *obj, const char *path, const char *field, int64_t dflt, int64_t lo,
+			int64_t hi, int64_t *ret, struct sp_error *err)
 {
 	char *v = NULL;
-	int r = get_string(spec, "spec", "drainTimeout", false, 24, &v, err);
-	p->drain_timeout = POOL_DRAIN_TIMEOUT_DEFAULT;
+	int r = get_string(obj, path, field, false, 24, &v, err);
+	*ret = dflt;
 	if (r < 0 || !v)
 		return r;
 	int64_t t = pool_parse_duration(v);
 	if (t < 0)
-		r = sp_fail(err, SP_EINVAL, "spec.drainTimeout: \"%s\" is not a duration such as 10m, 90s or "
-			    "1h30m", v);
-	else if (t > POOL_DRAIN_TIMEOUT_MAX)
-		r = sp_fail(err, SP_EINVAL, "spec.drainTimeout: \"%s\" is longer than 24h", v);
+		r = sp_fail(err, SP_EINVAL, "%s.%s: \"%s\" is not a duration such as 10m, 90s or 1h30m", path, field, v);
+	else if (t > hi)
+		r = sp_fail(err, SP_EINVAL, "%s.%s: \"%s\" is longer than %lldh", path, field, v, (long long)hi / 3600);
+	else if (t < lo)
+		r = sp_fail(err, SP_EINVAL, "%s.%s: \"%s\" is shorter than %llds", path, field, v, (long long)lo);
 	else
-		p->drain_timeout = t;
+		*ret = t;
 	free(v);
 	return r;
 }
 
-static int parse_doomed(const cJSON *spec, struct pool_spec *p, struct sp_error *err)
+static int parse_drain(const cJSON *spec, struct pool_spec *p, struct sp_error *err)
 {
-	const cJSON *v = cJSON_GetObjectItemCaseSensitive(spec, "maximumIncludesDoomed");
+	return get_duration(spec, "spec", "drainTimeout", POOL_DRAIN_TIMEOUT_DEFAULT, 0, POOL_DRAIN_TIMEOUT_MAX,
+			    &p->drain_timeout, err);
+}
+
+/* A boolean field of obj at path; false when absent. */
+static int get_bool(const cJSON *obj, const char *path, const char *field, bool *ret, struct sp_error *err)
+{
+	const cJSON *v = cJSON_GetObjectItemCaseSensitive(obj, field);
 	if (!v || cJSON_IsNull(v))
 		return 0;
 	if (!cJSON_IsBool(v))
-		return sp_fail(err, SP_EINVAL, "spec.maximumIncludesDoomed: must be true or false, got %s",
-			       json_type_name(v));
-	p->maximum_includes_doomed = cJSON_IsTrue(v);
+		return sp_fail(err, SP_EINVAL, "%s.%s: must be true or false, got %s", path, field, pool_json_type(v));
+	*ret = cJSON_IsTrue(v);
 	return 0;
+}
+
+static int parse_autoscaling(const cJSON *spec, struct pool_spec *p, struct sp_error *err)
+{
+	static const char *const known[] = {"pendingPods", "scaleDownUnneededTime", "nodeRegistrationTimeout", NULL};
+	struct pool_autoscaling *a = &p->autoscaling;
+	const char *path = "spec.autoscaling";
+	const cJSON *v = cJSON_GetObjectItemCaseSensitive(spec, "autoscaling");
+	a->unneeded_time = POOL_UNNEEDED_TIME_DEFAULT;
+	a->registration_timeout = POOL_REGISTRATION_TIMEOUT_DEFAULT;
+	if (!v || cJSON_IsNull(v))
+		return 0;
+	if (!cJSON_IsObject(v))
+		return sp_fail(err, SP_EINVAL, "%s: must be an object, got %s", path, pool_json_type(v));
+	const cJSON *f;
+	cJSON_ArrayForEach(f, v)
+		if (strcmp(f->string, known[0]) && strcmp(f->string, known[1]) && strcmp(f->string, known[2]))
+			return pool_unknown_field(err, path, f->string, known);
+	int r;
+	if ((r = get_bool(v, path, "pendingPods", &a->pending_pods, err)) < 0 ||
+	    (r = get_duration(v, path, "scaleDownUnneededTime", POOL_UNNEEDED_TIME_DEFAULT, 0,
+			      POOL_AUTOSCALING_TIME_MAX, &a->unneeded_time, err)) < 0 ||
+	    (r = get_duration(v, path, "nodeRegistrationTimeout", POOL_REGISTRATION_TIMEOUT_DEFAULT, 1,
+			      POOL_AUTOSCALING_TIME_MAX, &a->registration_timeout, err)) < 0)
+		return r;
+	a->enabled = true;
+	return 0;
+}
+
+static int parse_node_template(const cJSON *spec, struct pool_spec *p, struct sp_error *err)
+{
+	return tmpl_parse(cJSON_GetObjectItemCaseSensitive(spec, "nodeTemplate"), &p->node_template, err);
+}
+
+static int parse_doomed(const cJSON *spec, struct pool_spec *p, struct sp_error *err)
+{
+	return get_bool(spec, "spec", "maximumIncludesDoomed", &p->maximum_includes_doomed, err);
 }
 
 typedef int (*spec_check)(const cJSON *spec, struct pool_spec *p, struct sp_error *err);
@@ -662,7 +720,7 @@ static void check_known_fields(const cJSON *obj, const char *path, const char *c
 		while (known[i] && strcmp(f->string, known[i]) != 0)
 			i++;
 		if (!known[i])
-			noted(errs, unknown_field(&e, path, f->string, known), &e);
+			noted(errs, pool_unknown_field(&e, path, f->string, known), &e);
 	}
 }
 
@@ -677,6 +735,7 @@ static void check_spec(const cJSON *spec, struct pool_spec *p, struct pool_error
 	static const spec_check launch[] = {
 		parse_charge_type, parse_max_price, parse_bandwidth, parse_system_disk, parse_key_ids,
 		parse_user_data, parse_tags, parse_deletion_policy, parse_drain, parse_doomed,
+		parse_autoscaling, parse_node_template,
 	};
 	check_known_fields(spec, "spec", known_spec_fields, errs);
 	run_checks(placement, sizeof(placement) / sizeof(placement[0]), spec, p, errs);
@@ -770,6 +829,7 @@ void pool_spec_free(struct pool_spec *p)
 		free(p->tags[i].value);
 	}
 	free(p->tags);
+	tmpl_clear(&p->node_template);
 	free(p);
 }
 

@@ -36,7 +36,8 @@ against the three official worked examples and exits 0 or 1.
 
 Cloud API (POST /, JSON body)
 -----------------------------
-Actions: DescribeInstances, DescribeInstancesStatus, RunInstances, TerminateInstances.
+Actions: DescribeInstances, DescribeInstancesStatus, RunInstances, TerminateInstances,
+DescribeInstanceTypeConfigs.
 Every answer is HTTP 200
 with {"Response": {..., "RequestId"}}; errors carry Response.Error {Code, Message}.
 Checks, in order (the first failure answers):
@@ -57,7 +58,7 @@ Checks, in order (the first failure answers):
   9. X-TC-Region present (MissingParameter), shaped like ap-xxx    UnsupportedRegion
  10. Content-Type application/json (any parameters), body a JSON object  InvalidParameter
  11. token bucket per (secret id, action): Run/Terminate 10/s, DescribeInstances 40/s,
-     DescribeInstancesStatus 40/s (a bucket of its own)
+     DescribeInstancesStatus 40/s (a bucket of its own), DescribeInstanceTypeConfigs 10/s
                                                          RequestLimitExceeded
  12. injected faults (control API), then the action itself. Parameters are checked
      against the SDK models: an unknown parameter (also inside Placement,
@@ -110,6 +111,15 @@ stock rules (per zone/instance type, "*" matches any; error code configurable, d
 ResourceInsufficient.SpecifiedInstanceType) and the account spot quota (live SPOTPAID
 instances; default code LimitExceeded.SpotQuota). A launch is all or nothing. New
 instances are PENDING for --pending-seconds, then RUNNING (or LAUNCH_FAILED).
+
+DescribeInstanceTypeConfigs (SDK models.go): Filters zone, instance-family, instance-type
+(<= 10 filters, <= 5 values each; values within a filter OR, filters AND). Answers
+InstanceTypeConfigSet [{Zone, InstanceType, InstanceFamily, GPU, CPU, Memory (GiB), FPGA,
+GpuCount, GpuType?}] from the catalogue: TYPE_CATALOGUE (GPU types of the GN7 (T4) and
+GN10Xp (V100) families, a vGPU type whose GpuCount is a share of one card, the S5 types
+the tests launch) plus what POST /_emulator/instance-types adds, each listed once per zone:
+<region>-1 to -4, or the zones of the region a zone filter names. RunInstances does not
+consult it (any FAMILY.SIZE launches).
 
 TerminateInstances: InstanceIds 1..100 (MissingParameter / InvalidParameterValue.
 LimitExceeded / InvalidInstanceId.Malformed). The whole call fails if any id is unknown
@@ -186,6 +196,10 @@ Bad input answers HTTP 400 {"ok": false, "error": "..."}; unknown paths 404.
                                           The journal entry says "killed": {hookId, when,
                                           pid, signal, result}
   GET  /_emulator/killhooks               JSON list of pending kill hooks
+  POST /_emulator/instance-types          {"instanceType", "cpu", "memory", "gpu"?=0,
+                                          "gpuCount"?=gpu, "gpuType"?}: adds (or replaces)
+                                          a type of the DescribeInstanceTypeConfigs
+                                          catalogue, in every region; reset restores it
   POST /_emulator/throttle                {"action": A|"*", "perSecond": n|null (default)}
   GET  /_emulator/journal[?since=SEQ]     JSON list of entries (see below)
   GET  /_emulator/stats[?tagKey=K[&tagValue=V]][&history=1]
@@ -277,9 +291,10 @@ MAX_SKEW_SECONDS = 300
 MAX_BODY_BYTES = 10 * 1024 * 1024
 JOURNAL_MAX_ENTRIES = 200_000
 
-ACTIONS = ("DescribeInstances", "DescribeInstancesStatus", "RunInstances", "TerminateInstances")
+ACTIONS = ("DescribeInstances", "DescribeInstancesStatus", "RunInstances", "TerminateInstances",
+           "DescribeInstanceTypeConfigs")
 DEFAULT_RATES = {"DescribeInstances": 40.0, "DescribeInstancesStatus": 40.0, "RunInstances": 10.0,
-                 "TerminateInstances": 10.0}
+                 "TerminateInstances": 10.0, "DescribeInstanceTypeConfigs": 10.0}
 LIVE_STATES = frozenset({"PENDING", "RUNNING", "STARTING", "REBOOTING"})
 ALL_STATES = LIVE_STATES | {"LAUNCH_FAILED", "STOPPING", "STOPPED", "SHUTDOWN", "TERMINATING"}
 CHARGE_TYPES = ("SPOTPAID", "POSTPAID_BY_HOUR")
@@ -500,6 +515,7 @@ RUN_SCHEMA = {
 DESCRIBE_SCHEMA = {"InstanceIds": [STRING], "Filters": [{"Name": STRING, "Values": [STRING]}],
                    "Offset": INTEGER, "Limit": INTEGER}
 STATUS_SCHEMA = {"InstanceIds": [STRING], "Offset": INTEGER, "Limit": INTEGER}
+TYPE_CONFIGS_SCHEMA = {"Filters": [{"Name": STRING, "Values": [STRING]}]}
 TERMINATE_SCHEMA = {"InstanceIds": [STRING], "ReleaseNetworkResources": BOOLEAN,
                     "ReleasePrepaidDataDisk": BOOLEAN, "ReleaseAddress": BOOLEAN}
 SCALAR_CHECKS = {
@@ -565,6 +581,47 @@ def cpu_and_memory(instance_type: str) -> tuple[int, int]:
         return 4, 8
     base = {"SMALL": 1, "MEDIUM": 2, "LARGE": 4, "XLARGE": 4}[match[2]]
     return base * int(match[1] or 1), int(match[3])
+
+
+@dataclass(frozen=True)
+class InstanceTypeConfig:
+    """One type of the DescribeInstanceTypeConfigs catalogue (SDK InstanceTypeConfig)."""
+    instance_type: str
+    cpu: int
+    memory: int              # GiB
+    gpu: int = 0             # GPUs the instance has
+    gpu_count: float = 0.0   # physical cards it maps: below 1 for a vGPU type
+    gpu_type: str = ""
+
+    def view(self, zone: str) -> dict:
+        view = {"Zone": zone, "InstanceType": self.instance_type, "InstanceFamily": self.instance_type.split(".")[0],
+                "GPU": self.gpu, "CPU": self.cpu, "Memory": self.memory, "FPGA": 0, "GpuCount": self.gpu_count}
+        return {**view, "GpuType": self.gpu_type} if self.gpu_type else view
+
+
+def s5(instance_type: str) -> InstanceTypeConfig:
+    return InstanceTypeConfig(instance_type, *cpu_and_memory(instance_type))
+
+
+# The GPU types as Tencent's GPU instance pages list them (GN7: NVIDIA T4; GN10Xp: V100);
+# GN7vw.3XLARGE24 stands for a vGPU type (half a T4, one GPU to the instance).
+TYPE_CATALOGUE = {t.instance_type: t for t in (
+    InstanceTypeConfig("GN7.2XLARGE32", 8, 32, 1, 1.0, "NVIDIA T4"),
+    InstanceTypeConfig("GN7.5XLARGE80", 20, 80, 1, 1.0, "NVIDIA T4"),
+    InstanceTypeConfig("GN7.8XLARGE128", 32, 128, 1, 1.0, "NVIDIA T4"),
+    InstanceTypeConfig("GN7.10XLARGE160", 40, 160, 2, 2.0, "NVIDIA T4"),
+    InstanceTypeConfig("GN7.20XLARGE320", 80, 320, 4, 4.0, "NVIDIA T4"),
+    InstanceTypeConfig("GN10Xp.2XLARGE40", 10, 40, 1, 1.0, "NVIDIA V100"),
+    InstanceTypeConfig("GN10Xp.20XLARGE320", 80, 320, 8, 8.0, "NVIDIA V100"),
+    InstanceTypeConfig("GN7vw.3XLARGE24", 12, 24, 1, 0.5, "NVIDIA T4"),
+    s5("S5.SMALL1"), s5("S5.MEDIUM2"), s5("S5.MEDIUM4"), s5("S5.LARGE8"), s5("S5.2XLARGE16"),
+)}
+TYPE_FILTER_FIELDS = {
+    "zone": lambda entry: [entry[0]],
+    "instance-family": lambda entry: [entry[1].instance_type.split(".")[0]],
+    "instance-type": lambda entry: [entry[1].instance_type],
+}
+CATALOGUE_ZONES = 4
 
 
 # ---------------------------------------------------------------------------------------
@@ -800,6 +857,7 @@ class Emulator:
         self.kill_hooks: list[KillHook] = []
         self.stock: dict[tuple[str, str], dict] = {}
         self.spot_quota: dict | None = None
+        self.type_catalogue: dict[str, InstanceTypeConfig] = dict(TYPE_CATALOGUE)
         self.rates = dict(DEFAULT_RATES)
         self.buckets: dict[tuple[str, str], TokenBucket] = {}
         self.journal: deque[dict] = deque(maxlen=JOURNAL_MAX_ENTRIES)
@@ -1107,6 +1165,20 @@ class Emulator:
         return {"TotalCount": len(matches),
                 "InstanceStatusSet": [{"InstanceId": inst.instance_id, "InstanceState": inst.state}
                                       for inst in page]}
+
+    def _describe_instance_type_configs(self, params: dict, call: Call) -> dict:
+        check_schema(params, TYPE_CONFIGS_SCHEMA)
+        filters = params.get("Filters") or []
+        if len(filters) > 10:
+            raise ApiError("InvalidParameterValue.LimitExceeded", "At most 10 Filters per request.")
+        predicates = [compile_filter(i, f, TYPE_FILTER_FIELDS) for i, f in enumerate(filters)]
+        zones = [f"{call.region}-{n}" for n in range(1, CATALOGUE_ZONES + 1)]
+        named = {z for f in filters if f.get("Name") == "zone" for z in f.get("Values") or []}
+        zones += sorted(z for z in named if z not in zones and z.rsplit("-", 1)[0] == call.region)
+        entries = [(zone, t) for zone in zones for t in self.type_catalogue.values()]
+        matches = [entry for entry in entries if all(predicate(entry) for predicate in predicates)]
+        call.entry.update({**({"filters": filters} if filters else {}), "count": len(matches)})
+        return {"InstanceTypeConfigSet": [t.view(zone) for zone, t in matches]}
 
     def _in_tag_index(self, inst: Instance, now: float) -> bool:
         """Whether the lagging, non-monotonic tag index lists the instance right now: not
@@ -1435,6 +1507,19 @@ class Emulator:
         self._record({"action": "_quota", **(self.spot_quota or {"spot": None})}, now)
         return {"ok": True}
 
+    def ctl_instance_types(self, payload, query, now):
+        instance_type = control_string(payload, "instanceType")
+        if not INSTANCE_TYPE_RE.fullmatch(instance_type):
+            raise ControlError("instanceType must be FAMILY.SIZE")
+        gpu = control_number(payload, "gpu", integer=True, default=0)
+        entry = InstanceTypeConfig(instance_type, control_number(payload, "cpu", 1, integer=True),
+                                   control_number(payload, "memory", 1, integer=True), gpu,
+                                   control_number(payload, "gpuCount", default=float(gpu)),
+                                   payload.get("gpuType") if isinstance(payload.get("gpuType"), str) else "")
+        self.type_catalogue[instance_type] = entry
+        self._record({"action": "_instanceTypes", "instanceType": instance_type}, now)
+        return {"ok": True}
+
     def ctl_fault(self, payload, query, now):
         if payload.get("clear") is True:
             cleared = len(self.faults)
@@ -1542,7 +1627,8 @@ class Emulator:
 
 HANDLERS = {"DescribeInstances": Emulator._describe_instances,
             "DescribeInstancesStatus": Emulator._describe_instances_status, "RunInstances": Emulator._run_instances,
-            "TerminateInstances": Emulator._terminate_instances}
+            "TerminateInstances": Emulator._terminate_instances,
+            "DescribeInstanceTypeConfigs": Emulator._describe_instance_type_configs}
 CONTROL_ROUTES = {
     ("GET", "/_emulator/health"): Emulator.ctl_health,
     ("POST", "/_emulator/reset"): Emulator.ctl_reset,
@@ -1559,6 +1645,7 @@ CONTROL_ROUTES = {
     ("POST", "/_emulator/killhook"): Emulator.ctl_killhook,
     ("GET", "/_emulator/killhooks"): Emulator.ctl_list_killhooks,
     ("POST", "/_emulator/throttle"): Emulator.ctl_throttle,
+    ("POST", "/_emulator/instance-types"): Emulator.ctl_instance_types,
     ("GET", "/_emulator/journal"): Emulator.ctl_journal,
     ("GET", "/_emulator/stats"): Emulator.ctl_stats,
 }
@@ -1609,8 +1696,9 @@ def termination_time(epoch: float) -> str:
     return time.strftime("%Y-%m-%d %H:%M:%S", time.gmtime(int(epoch) + UTC_PLUS_8))
 
 
-def compile_filter(index: int, spec: dict):
-    """A predicate for one Filter: true when any of the instance's values is listed."""
+def compile_filter(index: int, spec: dict, fields: dict | None = None):
+    """A predicate for one Filter: true when any of the instance's values is listed
+    (fields: the filter names and what they read, FILTER_FIELDS and tag:<key> by default)."""
     name, values = spec.get("Name"), spec.get("Values")
     if not name:
         raise ApiError("MissingParameter", f"The parameter `Filters.{index}.Name` is missing.")
@@ -1618,11 +1706,11 @@ def compile_filter(index: int, spec: dict):
         raise ApiError("MissingParameter", f"The parameter `Filters.{index}.Values` is missing or empty.")
     if len(values) > 5:
         raise ApiError("InvalidFilterValue.LimitExceeded", f"`Filters.{index}.Values` has more than 5 values.")
-    if name.startswith("tag:") and len(name) > 4:
+    if fields is None and name.startswith("tag:") and len(name) > 4:
         tag_key = name[4:]
         field_values = lambda inst: [t["Value"] for t in inst.tags if t["Key"] == tag_key]  # noqa: E731
-    elif name in FILTER_FIELDS:
-        field_values = FILTER_FIELDS[name]
+    elif name in (fields or FILTER_FIELDS):
+        field_values = (fields or FILTER_FIELDS)[name]
     else:
         raise ApiError("InvalidFilter", f"The filter `{name}` is not supported.")
     wanted = set(values)
@@ -1726,7 +1814,8 @@ def launch_fingerprint(params: dict) -> str:
 
 def describe_view(inst: Instance) -> dict:
     """An instance as DescribeInstances shows it (fields of the SDK's Instance model)."""
-    cpu, memory = cpu_and_memory(inst.instance_type)
+    known = TYPE_CATALOGUE.get(inst.instance_type)
+    cpu, memory = (known.cpu, known.memory) if known else cpu_and_memory(inst.instance_type)
     return {
         "Placement": {"Zone": inst.zone, "ProjectId": inst.project_id},
         "InstanceId": inst.instance_id,

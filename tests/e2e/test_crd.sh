@@ -138,6 +138,38 @@ cases=(
 	'spec.drainTimeout|1|3|  drainTimeout: 100000s'
 	'spec.drainTimeout|1|3|  drainTimeout: 600'
 	'spec.maximumIncludesDoomed|1|3|  maximumIncludesDoomed: "yes"'
+	# Demand (issue 28): autoscaling's timers and the node template's labels and taints.
+	'ok|0|3|  autoscaling: {pendingPods: true}'
+	'ok|0|3|  autoscaling: {}'
+	'ok|0|3|  autoscaling: {scaleDownUnneededTime: 0s, nodeRegistrationTimeout: 1s}'
+	'ok|0|3|  autoscaling: {scaleDownUnneededTime: 24h, nodeRegistrationTimeout: 1h30m}'
+	'ok|0|3|  nodeTemplate: {labels: {gpu-pool: a10, example.com/team: ml, e: ""}, taints: [{key: nvidia.com/gpu, value: "true", effect: NoSchedule}, {key: nvidia.com/gpu, effect: NoExecute}, {key: spot, effect: PreferNoSchedule}]}'
+	'spec.autoscaling.pendingPods|0|3|  autoscaling: {pendingPods: "yes"}'
+	'spec.autoscaling.scaleDownUnneededTime|0|3|  autoscaling: {scaleDownUnneededTime: 25h}'
+	'spec.autoscaling.scaleDownUnneededTime|0|3|  autoscaling: {scaleDownUnneededTime: "10"}'
+	'spec.autoscaling.nodeRegistrationTimeout|0|3|  autoscaling: {nodeRegistrationTimeout: 0s}'
+	'spec.autoscaling.nodeRegistrationTimeout|0|3|  autoscaling: {nodeRegistrationTimeout: 1.5m}'
+	'spec.nodeTemplate.labels|0|3|  nodeTemplate: {labels: {-a: v}}'
+	'spec.nodeTemplate.labels|0|3|  nodeTemplate: {labels: {Example.com/a: v}}'
+	'spec.nodeTemplate.labels|0|3|  nodeTemplate: {labels: {a/b/c: v}}'
+	'spec.nodeTemplate.labels|0|3|  nodeTemplate: {labels: {a: "b c"}}'
+	'spec.nodeTemplate.labels|0|3|  nodeTemplate: {labels: {a: 1}}'
+	'spec.nodeTemplate.taints|0|3|  nodeTemplate: {taints: {key: a}}'
+	'spec.nodeTemplate.taints[0].key|0|3|  nodeTemplate: {taints: [{effect: NoSchedule}]}'
+	'spec.nodeTemplate.taints[0].key|0|3|  nodeTemplate: {taints: [{key: "b c", effect: NoSchedule}]}'
+	'spec.nodeTemplate.taints[0].value|0|3|  nodeTemplate: {taints: [{key: a, value: x/y, effect: NoSchedule}]}'
+	'spec.nodeTemplate.taints[0].effect|0|3|  nodeTemplate: {taints: [{key: a}]}'
+	'spec.nodeTemplate.taints[2].effect|0|3|  nodeTemplate: {taints: [{key: a, effect: NoSchedule}, {key: b, effect: NoSchedule}, {key: c, effect: Sometimes}]}'
+	'spec.nodeTemplate.taints[1]|0|3|  nodeTemplate: {taints: [{key: a, value: "1", effect: NoSchedule}, {key: a, value: "2", effect: NoSchedule}]}'
+)
+# The bounds: 64 labels and 32 taints are the most.
+entries() { # N FORMAT
+	seq "$1" | xargs printf "$2" | paste -sd, | sed 's/,/, /g'
+}
+cases+=(
+	"ok|0|3|  nodeTemplate: {labels: {$(entries 64 'l%d: v\n')}, taints: [$(entries 32 '{key: k%d, effect: NoSchedule}\n')]}"
+	"spec.nodeTemplate.labels|0|3|  nodeTemplate: {labels: {$(entries 65 'l%d: v\n')}}"
+	"spec.nodeTemplate.taints|0|3|  nodeTemplate: {taints: [$(entries 33 '{key: k%d, effect: NoSchedule}\n')]}"
 )
 agree=0
 for c in "${cases[@]}"; do

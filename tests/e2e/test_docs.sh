@@ -5,7 +5,8 @@
 # conf/spotpool.yaml, every flag in `run --help`; the generated lists of the man pages
 # are what `make man` writes; the pages render without warnings and `make install`
 # puts them where man finds them; the unit file says what SIGTERM does; the pool example
-# carries the bootstrap example as its userData.
+# carries the bootstrap example as its userData, and the autoscaling example the same
+# bootstrap applying its nodeTemplate.
 source "$(dirname "$0")/lib.sh"
 
 cd "$E2E_ROOT" || exit 1
@@ -78,4 +79,36 @@ check "examples/nodes-pool.yaml carries examples/bootstrap/kubeadm-join.sh as it
 	bash -c "base64 -d <<<'$user_data' | cmp -s - examples/bootstrap/kubeadm-join.sh"
 check "the bootstrap fits userData (${#user_data} of 16384 bytes) and parses as sh" \
 	bash -c "test ${#user_data} -le 16384 && sh -n examples/bootstrap/kubeadm-join.sh"
+
+# The autoscaling example's bootstrap applies its nodeTemplate: its userData is the
+# bootstrap with NODE_LABELS/NODE_TAINTS as `spotpool dry-run` prints the template, and
+# that bootstrap (curl and kubeadm stubbed) registers the Node with those labels and taints.
+flags=$(SPOTPOOL_CVM_ENDPOINT=http://127.0.0.1:9 TENCENTCLOUD_SECRET_ID=AKIDdocs TENCENTCLOUD_SECRET_KEY=docsKey \
+	"$SPOTPOOL_BIN" dry-run -f examples/pool-autoscaling.yaml --timeout 1 -o json 2>/dev/null |
+	python3 -c 'import json, sys; print(json.load(sys.stdin)["pools"][0]["nodeTemplate"]["kubeletFlags"])')
+labels=$(sed -n 's/^--node-labels=\([^ ]*\).*/\1/p' <<<"$flags")
+taints=$(sed -n 's/.*--register-with-taints=\([^ ]*\)$/\1/p' <<<"$flags")
+check "dry-run prints examples/pool-autoscaling.yaml's template as kubelet flags ($flags)" \
+	test "$labels" = gpu-pool=a10 -a "$taints" = nvidia.com/gpu=true:NoSchedule
+sed "s|^NODE_LABELS=\"\"$|NODE_LABELS=\"$labels\"|; s|^NODE_TAINTS=\"\"$|NODE_TAINTS=\"$taints\"|" \
+	examples/bootstrap/kubeadm-join.sh >"$E2E_TMP/join.sh"
+user_data=$(awk '/^  userData:/ {print $2}' examples/pool-autoscaling.yaml)
+check "examples/pool-autoscaling.yaml carries the bootstrap with the template dry-run prints" \
+	bash -c "base64 -d <<<'$user_data' | cmp -s - '$E2E_TMP/join.sh'"
+mkdir -p "$E2E_TMP/stubs"
+printf '#!/bin/sh\ncase "$*" in *instance-id*) echo ins-0docs001;; *local-ipv4*) echo 10.0.0.7;; esac\n' >"$E2E_TMP/stubs/curl"
+printf '#!/bin/sh\necho "kubeadm $*" >"%s"\n' "$E2E_TMP/kubeadm.args" >"$E2E_TMP/stubs/kubeadm"
+chmod +x "$E2E_TMP/stubs/curl" "$E2E_TMP/stubs/kubeadm"
+run_join() { # SCRIPT CONFIG
+	PATH="$E2E_TMP/stubs:$PATH" JOIN_CONFIG=$2 sh "$1" &&
+		grep -qxF "kubeadm join --config $2" "$E2E_TMP/kubeadm.args"
+}
+check "the bootstrap with a template joins, its kubelet given the labels and taints" bash -c \
+	"$(declare -f run_join); E2E_TMP='$E2E_TMP'; run_join '$E2E_TMP/join.sh' '$E2E_TMP/a.yaml' &&
+	 grep -qxF '    node-labels: \"spotpool.jokerbai.com/instance-id=ins-0docs001,gpu-pool=a10\"' '$E2E_TMP/a.yaml' &&
+	 grep -qxF '    register-with-taints: \"nvidia.com/gpu=true:NoSchedule\"' '$E2E_TMP/a.yaml'"
+check "the bootstrap without a template sets only the instance-id label and no taint" bash -c \
+	"$(declare -f run_join); E2E_TMP='$E2E_TMP'; run_join examples/bootstrap/kubeadm-join.sh '$E2E_TMP/b.yaml' &&
+	 grep -qxF '    node-labels: \"spotpool.jokerbai.com/instance-id=ins-0docs001\"' '$E2E_TMP/b.yaml' &&
+	 ! grep -q register-with-taints '$E2E_TMP/b.yaml'"
 finish

@@ -342,6 +342,45 @@ class EmulatorFaults(unittest.TestCase):
         rates = self.c.control("POST", "throttle", {"action": "DescribeInstancesStatus", "perSecond": None})["rates"]
         self.assertEqual(rates["DescribeInstancesStatus"], 40.0)
 
+    def test_describe_instance_type_configs(self):
+        """The catalogue as the SDK's InstanceTypeConfig: the GPU types with their GPUs,
+        once per zone; filters; a type added through the control API; SDK errors."""
+        self.c.control("POST", "throttle", {"action": "DescribeInstanceTypeConfigs", "perSecond": 1000})
+        every = self.c.call("DescribeInstanceTypeConfigs", {})["InstanceTypeConfigSet"]
+        zones = {t["Zone"] for t in every}
+        self.assertEqual(zones, {f"{REGION}-{n}" for n in range(1, 5)})
+        gn7 = [t for t in every if t["InstanceType"] == "GN7.2XLARGE32"]
+        self.assertEqual(len(gn7), 4)
+        self.assertEqual({k: gn7[0][k] for k in ("InstanceFamily", "CPU", "Memory", "GPU", "GpuCount", "GpuType")},
+                         {"InstanceFamily": "GN7", "CPU": 8, "Memory": 32, "GPU": 1, "GpuCount": 1.0,
+                          "GpuType": "NVIDIA T4"})
+        answer = self.c.call("DescribeInstanceTypeConfigs", {"Filters": [
+            {"Name": "zone", "Values": [REGION + "-9"]}, {"Name": "instance-family", "Values": ["GN10Xp", "GN7vw"]}]})
+        got = {(t["Zone"], t["InstanceType"], t["GPU"], t["GpuCount"]) for t in answer["InstanceTypeConfigSet"]}
+        self.assertEqual(got, {(REGION + "-9", "GN10Xp.2XLARGE40", 1, 1.0), (REGION + "-9", "GN10Xp.20XLARGE320", 8, 8.0),
+                               (REGION + "-9", "GN7vw.3XLARGE24", 1, 0.5)})
+        s5 = self.c.call("DescribeInstanceTypeConfigs", {"Filters": [{"Name": "instance-type", "Values": ["S5.LARGE8"]}]})
+        self.assertEqual({(t["CPU"], t["Memory"], t["GPU"]) for t in s5["InstanceTypeConfigSet"]}, {(4, 8, 0)})
+        self.assertNotIn("GpuType", s5["InstanceTypeConfigSet"][0])
+        self.c.control("POST", "instance-types", {"instanceType": "GX9.4XLARGE64", "cpu": 16, "memory": 64, "gpu": 2,
+                                                  "gpuType": "Test"})
+        added = self.c.call("DescribeInstanceTypeConfigs", {"Filters": [
+            {"Name": "instance-type", "Values": ["GX9.4XLARGE64"]}, {"Name": "zone", "Values": [REGION + "-1"]}]})
+        self.assertEqual(added["InstanceTypeConfigSet"],
+                         [{"Zone": REGION + "-1", "InstanceType": "GX9.4XLARGE64", "InstanceFamily": "GX9", "GPU": 2,
+                           "CPU": 16, "Memory": 64, "FPGA": 0, "GpuCount": 2.0, "GpuType": "Test"}])
+        for params, code in (({"Filters": [{"Name": "gpu", "Values": ["1"]}]}, "InvalidFilter"),
+                             ({"Filters": [{"Name": "zone", "Values": []}]}, "MissingParameter"),
+                             ({"Filters": [{"Name": "zone", "Values": ["a"] * 6}]}, "InvalidFilterValue.LimitExceeded"),
+                             ({"Filters": [{"Name": "zone", "Values": ["a"]}] * 11}, "InvalidParameterValue.LimitExceeded"),
+                             ({"Filters": [{"Name": "tag:x", "Values": ["a"]}]}, "InvalidFilter"),
+                             ({"Limit": 10}, "UnknownParameter"),
+                             ({"Filters": "zone"}, "InvalidParameter")):
+            self.assertEqual(self.c.call("DescribeInstanceTypeConfigs", params)["Error"]["Code"], code, params)
+        self.c.control("POST", "reset", {})
+        self.assertEqual(self.c.call("DescribeInstanceTypeConfigs", {"Filters": [
+            {"Name": "instance-type", "Values": ["GX9.4XLARGE64"]}]})["InstanceTypeConfigSet"], [])
+
 
 class Plans(unittest.TestCase):
     """The schedule generator: seeded, and the issue-19 kinds can be left out."""

@@ -2,8 +2,8 @@
  * back to back (the pages of a DescribeInstances listing). Each goes through what
  * cvm.c's call_once does with a reply body (static, behind the HTTP exchange, so it is
  * mirrored here): parse with cJSON, detach "Response", classify Error.Code with
- * cvm_classify_code; a success goes to cvm_parse_instances (one page each) and to the
- * RunInstances InstanceIdSet walk. */
+ * cvm_classify_code; a success goes to cvm_parse_instances (one page each), to the
+ * RunInstances InstanceIdSet walk and to cvm_parse_instance_types. */
 #include "cvm.h"
 #include "fuzz.h"
 #include "pool.h"
@@ -40,6 +40,26 @@ static void check_instances(const struct pool_instance *list, size_t n)
 		    !memchr(in->pool_tag, 0, sizeof(in->pool_tag)))
 			abort();
 	}
+}
+
+/* DescribeInstanceTypeConfigs: bounded, one entry per type, names and counts sane. */
+static void check_instance_types(const cJSON *response)
+{
+	struct cvm_instance_type *v = NULL;
+	size_t n = 0;
+	struct sp_error err = {0};
+	int r = cvm_parse_instance_types(response, &v, &n, &err);
+	fuzz_check_error(r, &err);
+	if (r < 0)
+		return;
+	if (n > CVM_INSTANCE_TYPES_MAX)
+		abort();
+	for (size_t i = 0; i < n; i++)
+		if (!v[i].instance_type[0] || !memchr(v[i].gpu_type, 0, sizeof(v[i].gpu_type)) || v[i].cpu < 0 ||
+		    v[i].memory_gib < 0 || v[i].gpu < 0 || !(v[i].gpu_cards >= 0) ||
+		    (i && strcmp(v[i - 1].instance_type, v[i].instance_type) >= 0))
+			abort();
+	free(v);
 }
 
 /* RunInstances: the IDs cvm_run_instances would keep. */
@@ -89,6 +109,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 				abort();
 		}
 		free(list);  /* a failed page may have been partly filled */
+		check_instance_types(response);
 		cJSON_Delete(response);
 	}
 

@@ -522,6 +522,136 @@ static void test_parse_rejects_malformed(void **state)
 	}
 }
 
+/* DescribeInstanceTypeConfigs: the SDK's InstanceTypeConfig read into resources, one
+ * entry per type (the first zone's), sorted by name; GpuCount a fraction for a vGPU type. */
+static void test_parse_instance_types(void **state)
+{
+	(void)state;
+	cJSON *resp = cJSON_Parse(
+		"{\"InstanceTypeConfigSet\": ["
+		"{\"Zone\": \"ap-singapore-2\", \"InstanceType\": \"GN7.2XLARGE32\", \"InstanceFamily\": \"GN7\","
+		" \"GPU\": 1, \"CPU\": 8, \"Memory\": 32, \"FPGA\": 0, \"GpuCount\": 1, \"GpuType\": \"NVIDIA T4\"},"
+		"{\"Zone\": \"ap-singapore-2\", \"InstanceType\": \"GN7vw.3XLARGE24\", \"GPU\": 1, \"CPU\": 12,"
+		" \"Memory\": 24, \"GpuCount\": 0.5},"
+		"{\"Zone\": \"ap-singapore-3\", \"InstanceType\": \"GN7.2XLARGE32\", \"InstanceFamily\": \"GN7\","
+		" \"GPU\": 2, \"CPU\": 9, \"Memory\": 33},"
+		"{\"Zone\": \"ap-singapore-2\", \"InstanceType\": \"S5.LARGE8\", \"CPU\": 4, \"Memory\": 8,"
+		" \"GPU\": null, \"GpuCount\": null, \"FPGA\": 0}],"
+		" \"RequestId\": \"r\"}");
+	struct cvm_instance_type *v = NULL;
+	size_t n = 0;
+	assert_int_equal(cvm_parse_instance_types(resp, &v, &n, NULL), 0);
+	assert_int_equal(n, 3);
+	assert_string_equal(v[0].instance_type, "GN7.2XLARGE32");
+	assert_string_equal(v[0].family, "GN7");
+	assert_int_equal(v[0].cpu, 8);
+	assert_int_equal(v[0].memory_gib, 32);
+	assert_int_equal(v[0].gpu, 1);
+	assert_true(v[0].gpu_cards == 1.0);
+	assert_string_equal(v[0].gpu_type, "NVIDIA T4");
+	assert_string_equal(v[1].instance_type, "GN7vw.3XLARGE24");
+	assert_int_equal(v[1].gpu, 1);
+	assert_true(v[1].gpu_cards == 0.5);
+	assert_string_equal(v[1].gpu_type, "");
+	assert_string_equal(v[2].instance_type, "S5.LARGE8");
+	assert_int_equal(v[2].gpu, 0);
+	assert_true(v[2].gpu_cards == 0);
+	free(v);
+	cJSON_Delete(resp);
+	/* An empty catalogue (null set) is not an error. */
+	resp = cJSON_Parse("{\"InstanceTypeConfigSet\": null}");
+	v = (struct cvm_instance_type *)&v;
+	assert_int_equal(cvm_parse_instance_types(resp, &v, &n, NULL), 0);
+	assert_int_equal(n, 0);
+	free(v);
+	cJSON_Delete(resp);
+}
+
+/* Malformed or oversized answers are SP_EPROTO, never a short or wrong catalogue. */
+static void test_parse_instance_types_rejects(void **state)
+{
+	(void)state;
+	static const char *const bad[] = {
+		"{}",
+		"{\"InstanceTypeConfigSet\": {}}",
+		"{\"InstanceTypeConfigSet\": [{\"CPU\": 8, \"Memory\": 32}]}",
+		"{\"InstanceTypeConfigSet\": [{\"InstanceType\": \"\", \"CPU\": 8, \"Memory\": 32}]}",
+		"{\"InstanceTypeConfigSet\": [{\"InstanceType\": 7, \"CPU\": 8, \"Memory\": 32}]}",
+		"{\"InstanceTypeConfigSet\": [{\"InstanceType\": \"A.B\", \"CPU\": \"8\", \"Memory\": 32}]}",
+		"{\"InstanceTypeConfigSet\": [{\"InstanceType\": \"A.B\", \"CPU\": -1, \"Memory\": 32}]}",
+		"{\"InstanceTypeConfigSet\": [{\"InstanceType\": \"A.B\", \"CPU\": 8.5, \"Memory\": 32}]}",
+		"{\"InstanceTypeConfigSet\": [{\"InstanceType\": \"A.B\", \"CPU\": 8, \"Memory\": 1e300}]}",
+		"{\"InstanceTypeConfigSet\": [{\"InstanceType\": \"A.B\", \"CPU\": 8, \"Memory\": 32, \"GPU\": 0.25}]}",
+		"{\"InstanceTypeConfigSet\": [{\"InstanceType\": \"A.B\", \"CPU\": 8, \"Memory\": 32, \"GPU\": 5000}]}",
+		"{\"InstanceTypeConfigSet\": [{\"InstanceType\": \"A.B\", \"CPU\": 8, \"Memory\": 32, \"GpuCount\": -0.5}]}",
+		"{\"InstanceTypeConfigSet\": [{\"InstanceType\": \"A.B\", \"CPU\": 8, \"Memory\": 32, \"GpuCount\": \"1\"}]}",
+		"{\"InstanceTypeConfigSet\": [{\"InstanceType\": \"A.BBBBBBBBBBBBBBBBBBBBBBBBBBBBBBBBBBBBBBBBBBBBBBBBBBBBBBBBBBBBBBBBBB\", "
+		"\"CPU\": 8, \"Memory\": 32}]}",
+		"{\"InstanceTypeConfigSet\": [{\"InstanceType\": \"A.B\", \"CPU\": 8, \"Memory\": 32}, 3]}",
+	};
+	for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]) + 1; i++) {
+		char *text = NULL;
+		if (i < sizeof(bad) / sizeof(bad[0])) {
+			text = xstrdup(bad[i]);
+		} else {  /* one entry past CVM_INSTANCE_TYPES_MAX */
+			cJSON *root = cJSON_CreateObject();
+			cJSON *set = cJSON_AddArrayToObject(root, "InstanceTypeConfigSet");
+			for (int k = 0; k <= CVM_INSTANCE_TYPES_MAX; k++) {
+				cJSON *t = cJSON_CreateObject();
+				char name[32];
+				snprintf(name, sizeof(name), "T%d.X", k);
+				cJSON_AddStringToObject(t, "InstanceType", name);
+				cJSON_AddNumberToObject(t, "CPU", 1);
+				cJSON_AddNumberToObject(t, "Memory", 1);
+				cJSON_AddItemToArray(set, t);
+			}
+			text = cJSON_PrintUnformatted(root);
+			cJSON_Delete(root);
+		}
+		cJSON *resp = cJSON_Parse(text);
+		struct cvm_instance_type *v = (struct cvm_instance_type *)&v;  /* must stay untouched */
+		size_t n = 7;
+		struct sp_error err = {0};
+		print_message("%.100s\n", text);
+		assert_int_equal(cvm_parse_instance_types(resp, &v, &n, &err), SP_EPROTO);
+		assert_contains(err.msg, "DescribeInstanceTypeConfigs: ");
+		assert_ptr_equal(v, &v);
+		assert_int_equal(n, 7);
+		cJSON_Delete(resp);
+		free(text);
+	}
+}
+
+/* One call, no parameters, for the whole region; a Tencent error is classified. */
+static void test_describe_instance_types(void **state)
+{
+	(void)state;
+	const struct canned script[] = {
+		{.body = "{\"Response\": {\"InstanceTypeConfigSet\": [{\"Zone\": \"ap-singapore-2\", \"InstanceType\": "
+			 "\"GN7.5XLARGE80\", \"GPU\": 1, \"CPU\": 20, \"Memory\": 80}], \"RequestId\": \"r1\"}}"},
+		{.body = "{\"Response\": {\"Error\": {\"Code\": \"AuthFailure.SecretIdNotFound\", \"Message\": \"no\"}, "
+			 "\"RequestId\": \"r2\"}}"},
+	};
+	struct fake f = {.script = script, .n_script = 2};
+	fake_start(&f);
+	struct cvm_client *c = fake_client(&f, 1);
+	struct cvm_instance_type *v = NULL;
+	size_t n = 0;
+	assert_int_equal(cvm_describe_instance_types(c, &test_cred, "ap-singapore", &v, &n, NULL), 0);
+	assert_int_equal(n, 1);
+	assert_int_equal(v[0].cpu, 20);
+	free(v);
+	struct sp_error err = {0};
+	assert_int_equal(cvm_describe_instance_types(c, &test_cred, "ap-singapore", &v, &n, &err), SP_EAUTH);
+	assert_string_equal(err.reason, "AuthFailure.SecretIdNotFound");
+	cvm_client_free(c);
+	fake_stop(&f);
+	assert_int_equal(atomic_load(&f.n), 2);
+	assert_string_equal(f.actions[0], "DescribeInstanceTypeConfigs");
+	assert_int_equal(cJSON_GetArraySize(f.requests[0]), 0);
+	fake_free(&f);
+}
+
 /* A DescribeInstances-by-tag sweep against canned pages; checks what was asked. */
 static int sweep(const struct canned *script, size_t n_script, struct fake *f, struct pool_instance **list,
 		 size_t *n, struct sp_error *err)
@@ -1317,6 +1447,9 @@ int main(int argc, char **argv)
 		cmocka_unit_test(test_deadline_during_attempt),
 		cmocka_unit_test(test_step_down_mid_call),
 		cmocka_unit_test(test_redaction),
+		cmocka_unit_test(test_parse_instance_types),
+		cmocka_unit_test(test_parse_instance_types_rejects),
+		cmocka_unit_test(test_describe_instance_types),
 	};
 	return cmocka_run_group_tests_name("cvm", tests, NULL, NULL);
 }
