@@ -851,6 +851,36 @@ static void test_node_cache_lags(void **state)
 	world_free(&w);
 }
 
+/* Fault campaign seed 476, as it happened: a deleted pool's launch of unknown outcome
+ * is swept for (a listing without a tag filter), which finds its instance; the Nodes
+ * were matched before, to the instances observed then, so the swept one had no Node
+ * and was terminated at once, its Node's pods never evicted. Now the Nodes are listed
+ * again, with it, and its Node is drained first. */
+static void test_swept_instance_drained(void **state)
+{
+	(void)state;
+	struct world w;
+	world_init(&w, 0, 1, false);
+	w.r.nodes = (struct node_reader){.find = fake_find_nodes, .get = fake_get_node, .ctx = &w.f};
+	instance_init(&w.f.swept[w.f.n_swept++], "ins-s", "RUNNING");
+	snprintf(w.f.swept[0].private_ip, sizeof(w.f.swept[0].private_ip), "10.0.0.5");
+	w.f.nodes[0] = (struct node_view){.name = "n-s", .uid = "u-s", .provider_id = "ins-s", .internal_ip = "10.0.0.5",
+					  .ready = true};
+	w.f.n_nodes = 1;
+	cJSON *l = cJSON_AddObjectToObject(cJSON_AddObjectToObject(w.f.obj, "status"), "launch");
+	cJSON_AddStringToObject(l, "clientToken", "tok-1");
+	cJSON_AddNumberToObject(l, "count", 1);
+	cJSON_AddStringToObject(l, "startedAt", "2027-01-15T07:00:00Z");
+	set_deleting(&w, NULL);
+	world_pass(&w);
+	assert_int_equal(calls_starting(&w, "FindLaunched tok-1"), 1);
+	assert_int_equal(calls_starting(&w, "TerminateInstances"), 0);
+	assert_int_equal(calls_starting(&w, "GET nodes"), 1);
+	assert_int_equal(calls_starting(&w, "PATCH /api/v1/nodes/n-s"), 1);
+	assert_int_equal(calls_starting(&w, "POST eviction"), 1);
+	world_free(&w);
+}
+
 static void test_scale_down_on_stale_spec(void **state)
 {
 	(void)state;
@@ -1267,6 +1297,7 @@ int main(void)
 		cmocka_unit_test(test_forged_claim),
 		cmocka_unit_test(test_gone_instance_forged_node_kept),
 		cmocka_unit_test(test_node_cache_lags),
+		cmocka_unit_test(test_swept_instance_drained),
 		cmocka_unit_test(test_deletion_delete),
 		cmocka_unit_test(test_deletion_retain),
 		cmocka_unit_test(test_notice_and_sweep),
