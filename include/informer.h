@@ -68,6 +68,11 @@ void informer_lw_init(struct informer_lw *lw, const struct sp_clock *clock);
  * failed list or watch that dropped. */
 int64_t informer_lw_round(struct informer_lw *lw, const struct informer_lw_ops *ops, const struct kube_api *api,
 			  const struct stop *stop);
+/* The paged list of one round alone, without a watch: its objects through ops
+ * (begin_list, item, end_list); lw (NULL: none) keeps its resourceVersion. 0 or the
+ * failing page's SP_E* code. */
+int informer_list(struct informer_lw *lw, const struct informer_lw_ops *ops, const struct kube_api *api,
+		  struct sp_error *err);
 /* Its thread showed life within max_quiet_ms. */
 bool informer_lw_healthy(const struct informer_lw *lw, int64_t max_quiet_ms);
 

@@ -53,6 +53,13 @@ int nodes_find(struct nodes *n, const char *pool, const struct node_want *want, 
 /* The pool is gone: its instances are no longer looked for. */
 void nodes_forget(struct nodes *n, const char *pool);
 
+/* The Nodes of want as the apiserver lists them now (every page through api, not the
+ * cache, which may lag behind), matched as nodes_find matches: for a pass about to act
+ * on an instance having no Node. Nothing is written to ret on failure (the SP_E* code of
+ * the page that failed, err saying which). */
+int nodes_find_live(const struct kube_api *api, const struct node_want *want, size_t n_want, struct node_view *ret,
+		    enum node_by *ret_by, struct node_refusals *ret_refused, struct sp_error *err);
+
 /* Deletes the Node name through api if it is still the Node uid (a DeleteOptions
  * precondition: a name can be reused by a new Node, TKE names Nodes by private IP).
  * 0: deleted; SP_ENOTFOUND: no Node uid any more (404: gone; 409: the name is another

@@ -54,6 +54,8 @@ enum pass_kind {
 	PASS_DELETE_NODE,    /* ids: one Node of a gone instance, node_uid its UID (message: the
 			      * instance); 0 also when no Node of that UID is left (404, 409) */
 	PASS_WOULD_DELETE_NODE, /* dry-run: ids: the Nodes deletes would take, told, not done */
+	PASS_FIND_NODES,     /* the Nodes of the instances listed from the apiserver, not the cache:
+			      * pass_input.nodes, recorded_nodes and refused from then on */
 	PASS_EVENT,          /* type, reason, message */
 	PASS_RELEASE,        /* remove the finalizer: the deleted pool goes */
 	PASS_WRITE_STATUS,   /* the final status (without ledger keys), if it changed */
@@ -183,7 +185,9 @@ struct pass_input {
 	int64_t now_ms;
 	int64_t soldout_ttl_ms;
 	/* Nodes (node.h), NULL when not known (node features off, the Node cache not listed
-	 * yet): nodes[i] is the Node of plan.instances[i] for i < n_nodes (name empty: none);
+	 * yet), as the Node cache has them until PASS_FIND_NODES answers, then as the
+	 * apiserver listed them: nodes[i] is the Node of plan.instances[i] for i < n_nodes
+	 * (name empty: none);
 	 * recorded_nodes[i] the Node of plan.seen->v[i] when it is not observed, matched by
 	 * ID and the private IP the status recorded (node_match). A Node of a recorded
 	 * instance that is gone (neither observed nor someone else's) or going away

@@ -306,13 +306,15 @@ void informer_lw_init(struct informer_lw *lw, const struct sp_clock *clock)
 
 static void set_resource_version(struct informer_lw *lw, const cJSON *obj)
 {
+	if (!lw)
+		return;
 	const char *rv = informer_resource_version(obj);
 	if (*rv && strlen(rv) < sizeof(lw->resource_version))
 		snprintf(lw->resource_version, sizeof(lw->resource_version), "%s", rv);
 }
 
-static int list_all(struct informer_lw *lw, const struct informer_lw_ops *ops, const struct kube_api *api,
-		    struct sp_error *err)
+int informer_list(struct informer_lw *lw, const struct informer_lw_ops *ops, const struct kube_api *api,
+		  struct sp_error *err)
 {
 	char *cont = NULL;
 	int r;
@@ -390,7 +392,7 @@ int64_t informer_lw_round(struct informer_lw *lw, const struct informer_lw_ops *
 	atomic_store(&lw->heartbeat_ms, clock->mono_ms(clock->ctx));
 	struct sp_error err = {0};
 	if (lw->need_list) {
-		lw->list_error = list_all(lw, ops, api, &err);
+		lw->list_error = informer_list(lw, ops, api, &err);
 		if (lw->list_error < 0) {
 			lw->delay_ms = next_delay(lw->delay_ms);
 			bool refused = lw->list_error == SP_EFORBIDDEN || lw->list_error == SP_ENOTFOUND;

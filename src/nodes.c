@@ -265,6 +265,54 @@ void nodes_forget(struct nodes *n, const char *pool)
 	pthread_mutex_unlock(&n->lock);
 }
 
+/* The views a live list collects. */
+struct live {
+	struct node_view *v;
+	size_t n, cap;
+};
+
+static void live_begin(void *ud)
+{
+	(void)ud;
+}
+
+static void live_item(void *ud, const cJSON *obj)
+{
+	struct live *l = ud;
+	if (l->n == l->cap) {
+		l->cap = l->cap ? 2 * l->cap : 64;
+		l->v = xrealloc(l->v, l->cap * sizeof(*l->v));
+	}
+	if (view_of(obj, &l->v[l->n]))
+		l->n++;
+}
+
+static void live_end(void *ud, bool complete)
+{
+	(void)ud, (void)complete;
+}
+
+int nodes_find_live(const struct kube_api *api, const struct node_want *want, size_t n_want, struct node_view *ret,
+		    enum node_by *ret_by, struct node_refusals *ret_refused, struct sp_error *err)
+{
+	struct live l = {0};
+	const struct informer_lw_ops ops = {.kind = "nodes", .scope = "the cluster", .path = NODES_PATH,
+					    .begin_list = live_begin, .item = live_item, .end_list = live_end,
+					    .userdata = &l};
+	int r = informer_list(NULL, &ops, api, err);
+	if (r == 0) {
+		int *index = xcalloc(n_want ? n_want : 1, sizeof(*index));
+		node_match(l.v, l.n, want, n_want, index, ret_by, ret_refused);
+		for (size_t i = 0; i < n_want; i++)
+			ret[i] = index[i] >= 0 ? l.v[index[i]] : (struct node_view){0};
+		free(index);
+	} else {
+		sp_error_prefix(err, "listing nodes: ");
+	}
+	free(l.v);
+	return r;
+}
+
 int nodes_delete(const struct kube_api *api, const char *name, const char *uid, struct sp_error *err)
 {
 	char *path = xasprintf(NODES_PATH "/%s", name);

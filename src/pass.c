@@ -15,7 +15,7 @@ enum {
 	STEP_DRY_EVENT, STEP_RESUME, STEP_ABANDON, STEP_LEDGER_DONE, STEP_SCALE_DOWN_INTENT, STEP_SCALE_DOWN,
 	STEP_CLEANUP, STEP_RETAIN, STEP_RELEASE, STEP_NO_OFFERING, STEP_STATUS, STEP_REREAD, STEP_DELETE_NODES,
 	STEP_LIST_PODS, STEP_NOTICE, STEP_DRAIN_INTENT, STEP_DRAIN_FAILED, STEP_ACCOUNT, STEP_UNLISTED, STEP_NODE_CLAIMS,
-	STEP_END,
+	STEP_FIND_NODES, STEP_END,
 	STEP_ATTEMPT = 100, ATTEMPT_STRIDE = 10,
 	STEP_NODE_DELETE = 1000000,  /* + k: the k-th Node deletion of the pass */
 	STEP_FAIL_EVENT = 10000,  /* + the failing step: its event */
@@ -59,6 +59,9 @@ struct walk {
 	const char *node_claims;
 	const char *node_claims_reason;
 	char claims_message[SP_ERROR_MAX];
+	/* A live instance without a Node in the cache is not terminated this pass: the
+	 * Nodes were not listed live before the pass used their views (nodes_confirmed). */
+	bool nodeless_held;
 };
 
 enum pass_creds pass_credentials_source(const struct pool_spec *spec, bool have_default)
@@ -870,6 +873,11 @@ static void drain_then(struct walk *w, enum drain_group g, const struct strv *id
 			look_again(w, DRAIN_RECHECK_SECONDS * 1000);
 			continue;
 		}
+		/* Its Node may be one the cache does not show yet (nodes_confirmed). */
+		if (!node && live && w->nodeless_held && *in->plan.instances[i].private_ip) {
+			look_again(w, PASS_REQUEUE_PROGRESS_MS);
+			continue;
+		}
 		if (!node || !live || (g != GROUP_NOTICE && in->spec->drain_timeout <= 0)) {
 			strv_push(ready, ids->v[k]);
 			continue;
@@ -1005,23 +1013,49 @@ static int cmp_str(const void *a, const void *b)
 	return strcmp(*(const char *const *)a, *(const char *const *)b);
 }
 
-/* The Node of recorded instance id if it is gone or going, else NULL. Gone: not
- * observed (a lookup by ID confirmed what the listing lacks) and not someone else's; its
- * Node is recorded_nodes[i] (matched by ID and the private IP the status recorded).
- * Going away (observed TERMINATING, SHUTTING_DOWN: the status records such an instance
- * no more, so this pass is the last to know it was the pool's): its Node is the
- * observed instance's. */
-static const struct node_view *gone_node(const struct pass_input *in, size_t i, const char *const *live,
-					 size_t n_live)
+/* The observed instances' IDs, sorted (going away too: gone_kind tells those). */
+static const char **observed_ids(const struct pass_input *in)
+{
+	const char **live = xcalloc(in->plan.n_instances ? in->plan.n_instances : 1, sizeof(*live));
+	for (size_t i = 0; i < in->plan.n_instances; i++)
+		live[i] = in->plan.instances[i].id;
+	qsort(live, in->plan.n_instances, sizeof(*live), cmp_str);
+	return live;
+}
+
+enum gone { NOT_GONE, GOING, GONE };
+
+/* Whether recorded instance i (plan.seen) is gone or going away. Gone: not observed (a
+ * lookup by ID confirmed what the listing lacks) and not someone else's; its Node is
+ * recorded_nodes[i] (matched by ID and the private IP the status recorded). Going away
+ * (observed TERMINATING, SHUTTING_DOWN: the status records such an instance no more, so
+ * this pass is the last to know it was the pool's): observed as plan.instances[*ret_j],
+ * its Node the observed instance's. live: observed_ids. */
+static enum gone gone_kind(const struct pass_input *in, size_t i, const char *const *live, size_t *ret_j)
 {
 	const char *id = in->plan.seen->v[i];
 	for (size_t j = 0; j < in->plan.n_instances; j++)
 		if (strcmp(in->plan.instances[j].id, id) == 0 &&
-		    plan_classify_state(in->plan.instances[j].state) == PLAN_GOING)
-			return j < in->n_nodes ? &in->nodes[j] : NULL;
-	if (bsearch(&id, live, n_live, sizeof(*live), cmp_str) || (in->plan.foreign && strv_contains(in->plan.foreign, id)))
-		return NULL;
-	return &in->recorded_nodes[i];
+		    plan_classify_state(in->plan.instances[j].state) == PLAN_GOING) {
+			*ret_j = j;
+			return GOING;
+		}
+	if (bsearch(&id, live, in->plan.n_instances, sizeof(*live), cmp_str) ||
+	    (in->plan.foreign && strv_contains(in->plan.foreign, id)))
+		return NOT_GONE;
+	return GONE;
+}
+
+/* The Node of recorded instance i if it is gone or going (gone_kind), else NULL (also
+ * when Nodes are not known); its name is empty when it has none. */
+static const struct node_view *gone_node(const struct pass_input *in, size_t i, const char *const *live)
+{
+	static const struct node_view none;
+	size_t j = 0;
+	enum gone g = in->nodes && in->recorded_nodes ? gone_kind(in, i, live, &j) : NOT_GONE;
+	if (g == GOING)
+		return j < in->n_nodes ? &in->nodes[j] : &none;
+	return g == GONE ? &in->recorded_nodes[i] : NULL;
 }
 
 /* Appends to want (n of them so far) the Nodes of recorded instances gone or going away
@@ -1032,13 +1066,9 @@ static void add_gone_nodes(const struct pass_input *in, struct node_ref *want, s
 	const struct strv *seen = in->plan.seen;
 	if (!in->recorded_nodes || !in->nodes || !seen)
 		return;
-	/* The observed instances (going away too: those are found by gone_node). */
-	const char **live = xcalloc(in->plan.n_instances ? in->plan.n_instances : 1, sizeof(*live));
-	for (size_t i = 0; i < in->plan.n_instances; i++)
-		live[i] = in->plan.instances[i].id;
-	qsort(live, in->plan.n_instances, sizeof(*live), cmp_str);
+	const char **live = observed_ids(in);
 	for (size_t i = 0; i < seen->n && *n < STATUS_MAX_NODE_DELETIONS; i++) {
-		const struct node_view *node = gone_node(in, i, live, in->plan.n_instances);
+		const struct node_view *node = gone_node(in, i, live);
 		if (!node || !*node->name || !*node->uid)
 			continue;
 		bool held = false;
@@ -1055,6 +1085,91 @@ static void add_gone_nodes(const struct pass_input *in, struct node_ref *want, s
 		snprintf(r->instance_id, sizeof(r->instance_id), "%s", seen->v[i]);
 	}
 	free(live);
+}
+
+/* Whether the pass would forget a recorded instance gone or going away with no Node
+ * known: the Node cache shows none (or is not listed yet), but it lags behind the
+ * apiserver, and once the status no longer records the instance nothing would delete a
+ * Node that was its (fault campaign seed 465). */
+static bool forgets_nodeless(const struct pass_input *in)
+{
+	const struct strv *seen = in->plan.seen;
+	bool any = false;
+	const char **live = seen && seen->n ? observed_ids(in) : NULL;
+	for (size_t i = 0; live && i < seen->n && !any; i++) {
+		size_t j = 0;
+		enum gone g = gone_kind(in, i, live, &j);
+		const struct node_view *node = gone_node(in, i, live);
+		/* A going instance without a private IP has no Node (node_match). */
+		any = g != NOT_GONE && (!node || !*node->name) &&
+		      (g == GONE || *in->plan.instances[j].private_ip);
+	}
+	free(live);
+	return any;
+}
+
+/* Whether a live instance about to be terminated by this pass has no Node in the cache:
+ * terminated so, its pods would never be evicted if the cache merely lags (a Node
+ * registered seconds ago, a watch held or cut: fault campaign seeds 7 and 476). One
+ * without a private IP has no Node (node_match); a contested one is held anyway, but
+ * for a deleted pool's. The victims: the scale-down's (once notices are listed), the
+ * doomed once replaced (doomed_go), and a deleted pool's. */
+static bool terminates_nodeless(const struct walk *w)
+{
+	const struct pass_input *in = w->in;
+	const struct plan *plan = w->plan;
+	const struct strv *groups[] = {in->notices_pending ? NULL : &plan->scale_down,
+				       plan->doomed.n && replaced(w) ? &plan->doomed : NULL, &plan->cleanup};
+	for (size_t g = 0; g < sizeof(groups) / sizeof(*groups); g++)
+		for (size_t k = 0; groups[g] && k < groups[g]->n; k++) {
+			int i = instance_index(in, groups[g]->v[k]);
+			const struct pool_instance *p = i >= 0 ? &in->plan.instances[i] : NULL;
+			if (p && plan_classify_state(p->state) == PLAN_LIVE && *p->private_ip &&
+			    !node_at(in, (size_t)i) && (in->deleting || !contested(in, p->id)))
+				return true;
+		}
+	return false;
+}
+
+/* Whether an action of this pass took a Node's view as the pass had it: its pods
+ * listed, its drain stepped, its deletion. */
+static bool nodes_used(const struct walk *w)
+{
+	for (size_t i = 0; i < w->d->n; i++) {
+		enum pass_kind k = w->d->v[i].kind;
+		if (k == PASS_LIST_PODS || k == PASS_DRAIN_START || k == PASS_EVICT || k == PASS_DRAIN_UNDO ||
+		    k == PASS_DELETE_NODE)
+			return true;
+	}
+	return false;
+}
+
+/* The Node cache may lag behind the apiserver: before the pass acts on an instance
+ * having no Node there (terminates it undrained, forgets it gone), the Nodes are listed
+ * live (PASS_FIND_NODES, once a pass) and matched by the same rules, before any Node's
+ * pods are listed, drained or deleted (the views change under those steps). A need that
+ * arises only after such steps waits for the next pass (nodeless_held). false: the pass
+ * ends here, the list asked, or failed (nothing is terminated or forgotten: retried with
+ * backoff). */
+static bool nodes_confirmed(struct walk *w)
+{
+	const struct pass_input *in = w->in;
+	const struct pass_answer *f = answer(w, STEP_FIND_NODES, PASS_FIND_NODES);
+	if (f && f->code < 0) {
+		w->error = f->code;
+		return false;
+	}
+	if (f || in->dry_run || (!in->nodes && !in->nodes_pending))
+		return true;
+	/* Not listed yet: drains wait for the cache, a gone instance does not. */
+	if (!forgets_nodeless(in) && (!in->nodes || !terminates_nodeless(w)))
+		return true;
+	if (nodes_used(w)) {
+		w->nodeless_held = true;
+		return true;
+	}
+	emit(w, PASS_FIND_NODES, STEP_FIND_NODES);
+	return false;
 }
 
 /* The Nodes to delete: those an earlier pass could not (.status.nodeDeletions), and of
@@ -1396,6 +1511,8 @@ static void planned(struct walk *w)
 		int64_t next_probe;
 		describe_scarcity(w, in->offer_state, in->probe_at_ms, &next_probe);
 	}
+	if (!nodes_confirmed(w))
+		return;
 	nodes_to_delete(w);
 	/* Launches first; a deleted pool's gone Nodes before it is released. */
 	if (in->deleting) {
@@ -1598,6 +1715,7 @@ void pass_action_line(const struct pass_action *a, char *out, size_t size)
 	case PASS_DRAIN_UNDO: snprintf(out, size, "drain-undo %s", ids); break;
 	case PASS_DELETE_NODE: snprintf(out, size, "delete-node %s uid=%s", ids, a->node_uid); break;
 	case PASS_WOULD_DELETE_NODE: snprintf(out, size, "would-delete-node %s", ids); break;
+	case PASS_FIND_NODES: snprintf(out, size, "find-nodes"); break;
 	case PASS_EVENT: snprintf(out, size, "event %s %s", a->event_type, a->reason); break;
 	case PASS_RELEASE: snprintf(out, size, "release"); break;
 	case PASS_WRITE_STATUS: snprintf(out, size, "write-status"); break;

@@ -407,14 +407,13 @@ static int cmp_str(const void *a, const void *b)
 	return strcmp(*(const char *const *)a, *(const char *const *)b);
 }
 
-/* The Nodes of the observed instances (node_match: a claim by ID with the private IP the
- * cloud reports, or by that IP alone) and of the recorded ones not observed (by ID with
- * the recorded private IP: a gone instance's address alone may be another's by now; an
- * observed one's Node is its instance's, which a second want of its ID would not get). */
-static void observe_nodes(struct pass *p)
+/* What the pass looks for Nodes of (n of them): the observed instances (node_match: a
+ * claim by ID with the private IP the cloud reports, or by that IP alone), then the
+ * recorded ones not observed (by ID with the recorded private IP: a gone instance's
+ * address alone may be another's by now; an observed one's Node is its instance's, which
+ * a second want of its ID would not get). */
+static struct node_want *node_wants(const struct pass *p, size_t *ret_n)
 {
-	if (!p->r->nodes.find)
-		return;
 	size_t n = p->n_instances + p->seen.n;
 	struct node_want *want = xcalloc(n ? n : 1, sizeof(*want));
 	const char **observed = xcalloc(p->n_instances ? p->n_instances : 1, sizeof(*observed));
@@ -429,6 +428,17 @@ static void observe_nodes(struct pass *p)
 			want[p->n_instances + i] = (struct node_want){.id = id, .ip = p->seen_ips.v[i], .recorded = true};
 	}
 	free(observed);
+	*ret_n = n;
+	return want;
+}
+
+/* The Nodes of the pool's instances, as the Node cache has them (node_wants). */
+static void observe_nodes(struct pass *p)
+{
+	if (!p->r->nodes.find)
+		return;
+	size_t n;
+	struct node_want *want = node_wants(p, &n);
 	p->nodes = xcalloc(n ? n : 1, sizeof(*p->nodes));
 	enum node_by *by = xcalloc(n ? n : 1, sizeof(*by));
 	char *pool = xasprintf("%s/%s", p->ns, p->name);
@@ -700,6 +710,43 @@ static int do_delete_node(struct pass *p, const struct pass_action *a, struct sp
 	return 0;
 }
 
+/* The Nodes of the pool's instances as the apiserver lists them now, in place of the
+ * cache's (which may lag behind: a Node it does not show yet may carry pods): the planner
+ * asks before it acts on an instance having none (terminates it undrained, forgets it
+ * gone), and before any Node's pods are listed. A reclaim claim keeps when the cache
+ * first saw it; one the cache has not seen yet dooms nothing until it does. */
+static int do_find_nodes(struct pass *p, const struct pass_action *a, struct sp_error *err)
+{
+	(void)a;
+	size_t n;
+	struct node_want *want = node_wants(p, &n);
+	struct node_view *views = xcalloc(n ? n : 1, sizeof(*views));
+	enum node_by *by = xcalloc(n ? n : 1, sizeof(*by));
+	struct node_refusals refused = {0};
+	int r = nodes_find_live(&p->r->kube, want, n, views, by, &refused, err);
+	for (size_t i = 0; r == 0 && i < n; i++) {
+		struct node_view cached;
+		if (!views[i].terminating_at)
+			continue;
+		if (p->r->nodes.get && p->r->nodes.get(p->r->nodes.ctx, views[i].name, &cached) == 0 &&
+		    cached.terminating_at == views[i].terminating_at)
+			views[i].terminating_seen = cached.terminating_seen;
+	}
+	if (r == 0) {
+		free(p->nodes);
+		p->nodes = views;
+		p->n_nodes = p->n_instances;  /* pods are listed after this only (no p->pods yet) */
+		node_refusals_clear(&p->refused);
+		p->refused = refused;
+		p->nodes_pending = false;
+		views = NULL;
+	}
+	free(views);
+	free(by);
+	free(want);
+	return r;
+}
+
 /* The pods of the Nodes asked for, for the drains (a Node gone meanwhile has none), one
  * listing per Node: a Node whose listing fails has its failure recorded (the planner
  * holds that Node's drain alone), the others go on. */
@@ -826,7 +873,7 @@ static int (*const executors[])(struct pass *, const struct pass_action *, struc
 	[PASS_SOLDOUT_RETURN] = do_soldout, [PASS_CLEAR_LEDGER] = do_ledger, [PASS_TERMINATE] = do_terminate,
 	[PASS_WOULD_TERMINATE] = do_would, [PASS_LIST_PODS] = do_list_pods, [PASS_DRAIN_START] = do_drain_node,
 	[PASS_EVICT] = do_evict, [PASS_DRAIN_UNDO] = do_drain_node,
-	[PASS_DELETE_NODE] = do_delete_node, [PASS_WOULD_DELETE_NODE] = do_would,
+	[PASS_DELETE_NODE] = do_delete_node, [PASS_WOULD_DELETE_NODE] = do_would, [PASS_FIND_NODES] = do_find_nodes,
 	[PASS_EVENT] = do_event, [PASS_RELEASE] = do_finalizer, [PASS_WRITE_STATUS] = do_write_status,
 	[PASS_REREAD] = do_reread, [PASS_REQUEUE] = do_requeue,
 };
@@ -841,7 +888,7 @@ static const char *const log_actions[] = {
 	[PASS_TERMINATE] = "TerminateInstances", [PASS_WOULD_TERMINATE] = "TerminateInstances",
 	[PASS_LIST_PODS] = "drain", [PASS_DRAIN_START] = "drain", [PASS_EVICT] = "evict",
 	[PASS_DRAIN_UNDO] = "drain", [PASS_DELETE_NODE] = "node", [PASS_WOULD_DELETE_NODE] = "node",
-	[PASS_EVENT] = "event", [PASS_RELEASE] = "finalize", [PASS_WRITE_STATUS] = "status",
+	[PASS_FIND_NODES] = "node", [PASS_EVENT] = "event", [PASS_RELEASE] = "finalize", [PASS_WRITE_STATUS] = "status",
 	[PASS_REREAD] = "read", [PASS_REQUEUE] = "requeue",
 };
 _Static_assert(sizeof(log_actions) / sizeof(*log_actions) == PASS_REQUEUE + 1, "a log action per kind");

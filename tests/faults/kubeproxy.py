@@ -10,8 +10,10 @@ What it does, and nothing more (Python 3.11 standard library only):
 - Ordinary requests (GET, LIST, PUT, PATCH, POST, DELETE) pass through unchanged.
 - Watch requests (`watch=1`/`watch=true`, or `/watch/` in the path) are streamed event by
   event (one JSON line each). Three faults apply to them only:
-    delay(seconds)   every event line is held that long before it is sent on, in order
-                     (a lagging watch: the controller learns of changes late);
+    delay(seconds, prefix="")
+                     every event line (of the watches whose target starts with prefix)
+                     is held that long before it is sent on, in order (a lagging watch:
+                     the controller learns of changes late);
     cut()            every open watch stream is closed (the controller reconnects,
                      usually from the last resourceVersion it saw);
     replay(n)        the next n watch requests that name a resourceVersion are sent to the
@@ -39,7 +41,7 @@ replays, blackholes, heldConnections, failed, nodeDeletesFailed.
 Run as a script (`kubeproxy.py K8S_DIR KUBECONFIG_OUT CONTROL_FILE [TRACE]`, for the
 end-to-end scripts) it proxies the apiserver of K8S_DIR's kubeconfig, writes the
 controller's kubeconfig to KUBECONFIG_OUT, and applies what CONTROL_FILE says, read
-every 0.2 s: `fail METHOD PREFIX STATUS`, or empty for no fault.
+every 0.2 s: `fail METHOD PREFIX STATUS`, `delay SECONDS PREFIX`, or empty for no fault.
 """
 
 from __future__ import annotations
@@ -70,6 +72,7 @@ class KubeProxy:
         self.trace_file = open(trace_path, "a", buffering=1) if trace_path else None
         self.lock = threading.Lock()
         self.delay_s = 0.0
+        self.delay_prefix = ""
         self.cut_gen = 0
         self.replays_left = 0
         self.black = threading.Event()
@@ -87,9 +90,9 @@ class KubeProxy:
         threading.Thread(target=self._accept, daemon=True).start()
 
     # -- control ----------------------------------------------------------------------
-    def delay(self, seconds: float) -> None:
-        self.delay_s = max(0.0, seconds)
-        self.trace(f"fault: watch events delayed {self.delay_s}s")
+    def delay(self, seconds: float, prefix: str = "") -> None:
+        self.delay_s, self.delay_prefix = max(0.0, seconds), prefix
+        self.trace(f"fault: watch events delayed {self.delay_s}s" + (f" ({prefix}*)" if prefix else ""))
 
     def cut(self) -> None:
         with self.lock:
@@ -280,7 +283,7 @@ class KubeProxy:
                 self._hold(gen)
                 return False
             if watching and resp.status == 200:
-                self._stream(conn, resp, gen)
+                self._stream(conn, resp, gen, target)
                 return False
             data = resp.read()
             if node_delete or (method == "POST" and url.path.endswith("/eviction")):
@@ -338,7 +341,7 @@ class KubeProxy:
                 return url.path + "?" + urllib.parse.urlencode(query, doseq=True)
         return target
 
-    def _stream(self, conn, resp, gen: int) -> None:
+    def _stream(self, conn, resp, gen: int, target: str) -> None:
         """A watch: event lines from the apiserver, each sent on after the delay in force
         when it arrived; ends when either side ends, on cut() and on blackhole."""
         head = [f"HTTP/1.1 {resp.status} {resp.reason}\r\n"]
@@ -346,6 +349,9 @@ class KubeProxy:
         head.append("Transfer-Encoding: chunked\r\n\r\n")
         conn.sendall("".join(head).encode("latin-1"))
         lines: queue.Queue = queue.Queue()
+
+        def held() -> float:
+            return self.delay_s if target.startswith(self.delay_prefix) else 0.0
 
         def pump():
             # read1, not readline: HTTPResponse.readline fails (fp is None) once the last
@@ -361,12 +367,12 @@ class KubeProxy:
                     *complete, pending = pending.split(b"\n")
                     now = time.monotonic()
                     for line in complete:
-                        lines.put((now + self.delay_s, line + b"\n"))
+                        lines.put((now + held(), line + b"\n"))
             except Exception:  # noqa: BLE001 - the stream is over whatever broke it
                 pass
             finally:
                 if pending:
-                    lines.put((time.monotonic() + self.delay_s, pending))
+                    lines.put((time.monotonic() + held(), pending))
                 lines.put((0.0, None))
 
         threading.Thread(target=pump, daemon=True).start()
@@ -427,6 +433,7 @@ def main(argv: list[str]) -> None:
         if want != last:
             last = want
             proxy.fail(want[1], want[2], int(want[3])) if want[:1] == ["fail"] else proxy.fail(None)
+            proxy.delay(float(want[1]), want[2]) if want[:1] == ["delay"] else proxy.delay(0)
         time.sleep(0.2)
 
 

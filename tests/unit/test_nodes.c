@@ -2,7 +2,8 @@
  * fills it with views, events keep it current, a 410 relists and forgets what went, a
  * dropped watch backs off; the pools whose instances' Nodes changed are told (and only
  * when what spotpool reads of a Node changed); a forbidden list leaves finds unanswered;
- * nodes_delete takes a 404 for done. */
+ * nodes_delete takes a 404 for done; nodes_find_live matches every page the apiserver
+ * lists. */
 #include "testutil.h"
 #include "fakekube.h"
 #include "nodes.h"
@@ -254,6 +255,42 @@ static void test_delete(void **state)
 	assert_int_equal(api.next, 5);
 }
 
+/* The live list: every page from the apiserver (no cache), matched by the same rules
+ * (a: by providerID; b declares ins-x with another address: refused, and no Node of
+ * ins-x); a page that fails writes nothing and says which list failed. */
+static void test_find_live(void **state)
+{
+	(void)state;
+	const struct reply replies[] = {
+		{"GET", "/api/v1/nodes?limit=500", LIST("5", "next", READY("a", "3", "True", "t1")), 0, 0},
+		{"GET", "/api/v1/nodes?limit=500&continue=next",
+		 LIST("6", "", NODE("b", "4", ",\"labels\":{\"" NODE_LABEL_INSTANCE_ID "\":\"ins-x\"}")), 0, 0},
+		{"GET", "/api/v1/nodes?limit=500", NULL, SP_ETRANSIENT, 0},
+	};
+	struct test_clock clock = {0};
+	struct fake_api api;
+	struct kube_api kube = fake_api_bind(&api, replies, 3, &clock);
+	struct node_want want[2] = {want_of("ins-a"), want_of("ins-x")};
+	struct node_view v[2];
+	enum node_by by[2];
+	struct node_refusals refused = {0};
+	struct sp_error err = {0};
+	assert_int_equal(nodes_find_live(&kube, want, 2, v, by, &refused, &err), 0);
+	assert_string_equal(v[0].name, "a");
+	assert_int_equal(by[0], NODE_BY_PROVIDER_ID);
+	assert_true(v[0].ready);
+	assert_string_equal(v[1].name, "");
+	assert_int_equal(refused.n, 1);
+	assert_string_equal(refused.v[0].node, "b");
+	node_refusals_clear(&refused);
+	v[0].ready = false;
+	assert_int_equal(nodes_find_live(&kube, want, 2, v, by, &refused, &err), SP_ETRANSIENT);
+	assert_false(v[0].ready);
+	assert_contains(err.msg, "listing nodes: ");
+	assert_int_equal(refused.n, 0);
+	assert_int_equal(api.next, 3);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -263,6 +300,7 @@ int main(void)
 		cmocka_unit_test(test_claim_first_seen),
 		cmocka_unit_test(test_bounded_per_node),
 		cmocka_unit_test(test_delete),
+		cmocka_unit_test(test_find_live),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }

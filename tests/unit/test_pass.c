@@ -27,6 +27,9 @@ struct sim {
 	int error;
 	/* What a PASS_LIST_PODS answers (pass_input.pods from then on). */
 	const struct pass_pods *pods_listed;
+	/* What a PASS_FIND_NODES answers (pass_input.nodes and recorded_nodes from then on;
+	 * NULL: the same views as the cache's). */
+	const struct node_view *live_nodes, *live_recorded;
 	const cJSON *status_written;  /* the last status a write took (borrowed from the action) */
 	cJSON *last_status;
 };
@@ -90,6 +93,13 @@ static void sim_run(struct sim *s)
 			s->in.plan.swept = true;
 		if (code == 0 && a->kind == PASS_LIST_PODS)
 			s->in.pods = s->pods_listed;
+		if (code == 0 && a->kind == PASS_FIND_NODES) {
+			if (s->live_nodes)
+				s->in.nodes = s->live_nodes;
+			if (s->live_recorded)
+				s->in.recorded_nodes = s->live_recorded;
+			s->in.nodes_pending = false;
+		}
 		if (a->status) {
 			cJSON_Delete(s->last_status);
 			s->last_status = cJSON_Duplicate(a->status, true);
@@ -738,6 +748,130 @@ static void sim_on_nodes(struct sim *s, struct pool_instance *in, struct node_vi
 	s->in.nodes = nodes;
 	s->in.n_nodes = (size_t)n;
 	s->pods_listed = pods;
+}
+
+static int find_nodes_code;  /* what PASS_FIND_NODES answers */
+
+static int answer_find_nodes(const struct pass_action *a, bool *sold_out)
+{
+	*sold_out = false;
+	return a->kind == PASS_FIND_NODES ? find_nodes_code : 0;
+}
+
+/* The Node cache lags behind the apiserver (a Node registered seconds ago, a watch held
+ * or cut): before a pass terminates a live instance the cache shows without a Node, or
+ * forgets a recorded instance gone without one, it lists the Nodes live (find-nodes,
+ * first, once) and goes by what that shows. Fault campaign seed 476: a deleted pool's
+ * instance terminated 19 s after its Node registered, its pods never evicted; seed 465:
+ * an instance found gone before the Node cache was listed, its Node never deleted.
+ * Pool: i1 RUNNING (10.0.0.1; the victim), recorded i9 (gone, when asked). */
+static void test_nodes_confirmed_live(void **state)
+{
+	(void)state;
+	enum { KNOWN, PENDING, OFF };
+	static const struct {
+		const char *what;
+		bool deleting, scale_down, no_ip, gone, dry_run, notices_pending;
+		bool used;               /* the pass already listed pods (by Node views of the cache) */
+		int nodes;               /* KNOWN, PENDING (not listed yet), OFF (features off) */
+		bool cache_n1, live_n1;  /* i1's Node n1 in the cache, in the live list */
+		bool cache_n9, live_n9;  /* gone i9's Node n9 */
+		int code;                /* what find-nodes answers */
+		const char *want[4], *not_want[4];
+		int error;
+	} cases[] = {
+		{"deleted pool: listed, no Node: terminated", true, false, false, false, false, false, false, KNOWN,
+		 false, false, false, false, 0, {"find-nodes", "terminate deletion i1"}, {"drain-start"}, 0},
+		{"deleted pool: listed, its Node shows: drained first (seed 476)", true, false, false, false, false,
+		 false, false, KNOWN, false, true, false, false, 0,
+		 {"find-nodes", "list-pods n1", "drain-start n1", "evict app/w"}, {"terminate"}, 0},
+		{"the list fails: nothing terminated, nothing written", true, false, false, false, false, false, false, KNOWN,
+		 false, false, false, false, SP_ETRANSIENT, {"find-nodes"}, {"terminate", "write-status", "release"},
+		 SP_ETRANSIENT},
+		{"the cache shows its Node: no list", true, false, false, false, false, false, false, KNOWN, true, true,
+		 false, false, 0, {"drain-start n1"}, {"find-nodes", "terminate"}, 0},
+		{"no private IP: no Node can be its", true, false, true, false, false, false, false, KNOWN, false, true,
+		 false, false, 0, {"terminate deletion i1"}, {"find-nodes", "drain-start"}, 0},
+		{"Node features off: no list", true, false, false, false, false, false, false, OFF, false, true, false, false,
+		 0, {"terminate deletion i1"}, {"find-nodes"}, 0},
+		{"Nodes not listed yet: the drain waits for them", true, false, false, false, false, false, false, PENDING,
+		 false, true, false, false, 0, {NULL}, {"find-nodes", "terminate"}, 0},
+		{"scale-down: listed, its Node shows: drained", false, true, false, false, false, false, false, KNOWN, false,
+		 true, false, false, 0, {"find-nodes", "drain-start n1"}, {"terminate"}, 0},
+		{"scale-down: listed, no Node: terminated", false, true, false, false, false, false, false, KNOWN, false,
+		 false, false, false, 0, {"find-nodes", "terminate scale-down i1"}, {"drain-start"}, 0},
+		{"scale-down while notices are not listed: waits, no list", false, true, false, false, false, true, false,
+		 KNOWN, false, true, false, false, 0, {NULL}, {"find-nodes", "terminate"}, 0},
+		{"dry run: no list", true, false, false, false, true, false, false, KNOWN, false, true, false, false, 0,
+		 {NULL}, {"find-nodes", "terminate", "drain-start"}, 0},
+		{"gone, no Node cached: listed, its Node deleted (seed 465)", false, false, false, true, false, false, false,
+		 KNOWN, true, true, false, true, 0, {"find-nodes", "delete-node n9 uid=u-n9", "write-status"}, {NULL}, 0},
+		{"gone, Nodes not listed yet: listed, its Node deleted", false, false, false, true, false, false, false,
+		 PENDING, false, true, false, true, 0, {"find-nodes", "delete-node n9 uid=u-n9", "write-status"},
+		 {NULL}, 0},
+		{"gone, the list fails: not forgotten (no status written)", false, false, false, true, false, false, false,
+		 KNOWN, true, true, false, true, SP_ETRANSIENT, {"find-nodes"}, {"write-status", "reclaimed"},
+		 SP_ETRANSIENT},
+		{"gone, its Node cached: no list", false, false, false, true, false, false, false, KNOWN, true, true, true,
+		 true, 0, {"delete-node n9 uid=u-n9"}, {"find-nodes"}, 0},
+		{"gone, no Node anywhere: listed once, forgotten", false, false, false, true, false, false, false, KNOWN,
+		 true, true, false, false, 0, {"find-nodes", "write-status"}, {"delete-node"}, 0},
+		{"Node views used already this pass: waits for the next pass", true, false, false, false, false, false,
+		 true, KNOWN, false, true, false, false, 0, {NULL}, {"find-nodes", "terminate"}, 0},
+	};
+	struct drain_pod p1[1] = {pod("w", DRAIN_POD_EVICT)};
+	struct pass_pods pods[1] = {{true, p1, 1, NULL}};
+	for (size_t c = 0; c < sizeof(cases) / sizeof(cases[0]); c++) {
+		struct pool_instance in[1] = {running("i1", "RUNNING")};
+		if (!cases[c].no_ip)
+			snprintf(in[0].private_ip, sizeof(in[0].private_ip), "10.0.0.1");
+		/* As reconcile asks: the Node of i1, then of each recorded instance not
+		 * observed (i1 is: none; i9). */
+		struct node_view cache[3] = {named(cases[c].cache_n1 ? "n1" : ""), named(""),
+					     named(cases[c].cache_n9 ? "n9" : "")};
+		struct node_view live[3] = {named(cases[c].live_n1 ? "n1" : ""), named(""),
+					    named(cases[c].live_n9 ? "n9" : "")};
+		char *seen_v[] = {"i1", "i9"}, *live_v[] = {"i1", "i9"};
+		struct strv seen = {.v = seen_v, .n = cases[c].gone ? 2 : 1}, seen_live = {.v = live_v, .n = seen.n};
+		struct sim s;
+		sim_init(&s, 0, 1);
+		s.spec.drain_timeout = 600;
+		s.spec.has_replicas = cases[c].scale_down;
+		s.in.deleting = s.in.plan.deleting = cases[c].deleting;
+		s.in.dry_run = cases[c].dry_run;
+		s.in.notices_pending = cases[c].notices_pending;
+		s.in.plan.instances = in;
+		s.in.plan.n_instances = 1;
+		s.in.plan.seen = &seen;
+		s.in.plan.seen_live = &seen_live;
+		s.in.nodes = cases[c].nodes == KNOWN ? cache : NULL;
+		s.in.n_nodes = 1;
+		s.in.recorded_nodes = cases[c].nodes == KNOWN ? cache + 1 : NULL;
+		s.in.nodes_pending = cases[c].nodes == PENDING;
+		s.live_nodes = live;
+		s.live_recorded = live + 1;
+		s.pods_listed = pods;
+		find_nodes_code = cases[c].code;
+		s.answer = answer_find_nodes;
+		if (cases[c].used)
+			pass_done_add(&s.done, &(struct pass_action){.kind = PASS_LIST_PODS}, 0, NULL, NULL, false);
+		sim_run(&s);
+		expect_taken(&s, cases[c].what, cases[c].want, cases[c].not_want, 4);
+		if (taken(&s, "find-nodes")) {
+			if (index_of(&s, "find-nodes") != 0)
+				fail_msg("%s: find-nodes is not the first action", cases[c].what);
+			size_t n = 0;
+			for (size_t k = 0; k < s.n_taken; k++)
+				n += strcmp(s.taken[k], "find-nodes") == 0;
+			if (n != 1)
+				fail_msg("%s: find-nodes %zu times", cases[c].what, n);
+		}
+		if (s.error != cases[c].error)
+			fail_msg("%s: error %d, want %d", cases[c].what, s.error, cases[c].error);
+		if (cases[c].used && (s.requeue_ms <= 0 || s.requeue_ms > PASS_REQUEUE_PROGRESS_MS))
+			fail_msg("%s: requeue after %lld ms", cases[c].what, (long long)s.requeue_ms);
+		sim_free(&s);
+	}
 }
 
 /* A scale-down of 3 to 1 on Nodes: the pods are listed first; the emptiest Nodes go
@@ -1923,6 +2057,7 @@ int main(void)
 		cmocka_unit_test(test_requeue_progress),
 		cmocka_unit_test(test_gone_nodes_deleted),
 		cmocka_unit_test(test_gone_node_recorded_with_the_ledger),
+		cmocka_unit_test(test_nodes_confirmed_live),
 		cmocka_unit_test(test_scale_down_drains),
 		cmocka_unit_test(test_drain_gives_up),
 		cmocka_unit_test(test_noticed_reclaim),

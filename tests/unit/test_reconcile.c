@@ -29,6 +29,11 @@ struct fake {
 	struct node_view nodes[4];  /* the cluster's Nodes (node reader) */
 	int delete_rc;              /* what a DELETE answers */
 	size_t n_nodes;
+	/* The Nodes the apiserver lists (n_live > 0; else nodes: the cache is up to date);
+	 * list_rc: what the list answers. */
+	struct node_view live[4];
+	size_t n_live;
+	int list_rc;
 	struct pool_instance swept[4];  /* what a listing without a tag filter finds */
 	size_t n_swept;
 	/* What lookups by ID find: the instances of the account, each in its zone's region. */
@@ -85,11 +90,87 @@ static void describe_patch(const cJSON *body, char *out, size_t size)
 		snprintf(out, size, "status");
 }
 
+/* Node v as the apiserver has it (what spotpool reads of it; read back, it is v). */
+static cJSON *node_json(const struct node_view *v)
+{
+	char t[32];
+	cJSON *o = cJSON_CreateObject(), *md = cJSON_AddObjectToObject(o, "metadata");
+	cJSON *spec = cJSON_AddObjectToObject(o, "spec"), *st = cJSON_AddObjectToObject(o, "status");
+	cJSON_AddStringToObject(md, "name", v->name);
+	cJSON_AddStringToObject(md, "uid", v->uid);
+	if (*v->label_id)
+		cJSON_AddStringToObject(cJSON_AddObjectToObject(md, "labels"), NODE_LABEL_INSTANCE_ID, v->label_id);
+	cJSON *ann = cJSON_AddObjectToObject(md, "annotations");
+	if (v->drain_started) {
+		sp_format_time(v->drain_started, t);
+		cJSON_AddStringToObject(ann, NODE_ANNOTATION_DRAIN_STARTED, t);
+	}
+	if (*v->provider_id) {
+		char *id = xasprintf("qcloud:///900002/%s", v->provider_id);
+		cJSON_AddStringToObject(spec, "providerID", id);
+		free(id);
+	}
+	if (v->unschedulable)
+		cJSON_AddTrueToObject(spec, "unschedulable");
+	if (v->drain_taint)
+		cJSON_AddItemToObject(spec, "taints", cJSON_Parse("[{\"key\":\"" NODE_TAINT_DRAINING "\",\"effect\":"
+								 "\"NoSchedule\"}]"));
+	cJSON *addresses = cJSON_AddArrayToObject(st, "addresses"), *conds = cJSON_AddArrayToObject(st, "conditions");
+	cJSON *a = cJSON_CreateObject();
+	cJSON_AddStringToObject(a, "type", "InternalIP");
+	cJSON_AddStringToObject(a, "address", v->internal_ip);
+	cJSON_AddItemToArray(addresses, a);
+	if (v->ready) {
+		cJSON *c = cJSON_CreateObject();
+		cJSON_AddStringToObject(c, "type", "Ready");
+		cJSON_AddStringToObject(c, "status", "True");
+		sp_format_time(v->ready_since, t);
+		if (v->ready_since)
+			cJSON_AddStringToObject(c, "lastTransitionTime", t);
+		cJSON_AddItemToArray(conds, c);
+	}
+	if (v->terminating_at) {
+		cJSON *c = cJSON_CreateObject();
+		cJSON_AddStringToObject(c, "type", NODE_CONDITION_TERMINATING);
+		cJSON_AddStringToObject(c, "status", "True");
+		sp_format_time(v->terminating_at, t);
+		char *m = xasprintf(NODE_TERMINATING_PREFIX "%s", t);
+		cJSON_AddStringToObject(c, "message", m);
+		free(m);
+		cJSON_AddItemToArray(conds, c);
+	}
+	struct node_view back = {0}, want = *v;
+	want.terminating_seen = 0;
+	assert_true(node_view_from_json(o, &back));
+	assert_memory_equal(&back, &want, sizeof(want));  /* the fields the tests set */
+	return o;
+}
+
+/* GET /api/v1/nodes?limit=...: the Nodes the apiserver has, in one page. */
+static int fake_list_nodes(struct fake *f, cJSON **ret, struct sp_error *err)
+{
+	record(f, "GET nodes");
+	if (f->list_rc)
+		return sp_fail(err, f->list_rc, "injected %s", sp_strerror(f->list_rc));
+	const struct node_view *v = f->n_live ? f->live : f->nodes;
+	size_t n = f->n_live ? f->n_live : f->n_nodes;
+	*ret = cJSON_Parse("{\"metadata\":{},\"items\":[]}");
+	for (size_t i = 0; i < n; i++)
+		cJSON_AddItemToArray(cJSON_GetObjectItemCaseSensitive(*ret, "items"), node_json(&v[i]));
+	return 0;
+}
+
 static int fake_kube_request(void *ctx, const char *method, const char *path, const char *content_type,
 			const cJSON *body, cJSON **ret, struct sp_error *err)
 {
 	(void)content_type;
 	struct fake *f = ctx;
+	if (strcmp(method, "GET") == 0 && strncmp(path, "/api/v1/nodes?", 14) == 0)
+		return fake_list_nodes(f, ret, err);
+	if (strcmp(method, "POST") == 0 && strstr(path, "/eviction")) {
+		record(f, "POST eviction");
+		return 0;
+	}
 	if (strcmp(method, "POST") == 0) {
 		record(f, "POST event %s", cJSON_GetStringValue(cJSON_GetObjectItemCaseSensitive(body, "reason")));
 		return 0;
@@ -775,6 +856,98 @@ static void test_gone_instance_forged_node_kept(void **state)
 	world_free(&w);
 }
 
+static int fake_pending_nodes(void *ctx, const char *pool, const struct node_want *want, size_t n,
+			      struct node_view *ret, enum node_by *ret_by, struct node_refusals *ret_refused)
+{
+	(void)ctx, (void)pool, (void)want, (void)n, (void)ret, (void)ret_by, (void)ret_refused;
+	return SP_ETRANSIENT;  /* not listed yet */
+}
+
+/* A pool of [min, max] with the Node cache, listing ins-a RUNNING at 10.0.0.1. */
+static void world_ins_a(struct world *w, int min, int max)
+{
+	world_init(w, min, max, false);
+	w->r.nodes = (struct node_reader){.find = fake_find_nodes, .get = fake_get_node, .ctx = &w->f};
+	world_list(w, "ins-a", "RUNNING");
+	snprintf(w->f.listed[0].private_ip, sizeof(w->f.listed[0].private_ip), "10.0.0.1");
+}
+
+/* The Node cache lags behind the apiserver. Fault campaign seed 476: a deleted pool's
+ * instance whose Node (named by its IP) the cache did not show yet was terminated, its
+ * pod never evicted: now the Nodes are listed live first, and its Node is drained.
+ * Seed 465: a controller just restarted found an instance gone before its Node cache
+ * was listed, and forgot it: its Node was never deleted; now it is. */
+static void test_node_cache_lags(void **state)
+{
+	(void)state;
+	struct world w;
+	world_ins_a(&w, 0, 1);
+	w.f.live[0] = (struct node_view){.name = "10.0.0.1", .uid = "u-a", .internal_ip = "10.0.0.1", .ready = true};
+	w.f.n_live = 1;
+	world_pass(&w);
+	set_deleting(&w, NULL);
+	world_pass(&w);
+	ASSERT_CALLS(&w, "list ns/p", "GET nodes", "GET pods", "GET", "PATCH /api/v1/nodes/10.0.0.1",
+		     "POST event DrainStarted", "POST eviction", "PATCH status");
+	assert_int_equal(calls_starting(&w, "TerminateInstances"), 0);
+	/* The same with no Node anywhere: one list, then the instance goes. */
+	w.f.n_live = 0;
+	world_pass(&w);
+	assert_int_equal(calls_starting(&w, "GET nodes"), 1);
+	assert_int_equal(calls_starting(&w, "TerminateInstances ap-singapore ins-a"), 1);
+	world_free(&w);
+
+	world_ins_a(&w, 1, 1);
+	world_pass(&w);
+	w.f.live[0] = (struct node_view){.name = "n-a", .uid = "u-a", .provider_id = "ins-a", .internal_ip = "10.0.0.1"};
+	w.f.n_live = 1;
+	w.f.n_listed = 0;  /* reclaimed */
+	w.r.nodes.find = fake_pending_nodes;
+	/* A list that fails forgets nothing: no status written, retried with backoff. */
+	w.f.list_rc = SP_ETRANSIENT;
+	world_pass(&w);
+	assert_int_equal(calls_starting(&w, "GET nodes"), 1);
+	assert_int_equal(calls_starting(&w, "PATCH"), 0);
+	assert_int_equal(calls_starting(&w, "POST event InstanceReclaimed"), 0);
+	assert_int_equal(w.res.error, SP_ETRANSIENT);
+	w.f.list_rc = 0;
+	world_pass(&w);
+	assert_int_equal(calls_starting(&w, "GET nodes"), 1);
+	assert_int_equal(calls_starting(&w, "DELETE /api/v1/nodes/n-a uid=u-a"), 1);
+	assert_int_equal(calls_starting(&w, "POST event InstanceReclaimed"), 1);
+	world_free(&w);
+}
+
+/* Fault campaign seed 476, as it happened: a deleted pool's launch of unknown outcome
+ * is swept for (a listing without a tag filter), which finds its instance; the Nodes
+ * were matched before, to the instances observed then, so the swept one had no Node
+ * and was terminated at once, its Node's pods never evicted. Now the Nodes are listed
+ * again, with it, and its Node is drained first. */
+static void test_swept_instance_drained(void **state)
+{
+	(void)state;
+	struct world w;
+	world_init(&w, 0, 1, false);
+	w.r.nodes = (struct node_reader){.find = fake_find_nodes, .get = fake_get_node, .ctx = &w.f};
+	instance_init(&w.f.swept[w.f.n_swept++], "ins-s", "RUNNING");
+	snprintf(w.f.swept[0].private_ip, sizeof(w.f.swept[0].private_ip), "10.0.0.5");
+	w.f.nodes[0] = (struct node_view){.name = "n-s", .uid = "u-s", .provider_id = "ins-s", .internal_ip = "10.0.0.5",
+					  .ready = true};
+	w.f.n_nodes = 1;
+	cJSON *l = cJSON_AddObjectToObject(cJSON_AddObjectToObject(w.f.obj, "status"), "launch");
+	cJSON_AddStringToObject(l, "clientToken", "tok-1");
+	cJSON_AddNumberToObject(l, "count", 1);
+	cJSON_AddStringToObject(l, "startedAt", "2027-01-15T07:00:00Z");
+	set_deleting(&w, NULL);
+	world_pass(&w);
+	assert_int_equal(calls_starting(&w, "FindLaunched tok-1"), 1);
+	assert_int_equal(calls_starting(&w, "TerminateInstances"), 0);
+	assert_int_equal(calls_starting(&w, "GET nodes"), 1);
+	assert_int_equal(calls_starting(&w, "PATCH /api/v1/nodes/n-s"), 1);
+	assert_int_equal(calls_starting(&w, "POST eviction"), 1);
+	world_free(&w);
+}
+
 static void test_scale_down_on_stale_spec(void **state)
 {
 	(void)state;
@@ -1191,6 +1364,8 @@ int main(void)
 		cmocka_unit_test(test_account_followed),
 		cmocka_unit_test(test_forged_claim),
 		cmocka_unit_test(test_gone_instance_forged_node_kept),
+		cmocka_unit_test(test_node_cache_lags),
+		cmocka_unit_test(test_swept_instance_drained),
 		cmocka_unit_test(test_deletion_delete),
 		cmocka_unit_test(test_deletion_retain),
 		cmocka_unit_test(test_notice_and_sweep),
