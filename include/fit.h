@@ -1,11 +1,12 @@
 /* fit: which pending pods a pool's node would take, how many new nodes they need, and
  * which one pool grows for a pod (issue 28 item 2, design D5-D6). Pure: no I/O; cJSON
- * only to read a pod, a Node's allocatable and a pool's nodeTemplate. Not wired into the
+ * only to read a pod and a Node's allocatable; a pool's nodeTemplate is tmpl.h's. Not wired into the
  * pass yet. The rules, units and what is not modelled: docs/demand.md. */
 #ifndef SPOTPOOL_FIT_H
 #define SPOTPOOL_FIT_H
 
 #include "spotpool.h"
+#include "tmpl.h"
 
 #include <cjson/cJSON.h>
 
@@ -23,11 +24,11 @@
  * no real pod is near them. */
 #define FIT_MAX_CONTAINERS 64     /* spec.containers, and spec.initContainers */
 #define FIT_MAX_RESOURCES 32      /* distinct resource names of a pod or a node */
-#define FIT_MAX_LABELS 64         /* nodeSelector entries; a template's labels */
+#define FIT_MAX_LABELS 64         /* nodeSelector entries */
 #define FIT_MAX_TERMS 16          /* nodeSelectorTerms */
 #define FIT_MAX_EXPRESSIONS 32    /* matchExpressions of one term */
 #define FIT_MAX_VALUES 512        /* values of all matchExpressions together */
-#define FIT_MAX_TOLERATIONS 64    /* a pod's tolerations; a template's taints */
+#define FIT_MAX_TOLERATIONS 64    /* a pod's tolerations */
 #define FIT_MAX_STRING 317        /* a key, value or resource name (253 + "/" + 63) */
 #define FIT_QUANTITY_MAX 64       /* characters of a quantity */
 
@@ -83,26 +84,12 @@ struct fit_term {
 	bool match_fields;
 };
 
-struct fit_label {
-	char *key;
-	char *value;
-};
-
-/* core/v1 TaintEffect, in the order of tmpl.h's (issue 28's spec.nodeTemplate, on
- * another branch): FIT_EFFECT_ANY only in a toleration (no effect: every effect). */
-enum fit_effect { FIT_NO_SCHEDULE, FIT_PREFER_NO_SCHEDULE, FIT_NO_EXECUTE, FIT_EFFECT_ANY };
-
 struct fit_toleration {
 	char *key;     /* "": every key (operator Exists) */
 	char *value;
 	bool exists;   /* operator Exists, else Equal */
-	enum fit_effect effect;
-};
-
-struct fit_taint {
-	char *key;
-	char *value;
-	enum fit_effect effect;
+	bool any_effect; /* no effect: every effect */
+	enum tmpl_effect effect;
 };
 
 /* What spotpool reads of a pod to place it. */
@@ -115,7 +102,7 @@ struct fit_pod {
 	 * before it), plus spec.overhead; a resource a container limits without requesting
 	 * requests its limit (the apiserver's defaulting); pods 1. */
 	struct fit_resources requests;
-	struct fit_label *selector;    /* spec.nodeSelector */
+	struct tmpl_label *selector;   /* spec.nodeSelector */
 	size_t n_selector;
 	bool affinity;                 /* required node affinity present: terms ORed */
 	struct fit_term *terms;
@@ -149,15 +136,12 @@ struct fit_template {
 	char namespace[64];
 	char name[254];
 	struct fit_resources allocatable;
-	struct fit_label *labels;
-	size_t n_labels;
-	struct fit_taint *taints;
-	size_t n_taints;
+	/* The pool's spec.nodeTemplate as tmpl_parse read it (pool_spec.node_template),
+	 * borrowed; NULL: no labels, no taints. */
+	const struct tmpl_node *node;
 };
 
-/* A pool's spec.nodeTemplate, {labels: {k: v}, taints: [core/v1 Taint]} (NULL: none),
- * into ret's labels and taints (which it replaces); errors name spec.nodeTemplate.*. */
-int fit_template_parse(const cJSON *node_template, struct fit_template *ret, struct sp_error *err);
+/* Frees the allocatable (node is borrowed). */
 void fit_template_clear(struct fit_template *t);
 
 /* An instance type as DescribeInstanceTypeConfigs gives it, with the pool's system disk

@@ -308,7 +308,7 @@ static int get_array(const cJSON *obj, const char *key, const char *where, int m
 	return 0;
 }
 
-static void labels_free(struct fit_label *l, size_t n)
+static void labels_free(struct tmpl_label *l, size_t n)
 {
 	for (size_t i = 0; i < n; i++) {
 		free(l[i].key);
@@ -317,8 +317,8 @@ static void labels_free(struct fit_label *l, size_t n)
 	free(l);
 }
 
-/* A map of strings (nodeSelector, labels) of at most FIT_MAX_LABELS entries. */
-static int parse_labels(const cJSON *map, const char *where, struct fit_label **ret, size_t *ret_n,
+/* A map of strings (nodeSelector) of at most FIT_MAX_LABELS entries. */
+static int parse_labels(const cJSON *map, const char *where, struct tmpl_label **ret, size_t *ret_n,
 			struct sp_error *err)
 {
 	if (!map)
@@ -328,7 +328,7 @@ static int parse_labels(const cJSON *map, const char *where, struct fit_label **
 	int n = cJSON_GetArraySize(map);
 	if (n > FIT_MAX_LABELS)
 		return sp_fail(err, SP_ETOOBIG, "%s: more than %d entries", where, FIT_MAX_LABELS);
-	struct fit_label *l = xcalloc((size_t)n + 1, sizeof(*l));
+	struct tmpl_label *l = xcalloc((size_t)n + 1, sizeof(*l));
 	size_t k = 0;
 	for (const cJSON *c = map->child; c; c = c->next, k++) {
 		if (!cJSON_IsString(c) || strlen(c->string) > FIT_MAX_STRING ||
@@ -337,7 +337,7 @@ static int parse_labels(const cJSON *map, const char *where, struct fit_label **
 			return sp_fail(err, SP_EINVAL, "%s.%.*s: not a string of at most %d characters", where,
 				       FIT_MAX_STRING, c->string, FIT_MAX_STRING);
 		}
-		l[k] = (struct fit_label){xstrdup(c->string), xstrdup(c->valuestring)};
+		l[k] = (struct tmpl_label){xstrdup(c->string), xstrdup(c->valuestring)};
 	}
 	*ret = l;
 	*ret_n = k;
@@ -448,19 +448,6 @@ static int parse_node_affinity(const cJSON *spec, struct fit_pod *p, struct sp_e
 	return 0;
 }
 
-static int parse_effect(const char *s, bool any_allowed, enum fit_effect *ret)
-{
-	static const char *const names[] = {[FIT_NO_SCHEDULE] = "NoSchedule",
-					    [FIT_PREFER_NO_SCHEDULE] = "PreferNoSchedule",
-					    [FIT_NO_EXECUTE] = "NoExecute", [FIT_EFFECT_ANY] = ""};
-	for (size_t i = 0; i < LEN(names) - !any_allowed; i++)
-		if (strcmp(s ? s : "", names[i]) == 0) {
-			*ret = (enum fit_effect)i;
-			return 0;
-		}
-	return -1;
-}
-
 static int parse_tolerations(const cJSON *spec, struct fit_pod *p, struct sp_error *err)
 {
 	const cJSON *list;
@@ -480,10 +467,10 @@ static int parse_tolerations(const cJSON *spec, struct fit_pod *p, struct sp_err
 			return rc;
 		struct fit_toleration *tol = &p->tolerations[p->n_tolerations++];
 		*tol = (struct fit_toleration){dup_or_empty(key), dup_or_empty(value), op && strcmp(op, "Exists") == 0,
-					       FIT_EFFECT_ANY};
+					       !effect || !*effect, TMPL_NO_SCHEDULE};
 		if (op && *op && strcmp(op, "Exists") != 0 && strcmp(op, "Equal") != 0)
 			return sp_fail(err, SP_EINVAL, "%s.operator: must be Exists or Equal", at);
-		if (parse_effect(effect, true, &tol->effect) < 0)
+		if (!tol->any_effect && tmpl_effect_parse(effect, &tol->effect) < 0)
 			return sp_fail(err, SP_EINVAL, "%s.effect: must be NoSchedule, PreferNoSchedule or NoExecute",
 				       at);
 	}
@@ -654,67 +641,9 @@ void fit_pod_clear(struct fit_pod *p)
 
 /* ---- templates ---- */
 
-static void taints_free(struct fit_taint *t, size_t n)
-{
-	for (size_t i = 0; i < n; i++) {
-		free(t[i].key);
-		free(t[i].value);
-	}
-	free(t);
-}
-
-static int parse_taint(const cJSON *t, const char *at, struct fit_taint *ret, struct sp_error *err)
-{
-	const char *key, *value, *effect;
-	int rc;
-	if (!cJSON_IsObject(t))
-		return sp_fail(err, SP_EINVAL, "%s: not an object", at);
-	if ((rc = get_string(t, "key", at, &key, err)) < 0 || (rc = get_string(t, "value", at, &value, err)) < 0 ||
-	    (rc = get_string(t, "effect", at, &effect, err)) < 0)
-		return rc;
-	if (!key || !*key)
-		return sp_fail(err, SP_EINVAL, "%s.key: missing", at);
-	enum fit_effect e;
-	if (parse_effect(effect, false, &e) < 0)
-		return sp_fail(err, SP_EINVAL, "%s.effect: must be NoSchedule, PreferNoSchedule or NoExecute", at);
-	*ret = (struct fit_taint){xstrdup(key), dup_or_empty(value), e};
-	return 0;
-}
-
-int fit_template_parse(const cJSON *node_template, struct fit_template *ret, struct sp_error *err)
-{
-	struct fit_label *labels = NULL;
-	struct fit_taint *taints = NULL;
-	size_t n_labels = 0, n_taints = 0;
-	const cJSON *list = NULL;
-	int rc = parse_labels(field(node_template, "labels"), "spec.nodeTemplate.labels", &labels, &n_labels, err);
-	if (rc == 0 && (rc = get_array(node_template, "taints", "spec.nodeTemplate", FIT_MAX_TOLERATIONS, &list, err)) == 0)
-		taints = xcalloc((size_t)cJSON_GetArraySize(list) + 1, sizeof(*taints));
-	for (const cJSON *t = list ? list->child : NULL; rc == 0 && t; t = t->next) {
-		char at[48];
-		snprintf(at, sizeof(at), "spec.nodeTemplate.taints[%zu]", n_taints);
-		if ((rc = parse_taint(t, at, &taints[n_taints], err)) == 0)
-			n_taints++;
-	}
-	if (rc < 0) {
-		labels_free(labels, n_labels);
-		taints_free(taints, n_taints);
-		return rc;
-	}
-	labels_free(ret->labels, ret->n_labels);
-	taints_free(ret->taints, ret->n_taints);
-	ret->labels = labels;
-	ret->n_labels = n_labels;
-	ret->taints = taints;
-	ret->n_taints = n_taints;
-	return 0;
-}
-
 void fit_template_clear(struct fit_template *t)
 {
 	fit_resources_clear(&t->allocatable);
-	labels_free(t->labels, t->n_labels);
-	taints_free(t->taints, t->n_taints);
 	*t = (struct fit_template){0};
 }
 
@@ -760,9 +689,9 @@ void fit_tke_allocatable(const struct fit_instance_type *it, struct fit_resource
 
 static const char *label_value(const struct fit_template *t, const char *key)
 {
-	for (size_t i = 0; i < t->n_labels; i++)
-		if (strcmp(t->labels[i].key, key) == 0)
-			return t->labels[i].value;
+	for (size_t i = 0; t->node && i < t->node->n_labels; i++)
+		if (strcmp(t->node->labels[i].key, key) == 0)
+			return t->node->labels[i].value;
 	return NULL;
 }
 
@@ -809,9 +738,9 @@ static bool term_holds(const struct fit_template *t, const struct fit_term *term
 	return true;
 }
 
-static bool tolerates(const struct fit_toleration *tol, const struct fit_taint *taint)
+static bool tolerates(const struct fit_toleration *tol, const struct tmpl_taint *taint)
 {
-	if (tol->effect != FIT_EFFECT_ANY && tol->effect != taint->effect)
+	if (!tol->any_effect && tol->effect != taint->effect)
 		return false;
 	if (*tol->key && strcmp(tol->key, taint->key) != 0)
 		return false;
@@ -845,9 +774,9 @@ enum fit_reason fit_check(const struct fit_template *t, const struct fit_pod *p,
 			goto out;
 		}
 	}
-	for (size_t i = 0; i < t->n_taints; i++) {
-		const struct fit_taint *taint = &t->taints[i];
-		bool ok = taint->effect == FIT_PREFER_NO_SCHEDULE;
+	for (size_t i = 0; t->node && i < t->node->n_taints; i++) {
+		const struct tmpl_taint *taint = &t->node->taints[i];
+		bool ok = taint->effect == TMPL_PREFER_NO_SCHEDULE;
 		for (size_t j = 0; !ok && j < p->n_tolerations; j++)
 			ok = tolerates(&p->tolerations[j], taint);
 		if (!ok) {

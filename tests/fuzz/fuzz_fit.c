@@ -9,7 +9,8 @@
 
 #include <string.h>
 
-static struct fit_template tmpl;
+static struct tmpl_node node;
+static struct fit_template tmpl = {.node = &node};
 
 int LLVMFuzzerInitialize(int *argc, char ***argv)
 {
@@ -18,7 +19,7 @@ int LLVMFuzzerInitialize(int *argc, char ***argv)
 	cJSON *nt = cJSON_Parse("{\"labels\":{\"gpu-pool\":\"a10\",\"gen\":\"5\"},\"taints\":"
 				"[{\"key\":\"nvidia.com/gpu\",\"value\":\"true\",\"effect\":\"NoSchedule\"}]}");
 	struct sp_error err = {0};
-	if (fit_template_parse(nt, &tmpl, &err) < 0)
+	if (tmpl_parse(nt, &node, &err) < 0)
 		abort();
 	cJSON_Delete(nt);
 	fit_tke_allocatable(&(struct fit_instance_type){32, 131072, 4, 100, 110}, &tmpl.allocatable);

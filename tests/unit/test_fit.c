@@ -3,6 +3,7 @@
  * decreasing bin-packing, the one pool a pod grows, and a property test of the packing. */
 #include "testutil.h"
 #include "fit.h"
+#include "tmpl.h"
 
 /* JSON written with ' for ", so the tables read. */
 static cJSON *json_of(const char *text)
@@ -323,19 +324,48 @@ static void test_pending(void **state)
 	}
 }
 
-/* A 4-GPU node: gpu-pool=a10, gen=5, tainted nvidia.com/gpu=true:NoSchedule and a
- * PreferNoSchedule taint no pod needs to tolerate. */
+/* Node templates as pools' specs give them (tmpl_parse), read once for every test. a10:
+ * gpu-pool=a10, gen=5, tainted nvidia.com/gpu=true:NoSchedule and a PreferNoSchedule
+ * taint no pod needs to tolerate; t4: gpu-pool=t4, no taint. */
+static struct tmpl_node a10_node, t4_node;
+
+static int parse_nodes(void **state)
+{
+	(void)state;
+	static const struct {
+		const char *json;
+		struct tmpl_node *node;
+	} nodes[] = {
+		{"{'labels':{'gpu-pool':'a10','gen':'5','zone':'ap-1'},'taints':["
+		 "{'key':'nvidia.com/gpu','value':'true','effect':'NoSchedule'},"
+		 "{'key':'soft','value':'x','effect':'PreferNoSchedule'}]}", &a10_node},
+		{"{'labels':{'gpu-pool':'t4'}}", &t4_node},
+	};
+	for (size_t i = 0; i < sizeof(nodes) / sizeof(nodes[0]); i++) {
+		cJSON *nt = json_of(nodes[i].json);
+		struct sp_error err = {0};
+		int rc = tmpl_parse(nt, nodes[i].node, &err);
+		cJSON_Delete(nt);
+		if (rc < 0)
+			return rc;
+	}
+	return 0;
+}
+
+static int clear_nodes(void **state)
+{
+	(void)state;
+	tmpl_clear(&a10_node);
+	tmpl_clear(&t4_node);
+	return 0;
+}
+
+/* A node of the a10 template with gpus and cpu_milli. */
 static void a10_template(struct fit_template *t, const char *name, int64_t gpus, int64_t cpu_milli)
 {
-	*t = (struct fit_template){0};
+	*t = (struct fit_template){.node = &a10_node};
 	snprintf(t->namespace, sizeof(t->namespace), "default");
 	snprintf(t->name, sizeof(t->name), "%s", name);
-	cJSON *nt = json_of("{'labels':{'gpu-pool':'a10','gen':'5','zone':'ap-1'},'taints':["
-			    "{'key':'nvidia.com/gpu','value':'true','effect':'NoSchedule'},"
-			    "{'key':'soft','value':'x','effect':'PreferNoSchedule'}]}");
-	struct sp_error err = {0};
-	assert_int_equal(fit_template_parse(nt, t, &err), 0);
-	cJSON_Delete(nt);
 	fit_resources_set(&t->allocatable, FIT_RES_GPU, gpus);
 	fit_resources_set(&t->allocatable, FIT_RES_CPU, cpu_milli);
 	fit_resources_set(&t->allocatable, FIT_RES_MEMORY, 100LL << 30);
@@ -481,46 +511,13 @@ static void test_daemon_overhead(void **state)
 	fit_template_clear(&t);
 }
 
-static void test_template(void **state)
+/* A learned allocatable, and free room on it. */
+static void test_resources(void **state)
 {
 	(void)state;
-	static const struct {
-		const char *json;
-		const char *error;
-	} bad[] = {
-		{"{'taints':[{'key':'a','effect':'Never'}]}", "spec.nodeTemplate.taints[0].effect: must be NoSchedule"},
-		{"{'taints':[{'key':'a','effect':'NoSchedule'},{'effect':'NoSchedule'}]}", "spec.nodeTemplate.taints[1].key: missing"},
-		{"{'taints':[{'key':'a'}]}", "spec.nodeTemplate.taints[0].effect: must be"},
-		{"{'taints':{}}", "spec.nodeTemplate.taints: not a list"},
-		{"{'labels':{'a':true}}", "spec.nodeTemplate.labels.a: not a string"},
-		{"{'labels':[]}", "spec.nodeTemplate.labels: not an object"},
-	};
-	struct fit_template t = {0};
-	for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
-		print_message("bad %zu\n", i);
-		cJSON *obj = json_of(bad[i].json);
-		struct sp_error err = {0};
-		assert_true(fit_template_parse(obj, &t, &err) < 0);
-		assert_contains(err.msg, bad[i].error);
-		assert_int_equal(t.n_labels + t.n_taints, 0);
-		cJSON_Delete(obj);
-	}
-	cJSON *obj = json_of("{'labels':{'a':'1'},'taints':[{'key':'k','effect':'NoExecute'}]}");
 	struct sp_error err = {0};
-	assert_int_equal(fit_template_parse(obj, &t, &err), 0);
-	assert_int_equal(fit_template_parse(obj, &t, &err), 0); /* replaces */
-	assert_int_equal(t.n_labels, 1);
-	assert_int_equal(t.n_taints, 1);
-	assert_string_equal(t.taints[0].value, "");
-	assert_int_equal(t.taints[0].effect, FIT_NO_EXECUTE);
-	assert_int_equal(fit_template_parse(NULL, &t, &err), 0); /* no nodeTemplate */
-	assert_int_equal(t.n_labels + t.n_taints, 0);
-	cJSON_Delete(obj);
-	fit_template_clear(&t);
-
-	/* a learned allocatable, and free room on it */
 	struct fit_resources r = {0};
-	obj = json_of("{'cpu':'7910m','memory':'28Gi','nvidia.com/gpu':'1','pods':'61'}");
+	cJSON *obj = json_of("{'cpu':'7910m','memory':'28Gi','nvidia.com/gpu':'1','pods':'61'}");
 	assert_int_equal(fit_resources_from_json(obj, "status.allocatable", &r, &err), 0);
 	assert_int_equal(fit_resources_get(&r, FIT_RES_CPU), 7910);
 	struct fit_resources used = {0};
@@ -723,10 +720,7 @@ static void test_choose_pool(void **state)
 	a10_template(&a4, "a4", 4, 30000);
 	a10_template(&c4, "c4", 4, 16000);
 	a10_template(&t4, "t4", 4, 8000);
-	cJSON *t4_labels = json_of("{'labels':{'gpu-pool':'t4'}}");
-	struct sp_error err = {0};
-	assert_int_equal(fit_template_parse(t4_labels, &t4, &err), 0); /* and no taint */
-	cJSON_Delete(t4_labels);
+	t4.node = &t4_node; /* and no taint */
 	const struct fit_template *pools[] = {&a8, &b4, &a4, &c4, &t4};
 	const struct fit_template *reversed[] = {&t4, &c4, &a4, &b4, &a8};
 	static const struct {
@@ -867,12 +861,12 @@ int main(void)
 		cmocka_unit_test(test_pending),
 		cmocka_unit_test(test_check),
 		cmocka_unit_test(test_daemon_overhead),
-		cmocka_unit_test(test_template),
+		cmocka_unit_test(test_resources),
 		cmocka_unit_test(test_tke_allocatable),
 		cmocka_unit_test(test_pack_200),
 		cmocka_unit_test(test_pack_cases),
 		cmocka_unit_test(test_choose_pool),
 		cmocka_unit_test(test_pack_property),
 	};
-	return cmocka_run_group_tests(tests, NULL, NULL);
+	return cmocka_run_group_tests(tests, parse_nodes, clear_nodes);
 }
