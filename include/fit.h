@@ -1,21 +1,16 @@
 /* fit: which pending pods a pool's node would take, how many new nodes they need, and
  * which one pool grows for a pod (issue 28 item 2, design D5-D6). Pure: no I/O; cJSON
- * only to read a pod and a Node's allocatable; a pool's nodeTemplate is tmpl.h's. Not wired into the
- * pass yet. The rules, units and what is not modelled: docs/demand.md. */
+ * only to read a pod; quantities and resource lists are qty.h's, a pool's nodeTemplate
+ * tmpl.h's. Not wired into the pass yet. The rules, units and what is not modelled:
+ * docs/demand.md. */
 #ifndef SPOTPOOL_FIT_H
 #define SPOTPOOL_FIT_H
 
+#include "qty.h"
 #include "spotpool.h"
 #include "tmpl.h"
 
 #include <cjson/cJSON.h>
-
-/* Resource names, and their units in a struct fit_resources. */
-#define FIT_RES_CPU "cpu"                    /* millicores */
-#define FIT_RES_MEMORY "memory"              /* bytes */
-#define FIT_RES_EPHEMERAL "ephemeral-storage" /* bytes */
-#define FIT_RES_PODS "pods"                  /* a pod takes one */
-#define FIT_RES_GPU "nvidia.com/gpu"         /* whole GPUs; other extended resources alike */
 
 /* Bounds on what one pod may make spotpool hold or walk: a pod past one is not counted
  * (fit_pod_parse fails naming the field), so a hostile pod costs bounded time and memory
@@ -23,47 +18,12 @@
  * the rest). The apiserver has none of these limits, only its object size (1.5 MB);
  * no real pod is near them. */
 #define FIT_MAX_CONTAINERS 64     /* spec.containers, and spec.initContainers */
-#define FIT_MAX_RESOURCES 32      /* distinct resource names of a pod or a node */
 #define FIT_MAX_LABELS 64         /* nodeSelector entries */
 #define FIT_MAX_TERMS 16          /* nodeSelectorTerms */
 #define FIT_MAX_EXPRESSIONS 32    /* matchExpressions of one term */
 #define FIT_MAX_VALUES 512        /* values of all matchExpressions together */
 #define FIT_MAX_TOLERATIONS 64    /* a pod's tolerations */
-#define FIT_MAX_STRING 317        /* a key, value or resource name (253 + "/" + 63) */
-#define FIT_QUANTITY_MAX 64       /* characters of a quantity */
-
-/* An amount of one resource, in the unit above (cpu in millicores, the rest in units). */
-struct fit_amount {
-	char *name;
-	int64_t value;
-};
-
-/* Amounts by resource name, sorted by name, names unique. */
-struct fit_resources {
-	struct fit_amount *v;
-	size_t n;
-};
-
-/* The amount of name, 0 when absent. */
-int64_t fit_resources_get(const struct fit_resources *r, const char *name);
-/* Sets name's amount (FIT_MAX_RESOURCES names at most: SP_ETOOBIG). */
-int fit_resources_set(struct fit_resources *r, const char *name, int64_t value);
-/* Every amount of minus taken from r, none below 0 (free room: allocatable less what
- * DaemonSets or bound pods request). */
-void fit_resources_sub(struct fit_resources *r, const struct fit_resources *minus);
-void fit_resources_clear(struct fit_resources *r);
-/* A ResourceList object (a Node's status.allocatable, a container's requests) into
- * ret (which it replaces); field names it in errors. */
-int fit_resources_from_json(const cJSON *list, const char *field, struct fit_resources *ret,
-			    struct sp_error *err);
-
-/* A Kubernetes quantity ("500m", "1.5Gi", "1e3", "2") as an integer: in thousandths when
- * milli (cpu), else in units, rounded up as the scheduler does (Quantity.MilliValue,
- * Value). Strict: an optional sign, digits with at most one '.', then one suffix of
- * n u m "" k M G T P E, Ki Mi Gi Ti Pi Ei, or an exponent e/E with optional sign. A
- * negative value, more than FIT_QUANTITY_MAX characters, or a value past int64 fail,
- * naming field. */
-int fit_quantity(const char *s, bool milli, const char *field, int64_t *ret, struct sp_error *err);
+#define FIT_MAX_STRING QTY_NAME_MAX /* a key or value */
 
 enum fit_op { FIT_OP_IN, FIT_OP_NOT_IN, FIT_OP_EXISTS, FIT_OP_DOES_NOT_EXIST, FIT_OP_GT, FIT_OP_LT };
 
@@ -101,7 +61,7 @@ struct fit_pod {
 	 * containers, sidecars, added) and each init container's (plus the sidecars started
 	 * before it), plus spec.overhead; a resource a container limits without requesting
 	 * requests its limit (the apiserver's defaulting); pods 1. */
-	struct fit_resources requests;
+	struct qty_list requests;
 	struct tmpl_label *selector;   /* spec.nodeSelector */
 	size_t n_selector;
 	bool affinity;                 /* required node affinity present: terms ORed */
@@ -130,12 +90,12 @@ int fit_pod_parse(const cJSON *pod, struct fit_pod *ret, struct sp_error *err);
 void fit_pod_clear(struct fit_pod *p);
 
 /* A node of a pool as it will register (D5): what it can hold (pods included: a pod
- * takes one, and a template without FIT_RES_PODS takes none), its labels and taints.
+ * takes one, and a template without QTY_PODS takes none), its labels and taints.
  * namespace/name are the pool's (pool choice ties). */
 struct fit_template {
 	char namespace[64];
 	char name[254];
-	struct fit_resources allocatable;
+	struct qty_list allocatable;
 	/* The pool's spec.nodeTemplate as tmpl_parse read it (pool_spec.node_template),
 	 * borrowed; NULL: no labels, no taints. */
 	const struct tmpl_node *node;
@@ -162,15 +122,15 @@ struct fit_instance_type {
  * 25% of the first 4 GiB, 20% to 8, 10% to 16, 6% to 128, 2% above, and
  * FIT_EVICTION_MEMORY; GPUs as nvidia.com/gpu; ephemeral-storage FIT_DISK_PERCENT of
  * the disk. Into ret (which it replaces). */
-void fit_tke_allocatable(const struct fit_instance_type *it, struct fit_resources *ret);
+void fit_tke_allocatable(const struct fit_instance_type *it, struct qty_list *ret);
 
 /* What the DaemonSets whose pods a node of t would run take of it, into ret (which it
  * replaces): the requests, summed (saturating), of those of daemon_pods (each read from
  * a DaemonSet's spec.template by fit_pod_parse) an empty node of t takes (fit_check),
- * over t's resources only. The caller takes it off t's allocatable (fit_resources_sub);
+ * over t's resources only. The caller takes it off t's allocatable (qty_sub);
  * a Ready Node's allocatable, learned, still hosts them too. */
 void fit_daemon_overhead(const struct fit_template *t, const struct fit_pod *const *daemon_pods, size_t n,
-			 struct fit_resources *ret);
+			 struct qty_list *ret);
 
 enum fit_reason {
 	FIT_OK,             /* a new node of the template takes it */
@@ -213,7 +173,7 @@ struct fit_place {
  * registered: allocatable less what is bound or DaemonSets take) that holds it, else
  * the first new node that does, else a new node. ret_place[i] says where pods[i] went. */
 size_t fit_pack(const struct fit_template *t, const struct fit_pod *const *pods, size_t n_pods,
-		const struct fit_resources *rooms, size_t n_rooms, size_t max_new, struct fit_place *ret_place);
+		const struct qty_list *rooms, size_t n_rooms, size_t max_new, struct fit_place *ret_place);
 
 /* The one pool whose node takes the pod (index into pools), -1 for none: of those that
  * fit, the lowest rank: fewest GPUs per node, then fewest cpu, then namespace, then

@@ -12,259 +12,26 @@ static const cJSON *field(const cJSON *obj, const char *key)
 	return cJSON_IsNull(v) ? NULL : v;
 }
 
-/* ---- resources ---- */
-
-/* The index of name in r, or where it would go (*found false). */
-static size_t res_find(const struct fit_resources *r, const char *name, bool *found)
-{
-	size_t lo = 0, hi = r->n;
-	while (lo < hi) {
-		size_t mid = lo + (hi - lo) / 2;
-		int c = strcmp(r->v[mid].name, name);
-		if (c == 0) {
-			*found = true;
-			return mid;
-		}
-		if (c < 0)
-			lo = mid + 1;
-		else
-			hi = mid;
-	}
-	*found = false;
-	return lo;
-}
-
-int64_t fit_resources_get(const struct fit_resources *r, const char *name)
-{
-	bool found;
-	size_t i = res_find(r, name, &found);
-	return found ? r->v[i].value : 0;
-}
-
-int fit_resources_set(struct fit_resources *r, const char *name, int64_t value)
-{
-	bool found;
-	size_t i = res_find(r, name, &found);
-	if (found) {
-		r->v[i].value = value;
-		return 0;
-	}
-	if (r->n >= FIT_MAX_RESOURCES)
-		return SP_ETOOBIG;
-	r->v = xrealloc(r->v, (r->n + 1) * sizeof(*r->v));
-	memmove(&r->v[i + 1], &r->v[i], (r->n - i) * sizeof(*r->v));
-	r->v[i] = (struct fit_amount){xstrdup(name), value};
-	r->n++;
-	return 0;
-}
-
-void fit_resources_sub(struct fit_resources *r, const struct fit_resources *minus)
-{
-	for (size_t i = 0; i < minus->n; i++) {
-		bool found;
-		size_t j = res_find(r, minus->v[i].name, &found);
-		if (found)
-			r->v[j].value = r->v[j].value > minus->v[i].value ? r->v[j].value - minus->v[i].value : 0;
-	}
-}
-
-void fit_resources_clear(struct fit_resources *r)
-{
-	for (size_t i = 0; i < r->n; i++)
-		free(r->v[i].name);
-	free(r->v);
-	*r = (struct fit_resources){0};
-}
-
 static int too_many_resources(const char *field_name, struct sp_error *err)
 {
-	return sp_fail(err, SP_ETOOBIG, "%s: more than %d resources", field_name, FIT_MAX_RESOURCES);
+	return sp_fail(err, SP_ETOOBIG, "%s: more than %d resources", field_name, QTY_MAX_RESOURCES);
 }
 
 /* r += add, or r = max(r, add) per resource. */
-static int res_combine(struct fit_resources *r, const struct fit_resources *add, bool max, const char *field_name,
+static int res_combine(struct qty_list *r, const struct qty_list *add, bool max, const char *field_name,
 		       struct sp_error *err)
 {
 	for (size_t i = 0; i < add->n; i++) {
-		int64_t have = fit_resources_get(r, add->v[i].name), v = add->v[i].value;
+		int64_t have = qty_get(r, add->v[i].name), v = add->v[i].value;
 		if (max)
 			v = have > v ? have : v;
 		else if (v > INT64_MAX - have)
 			return sp_fail(err, SP_EINVAL, "%s: the total of %s is too large", field_name, add->v[i].name);
 		else
 			v += have;
-		if (fit_resources_set(r, add->v[i].name, v) < 0)
+		if (qty_set(r, add->v[i].name, v) < 0)
 			return too_many_resources(field_name, err);
 	}
-	return 0;
-}
-
-/* ---- quantities ---- */
-
-static const struct {
-	const char *suffix;
-	int exp10, bin;
-} suffixes[] = {
-	{"", 0, 0},    {"n", -9, 0},  {"u", -6, 0},  {"m", -3, 0},  {"k", 3, 0},   {"M", 6, 0},
-	{"G", 9, 0},   {"T", 12, 0},  {"P", 15, 0},  {"E", 18, 0},  {"Ki", 0, 10}, {"Mi", 0, 20},
-	{"Gi", 0, 30}, {"Ti", 0, 40}, {"Pi", 0, 50}, {"Ei", 0, 60},
-};
-
-enum { Q_BAD = 1, Q_NEGATIVE, Q_OVERFLOW };
-
-static bool is_digit(char c)
-{
-	return c >= '0' && c <= '9';
-}
-
-/* Exact: the significand's decimal digits times 2^bin, then scaled by 10^exp10 and
- * rounded up, so "0.1m" of cpu is 1 and "1.5Gi" is 1610612736 with no float in between. */
-static int quantity(const char *s, bool milli, int64_t *ret)
-{
-	/* Significant digits (at most FIT_QUANTITY_MAX), then at most 19 more from 2^60. */
-	unsigned char d[FIT_QUANTITY_MAX + 24];
-	size_t n = 0;
-	long exp10 = milli ? 3 : 0;
-	bool neg = false, any = false, dot = false;
-	const char *p = s;
-	if (*p == '+' || *p == '-')
-		neg = *p++ == '-';
-	for (;; p++) {
-		if (*p == '.' && !dot) {
-			dot = true;
-			continue;
-		}
-		if (!is_digit(*p))
-			break;
-		any = true;
-		exp10 -= dot;
-		if (n > 0 || *p != '0')
-			d[n++] = (unsigned char)(*p - '0');
-	}
-	if (!any)
-		return Q_BAD;
-	int bin = 0;
-	if ((*p == 'e' || *p == 'E') && (p[1] == '+' || p[1] == '-' || is_digit(p[1]))) {
-		bool eneg = false;
-		long e = 0;
-		if (*++p == '+' || *p == '-')
-			eneg = *p++ == '-';
-		if (!is_digit(*p))
-			return Q_BAD;
-		for (; is_digit(*p); p++)
-			e = e < 100000 ? e * 10 + (*p - '0') : e;
-		if (*p)
-			return Q_BAD;
-		exp10 += eneg ? -e : e;
-	} else {
-		size_t i = 0;
-		while (i < LEN(suffixes) && strcmp(p, suffixes[i].suffix) != 0)
-			i++;
-		if (i == LEN(suffixes))
-			return Q_BAD;
-		exp10 += suffixes[i].exp10;
-		bin = suffixes[i].bin;
-	}
-	if (n == 0) {
-		*ret = 0;
-		return 0;
-	}
-	if (neg)
-		return Q_NEGATIVE;
-	for (size_t i = 0; i < n / 2; i++) { /* least significant digit first from here */
-		unsigned char t = d[i];
-		d[i] = d[n - 1 - i];
-		d[n - 1 - i] = t;
-	}
-	for (int b = 0; b < bin; b++) {
-		unsigned carry = 0;
-		for (size_t i = 0; i < n; i++) {
-			unsigned v = d[i] * 2u + carry;
-			d[i] = (unsigned char)(v % 10);
-			carry = v / 10;
-		}
-		if (carry)
-			d[n++] = (unsigned char)carry;
-	}
-	/* Digits below the decimal point round up. */
-	size_t lo = exp10 < 0 ? ((unsigned long)-exp10 < n ? (size_t)-exp10 : n) : 0;
-	bool up = false;
-	for (size_t i = 0; i < lo; i++)
-		up |= d[i] != 0;
-	int64_t v = 0;
-	for (size_t i = n; i-- > lo;) {
-		if (v > (INT64_MAX - d[i]) / 10)
-			return Q_OVERFLOW;
-		v = v * 10 + d[i];
-	}
-	for (long e = exp10; e > 0 && v; e--) {
-		if (v > INT64_MAX / 10)
-			return Q_OVERFLOW;
-		v *= 10;
-	}
-	if (up && v == INT64_MAX)
-		return Q_OVERFLOW;
-	*ret = v + up;
-	return 0;
-}
-
-int fit_quantity(const char *s, bool milli, const char *field_name, int64_t *ret, struct sp_error *err)
-{
-	if (strlen(s) > FIT_QUANTITY_MAX)
-		return sp_fail(err, SP_EINVAL, "%s: a quantity longer than %d characters", field_name,
-			       FIT_QUANTITY_MAX);
-	int64_t v;
-	switch (quantity(s, milli, &v)) {
-	case 0:
-		*ret = v;
-		return 0;
-	case Q_NEGATIVE:
-		return sp_fail(err, SP_EINVAL, "%s: \"%s\" is negative", field_name, s);
-	case Q_OVERFLOW:
-		return sp_fail(err, SP_EINVAL, "%s: \"%s\" is too large", field_name, s);
-	default:
-		return sp_fail(err, SP_EINVAL, "%s: \"%s\" is not a quantity such as 500m, 4, 1.5Gi or 1e3",
-			       field_name, s);
-	}
-}
-
-/* A quantity as the apiserver writes it (a string) or as YAML reads one (a number). */
-static int quantity_json(const cJSON *v, bool milli, const char *field_name, int64_t *ret, struct sp_error *err)
-{
-	if (cJSON_IsString(v))
-		return fit_quantity(v->valuestring, milli, field_name, ret, err);
-	if (cJSON_IsNumber(v)) {
-		char text[40];
-		snprintf(text, sizeof(text), "%.15g", v->valuedouble);
-		return fit_quantity(text, milli, field_name, ret, err);
-	}
-	return sp_fail(err, SP_EINVAL, "%s: not a quantity", field_name);
-}
-
-int fit_resources_from_json(const cJSON *list, const char *field_name, struct fit_resources *ret,
-			    struct sp_error *err)
-{
-	struct fit_resources r = {0};
-	if (list && !cJSON_IsObject(list))
-		return sp_fail(err, SP_EINVAL, "%s: not an object", field_name);
-	const cJSON *c;
-	cJSON_ArrayForEach(c, list) {
-		char where[FIT_MAX_STRING + 160];
-		snprintf(where, sizeof(where), "%s.%.*s", field_name, FIT_MAX_STRING, c->string);
-		int64_t v = 0;
-		int e = strlen(c->string) > FIT_MAX_STRING
-				? sp_fail(err, SP_EINVAL, "%s: a resource name longer than %d characters",
-					  field_name, FIT_MAX_STRING)
-				: quantity_json(c, strcmp(c->string, FIT_RES_CPU) == 0, where, &v, err);
-		if (e == 0 && fit_resources_set(&r, c->string, v) < 0)
-			e = too_many_resources(field_name, err);
-		if (e < 0) {
-			fit_resources_clear(&r);
-			return e;
-		}
-	}
-	fit_resources_clear(ret);
-	*ret = r;
 	return 0;
 }
 
@@ -344,24 +111,6 @@ static int parse_labels(const cJSON *map, const char *where, struct tmpl_label *
 	return 0;
 }
 
-/* strconv.ParseInt(s, 10, 64), as node affinity's Gt and Lt read values. */
-static bool parse_int64(const char *s, int64_t *ret)
-{
-	bool neg = *s == '-';
-	if (*s == '+' || *s == '-')
-		s++;
-	if (!*s)
-		return false;
-	uint64_t v = 0, max = neg ? (uint64_t)INT64_MAX + 1 : INT64_MAX;
-	for (; *s; s++) {
-		if (!is_digit(*s) || v > (max - (uint64_t)(*s - '0')) / 10)
-			return false;
-		v = v * 10 + (uint64_t)(*s - '0');
-	}
-	*ret = neg ? (int64_t)(0 - v) : (int64_t)v;
-	return true;
-}
-
 static void term_free(struct fit_term *t)
 {
 	for (size_t i = 0; i < t->n; i++) {
@@ -407,7 +156,7 @@ static int parse_requirement(const cJSON *e, const char *where, size_t *values_l
 				       r->n_values, FIT_MAX_STRING);
 		r->values[r->n_values++] = xstrdup(v->valuestring);
 	}
-	if ((r->op == FIT_OP_GT || r->op == FIT_OP_LT) && (r->n_values != 1 || !parse_int64(r->values[0], &r->number)))
+	if ((r->op == FIT_OP_GT || r->op == FIT_OP_LT) && (r->n_values != 1 || !qty_parse_int(r->values[0], &r->number)))
 		return sp_fail(err, SP_EINVAL, "%s.values: %s takes one integer", where, op);
 	return 0;
 }
@@ -478,35 +227,33 @@ static int parse_tolerations(const cJSON *spec, struct fit_pod *p, struct sp_err
 }
 
 /* A container's requests, a resource it only limits requesting its limit. */
-static int container_requests(const cJSON *c, const char *at, struct fit_resources *ret, struct sp_error *err)
+static int container_requests(const cJSON *c, const char *at, struct qty_list *ret, struct sp_error *err)
 {
 	char where[128];
-	struct fit_resources limits = {0};
+	struct qty_list limits = {0};
 	const cJSON *res = field(c, "resources");
 	if (!cJSON_IsObject(c))
 		return sp_fail(err, SP_EINVAL, "%s: not an object", at);
 	snprintf(where, sizeof(where), "%s.resources.requests", at);
-	int rc = fit_resources_from_json(field(res, "requests"), where, ret, err);
+	int rc = qty_list_from_json(field(res, "requests"), where, ret, err);
 	snprintf(where, sizeof(where), "%s.resources.limits", at);
 	if (rc == 0)
-		rc = fit_resources_from_json(field(res, "limits"), where, &limits, err);
+		rc = qty_list_from_json(field(res, "limits"), where, &limits, err);
 	for (size_t i = 0; rc == 0 && i < limits.n; i++) {
-		bool found;
-		res_find(ret, limits.v[i].name, &found);
-		if (!found && fit_resources_set(ret, limits.v[i].name, limits.v[i].value) < 0)
+		if (!qty_has(ret, limits.v[i].name) && qty_set(ret, limits.v[i].name, limits.v[i].value) < 0)
 			rc = too_many_resources(where, err);
 	}
-	fit_resources_clear(&limits);
+	qty_clear(&limits);
 	return rc;
 }
 
 /* The scheduler's pod requests (component-helpers resource.PodRequests, Kubernetes
  * 1.32): containers summed with the restartable init containers (sidecars), against
  * each init container's own plus the sidecars started before it; plus the overhead. */
-static int pod_requests(const cJSON *spec, struct fit_resources *ret, struct sp_error *err)
+static int pod_requests(const cJSON *spec, struct qty_list *ret, struct sp_error *err)
 {
 	const cJSON *containers, *inits;
-	struct fit_resources c = {0}, sidecars = {0}, init = {0}, overhead = {0};
+	struct qty_list c = {0}, sidecars = {0}, init = {0}, overhead = {0};
 	int rc;
 	if ((rc = get_array(spec, "containers", "spec", FIT_MAX_CONTAINERS, &containers, err)) < 0 ||
 	    (rc = get_array(spec, "initContainers", "spec", FIT_MAX_CONTAINERS, &inits, err)) < 0)
@@ -529,21 +276,21 @@ static int pod_requests(const cJSON *spec, struct fit_resources *ret, struct sp_
 			if ((rc = res_combine(ret, &c, false, "spec.initContainers", err)) < 0 ||
 			    (rc = res_combine(&sidecars, &c, false, "spec.initContainers", err)) < 0)
 				break;
-			fit_resources_clear(&c);
+			qty_clear(&c);
 		}
 		if ((rc = res_combine(&c, &sidecars, false, "spec.initContainers", err)) == 0)
 			rc = res_combine(&init, &c, true, "spec.initContainers", err);
 	}
 	if (rc == 0)
 		rc = res_combine(ret, &init, true, "spec.initContainers", err);
-	if (rc == 0 && (rc = fit_resources_from_json(field(spec, "overhead"), "spec.overhead", &overhead, err)) == 0)
+	if (rc == 0 && (rc = qty_list_from_json(field(spec, "overhead"), "spec.overhead", &overhead, err)) == 0)
 		rc = res_combine(ret, &overhead, false, "spec.overhead", err);
-	if (rc == 0 && fit_resources_set(ret, FIT_RES_PODS, 1) < 0)
+	if (rc == 0 && qty_set(ret, QTY_PODS, 1) < 0)
 		rc = too_many_resources("spec", err);
-	fit_resources_clear(&c);
-	fit_resources_clear(&sidecars);
-	fit_resources_clear(&init);
-	fit_resources_clear(&overhead);
+	qty_clear(&c);
+	qty_clear(&sidecars);
+	qty_clear(&init);
+	qty_clear(&overhead);
 	return rc;
 }
 
@@ -630,7 +377,7 @@ static void tolerations_free(struct fit_toleration *t, size_t n)
 
 void fit_pod_clear(struct fit_pod *p)
 {
-	fit_resources_clear(&p->requests);
+	qty_clear(&p->requests);
 	labels_free(p->selector, p->n_selector);
 	for (size_t i = 0; i < p->n_terms; i++)
 		term_free(&p->terms[i]);
@@ -643,7 +390,7 @@ void fit_pod_clear(struct fit_pod *p)
 
 void fit_template_clear(struct fit_template *t)
 {
-	fit_resources_clear(&t->allocatable);
+	qty_clear(&t->allocatable);
 	*t = (struct fit_template){0};
 }
 
@@ -660,7 +407,7 @@ static int64_t tiered(int64_t x, const int64_t *bounds, const int64_t *rates, si
 	return total;
 }
 
-void fit_tke_allocatable(const struct fit_instance_type *it, struct fit_resources *ret)
+void fit_tke_allocatable(const struct fit_instance_type *it, struct qty_list *ret)
 {
 	/* CPU in millicores x 10000: 0.1 core for up to 4, then 2.5%, 1.25%, 0.5%. */
 	static const int64_t cpu_bounds[] = {4000, 64000, 128000, INT64_MAX};
@@ -668,20 +415,20 @@ void fit_tke_allocatable(const struct fit_instance_type *it, struct fit_resource
 	/* Memory in MiB x 10000: 25% of the first 4 GiB, 20% to 8, 10% to 16, 6% to 128, 2%. */
 	static const int64_t mem_bounds[] = {4096, 8192, 16384, 131072, INT64_MAX};
 	static const int64_t mem_rates[] = {2500, 2000, 1000, 600, 200};
-	struct fit_resources r = {0};
+	struct qty_list r = {0};
 	int64_t cpu = it->cores * 1000, mem = it->memory_mib;
 	int64_t cpu_reserve = 100 + (tiered(cpu, cpu_bounds, cpu_rates, LEN(cpu_rates)) + 9999) / 10000;
 	/* In bytes, rounded up: the reserve in MiB x 10000 x 2^20 / 10000. */
 	int64_t mem_reserve = (tiered(mem, mem_bounds, mem_rates, LEN(mem_rates)) * 1048576 + 9999) / 10000 +
 			      FIT_EVICTION_MEMORY;
-	fit_resources_set(&r, FIT_RES_CPU, cpu > cpu_reserve ? cpu - cpu_reserve : 0);
-	fit_resources_set(&r, FIT_RES_MEMORY, mem * 1048576 > mem_reserve ? mem * 1048576 - mem_reserve : 0);
-	fit_resources_set(&r, FIT_RES_PODS, it->pods);
+	qty_set(&r, QTY_CPU, cpu > cpu_reserve ? cpu - cpu_reserve : 0);
+	qty_set(&r, QTY_MEMORY, mem * 1048576 > mem_reserve ? mem * 1048576 - mem_reserve : 0);
+	qty_set(&r, QTY_PODS, it->pods);
 	if (it->gpus > 0)
-		fit_resources_set(&r, FIT_RES_GPU, it->gpus);
+		qty_set(&r, QTY_GPU, it->gpus);
 	if (it->disk_gib > 0)
-		fit_resources_set(&r, FIT_RES_EPHEMERAL, it->disk_gib * 1073741824 / 100 * FIT_DISK_PERCENT);
-	fit_resources_clear(ret);
+		qty_set(&r, QTY_EPHEMERAL, it->disk_gib * 1073741824 / 100 * FIT_DISK_PERCENT);
+	qty_clear(ret);
 	*ret = r;
 }
 
@@ -713,7 +460,7 @@ static bool requirement_holds(const struct fit_template *t, const struct fit_req
 		return v == NULL;
 	case FIT_OP_GT:
 	case FIT_OP_LT:
-		return v && parse_int64(v, &x) && (r->op == FIT_OP_GT ? x > r->number : x < r->number);
+		return v && qty_parse_int(v, &x) && (r->op == FIT_OP_GT ? x > r->number : x < r->number);
 	}
 	return false;
 }
@@ -785,8 +532,8 @@ enum fit_reason fit_check(const struct fit_template *t, const struct fit_pod *p,
 		}
 	}
 	for (size_t i = 0; i < p->requests.n; i++) {
-		const struct fit_amount *a = &p->requests.v[i];
-		int64_t have = fit_resources_get(&t->allocatable, a->name);
+		const struct qty_amount *a = &p->requests.v[i];
+		int64_t have = qty_get(&t->allocatable, a->name);
 		if (a->value > have) {
 			w = (struct fit_why){FIT_TOO_BIG, a->name, a->value, have};
 			goto out;
@@ -799,20 +546,20 @@ out:
 }
 
 void fit_daemon_overhead(const struct fit_template *t, const struct fit_pod *const *daemon_pods, size_t n,
-			 struct fit_resources *ret)
+			 struct qty_list *ret)
 {
-	struct fit_resources sum = {0};
+	struct qty_list sum = {0};
 	for (size_t i = 0; i < n; i++) {
 		if (fit_check(t, daemon_pods[i], NULL) != FIT_OK)
 			continue;
 		for (size_t k = 0; k < t->allocatable.n; k++) {
 			const char *name = t->allocatable.v[k].name;
-			int64_t v = fit_resources_get(&daemon_pods[i]->requests, name), have = fit_resources_get(&sum, name);
-			if (v > 0) /* at most t's names: FIT_MAX_RESOURCES */
-				fit_resources_set(&sum, name, v > INT64_MAX - have ? INT64_MAX : have + v);
+			int64_t v = qty_get(&daemon_pods[i]->requests, name), have = qty_get(&sum, name);
+			if (v > 0) /* at most t's names: QTY_MAX_RESOURCES */
+				qty_set(&sum, name, v > INT64_MAX - have ? INT64_MAX : have + v);
 		}
 	}
-	fit_resources_clear(ret);
+	qty_clear(ret);
 	*ret = sum;
 }
 
@@ -836,7 +583,7 @@ void fit_why_format(const struct fit_why *w, char *out, size_t size)
 		[FIT_TAINT] = {"does not tolerate the node's taint ", ""},
 	};
 	const char *what = w->what ? w->what : "";
-	const char *unit = strcmp(what, FIT_RES_CPU) == 0 ? "m" : "";
+	const char *unit = strcmp(what, QTY_CPU) == 0 ? "m" : "";
 	if (w->reason == FIT_TOO_BIG)
 		snprintf(out, size, "needs %lld%s %s, the node has %lld%s", (long long)w->need, unit, what,
 			 (long long)w->have, unit);
@@ -882,20 +629,20 @@ static bool take(int64_t *room, const int64_t *need, size_t d)
 }
 
 size_t fit_pack(const struct fit_template *t, const struct fit_pod *const *pods, size_t n_pods,
-		const struct fit_resources *rooms, size_t n_rooms, size_t max_new, struct fit_place *ret_place)
+		const struct qty_list *rooms, size_t n_rooms, size_t max_new, struct fit_place *ret_place)
 {
 	/* Only the template's resources count: a pod that fits it requests no other. */
 	const size_t d = t->allocatable.n;
 	struct pack_item *items = xcalloc(n_pods + 1, sizeof(*items));
 	for (size_t i = 0; i < n_pods; i++)
-		items[i] = (struct pack_item){pods[i], i, fit_resources_get(&pods[i]->requests, FIT_RES_GPU),
-					      fit_resources_get(&pods[i]->requests, FIT_RES_CPU),
-					      fit_resources_get(&pods[i]->requests, FIT_RES_MEMORY)};
+		items[i] = (struct pack_item){pods[i], i, qty_get(&pods[i]->requests, QTY_GPU),
+					      qty_get(&pods[i]->requests, QTY_CPU),
+					      qty_get(&pods[i]->requests, QTY_MEMORY)};
 	qsort(items, n_pods, sizeof(*items), pack_cmp);
 	int64_t *free_room = xcalloc(n_rooms * d + 1, sizeof(int64_t));
 	for (size_t r = 0; r < n_rooms; r++)
 		for (size_t k = 0; k < d; k++)
-			free_room[r * d + k] = fit_resources_get(&rooms[r], t->allocatable.v[k].name);
+			free_room[r * d + k] = qty_get(&rooms[r], t->allocatable.v[k].name);
 	int64_t *fresh = NULL, *need = xcalloc(d + 1, sizeof(int64_t));
 	size_t opened = 0;
 	for (size_t i = 0; i < n_pods; i++) {
@@ -905,7 +652,7 @@ size_t fit_pack(const struct fit_template *t, const struct fit_pod *const *pods,
 			continue;
 		}
 		for (size_t k = 0; k < d; k++)
-			need[k] = fit_resources_get(&items[i].pod->requests, t->allocatable.v[k].name);
+			need[k] = qty_get(&items[i].pod->requests, t->allocatable.v[k].name);
 		size_t r = 0;
 		while (r < n_rooms && !take(&free_room[r * d], need, d))
 			r++;
@@ -937,10 +684,10 @@ size_t fit_pack(const struct fit_template *t, const struct fit_pod *const *pods,
 static int rank_cmp(const struct fit_template *a, const struct fit_template *b)
 {
 	int c;
-	if ((c = -cmp_i64_desc(fit_resources_get(&a->allocatable, FIT_RES_GPU),
-			       fit_resources_get(&b->allocatable, FIT_RES_GPU))) ||
-	    (c = -cmp_i64_desc(fit_resources_get(&a->allocatable, FIT_RES_CPU),
-			       fit_resources_get(&b->allocatable, FIT_RES_CPU))) ||
+	if ((c = -cmp_i64_desc(qty_get(&a->allocatable, QTY_GPU),
+			       qty_get(&b->allocatable, QTY_GPU))) ||
+	    (c = -cmp_i64_desc(qty_get(&a->allocatable, QTY_CPU),
+			       qty_get(&b->allocatable, QTY_CPU))) ||
 	    (c = strcmp(a->namespace, b->namespace)))
 		return c;
 	return strcmp(a->name, b->name);

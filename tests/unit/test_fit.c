@@ -1,29 +1,15 @@
-/* fit (issue 28 item 2, design D5-D6): quantities, a pod's requests as the scheduler
+/* fit (issue 28 item 2, design D5-D6): a pod's requests as the scheduler
  * counts them, the fit of a pod onto a pool's node template (each reason), first-fit
  * decreasing bin-packing, the one pool a pod grows, and a property test of the packing. */
 #include "testutil.h"
 #include "fit.h"
 #include "tmpl.h"
 
-/* JSON written with ' for ", so the tables read. */
-static cJSON *json_of(const char *text)
-{
-	char *s = xstrdup(text);
-	for (char *c = s; *c; c++)
-		if (*c == '\'')
-			*c = '"';
-	cJSON *obj = cJSON_Parse(s);
-	if (!obj)
-		fail_msg("bad JSON in the test: %s", s);
-	free(s);
-	return obj;
-}
-
 /* The pod of a spec; parse failures fail the test. */
 static struct fit_pod pod_of(const char *name, const char *spec)
 {
 	char *text = xasprintf("{'metadata':{'namespace':'ml','name':'%s','uid':'u-%s'},'spec':%s}", name, name, spec);
-	cJSON *obj = json_of(text);
+	cJSON *obj = test_json(text);
 	struct fit_pod p;
 	struct sp_error err = {0};
 	if (fit_pod_parse(obj, &p, &err) < 0)
@@ -37,7 +23,7 @@ static struct fit_pod pod_of(const char *name, const char *spec)
 static char *pod_error(const char *spec)
 {
 	char *text = xasprintf("{'metadata':{'namespace':'ml','name':'p'},'spec':%s}", spec);
-	cJSON *obj = json_of(text);
+	cJSON *obj = test_json(text);
 	struct fit_pod p = {0};
 	struct sp_error err = {0};
 	int rc = fit_pod_parse(obj, &p, &err);
@@ -46,62 +32,6 @@ static char *pod_error(const char *spec)
 	cJSON_Delete(obj);
 	free(text);
 	return xstrdup(rc < 0 ? err.msg : "");
-}
-
-static void test_quantity(void **state)
-{
-	(void)state;
-	static const struct {
-		const char *s;
-		bool milli;
-		int64_t want;
-	} rows[] = {
-		{"0", false, 0}, {"-0", false, 0}, {"0.000", true, 0}, {"1", false, 1}, {"+5", false, 5},
-		{"5.", false, 5}, {"1", true, 1000}, {"500m", true, 500}, {"0.5", true, 500}, {".5", true, 500},
-		{".5", false, 1},                       /* rounded up, as Quantity.Value */
-		{"1.5", false, 2}, {"0.1m", true, 1}, {"1500m", false, 2}, {"100n", true, 1}, {"250000u", true, 250},
-		{"1k", false, 1000}, {"1M", false, 1000000}, {"1G", false, 1000000000}, {"1T", false, 1000000000000},
-		{"1P", false, 1000000000000000}, {"1E", false, 1000000000000000000}, {"9E", false, 9000000000000000000},
-		{"1Ki", false, 1024}, {"1Mi", false, 1048576}, {"1Gi", false, 1073741824}, {"1.5Gi", false, 1610612736},
-		{"1Ti", false, 1099511627776}, {"1Pi", false, 1125899906842624}, {"1Ei", false, 1152921504606846976},
-		{"7Ei", false, 8070450532247928832}, {"0.5Ki", false, 512}, {"1.1Ki", false, 1127}, /* 1126.4 */
-		{"1e3", false, 1000}, {"1E3", false, 1000}, {"1e+3", false, 1000}, {"1e-3", true, 1},
-		{"25e-2", true, 250}, {"1e-1000", false, 1}, {"0e100000000", false, 0},
-		{"9223372036854775807", false, INT64_MAX}, {"9223372036854775807m", true, INT64_MAX},
-		{"000000000000000000000000000000000000000000000000000000000000001", false, 1},
-		{"8Gi", true, 8589934592000},
-	};
-	for (size_t i = 0; i < sizeof(rows) / sizeof(rows[0]); i++) {
-		print_message("row %zu: %s\n", i, rows[i].s);
-		int64_t v = -1;
-		struct sp_error err = {0};
-		assert_int_equal(fit_quantity(rows[i].s, rows[i].milli, "f", &v, &err), 0);
-		assert_int_equal(v, rows[i].want);
-	}
-	static const struct {
-		const char *s;
-		const char *error;
-	} bad[] = {
-		{"", "is not a quantity"}, {".", "is not a quantity"}, {"1K", "is not a quantity"},
-		{"1e", "is not a quantity"}, {"1Gib", "is not a quantity"}, {"1 Gi", "is not a quantity"},
-		{" 1", "is not a quantity"}, {"1.2.3", "is not a quantity"}, {"abc", "is not a quantity"},
-		{"1e3.5", "is not a quantity"}, {"--1", "is not a quantity"}, {"0x10", "is not a quantity"},
-		{"1ee3", "is not a quantity"}, {"1i", "is not a quantity"}, {"1e-", "is not a quantity"},
-		{"Gi", "is not a quantity"}, {"-1", "is negative"}, {"-1m", "is negative"}, {"8Ei", "is too large"},
-		{"10E", "is too large"}, {"9223372036854775808", "is too large"}, {"9223372036854775807.1", "is too large"},
-		{"1e100000000", "is too large"}, {"9223372036854776", "is too large"}, /* in millis */
-		{"11111111111111111111111111111111111111111111111111111111111111111", "longer than 64"},
-	};
-	for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
-		print_message("bad %zu: %s\n", i, bad[i].s);
-		int64_t v = 42;
-		struct sp_error err = {0};
-		bool milli = strcmp(bad[i].s, "9223372036854776") == 0;
-		assert_true(fit_quantity(bad[i].s, milli, "spec.containers[0].resources.requests.memory", &v, &err) < 0);
-		assert_int_equal(v, 42);
-		assert_contains(err.msg, "spec.containers[0].resources.requests.memory: ");
-		assert_contains(err.msg, bad[i].error);
-	}
 }
 
 static void test_requests(void **state)
@@ -148,10 +78,10 @@ static void test_requests(void **state)
 	for (size_t i = 0; i < sizeof(rows) / sizeof(rows[0]); i++) {
 		print_message("row %zu\n", i);
 		struct fit_pod p = pod_of("p", rows[i].spec);
-		assert_int_equal(fit_resources_get(&p.requests, FIT_RES_CPU), rows[i].cpu);
-		assert_int_equal(fit_resources_get(&p.requests, FIT_RES_MEMORY), rows[i].memory);
-		assert_int_equal(fit_resources_get(&p.requests, FIT_RES_GPU), rows[i].gpu);
-		assert_int_equal(fit_resources_get(&p.requests, FIT_RES_PODS), 1);
+		assert_int_equal(qty_get(&p.requests, QTY_CPU), rows[i].cpu);
+		assert_int_equal(qty_get(&p.requests, QTY_MEMORY), rows[i].memory);
+		assert_int_equal(qty_get(&p.requests, QTY_GPU), rows[i].gpu);
+		assert_int_equal(qty_get(&p.requests, QTY_PODS), 1);
 		fit_pod_clear(&p);
 	}
 	struct fit_pod p = pod_of("x", "{'containers':[{'resources':{'requests':{'example.com/fpga':'3',"
@@ -159,9 +89,9 @@ static void test_requests(void **state)
 	assert_string_equal(p.namespace, "ml");
 	assert_string_equal(p.name, "x");
 	assert_string_equal(p.uid, "u-x");
-	assert_int_equal(fit_resources_get(&p.requests, "example.com/fpga"), 3);
-	assert_int_equal(fit_resources_get(&p.requests, FIT_RES_EPHEMERAL), 10737418240);
-	assert_int_equal(fit_resources_get(&p.requests, "hugepages-2Mi"), 4194304);
+	assert_int_equal(qty_get(&p.requests, "example.com/fpga"), 3);
+	assert_int_equal(qty_get(&p.requests, QTY_EPHEMERAL), 10737418240);
+	assert_int_equal(qty_get(&p.requests, "hugepages-2Mi"), 4194304);
 	fit_pod_clear(&p);
 }
 
@@ -188,7 +118,7 @@ static void test_pod_errors(void **state)
 	char *many_terms = repeat("{'matchExpressions':[{'key':'a','operator':'Exists'}]}", FIT_MAX_TERMS + 1);
 	char *many_values = repeat("'v'", FIT_MAX_VALUES / 2 + 1);
 	char res[2048] = "{";
-	for (int i = 0; i <= FIT_MAX_RESOURCES; i++)
+	for (int i = 0; i <= QTY_MAX_RESOURCES; i++)
 		snprintf(res + strlen(res), sizeof(res) - strlen(res), "%s'example.com/r%d':'1'", i ? "," : "", i);
 	strcat(res, "}");
 	char long_name[400];
@@ -250,7 +180,7 @@ static void test_pod_errors(void **state)
 	}
 	/* metadata bounded too */
 	char *text = xasprintf("{'metadata':{'name':'%.300s'},'spec':{}}", long_name);
-	cJSON *obj = json_of(text);
+	cJSON *obj = test_json(text);
 	struct fit_pod p = {0};
 	struct sp_error err = {0};
 	assert_true(fit_pod_parse(obj, &p, &err) < 0);
@@ -318,7 +248,7 @@ static void test_pending(void **state)
 	};
 	for (size_t i = 0; i < sizeof(rows) / sizeof(rows[0]); i++) {
 		print_message("row %zu\n", i);
-		cJSON *obj = json_of(rows[i].pod);
+		cJSON *obj = test_json(rows[i].pod);
 		assert_int_equal(fit_pod_pending(obj), rows[i].want);
 		cJSON_Delete(obj);
 	}
@@ -342,7 +272,7 @@ static int parse_nodes(void **state)
 		{"{'labels':{'gpu-pool':'t4'}}", &t4_node},
 	};
 	for (size_t i = 0; i < sizeof(nodes) / sizeof(nodes[0]); i++) {
-		cJSON *nt = json_of(nodes[i].json);
+		cJSON *nt = test_json(nodes[i].json);
 		struct sp_error err = {0};
 		int rc = tmpl_parse(nt, nodes[i].node, &err);
 		cJSON_Delete(nt);
@@ -366,10 +296,10 @@ static void a10_template(struct fit_template *t, const char *name, int64_t gpus,
 	*t = (struct fit_template){.node = &a10_node};
 	snprintf(t->namespace, sizeof(t->namespace), "default");
 	snprintf(t->name, sizeof(t->name), "%s", name);
-	fit_resources_set(&t->allocatable, FIT_RES_GPU, gpus);
-	fit_resources_set(&t->allocatable, FIT_RES_CPU, cpu_milli);
-	fit_resources_set(&t->allocatable, FIT_RES_MEMORY, 100LL << 30);
-	fit_resources_set(&t->allocatable, FIT_RES_PODS, 110);
+	qty_set(&t->allocatable, QTY_GPU, gpus);
+	qty_set(&t->allocatable, QTY_CPU, cpu_milli);
+	qty_set(&t->allocatable, QTY_MEMORY, 100LL << 30);
+	qty_set(&t->allocatable, QTY_PODS, 110);
 }
 
 #define TOL "'tolerations':[{'key':'nvidia.com/gpu','operator':'Exists','effect':'NoSchedule'}]"
@@ -494,44 +424,21 @@ static void test_daemon_overhead(void **state)
 		ds[i] = pod_of("ds", specs[i]);
 		ptrs[i] = &ds[i];
 	}
-	struct fit_resources overhead = {0};
+	struct qty_list overhead = {0};
 	fit_daemon_overhead(&t, ptrs, 5, &overhead);
 	assert_int_equal(overhead.n, 3);
-	assert_int_equal(fit_resources_get(&overhead, FIT_RES_CPU), 150);
-	assert_int_equal(fit_resources_get(&overhead, FIT_RES_MEMORY), 100LL << 20);
-	assert_int_equal(fit_resources_get(&overhead, FIT_RES_PODS), 2);
-	fit_resources_sub(&t.allocatable, &overhead);
-	assert_int_equal(fit_resources_get(&t.allocatable, FIT_RES_CPU), 29850);
-	assert_int_equal(fit_resources_get(&t.allocatable, FIT_RES_PODS), 108);
-	assert_int_equal(fit_resources_get(&t.allocatable, FIT_RES_GPU), 4);
+	assert_int_equal(qty_get(&overhead, QTY_CPU), 150);
+	assert_int_equal(qty_get(&overhead, QTY_MEMORY), 100LL << 20);
+	assert_int_equal(qty_get(&overhead, QTY_PODS), 2);
+	qty_sub(&t.allocatable, &overhead);
+	assert_int_equal(qty_get(&t.allocatable, QTY_CPU), 29850);
+	assert_int_equal(qty_get(&t.allocatable, QTY_PODS), 108);
+	assert_int_equal(qty_get(&t.allocatable, QTY_GPU), 4);
 	fit_daemon_overhead(&t, ptrs, 0, &overhead);
 	assert_int_equal(overhead.n, 0);
 	for (size_t i = 0; i < 5; i++)
 		fit_pod_clear(&ds[i]);
 	fit_template_clear(&t);
-}
-
-/* A learned allocatable, and free room on it. */
-static void test_resources(void **state)
-{
-	(void)state;
-	struct sp_error err = {0};
-	struct fit_resources r = {0};
-	cJSON *obj = json_of("{'cpu':'7910m','memory':'28Gi','nvidia.com/gpu':'1','pods':'61'}");
-	assert_int_equal(fit_resources_from_json(obj, "status.allocatable", &r, &err), 0);
-	assert_int_equal(fit_resources_get(&r, FIT_RES_CPU), 7910);
-	struct fit_resources used = {0};
-	fit_resources_set(&used, FIT_RES_CPU, 8000);
-	fit_resources_set(&used, FIT_RES_PODS, 3);
-	fit_resources_set(&used, "example.com/x", 3);
-	fit_resources_sub(&r, &used);
-	assert_int_equal(fit_resources_get(&r, FIT_RES_CPU), 0);
-	assert_int_equal(fit_resources_get(&r, FIT_RES_PODS), 58);
-	assert_int_equal(fit_resources_get(&r, "example.com/x"), 0);
-	assert_int_equal(r.n, 4);
-	fit_resources_clear(&used);
-	fit_resources_clear(&r);
-	cJSON_Delete(obj);
 }
 
 /* TKE's published examples (docs/demand.md#node-size). */
@@ -549,23 +456,23 @@ static void test_tke_allocatable(void **state)
 	};
 	for (size_t i = 0; i < sizeof(rows) / sizeof(rows[0]); i++) {
 		print_message("row %zu\n", i);
-		struct fit_resources r = {0};
+		struct qty_list r = {0};
 		struct fit_instance_type it = {rows[i].cores, rows[i].mib, 4, 100, 110};
 		fit_tke_allocatable(&it, &r);
-		assert_int_equal(fit_resources_get(&r, FIT_RES_CPU), rows[i].cpu);
+		assert_int_equal(qty_get(&r, QTY_CPU), rows[i].cpu);
 		/* within a KiB of the published MiB figure */
-		int64_t m = fit_resources_get(&r, FIT_RES_MEMORY);
+		int64_t m = qty_get(&r, QTY_MEMORY);
 		assert_true(m <= rows[i].memory + 1024 && m >= rows[i].memory - 1024);
-		assert_int_equal(fit_resources_get(&r, FIT_RES_GPU), 4);
-		assert_int_equal(fit_resources_get(&r, FIT_RES_PODS), 110);
-		assert_int_equal(fit_resources_get(&r, FIT_RES_EPHEMERAL), 100LL * 1073741824 / 100 * FIT_DISK_PERCENT);
-		fit_resources_clear(&r);
+		assert_int_equal(qty_get(&r, QTY_GPU), 4);
+		assert_int_equal(qty_get(&r, QTY_PODS), 110);
+		assert_int_equal(qty_get(&r, QTY_EPHEMERAL), 100LL * 1073741824 / 100 * FIT_DISK_PERCENT);
+		qty_clear(&r);
 	}
-	struct fit_resources r = {0};
+	struct qty_list r = {0};
 	fit_tke_allocatable(&(struct fit_instance_type){1, 100, 0, 0, 10}, &r);
-	assert_int_equal(fit_resources_get(&r, FIT_RES_MEMORY), 0); /* all reserved */
+	assert_int_equal(qty_get(&r, QTY_MEMORY), 0); /* all reserved */
 	assert_int_equal(r.n, 3);                                   /* no GPU, no disk */
-	fit_resources_clear(&r);
+	qty_clear(&r);
 }
 
 /* A pod by its requests alone. */
@@ -575,12 +482,12 @@ static struct fit_pod *bare_pod(const char *name, int64_t gpu, int64_t cpu, int6
 	snprintf(p->namespace, sizeof(p->namespace), "ml");
 	snprintf(p->name, sizeof(p->name), "%s", name);
 	if (gpu)
-		fit_resources_set(&p->requests, FIT_RES_GPU, gpu);
+		qty_set(&p->requests, QTY_GPU, gpu);
 	if (cpu)
-		fit_resources_set(&p->requests, FIT_RES_CPU, cpu);
+		qty_set(&p->requests, QTY_CPU, cpu);
 	if (memory)
-		fit_resources_set(&p->requests, FIT_RES_MEMORY, memory);
-	fit_resources_set(&p->requests, FIT_RES_PODS, 1);
+		qty_set(&p->requests, QTY_MEMORY, memory);
+	qty_set(&p->requests, QTY_PODS, 1);
 	return p;
 }
 
@@ -597,10 +504,10 @@ static void free_pods(struct fit_pod **pods, size_t n)
 static void plain_template(struct fit_template *t, int64_t gpus, int64_t cpu, int64_t pods)
 {
 	*t = (struct fit_template){0};
-	fit_resources_set(&t->allocatable, FIT_RES_GPU, gpus);
-	fit_resources_set(&t->allocatable, FIT_RES_CPU, cpu);
-	fit_resources_set(&t->allocatable, FIT_RES_MEMORY, 64LL << 30);
-	fit_resources_set(&t->allocatable, FIT_RES_PODS, pods);
+	qty_set(&t->allocatable, QTY_GPU, gpus);
+	qty_set(&t->allocatable, QTY_CPU, cpu);
+	qty_set(&t->allocatable, QTY_MEMORY, 64LL << 30);
+	qty_set(&t->allocatable, QTY_PODS, pods);
 }
 
 static void test_pack_200(void **state)
@@ -687,12 +594,12 @@ static void test_pack_cases(void **state)
 			snprintf(name, sizeof(name), "p%zu", k);
 			pods[k] = bare_pod(name, rows[i].pods[k].gpu, rows[i].pods[k].cpu, 0);
 		}
-		struct fit_resources rooms[3] = {{0}};
+		struct qty_list rooms[3] = {{0}};
 		for (size_t r = 0; r < rows[i].n_rooms; r++) {
-			fit_resources_set(&rooms[r], FIT_RES_GPU, rows[i].room_gpu[r]);
-			fit_resources_set(&rooms[r], FIT_RES_CPU, 100000);
-			fit_resources_set(&rooms[r], FIT_RES_MEMORY, 64LL << 30);
-			fit_resources_set(&rooms[r], FIT_RES_PODS, 10);
+			qty_set(&rooms[r], QTY_GPU, rows[i].room_gpu[r]);
+			qty_set(&rooms[r], QTY_CPU, 100000);
+			qty_set(&rooms[r], QTY_MEMORY, 64LL << 30);
+			qty_set(&rooms[r], QTY_PODS, 10);
 		}
 		struct fit_place place[8];
 		assert_int_equal(fit_pack(&t, (const struct fit_pod *const *)pods, rows[i].n_pods, rooms, rows[i].n_rooms,
@@ -705,7 +612,7 @@ static void test_pack_cases(void **state)
 				assert_int_equal(place[k].index, rows[i].index[k]);
 		}
 		for (size_t r = 0; r < 3; r++)
-			fit_resources_clear(&rooms[r]);
+			qty_clear(&rooms[r]);
 		free_pods(pods, rows[i].n_pods);
 		fit_template_clear(&t);
 	}
@@ -789,12 +696,12 @@ static void test_pack_property(void **state)
 			snprintf(name, sizeof(name), "p%zu", k);
 			pods[k] = bare_pod(name, rand() % 10, rand() % 70000, (int64_t)(rand() % 80) << 30);
 		}
-		struct fit_resources rooms[4] = {{0}};
+		struct qty_list rooms[4] = {{0}};
 		for (size_t r = 0; r < n_rooms; r++) {
-			fit_resources_set(&rooms[r], FIT_RES_GPU, rand() % 8);
-			fit_resources_set(&rooms[r], FIT_RES_CPU, rand() % 64000);
-			fit_resources_set(&rooms[r], FIT_RES_MEMORY, (int64_t)(rand() % 64) << 30);
-			fit_resources_set(&rooms[r], FIT_RES_PODS, rand() % 10);
+			qty_set(&rooms[r], QTY_GPU, rand() % 8);
+			qty_set(&rooms[r], QTY_CPU, rand() % 64000);
+			qty_set(&rooms[r], QTY_MEMORY, (int64_t)(rand() % 64) << 30);
+			qty_set(&rooms[r], QTY_PODS, rand() % 10);
 		}
 		struct fit_place *place = xcalloc(n + 1, sizeof(*place));
 		size_t count = fit_pack(&t, (const struct fit_pod *const *)pods, n, rooms, n_rooms, max_new, place);
@@ -822,11 +729,11 @@ static void test_pack_property(void **state)
 				assert_true(fits && place[k].index < count);
 				node = 4 + place[k].index;
 				on_new++;
-				gpu_on_new += (size_t)fit_resources_get(&pods[k]->requests, FIT_RES_GPU);
+				gpu_on_new += (size_t)qty_get(&pods[k]->requests, QTY_GPU);
 				break;
 			}
 			for (size_t d = 0; d < t.allocatable.n; d++)
-				used[node][d] += fit_resources_get(&pods[k]->requests, t.allocatable.v[d].name);
+				used[node][d] += qty_get(&pods[k]->requests, t.allocatable.v[d].name);
 		}
 		assert_true(count <= on_new);
 		assert_true(!no_room || count == max_new);
@@ -835,7 +742,7 @@ static void test_pack_property(void **state)
 			if (node >= n_rooms && node < 4)
 				continue;
 			for (size_t d = 0; d < t.allocatable.n; d++) {
-				int64_t cap = node < 4 ? fit_resources_get(&rooms[node], t.allocatable.v[d].name)
+				int64_t cap = node < 4 ? qty_get(&rooms[node], t.allocatable.v[d].name)
 						       : t.allocatable.v[d].value;
 				assert_true(used[node][d] <= cap);
 			}
@@ -845,7 +752,7 @@ static void test_pack_property(void **state)
 			assert_true(used[node][3] > 0); /* "pods" sorts last of cpu, memory, nvidia.com/gpu, pods */
 		free(place);
 		for (size_t r = 0; r < 4; r++)
-			fit_resources_clear(&rooms[r]);
+			qty_clear(&rooms[r]);
 		free_pods(pods, n);
 		fit_template_clear(&t);
 	}
@@ -854,14 +761,12 @@ static void test_pack_property(void **state)
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
-		cmocka_unit_test(test_quantity),
 		cmocka_unit_test(test_requests),
 		cmocka_unit_test(test_pod_errors),
 		cmocka_unit_test(test_unmodelled),
 		cmocka_unit_test(test_pending),
 		cmocka_unit_test(test_check),
 		cmocka_unit_test(test_daemon_overhead),
-		cmocka_unit_test(test_resources),
 		cmocka_unit_test(test_tke_allocatable),
 		cmocka_unit_test(test_pack_200),
 		cmocka_unit_test(test_pack_cases),
