@@ -1,93 +1,15 @@
 /* fit: which pending pods a pool's node would take, how many new nodes they need, and
- * which one pool grows for a pod (issue 28 item 2, design D5-D6). Pure: no I/O; cJSON
- * only to read a pod; quantities and resource lists are qty.h's, a pool's nodeTemplate
- * tmpl.h's. Not wired into the pass yet. The rules, units and what is not modelled:
+ * which one pool grows for a pod (issue 28 item 2, design D5-D6). Pure: no I/O. A pod
+ * as podreq.h reads it, resources as qty.h's lists, a pool's nodeTemplate as tmpl.h's.
+ * Not wired into the pass yet. The rules, units and what is not modelled:
  * docs/demand.md. */
 #ifndef SPOTPOOL_FIT_H
 #define SPOTPOOL_FIT_H
 
+#include "podreq.h"
 #include "qty.h"
 #include "spotpool.h"
 #include "tmpl.h"
-
-#include <cjson/cJSON.h>
-
-/* Bounds on what one pod may make spotpool hold or walk: a pod past one is not counted
- * (fit_pod_parse fails naming the field), so a hostile pod costs bounded time and memory
- * (at most about 450 KB while parsed: 512 keys and 512 values of 317 characters, and
- * the rest). The apiserver has none of these limits, only its object size (1.5 MB);
- * no real pod is near them. */
-#define FIT_MAX_CONTAINERS 64     /* spec.containers, and spec.initContainers */
-#define FIT_MAX_LABELS 64         /* nodeSelector entries */
-#define FIT_MAX_TERMS 16          /* nodeSelectorTerms */
-#define FIT_MAX_EXPRESSIONS 32    /* matchExpressions of one term */
-#define FIT_MAX_VALUES 512        /* values of all matchExpressions together */
-#define FIT_MAX_TOLERATIONS 64    /* a pod's tolerations */
-#define FIT_MAX_STRING QTY_NAME_MAX /* a key or value */
-
-enum fit_op { FIT_OP_IN, FIT_OP_NOT_IN, FIT_OP_EXISTS, FIT_OP_DOES_NOT_EXIST, FIT_OP_GT, FIT_OP_LT };
-
-/* One matchExpressions entry. */
-struct fit_requirement {
-	char *key;
-	enum fit_op op;
-	char **values;
-	size_t n_values;
-	int64_t number;   /* Gt, Lt: the one value as an integer */
-};
-
-/* One nodeSelectorTerm: its requirements ANDed. */
-struct fit_term {
-	struct fit_requirement *v;
-	size_t n;
-	/* It has matchFields (metadata.name: one existing Node): no new node matches it. */
-	bool match_fields;
-};
-
-struct fit_toleration {
-	char *key;     /* "": every key (operator Exists) */
-	char *value;
-	bool exists;   /* operator Exists, else Equal */
-	bool any_effect; /* no effect: every effect */
-	enum tmpl_effect effect;
-};
-
-/* What spotpool reads of a pod to place it. */
-struct fit_pod {
-	char namespace[64];
-	char name[254];
-	char uid[37];
-	/* As the scheduler counts them: the larger of the containers' sum (restartable init
-	 * containers, sidecars, added) and each init container's (plus the sidecars started
-	 * before it), plus spec.overhead; a resource a container limits without requesting
-	 * requests its limit (the apiserver's defaulting); pods 1. */
-	struct qty_list requests;
-	struct tmpl_label *selector;   /* spec.nodeSelector */
-	size_t n_selector;
-	bool affinity;                 /* required node affinity present: terms ORed */
-	struct fit_term *terms;
-	size_t n_terms;
-	struct fit_toleration *tolerations;
-	size_t n_tolerations;
-	/* A constraint spotpool does not model, which could keep the pod off a new node:
-	 * "required pod affinity", "required pod anti-affinity", "topology spread
-	 * (DoNotSchedule)"; NULL when none. Such a pod is not counted. */
-	const char *unmodelled;
-};
-
-/* Whether demand counts a pod (as the apiserver serves it), as Karpenter's
- * IsProvisionable: the scheduler tried and could not place it (condition PodScheduled
- * False, reason Unschedulable; a pod held by schedulingGates says SchedulingGated), it
- * is not bound (spec.nodeName), not being deleted, not waiting for the room a
- * preemption makes (status.nominatedNodeName), and not a DaemonSet's or a Node's
- * (mirror) pod, which a new node does not help. */
-bool fit_pod_pending(const cJSON *pod);
-
-/* The pod object (as the apiserver serves it) into ret; fails (SP_EINVAL, SP_ETOOBIG)
- * naming the field on a wrong type, a bad quantity or operator, a total past int64, or
- * a bound above. ret is untouched on failure. */
-int fit_pod_parse(const cJSON *pod, struct fit_pod *ret, struct sp_error *err);
-void fit_pod_clear(struct fit_pod *p);
 
 /* A node of a pool as it will register (D5): what it can hold (pods included: a pod
  * takes one, and a template without QTY_PODS takes none), its labels and taints.
@@ -126,15 +48,15 @@ void fit_tke_allocatable(const struct fit_instance_type *it, struct qty_list *re
 
 /* What the DaemonSets whose pods a node of t would run take of it, into ret (which it
  * replaces): the requests, summed (saturating), of those of daemon_pods (each read from
- * a DaemonSet's spec.template by fit_pod_parse) an empty node of t takes (fit_check),
+ * a DaemonSet's spec.template by podreq_parse) an empty node of t takes (fit_check),
  * over t's resources only. The caller takes it off t's allocatable (qty_sub);
  * a Ready Node's allocatable, learned, still hosts them too. */
-void fit_daemon_overhead(const struct fit_template *t, const struct fit_pod *const *daemon_pods, size_t n,
+void fit_daemon_overhead(const struct fit_template *t, const struct podreq *const *daemon_pods, size_t n,
 			 struct qty_list *ret);
 
 enum fit_reason {
 	FIT_OK,             /* a new node of the template takes it */
-	FIT_NOT_MODELLED,   /* what: the constraint (fit_pod.unmodelled) */
+	FIT_NOT_MODELLED,   /* what: the constraint (podreq.unmodelled) */
 	FIT_SELECTOR,       /* what: the nodeSelector key the labels lack or differ on */
 	FIT_AFFINITY,       /* what: a key of the first term that failed ("matchFields") */
 	FIT_TAINT,          /* what: the key of a NoSchedule/NoExecute taint not tolerated */
@@ -149,7 +71,7 @@ struct fit_why {
 
 /* Whether an empty node of t takes p, checked in the order of enum fit_reason; ret_why
  * (NULL: not wanted) says why not. */
-enum fit_reason fit_check(const struct fit_template *t, const struct fit_pod *p, struct fit_why *ret_why);
+enum fit_reason fit_check(const struct fit_template *t, const struct podreq *p, struct fit_why *ret_why);
 /* "Fits", "NotModelled", "NodeSelector", "NodeAffinity", "Taint", "TooBig". */
 const char *fit_reason_name(enum fit_reason r);
 /* One line for the dry run: "needs 8 nvidia.com/gpu, the node has 4". */
@@ -172,7 +94,7 @@ struct fit_place {
  * first of rooms (free room of the pool's nodes launched but not registered, or
  * registered: allocatable less what is bound or DaemonSets take) that holds it, else
  * the first new node that does, else a new node. ret_place[i] says where pods[i] went. */
-size_t fit_pack(const struct fit_template *t, const struct fit_pod *const *pods, size_t n_pods,
+size_t fit_pack(const struct fit_template *t, const struct podreq *const *pods, size_t n_pods,
 		const struct qty_list *rooms, size_t n_rooms, size_t max_new, struct fit_place *ret_place);
 
 /* The one pool whose node takes the pod (index into pools), -1 for none: of those that
@@ -180,7 +102,7 @@ size_t fit_pack(const struct fit_template *t, const struct fit_pod *const *pods,
  * name. Every pool's pass can evaluate it over all pools and get the same answer, so a
  * pod is counted by one pool. ret_why[i] (NULL: not wanted) why pool i does not take
  * it (FIT_OK for every pool that fits, the chosen one and the outranked). */
-int fit_choose_pool(const struct fit_pod *p, const struct fit_template *const *pools, size_t n,
+int fit_choose_pool(const struct podreq *p, const struct fit_template *const *pools, size_t n,
 		    struct fit_why *ret_why);
 
 #endif

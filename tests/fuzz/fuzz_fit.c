@@ -1,4 +1,4 @@
-/* Fuzzes what spotpool reads of a pending pod (fit_pod_pending, fit_pod_parse) and what
+/* Fuzzes what spotpool reads of a pending pod (podreq_pending, podreq_parse) and what
  * it decides with it: the input is a pod as JSON. A parsed pod's requests are
  * non-negative and within QTY_MAX_RESOURCES, pods 1; its fit onto a node template agrees
  * with the packing of it alone, the pool choice and its count as a DaemonSet's. The
@@ -50,10 +50,10 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	cJSON *obj = cJSON_ParseWithLength((const char *)data, size);
 	if (!obj)
 		return 0;
-	fit_pod_pending(obj);
-	struct fit_pod p;
+	podreq_pending(obj);
+	struct podreq p;
 	struct sp_error err = {0};
-	int r = fit_pod_parse(obj, &p, &err);
+	int r = podreq_parse(obj, &p, &err);
 	fuzz_check_error(r, &err);
 	cJSON_Delete(obj);
 	if (r < 0)
@@ -63,7 +63,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	for (size_t i = 0; i < p.requests.n; i++)
 		if (p.requests.v[i].value < 0 || (i && strcmp(p.requests.v[i - 1].name, p.requests.v[i].name) >= 0))
 			abort();
-	const struct fit_pod *pods[] = {&p};
+	const struct podreq *pods[] = {&p};
 	struct fit_why why;
 	struct qty_list overhead = {0};
 	fit_daemon_overhead(&tmpl, pods, 1, &overhead);
@@ -81,6 +81,6 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 		fprintf(stderr, "fuzz: fit %s, packed %zu, chosen %d\n", fit_reason_name(reason), n, chosen);
 		abort();
 	}
-	fit_pod_clear(&p);
+	podreq_clear(&p);
 	return 0;
 }

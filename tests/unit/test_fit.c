@@ -2,257 +2,9 @@
  * counts them, the fit of a pod onto a pool's node template (each reason), first-fit
  * decreasing bin-packing, the one pool a pod grows, and a property test of the packing. */
 #include "testutil.h"
+#include "testpod.h"
 #include "fit.h"
 #include "tmpl.h"
-
-/* The pod of a spec; parse failures fail the test. */
-static struct fit_pod pod_of(const char *name, const char *spec)
-{
-	char *text = xasprintf("{'metadata':{'namespace':'ml','name':'%s','uid':'u-%s'},'spec':%s}", name, name, spec);
-	cJSON *obj = test_json(text);
-	struct fit_pod p;
-	struct sp_error err = {0};
-	if (fit_pod_parse(obj, &p, &err) < 0)
-		fail_msg("%s: %s", name, err.msg);
-	cJSON_Delete(obj);
-	free(text);
-	return p;
-}
-
-/* The error parsing a pod's spec gives ("" when it parses). */
-static char *pod_error(const char *spec)
-{
-	char *text = xasprintf("{'metadata':{'namespace':'ml','name':'p'},'spec':%s}", spec);
-	cJSON *obj = test_json(text);
-	struct fit_pod p = {0};
-	struct sp_error err = {0};
-	int rc = fit_pod_parse(obj, &p, &err);
-	if (rc == 0)
-		fit_pod_clear(&p);
-	cJSON_Delete(obj);
-	free(text);
-	return xstrdup(rc < 0 ? err.msg : "");
-}
-
-static void test_requests(void **state)
-{
-	(void)state;
-	static const struct {
-		const char *spec;
-		int64_t cpu, memory, gpu;
-	} rows[] = {
-		/* containers summed */
-		{"{'containers':[{'resources':{'requests':{'cpu':'500m','memory':'1Gi','nvidia.com/gpu':'1'}}},"
-		 "{'resources':{'requests':{'cpu':'1.5','memory':'512Mi','nvidia.com/gpu':'1'}}}]}",
-		 2000, 1610612736, 2},
-		/* no resources at all: only the pod itself */
-		{"{'containers':[{'name':'a'}]}", 0, 0, 0},
-		/* an init container larger than the containers */
-		{"{'initContainers':[{'resources':{'requests':{'cpu':'4','memory':'1Gi'}}}],"
-		 "'containers':[{'resources':{'requests':{'cpu':'1','memory':'2Gi'}}}]}",
-		 4000, 2147483648, 0},
-		/* a sidecar (restartPolicy Always) runs beside the later init containers and the
-		 * containers: containers 1 + sidecar 1 = 2; the init after it 2 + 1 = 3 */
-		{"{'initContainers':[{'restartPolicy':'Always','resources':{'requests':{'cpu':'1'}}},"
-		 "{'resources':{'requests':{'cpu':'2'}}}],'containers':[{'resources':{'requests':{'cpu':'1'}}}]}",
-		 3000, 0, 0},
-		/* an init container before the sidecar does not run beside it */
-		{"{'initContainers':[{'resources':{'requests':{'cpu':'2'}}},"
-		 "{'restartPolicy':'Always','resources':{'requests':{'cpu':'1'}}}],"
-		 "'containers':[{'resources':{'requests':{'cpu':'1'}}}]}",
-		 2000, 0, 0},
-		/* a sidecar alone: beside the containers (1 + 4), not twice over */
-		{"{'initContainers':[{'restartPolicy':'Always','resources':{'requests':{'cpu':'4'}}}],"
-		 "'containers':[{'resources':{'requests':{'cpu':'1'}}}]}",
-		 5000, 0, 0},
-		/* overhead (RuntimeClass) added */
-		{"{'overhead':{'cpu':'250m','memory':'64Mi'},'containers':[{'resources':{'requests':{'cpu':'1','memory':'1Gi'}}}]}",
-		 1250, 1140850688, 0},
-		/* limits without requests request the limit, per resource */
-		{"{'containers':[{'resources':{'limits':{'cpu':'2','nvidia.com/gpu':1},'requests':{'cpu':'1'}}}]}",
-		 1000, 0, 1},
-		/* YAML numbers */
-		{"{'containers':[{'resources':{'requests':{'cpu':0.5,'memory':1e9,'nvidia.com/gpu':2}}}]}",
-		 500, 1000000000, 2},
-	};
-	for (size_t i = 0; i < sizeof(rows) / sizeof(rows[0]); i++) {
-		print_message("row %zu\n", i);
-		struct fit_pod p = pod_of("p", rows[i].spec);
-		assert_int_equal(qty_get(&p.requests, QTY_CPU), rows[i].cpu);
-		assert_int_equal(qty_get(&p.requests, QTY_MEMORY), rows[i].memory);
-		assert_int_equal(qty_get(&p.requests, QTY_GPU), rows[i].gpu);
-		assert_int_equal(qty_get(&p.requests, QTY_PODS), 1);
-		fit_pod_clear(&p);
-	}
-	struct fit_pod p = pod_of("x", "{'containers':[{'resources':{'requests':{'example.com/fpga':'3',"
-				       "'ephemeral-storage':'10Gi','hugepages-2Mi':'4Mi'}}}]}");
-	assert_string_equal(p.namespace, "ml");
-	assert_string_equal(p.name, "x");
-	assert_string_equal(p.uid, "u-x");
-	assert_int_equal(qty_get(&p.requests, "example.com/fpga"), 3);
-	assert_int_equal(qty_get(&p.requests, QTY_EPHEMERAL), 10737418240);
-	assert_int_equal(qty_get(&p.requests, "hugepages-2Mi"), 4194304);
-	fit_pod_clear(&p);
-}
-
-/* A JSON list of n copies of item. */
-static char *repeat(const char *item, int n)
-{
-	size_t len = strlen(item) + 1;
-	char *s = xcalloc((size_t)n * len + 3, 1);
-	strcat(s, "[");
-	for (int i = 0; i < n; i++) {
-		if (i)
-			strcat(s, ",");
-		strcat(s, item);
-	}
-	strcat(s, "]");
-	return s;
-}
-
-static void test_pod_errors(void **state)
-{
-	(void)state;
-	char *many_containers = repeat("{'name':'c'}", FIT_MAX_CONTAINERS + 1);
-	char *many_tolerations = repeat("{'operator':'Exists'}", FIT_MAX_TOLERATIONS + 1);
-	char *many_terms = repeat("{'matchExpressions':[{'key':'a','operator':'Exists'}]}", FIT_MAX_TERMS + 1);
-	char *many_values = repeat("'v'", FIT_MAX_VALUES / 2 + 1);
-	char res[2048] = "{";
-	for (int i = 0; i <= QTY_MAX_RESOURCES; i++)
-		snprintf(res + strlen(res), sizeof(res) - strlen(res), "%s'example.com/r%d':'1'", i ? "," : "", i);
-	strcat(res, "}");
-	char long_name[400];
-	memset(long_name, 'n', 320);
-	long_name[320] = '\0';
-	struct {
-		char *spec;
-		const char *error;
-	} rows[] = {
-		{xasprintf("{'containers':[{},{'resources':{'requests':{'memory':'12Qi'}}}]}"),
-		 "spec.containers[1].resources.requests.memory: \"12Qi\" is not a quantity"},
-		{xasprintf("{'containers':[{'resources':{'limits':{'cpu':'-1'}}}]}"),
-		 "spec.containers[0].resources.limits.cpu: \"-1\" is negative"},
-		{xasprintf("{'containers':[{'resources':{'requests':{'cpu':{}}}}]}"),
-		 "spec.containers[0].resources.requests.cpu: not a quantity"},
-		{xasprintf("{'containers':[{'resources':{'requests':{'memory':'5E'}}},{'resources':{'requests':{'memory':'5E'}}}]}"),
-		 "spec.containers: the total of memory is too large"},
-		{xasprintf("{'overhead':{'cpu':'1e100'}}"), "spec.overhead.cpu: \"1e100\" is too large"},
-		{xasprintf("{'initContainers':[{'resources':{'requests':{'cpu':'1x'}}}]}"),
-		 "spec.initContainers[0].resources.requests.cpu"},
-		{xasprintf("{'containers':%s}", many_containers), "spec.containers: more than 64 entries"},
-		{xasprintf("{'containers':[{'resources':{'requests':%s}}]}", res),
-		 "spec.containers[0].resources.requests: more than 32 resources"},
-		{xasprintf("{'containers':'x'}"), "spec.containers: not a list"},
-		{xasprintf("{'tolerations':%s}", many_tolerations), "spec.tolerations: more than 64 entries"},
-		{xasprintf("{'tolerations':[{'key':5}]}"), "spec.tolerations[0].key: not a string"},
-		{xasprintf("{'tolerations':[{'operator':'Maybe'}]}"), "spec.tolerations[0].operator: must be Exists or Equal"},
-		{xasprintf("{'tolerations':[{'effect':'NoRun'}]}"), "spec.tolerations[0].effect: must be"},
-		{xasprintf("{'nodeSelector':{'a':1}}"), "spec.nodeSelector.a: not a string"},
-		{xasprintf("{'nodeSelector':{'a':'%s'}}", long_name), "spec.nodeSelector.a: not a string of at most 317"},
-		{xasprintf("{'affinity':{'nodeAffinity':{'requiredDuringSchedulingIgnoredDuringExecution':"
-			   "{'nodeSelectorTerms':[{'matchExpressions':[{'key':'a','operator':'Near'}]}]}}}}"),
-		 "spec.affinity.nodeAffinity.requiredDuringSchedulingIgnoredDuringExecution.nodeSelectorTerms[0]"
-		 ".matchExpressions[0].operator: must be In"},
-		{xasprintf("{'affinity':{'nodeAffinity':{'requiredDuringSchedulingIgnoredDuringExecution':"
-			   "{'nodeSelectorTerms':[{},{'matchExpressions':[{'key':'a','operator':'Gt','values':['1','2']}]}]}}}}"),
-		 "nodeSelectorTerms[1].matchExpressions[0].values: Gt takes one integer"},
-		{xasprintf("{'affinity':{'nodeAffinity':{'requiredDuringSchedulingIgnoredDuringExecution':"
-			   "{'nodeSelectorTerms':[{'matchExpressions':[{'key':'a','operator':'Lt','values':['x']}]}]}}}}"),
-		 "values: Lt takes one integer"},
-		{xasprintf("{'affinity':{'nodeAffinity':{'requiredDuringSchedulingIgnoredDuringExecution':"
-			   "{'nodeSelectorTerms':[{'matchExpressions':[{'operator':'Exists'}]}]}}}}"),
-		 "matchExpressions[0].key: missing"},
-		{xasprintf("{'affinity':{'nodeAffinity':{'requiredDuringSchedulingIgnoredDuringExecution':"
-			   "{'nodeSelectorTerms':%s}}}}", many_terms),
-		 "nodeSelectorTerms: more than 16 entries"},
-		{xasprintf("{'affinity':{'nodeAffinity':{'requiredDuringSchedulingIgnoredDuringExecution':"
-			   "{'nodeSelectorTerms':[{'matchExpressions':[{'key':'a','operator':'In','values':%s},"
-			   "{'key':'b','operator':'In','values':%s}]}]}}}}", many_values, many_values),
-		 "matchExpressions[1].values: more than 512 values in all terms"},
-		{xasprintf("[1]"), "spec: missing"},
-	};
-	for (size_t i = 0; i < sizeof(rows) / sizeof(rows[0]); i++) {
-		print_message("row %zu\n", i);
-		char *e = pod_error(rows[i].spec);
-		assert_contains(e, rows[i].error);
-		free(e);
-		free(rows[i].spec);
-	}
-	/* metadata bounded too */
-	char *text = xasprintf("{'metadata':{'name':'%.300s'},'spec':{}}", long_name);
-	cJSON *obj = test_json(text);
-	struct fit_pod p = {0};
-	struct sp_error err = {0};
-	assert_true(fit_pod_parse(obj, &p, &err) < 0);
-	assert_contains(err.msg, "metadata.name: longer than 253 characters");
-	cJSON_Delete(obj);
-	free(text);
-	free(many_containers);
-	free(many_tolerations);
-	free(many_terms);
-	free(many_values);
-}
-
-static void test_unmodelled(void **state)
-{
-	(void)state;
-	static const struct {
-		const char *spec;
-		const char *want;
-	} rows[] = {
-		{"{}", NULL},
-		{"{'affinity':{'podAffinity':{'requiredDuringSchedulingIgnoredDuringExecution':[{'topologyKey':'zone'}]}}}",
-		 "required pod affinity"},
-		{"{'affinity':{'podAntiAffinity':{'requiredDuringSchedulingIgnoredDuringExecution':[{'topologyKey':'h'}]}}}",
-		 "required pod anti-affinity"},
-		/* preferred terms are ignored, as a scale-up simulation may */
-		{"{'affinity':{'podAntiAffinity':{'preferredDuringSchedulingIgnoredDuringExecution':[{'weight':1}]}}}", NULL},
-		{"{'topologySpreadConstraints':[{'maxSkew':1,'whenUnsatisfiable':'ScheduleAnyway'}]}", NULL},
-		{"{'topologySpreadConstraints':[{'maxSkew':1,'whenUnsatisfiable':'ScheduleAnyway'},"
-		 "{'maxSkew':1,'whenUnsatisfiable':'DoNotSchedule'}]}",
-		 "topology spread (DoNotSchedule)"},
-	};
-	for (size_t i = 0; i < sizeof(rows) / sizeof(rows[0]); i++) {
-		print_message("row %zu\n", i);
-		struct fit_pod p = pod_of("p", rows[i].spec);
-		if (rows[i].want)
-			assert_string_equal(p.unmodelled, rows[i].want);
-		else
-			assert_null(p.unmodelled);
-		fit_pod_clear(&p);
-	}
-}
-
-static void test_pending(void **state)
-{
-	(void)state;
-	static const struct {
-		const char *pod;
-		bool want;
-	} rows[] = {
-		{"{'spec':{},'status':{'phase':'Pending','conditions':[{'type':'PodScheduled','status':'False','reason':'Unschedulable'}]}}", true},
-		{"{'spec':{},'status':{'conditions':[{'type':'Ready','status':'False'},{'type':'PodScheduled','status':'False','reason':'Unschedulable'}]}}", true},
-		{"{'spec':{},'status':{'nominatedNodeName':'','conditions':[{'type':'PodScheduled','status':'False','reason':'Unschedulable'}]}}", true},
-		{"{'metadata':{'ownerReferences':[{'kind':'ReplicaSet','name':'r'}]},'spec':{},'status':{'conditions':[{'type':'PodScheduled','status':'False','reason':'Unschedulable'}]}}", true},
-		/* not tried yet, or held by gates */
-		{"{'spec':{},'status':{'phase':'Pending'}}", false},
-		{"{'spec':{'schedulingGates':[{'name':'g'}]},'status':{'conditions':[{'type':'PodScheduled','status':'False','reason':'SchedulingGated'}]}}", false},
-		{"{'spec':{},'status':{'conditions':[{'type':'PodScheduled','status':'True'}]}}", false},
-		/* bound, going, preempting, a DaemonSet's or a mirror pod */
-		{"{'spec':{'nodeName':'n1'},'status':{'conditions':[{'type':'PodScheduled','status':'False','reason':'Unschedulable'}]}}", false},
-		{"{'metadata':{'deletionTimestamp':'2026-11-28T12:00:00Z'},'spec':{},'status':{'conditions':[{'type':'PodScheduled','status':'False','reason':'Unschedulable'}]}}", false},
-		{"{'spec':{},'status':{'nominatedNodeName':'n1','conditions':[{'type':'PodScheduled','status':'False','reason':'Unschedulable'}]}}", false},
-		{"{'metadata':{'ownerReferences':[{'kind':'DaemonSet','name':'d'}]},'spec':{},'status':{'conditions':[{'type':'PodScheduled','status':'False','reason':'Unschedulable'}]}}", false},
-		{"{'metadata':{'ownerReferences':[{'kind':'Node','name':'n1'}]},'spec':{},'status':{'conditions':[{'type':'PodScheduled','status':'False','reason':'Unschedulable'}]}}", false},
-		{"[]", false},
-	};
-	for (size_t i = 0; i < sizeof(rows) / sizeof(rows[0]); i++) {
-		print_message("row %zu\n", i);
-		cJSON *obj = test_json(rows[i].pod);
-		assert_int_equal(fit_pod_pending(obj), rows[i].want);
-		cJSON_Delete(obj);
-	}
-}
 
 /* Node templates as pools' specs give them (tmpl_parse), read once for every test. a10:
  * gpu-pool=a10, gen=5, tainted nvidia.com/gpu=true:NoSchedule and a PreferNoSchedule
@@ -364,17 +116,17 @@ static void test_check(void **state)
 	};
 	for (size_t i = 0; i < sizeof(rows) / sizeof(rows[0]); i++) {
 		print_message("row %zu\n", i);
-		struct fit_pod p = pod_of("p", rows[i].spec);
+		struct podreq p = test_pod("p", rows[i].spec);
 		struct fit_why w;
 		assert_int_equal(fit_check(&t, &p, &w), rows[i].want);
 		assert_int_equal(w.reason, rows[i].want);
 		if (rows[i].what)
 			assert_string_equal(w.what, rows[i].what);
 		assert_int_equal(fit_check(&t, &p, NULL), rows[i].want);
-		fit_pod_clear(&p);
+		podreq_clear(&p);
 	}
 	/* what the dry run says */
-	struct fit_pod p = pod_of("p", "{" TOL ",'containers':[{'resources':{'requests':{'cpu':'31','nvidia.com/gpu':'2'}}}]}");
+	struct podreq p = test_pod("p", "{" TOL ",'containers':[{'resources':{'requests':{'cpu':'31','nvidia.com/gpu':'2'}}}]}");
 	struct fit_why w;
 	char line[200];
 	fit_check(&t, &p, &w);
@@ -398,7 +150,7 @@ static void test_check(void **state)
 		fit_why_format(&lines[i].why, line, sizeof(line));
 		assert_string_equal(line, lines[i].line);
 	}
-	fit_pod_clear(&p);
+	podreq_clear(&p);
 	fit_template_clear(&t);
 }
 
@@ -418,10 +170,10 @@ static void test_daemon_overhead(void **state)
 		"{'containers':[{'resources':{'requests':{'cpu':'1'}}}]}",
 		"{'tolerations':[{'operator':'Exists'}],'containers':[{'resources':{'requests':{'cpu':'1','example.com/x':'1'}}}]}",
 	};
-	struct fit_pod ds[5];
-	const struct fit_pod *ptrs[5];
+	struct podreq ds[5];
+	const struct podreq *ptrs[5];
 	for (size_t i = 0; i < 5; i++) {
-		ds[i] = pod_of("ds", specs[i]);
+		ds[i] = test_pod("ds", specs[i]);
 		ptrs[i] = &ds[i];
 	}
 	struct qty_list overhead = {0};
@@ -437,7 +189,7 @@ static void test_daemon_overhead(void **state)
 	fit_daemon_overhead(&t, ptrs, 0, &overhead);
 	assert_int_equal(overhead.n, 0);
 	for (size_t i = 0; i < 5; i++)
-		fit_pod_clear(&ds[i]);
+		podreq_clear(&ds[i]);
 	fit_template_clear(&t);
 }
 
@@ -476,9 +228,9 @@ static void test_tke_allocatable(void **state)
 }
 
 /* A pod by its requests alone. */
-static struct fit_pod *bare_pod(const char *name, int64_t gpu, int64_t cpu, int64_t memory)
+static struct podreq *bare_pod(const char *name, int64_t gpu, int64_t cpu, int64_t memory)
 {
-	struct fit_pod *p = xcalloc(1, sizeof(*p));
+	struct podreq *p = xcalloc(1, sizeof(*p));
 	snprintf(p->namespace, sizeof(p->namespace), "ml");
 	snprintf(p->name, sizeof(p->name), "%s", name);
 	if (gpu)
@@ -491,10 +243,10 @@ static struct fit_pod *bare_pod(const char *name, int64_t gpu, int64_t cpu, int6
 	return p;
 }
 
-static void free_pods(struct fit_pod **pods, size_t n)
+static void free_pods(struct podreq **pods, size_t n)
 {
 	for (size_t i = 0; i < n; i++) {
-		fit_pod_clear(pods[i]);
+		podreq_clear(pods[i]);
 		free(pods[i]);
 	}
 	free(pods);
@@ -515,14 +267,14 @@ static void test_pack_200(void **state)
 	(void)state;
 	struct fit_template t;
 	plain_template(&t, 4, 30000, 110);
-	struct fit_pod **pods = xcalloc(200, sizeof(*pods));
+	struct podreq **pods = xcalloc(200, sizeof(*pods));
 	for (int i = 0; i < 200; i++) {
 		char name[16];
 		snprintf(name, sizeof(name), "job-%03d", 199 - i); /* listed in reverse */
 		pods[i] = bare_pod(name, 1, 1000, 1LL << 30);
 	}
 	struct fit_place place[200];
-	assert_int_equal(fit_pack(&t, (const struct fit_pod *const *)pods, 200, NULL, 0, 1000, place), 50);
+	assert_int_equal(fit_pack(&t, (const struct podreq *const *)pods, 200, NULL, 0, 1000, place), 50);
 	int per_node[50] = {0};
 	for (int i = 0; i < 200; i++) {
 		assert_int_equal(place[i].kind, FIT_PLACE_NEW);
@@ -531,7 +283,7 @@ static void test_pack_200(void **state)
 	for (int i = 0; i < 50; i++)
 		assert_int_equal(per_node[i], 4);
 	/* under the pool's maximum: 3 more nodes, the rest said so */
-	assert_int_equal(fit_pack(&t, (const struct fit_pod *const *)pods, 200, NULL, 0, 3, place), 3);
+	assert_int_equal(fit_pack(&t, (const struct podreq *const *)pods, 200, NULL, 0, 3, place), 3);
 	int counted = 0;
 	for (int i = 0; i < 200; i++) {
 		counted += place[i].kind == FIT_PLACE_NEW;
@@ -588,7 +340,7 @@ static void test_pack_cases(void **state)
 		print_message("row %zu: %s\n", i, rows[i].what);
 		struct fit_template t;
 		plain_template(&t, rows[i].node_gpu, rows[i].node_cpu, rows[i].node_pods);
-		struct fit_pod **pods = xcalloc(rows[i].n_pods + 1, sizeof(*pods));
+		struct podreq **pods = xcalloc(rows[i].n_pods + 1, sizeof(*pods));
 		for (size_t k = 0; k < rows[i].n_pods; k++) {
 			char name[8];
 			snprintf(name, sizeof(name), "p%zu", k);
@@ -602,7 +354,7 @@ static void test_pack_cases(void **state)
 			qty_set(&rooms[r], QTY_PODS, 10);
 		}
 		struct fit_place place[8];
-		assert_int_equal(fit_pack(&t, (const struct fit_pod *const *)pods, rows[i].n_pods, rooms, rows[i].n_rooms,
+		assert_int_equal(fit_pack(&t, (const struct podreq *const *)pods, rows[i].n_pods, rooms, rows[i].n_rooms,
 					  rows[i].max_new, place),
 				 rows[i].want);
 		for (size_t k = 0; k < rows[i].n_pods; k++) {
@@ -647,7 +399,7 @@ static void test_choose_pool(void **state)
 	};
 	for (size_t i = 0; i < sizeof(rows) / sizeof(rows[0]); i++) {
 		print_message("row %zu\n", i);
-		struct fit_pod p = pod_of("p", rows[i].spec);
+		struct podreq p = test_pod("p", rows[i].spec);
 		struct fit_why why[5];
 		int got = fit_choose_pool(&p, pools, 5, why);
 		int again = fit_choose_pool(&p, reversed, 5, NULL);
@@ -662,17 +414,17 @@ static void test_choose_pool(void **state)
 		}
 		for (size_t k = 0; k < 5; k++)
 			assert_int_equal(why[k].reason, fit_check(pools[k], &p, NULL));
-		fit_pod_clear(&p);
+		podreq_clear(&p);
 	}
 	/* the reasons per pool the dry run shows */
-	struct fit_pod p = pod_of("p", "{" GPU(6) "}");
+	struct podreq p = test_pod("p", "{" GPU(6) "}");
 	struct fit_why why[5];
 	assert_int_equal(fit_choose_pool(&p, pools, 5, why), -1);
 	assert_int_equal(why[0].reason, FIT_TAINT);
 	assert_int_equal(why[4].reason, FIT_TOO_BIG);
 	assert_int_equal(why[4].need, 6);
 	assert_int_equal(why[4].have, 4);
-	fit_pod_clear(&p);
+	podreq_clear(&p);
 	assert_int_equal(fit_choose_pool(&p, pools, 0, NULL), -1);
 	for (size_t k = 0; k < 5; k++)
 		fit_template_clear((struct fit_template *)pools[k]);
@@ -690,7 +442,7 @@ static void test_pack_property(void **state)
 		int64_t gpus = 1 + rand() % 8, cpu = 4000 + rand() % 60000, pods_max = 1 + rand() % 20;
 		plain_template(&t, gpus, cpu, pods_max);
 		size_t n = (size_t)(rand() % 40), n_rooms = (size_t)(rand() % 4), max_new = (size_t)(rand() % 30);
-		struct fit_pod **pods = xcalloc(n + 1, sizeof(*pods));
+		struct podreq **pods = xcalloc(n + 1, sizeof(*pods));
 		for (size_t k = 0; k < n; k++) {
 			char name[8];
 			snprintf(name, sizeof(name), "p%zu", k);
@@ -704,7 +456,7 @@ static void test_pack_property(void **state)
 			qty_set(&rooms[r], QTY_PODS, rand() % 10);
 		}
 		struct fit_place *place = xcalloc(n + 1, sizeof(*place));
-		size_t count = fit_pack(&t, (const struct fit_pod *const *)pods, n, rooms, n_rooms, max_new, place);
+		size_t count = fit_pack(&t, (const struct podreq *const *)pods, n, rooms, n_rooms, max_new, place);
 		assert_true(count <= n && count <= max_new);
 		/* used[node][resource] for rooms then new nodes */
 		int64_t used[4 + 30][4] = {{0}};
@@ -761,10 +513,6 @@ static void test_pack_property(void **state)
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
-		cmocka_unit_test(test_requests),
-		cmocka_unit_test(test_pod_errors),
-		cmocka_unit_test(test_unmodelled),
-		cmocka_unit_test(test_pending),
 		cmocka_unit_test(test_check),
 		cmocka_unit_test(test_daemon_overhead),
 		cmocka_unit_test(test_tke_allocatable),
