@@ -1,163 +1,29 @@
 /* fit: which pending pods a pool's node would take, how many new nodes they need, and
- * which one pool grows for a pod (issue 28 item 2, design D5-D6). Pure: no I/O; cJSON
- * only to read a pod, a Node's allocatable and a pool's nodeTemplate. Not wired into the
- * pass yet. The rules, units and what is not modelled: docs/demand.md. */
+ * which one pool grows for a pod (issue 28 item 2, design D5-D6). Pure: no I/O. A pod
+ * as podreq.h reads it, resources as qty.h's lists, a pool's nodeTemplate as tmpl.h's.
+ * Not wired into the pass yet. The rules, units and what is not modelled:
+ * docs/demand.md. */
 #ifndef SPOTPOOL_FIT_H
 #define SPOTPOOL_FIT_H
 
+#include "podreq.h"
+#include "qty.h"
 #include "spotpool.h"
-
-#include <cjson/cJSON.h>
-
-/* Resource names, and their units in a struct fit_resources. */
-#define FIT_RES_CPU "cpu"                    /* millicores */
-#define FIT_RES_MEMORY "memory"              /* bytes */
-#define FIT_RES_EPHEMERAL "ephemeral-storage" /* bytes */
-#define FIT_RES_PODS "pods"                  /* a pod takes one */
-#define FIT_RES_GPU "nvidia.com/gpu"         /* whole GPUs; other extended resources alike */
-
-/* Bounds on what one pod may make spotpool hold or walk: a pod past one is not counted
- * (fit_pod_parse fails naming the field), so a hostile pod costs bounded time and memory
- * (at most about 450 KB while parsed: 512 keys and 512 values of 317 characters, and
- * the rest). The apiserver has none of these limits, only its object size (1.5 MB);
- * no real pod is near them. */
-#define FIT_MAX_CONTAINERS 64     /* spec.containers, and spec.initContainers */
-#define FIT_MAX_RESOURCES 32      /* distinct resource names of a pod or a node */
-#define FIT_MAX_LABELS 64         /* nodeSelector entries; a template's labels */
-#define FIT_MAX_TERMS 16          /* nodeSelectorTerms */
-#define FIT_MAX_EXPRESSIONS 32    /* matchExpressions of one term */
-#define FIT_MAX_VALUES 512        /* values of all matchExpressions together */
-#define FIT_MAX_TOLERATIONS 64    /* a pod's tolerations; a template's taints */
-#define FIT_MAX_STRING 317        /* a key, value or resource name (253 + "/" + 63) */
-#define FIT_QUANTITY_MAX 64       /* characters of a quantity */
-
-/* An amount of one resource, in the unit above (cpu in millicores, the rest in units). */
-struct fit_amount {
-	char *name;
-	int64_t value;
-};
-
-/* Amounts by resource name, sorted by name, names unique. */
-struct fit_resources {
-	struct fit_amount *v;
-	size_t n;
-};
-
-/* The amount of name, 0 when absent. */
-int64_t fit_resources_get(const struct fit_resources *r, const char *name);
-/* Sets name's amount (FIT_MAX_RESOURCES names at most: SP_ETOOBIG). */
-int fit_resources_set(struct fit_resources *r, const char *name, int64_t value);
-/* Every amount of minus taken from r, none below 0 (free room: allocatable less what
- * DaemonSets or bound pods request). */
-void fit_resources_sub(struct fit_resources *r, const struct fit_resources *minus);
-void fit_resources_clear(struct fit_resources *r);
-/* A ResourceList object (a Node's status.allocatable, a container's requests) into
- * ret (which it replaces); field names it in errors. */
-int fit_resources_from_json(const cJSON *list, const char *field, struct fit_resources *ret,
-			    struct sp_error *err);
-
-/* A Kubernetes quantity ("500m", "1.5Gi", "1e3", "2") as an integer: in thousandths when
- * milli (cpu), else in units, rounded up as the scheduler does (Quantity.MilliValue,
- * Value). Strict: an optional sign, digits with at most one '.', then one suffix of
- * n u m "" k M G T P E, Ki Mi Gi Ti Pi Ei, or an exponent e/E with optional sign. A
- * negative value, more than FIT_QUANTITY_MAX characters, or a value past int64 fail,
- * naming field. */
-int fit_quantity(const char *s, bool milli, const char *field, int64_t *ret, struct sp_error *err);
-
-enum fit_op { FIT_OP_IN, FIT_OP_NOT_IN, FIT_OP_EXISTS, FIT_OP_DOES_NOT_EXIST, FIT_OP_GT, FIT_OP_LT };
-
-/* One matchExpressions entry. */
-struct fit_requirement {
-	char *key;
-	enum fit_op op;
-	char **values;
-	size_t n_values;
-	int64_t number;   /* Gt, Lt: the one value as an integer */
-};
-
-/* One nodeSelectorTerm: its requirements ANDed. */
-struct fit_term {
-	struct fit_requirement *v;
-	size_t n;
-	/* It has matchFields (metadata.name: one existing Node): no new node matches it. */
-	bool match_fields;
-};
-
-struct fit_label {
-	char *key;
-	char *value;
-};
-
-/* core/v1 TaintEffect, in the order of tmpl.h's (issue 28's spec.nodeTemplate, on
- * another branch): FIT_EFFECT_ANY only in a toleration (no effect: every effect). */
-enum fit_effect { FIT_NO_SCHEDULE, FIT_PREFER_NO_SCHEDULE, FIT_NO_EXECUTE, FIT_EFFECT_ANY };
-
-struct fit_toleration {
-	char *key;     /* "": every key (operator Exists) */
-	char *value;
-	bool exists;   /* operator Exists, else Equal */
-	enum fit_effect effect;
-};
-
-struct fit_taint {
-	char *key;
-	char *value;
-	enum fit_effect effect;
-};
-
-/* What spotpool reads of a pod to place it. */
-struct fit_pod {
-	char namespace[64];
-	char name[254];
-	char uid[37];
-	/* As the scheduler counts them: the larger of the containers' sum (restartable init
-	 * containers, sidecars, added) and each init container's (plus the sidecars started
-	 * before it), plus spec.overhead; a resource a container limits without requesting
-	 * requests its limit (the apiserver's defaulting); pods 1. */
-	struct fit_resources requests;
-	struct fit_label *selector;    /* spec.nodeSelector */
-	size_t n_selector;
-	bool affinity;                 /* required node affinity present: terms ORed */
-	struct fit_term *terms;
-	size_t n_terms;
-	struct fit_toleration *tolerations;
-	size_t n_tolerations;
-	/* A constraint spotpool does not model, which could keep the pod off a new node:
-	 * "required pod affinity", "required pod anti-affinity", "topology spread
-	 * (DoNotSchedule)"; NULL when none. Such a pod is not counted. */
-	const char *unmodelled;
-};
-
-/* Whether demand counts a pod (as the apiserver serves it), as Karpenter's
- * IsProvisionable: the scheduler tried and could not place it (condition PodScheduled
- * False, reason Unschedulable; a pod held by schedulingGates says SchedulingGated), it
- * is not bound (spec.nodeName), not being deleted, not waiting for the room a
- * preemption makes (status.nominatedNodeName), and not a DaemonSet's or a Node's
- * (mirror) pod, which a new node does not help. */
-bool fit_pod_pending(const cJSON *pod);
-
-/* The pod object (as the apiserver serves it) into ret; fails (SP_EINVAL, SP_ETOOBIG)
- * naming the field on a wrong type, a bad quantity or operator, a total past int64, or
- * a bound above. ret is untouched on failure. */
-int fit_pod_parse(const cJSON *pod, struct fit_pod *ret, struct sp_error *err);
-void fit_pod_clear(struct fit_pod *p);
+#include "tmpl.h"
 
 /* A node of a pool as it will register (D5): what it can hold (pods included: a pod
- * takes one, and a template without FIT_RES_PODS takes none), its labels and taints.
+ * takes one, and a template without QTY_PODS takes none), its labels and taints.
  * namespace/name are the pool's (pool choice ties). */
 struct fit_template {
 	char namespace[64];
 	char name[254];
-	struct fit_resources allocatable;
-	struct fit_label *labels;
-	size_t n_labels;
-	struct fit_taint *taints;
-	size_t n_taints;
+	struct qty_list allocatable;
+	/* The pool's spec.nodeTemplate as tmpl_parse read it (pool_spec.node_template),
+	 * borrowed; NULL: no labels, no taints. */
+	const struct tmpl_node *node;
 };
 
-/* A pool's spec.nodeTemplate, {labels: {k: v}, taints: [core/v1 Taint]} (NULL: none),
- * into ret's labels and taints (which it replaces); errors name spec.nodeTemplate.*. */
-int fit_template_parse(const cJSON *node_template, struct fit_template *ret, struct sp_error *err);
+/* Frees the allocatable (node is borrowed). */
 void fit_template_clear(struct fit_template *t);
 
 /* An instance type as DescribeInstanceTypeConfigs gives it, with the pool's system disk
@@ -178,19 +44,19 @@ struct fit_instance_type {
  * 25% of the first 4 GiB, 20% to 8, 10% to 16, 6% to 128, 2% above, and
  * FIT_EVICTION_MEMORY; GPUs as nvidia.com/gpu; ephemeral-storage FIT_DISK_PERCENT of
  * the disk. Into ret (which it replaces). */
-void fit_tke_allocatable(const struct fit_instance_type *it, struct fit_resources *ret);
+void fit_tke_allocatable(const struct fit_instance_type *it, struct qty_list *ret);
 
 /* What the DaemonSets whose pods a node of t would run take of it, into ret (which it
  * replaces): the requests, summed (saturating), of those of daemon_pods (each read from
- * a DaemonSet's spec.template by fit_pod_parse) an empty node of t takes (fit_check),
- * over t's resources only. The caller takes it off t's allocatable (fit_resources_sub);
+ * a DaemonSet's spec.template by podreq_parse) an empty node of t takes (fit_check),
+ * over t's resources only. The caller takes it off t's allocatable (qty_sub);
  * a Ready Node's allocatable, learned, still hosts them too. */
-void fit_daemon_overhead(const struct fit_template *t, const struct fit_pod *const *daemon_pods, size_t n,
-			 struct fit_resources *ret);
+void fit_daemon_overhead(const struct fit_template *t, const struct podreq *const *daemon_pods, size_t n,
+			 struct qty_list *ret);
 
 enum fit_reason {
 	FIT_OK,             /* a new node of the template takes it */
-	FIT_NOT_MODELLED,   /* what: the constraint (fit_pod.unmodelled) */
+	FIT_NOT_MODELLED,   /* what: the constraint (podreq.unmodelled) */
 	FIT_SELECTOR,       /* what: the nodeSelector key the labels lack or differ on */
 	FIT_AFFINITY,       /* what: a key of the first term that failed ("matchFields") */
 	FIT_TAINT,          /* what: the key of a NoSchedule/NoExecute taint not tolerated */
@@ -205,7 +71,7 @@ struct fit_why {
 
 /* Whether an empty node of t takes p, checked in the order of enum fit_reason; ret_why
  * (NULL: not wanted) says why not. */
-enum fit_reason fit_check(const struct fit_template *t, const struct fit_pod *p, struct fit_why *ret_why);
+enum fit_reason fit_check(const struct fit_template *t, const struct podreq *p, struct fit_why *ret_why);
 /* "Fits", "NotModelled", "NodeSelector", "NodeAffinity", "Taint", "TooBig". */
 const char *fit_reason_name(enum fit_reason r);
 /* One line for the dry run: "needs 8 nvidia.com/gpu, the node has 4". */
@@ -228,15 +94,15 @@ struct fit_place {
  * first of rooms (free room of the pool's nodes launched but not registered, or
  * registered: allocatable less what is bound or DaemonSets take) that holds it, else
  * the first new node that does, else a new node. ret_place[i] says where pods[i] went. */
-size_t fit_pack(const struct fit_template *t, const struct fit_pod *const *pods, size_t n_pods,
-		const struct fit_resources *rooms, size_t n_rooms, size_t max_new, struct fit_place *ret_place);
+size_t fit_pack(const struct fit_template *t, const struct podreq *const *pods, size_t n_pods,
+		const struct qty_list *rooms, size_t n_rooms, size_t max_new, struct fit_place *ret_place);
 
 /* The one pool whose node takes the pod (index into pools), -1 for none: of those that
  * fit, the lowest rank: fewest GPUs per node, then fewest cpu, then namespace, then
  * name. Every pool's pass can evaluate it over all pools and get the same answer, so a
  * pod is counted by one pool. ret_why[i] (NULL: not wanted) why pool i does not take
  * it (FIT_OK for every pool that fits, the chosen one and the outranked). */
-int fit_choose_pool(const struct fit_pod *p, const struct fit_template *const *pools, size_t n,
+int fit_choose_pool(const struct podreq *p, const struct fit_template *const *pools, size_t n,
 		    struct fit_why *ret_why);
 
 #endif

@@ -38,6 +38,8 @@
  *   nodes_ (list+watch cache of the cluster's Node views),
  *   notices_ (list+watch cache of SpotNotices: instance, deadline),
  *   doom_ (a claimed reclaim deadline bounded on the controller's clock; pure),
+ *   qty_ (Kubernetes quantities and resource lists; pure), podreq_ (what is read of
+ *   a pod to place it: pending, requests, node selection, tolerations; pure),
  *   fit_ (pending pods against a pool's node template, bin-packing, pool choice; pure),
  *   claims_ (which pool asked for which instances, for the caches above),
  *   wq_ (work queue), ctl_ (controller), lease_ (leader election), cfg_ (daemon

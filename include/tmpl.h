@@ -49,6 +49,8 @@ bool tmpl_key_valid(const char *s);
  * ending with a letter or digit. Taint values follow the same rule. */
 bool tmpl_label_value_valid(const char *s);
 const char *tmpl_effect_name(enum tmpl_effect e);
+/* An effect by its name (exact, as the apiserver has it): 0, or SP_EINVAL for another. */
+int tmpl_effect_parse(const char *s, enum tmpl_effect *ret);
 
 /* The template as the kubelet's flags take it: --node-labels "k=v,k2=v2" and
  * --register-with-taints "k=v:NoSchedule,k2:NoExecute" (empty strings for none). Caller

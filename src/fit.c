@@ -6,715 +6,11 @@
 
 #define LEN(a) (sizeof(a) / sizeof((a)[0]))
 
-static const cJSON *field(const cJSON *obj, const char *key)
-{
-	const cJSON *v = cJSON_IsObject(obj) ? cJSON_GetObjectItemCaseSensitive(obj, key) : NULL;
-	return cJSON_IsNull(v) ? NULL : v;
-}
-
-/* ---- resources ---- */
-
-/* The index of name in r, or where it would go (*found false). */
-static size_t res_find(const struct fit_resources *r, const char *name, bool *found)
-{
-	size_t lo = 0, hi = r->n;
-	while (lo < hi) {
-		size_t mid = lo + (hi - lo) / 2;
-		int c = strcmp(r->v[mid].name, name);
-		if (c == 0) {
-			*found = true;
-			return mid;
-		}
-		if (c < 0)
-			lo = mid + 1;
-		else
-			hi = mid;
-	}
-	*found = false;
-	return lo;
-}
-
-int64_t fit_resources_get(const struct fit_resources *r, const char *name)
-{
-	bool found;
-	size_t i = res_find(r, name, &found);
-	return found ? r->v[i].value : 0;
-}
-
-int fit_resources_set(struct fit_resources *r, const char *name, int64_t value)
-{
-	bool found;
-	size_t i = res_find(r, name, &found);
-	if (found) {
-		r->v[i].value = value;
-		return 0;
-	}
-	if (r->n >= FIT_MAX_RESOURCES)
-		return SP_ETOOBIG;
-	r->v = xrealloc(r->v, (r->n + 1) * sizeof(*r->v));
-	memmove(&r->v[i + 1], &r->v[i], (r->n - i) * sizeof(*r->v));
-	r->v[i] = (struct fit_amount){xstrdup(name), value};
-	r->n++;
-	return 0;
-}
-
-void fit_resources_sub(struct fit_resources *r, const struct fit_resources *minus)
-{
-	for (size_t i = 0; i < minus->n; i++) {
-		bool found;
-		size_t j = res_find(r, minus->v[i].name, &found);
-		if (found)
-			r->v[j].value = r->v[j].value > minus->v[i].value ? r->v[j].value - minus->v[i].value : 0;
-	}
-}
-
-void fit_resources_clear(struct fit_resources *r)
-{
-	for (size_t i = 0; i < r->n; i++)
-		free(r->v[i].name);
-	free(r->v);
-	*r = (struct fit_resources){0};
-}
-
-static int too_many_resources(const char *field_name, struct sp_error *err)
-{
-	return sp_fail(err, SP_ETOOBIG, "%s: more than %d resources", field_name, FIT_MAX_RESOURCES);
-}
-
-/* r += add, or r = max(r, add) per resource. */
-static int res_combine(struct fit_resources *r, const struct fit_resources *add, bool max, const char *field_name,
-		       struct sp_error *err)
-{
-	for (size_t i = 0; i < add->n; i++) {
-		int64_t have = fit_resources_get(r, add->v[i].name), v = add->v[i].value;
-		if (max)
-			v = have > v ? have : v;
-		else if (v > INT64_MAX - have)
-			return sp_fail(err, SP_EINVAL, "%s: the total of %s is too large", field_name, add->v[i].name);
-		else
-			v += have;
-		if (fit_resources_set(r, add->v[i].name, v) < 0)
-			return too_many_resources(field_name, err);
-	}
-	return 0;
-}
-
-/* ---- quantities ---- */
-
-static const struct {
-	const char *suffix;
-	int exp10, bin;
-} suffixes[] = {
-	{"", 0, 0},    {"n", -9, 0},  {"u", -6, 0},  {"m", -3, 0},  {"k", 3, 0},   {"M", 6, 0},
-	{"G", 9, 0},   {"T", 12, 0},  {"P", 15, 0},  {"E", 18, 0},  {"Ki", 0, 10}, {"Mi", 0, 20},
-	{"Gi", 0, 30}, {"Ti", 0, 40}, {"Pi", 0, 50}, {"Ei", 0, 60},
-};
-
-enum { Q_BAD = 1, Q_NEGATIVE, Q_OVERFLOW };
-
-static bool is_digit(char c)
-{
-	return c >= '0' && c <= '9';
-}
-
-/* Exact: the significand's decimal digits times 2^bin, then scaled by 10^exp10 and
- * rounded up, so "0.1m" of cpu is 1 and "1.5Gi" is 1610612736 with no float in between. */
-static int quantity(const char *s, bool milli, int64_t *ret)
-{
-	/* Significant digits (at most FIT_QUANTITY_MAX), then at most 19 more from 2^60. */
-	unsigned char d[FIT_QUANTITY_MAX + 24];
-	size_t n = 0;
-	long exp10 = milli ? 3 : 0;
-	bool neg = false, any = false, dot = false;
-	const char *p = s;
-	if (*p == '+' || *p == '-')
-		neg = *p++ == '-';
-	for (;; p++) {
-		if (*p == '.' && !dot) {
-			dot = true;
-			continue;
-		}
-		if (!is_digit(*p))
-			break;
-		any = true;
-		exp10 -= dot;
-		if (n > 0 || *p != '0')
-			d[n++] = (unsigned char)(*p - '0');
-	}
-	if (!any)
-		return Q_BAD;
-	int bin = 0;
-	if ((*p == 'e' || *p == 'E') && (p[1] == '+' || p[1] == '-' || is_digit(p[1]))) {
-		bool eneg = false;
-		long e = 0;
-		if (*++p == '+' || *p == '-')
-			eneg = *p++ == '-';
-		if (!is_digit(*p))
-			return Q_BAD;
-		for (; is_digit(*p); p++)
-			e = e < 100000 ? e * 10 + (*p - '0') : e;
-		if (*p)
-			return Q_BAD;
-		exp10 += eneg ? -e : e;
-	} else {
-		size_t i = 0;
-		while (i < LEN(suffixes) && strcmp(p, suffixes[i].suffix) != 0)
-			i++;
-		if (i == LEN(suffixes))
-			return Q_BAD;
-		exp10 += suffixes[i].exp10;
-		bin = suffixes[i].bin;
-	}
-	if (n == 0) {
-		*ret = 0;
-		return 0;
-	}
-	if (neg)
-		return Q_NEGATIVE;
-	for (size_t i = 0; i < n / 2; i++) { /* least significant digit first from here */
-		unsigned char t = d[i];
-		d[i] = d[n - 1 - i];
-		d[n - 1 - i] = t;
-	}
-	for (int b = 0; b < bin; b++) {
-		unsigned carry = 0;
-		for (size_t i = 0; i < n; i++) {
-			unsigned v = d[i] * 2u + carry;
-			d[i] = (unsigned char)(v % 10);
-			carry = v / 10;
-		}
-		if (carry)
-			d[n++] = (unsigned char)carry;
-	}
-	/* Digits below the decimal point round up. */
-	size_t lo = exp10 < 0 ? ((unsigned long)-exp10 < n ? (size_t)-exp10 : n) : 0;
-	bool up = false;
-	for (size_t i = 0; i < lo; i++)
-		up |= d[i] != 0;
-	int64_t v = 0;
-	for (size_t i = n; i-- > lo;) {
-		if (v > (INT64_MAX - d[i]) / 10)
-			return Q_OVERFLOW;
-		v = v * 10 + d[i];
-	}
-	for (long e = exp10; e > 0 && v; e--) {
-		if (v > INT64_MAX / 10)
-			return Q_OVERFLOW;
-		v *= 10;
-	}
-	if (up && v == INT64_MAX)
-		return Q_OVERFLOW;
-	*ret = v + up;
-	return 0;
-}
-
-int fit_quantity(const char *s, bool milli, const char *field_name, int64_t *ret, struct sp_error *err)
-{
-	if (strlen(s) > FIT_QUANTITY_MAX)
-		return sp_fail(err, SP_EINVAL, "%s: a quantity longer than %d characters", field_name,
-			       FIT_QUANTITY_MAX);
-	int64_t v;
-	switch (quantity(s, milli, &v)) {
-	case 0:
-		*ret = v;
-		return 0;
-	case Q_NEGATIVE:
-		return sp_fail(err, SP_EINVAL, "%s: \"%s\" is negative", field_name, s);
-	case Q_OVERFLOW:
-		return sp_fail(err, SP_EINVAL, "%s: \"%s\" is too large", field_name, s);
-	default:
-		return sp_fail(err, SP_EINVAL, "%s: \"%s\" is not a quantity such as 500m, 4, 1.5Gi or 1e3",
-			       field_name, s);
-	}
-}
-
-/* A quantity as the apiserver writes it (a string) or as YAML reads one (a number). */
-static int quantity_json(const cJSON *v, bool milli, const char *field_name, int64_t *ret, struct sp_error *err)
-{
-	if (cJSON_IsString(v))
-		return fit_quantity(v->valuestring, milli, field_name, ret, err);
-	if (cJSON_IsNumber(v)) {
-		char text[40];
-		snprintf(text, sizeof(text), "%.15g", v->valuedouble);
-		return fit_quantity(text, milli, field_name, ret, err);
-	}
-	return sp_fail(err, SP_EINVAL, "%s: not a quantity", field_name);
-}
-
-int fit_resources_from_json(const cJSON *list, const char *field_name, struct fit_resources *ret,
-			    struct sp_error *err)
-{
-	struct fit_resources r = {0};
-	if (list && !cJSON_IsObject(list))
-		return sp_fail(err, SP_EINVAL, "%s: not an object", field_name);
-	const cJSON *c;
-	cJSON_ArrayForEach(c, list) {
-		char where[FIT_MAX_STRING + 160];
-		snprintf(where, sizeof(where), "%s.%.*s", field_name, FIT_MAX_STRING, c->string);
-		int64_t v = 0;
-		int e = strlen(c->string) > FIT_MAX_STRING
-				? sp_fail(err, SP_EINVAL, "%s: a resource name longer than %d characters",
-					  field_name, FIT_MAX_STRING)
-				: quantity_json(c, strcmp(c->string, FIT_RES_CPU) == 0, where, &v, err);
-		if (e == 0 && fit_resources_set(&r, c->string, v) < 0)
-			e = too_many_resources(field_name, err);
-		if (e < 0) {
-			fit_resources_clear(&r);
-			return e;
-		}
-	}
-	fit_resources_clear(ret);
-	*ret = r;
-	return 0;
-}
-
-/* ---- reading a pod ---- */
-
-/* A string member, NULL when absent; fails on another type or past FIT_MAX_STRING. */
-static int get_string(const cJSON *obj, const char *key, const char *where, const char **ret, struct sp_error *err)
-{
-	const cJSON *v = field(obj, key);
-	*ret = NULL;
-	if (!v)
-		return 0;
-	if (!cJSON_IsString(v))
-		return sp_fail(err, SP_EINVAL, "%s.%s: not a string", where, key);
-	if (strlen(v->valuestring) > FIT_MAX_STRING)
-		return sp_fail(err, SP_EINVAL, "%s.%s: longer than %d characters", where, key, FIT_MAX_STRING);
-	*ret = v->valuestring;
-	return 0;
-}
-
-static char *dup_or_empty(const char *s)
-{
-	return xstrdup(s ? s : "");
-}
-
-/* An array member (NULL when absent) of at most max elements. */
-static int get_array(const cJSON *obj, const char *key, const char *where, int max, const cJSON **ret,
-		     struct sp_error *err)
-{
-	const cJSON *v = field(obj, key);
-	*ret = NULL;
-	if (!v)
-		return 0;
-	if (!cJSON_IsArray(v))
-		return sp_fail(err, SP_EINVAL, "%s.%s: not a list", where, key);
-	int n = 0;
-	for (const cJSON *c = v->child; c; c = c->next)
-		if (++n > max)
-			return sp_fail(err, SP_ETOOBIG, "%s.%s: more than %d entries", where, key, max);
-	*ret = v;
-	return 0;
-}
-
-static void labels_free(struct fit_label *l, size_t n)
-{
-	for (size_t i = 0; i < n; i++) {
-		free(l[i].key);
-		free(l[i].value);
-	}
-	free(l);
-}
-
-/* A map of strings (nodeSelector, labels) of at most FIT_MAX_LABELS entries. */
-static int parse_labels(const cJSON *map, const char *where, struct fit_label **ret, size_t *ret_n,
-			struct sp_error *err)
-{
-	if (!map)
-		return 0;
-	if (!cJSON_IsObject(map))
-		return sp_fail(err, SP_EINVAL, "%s: not an object", where);
-	int n = cJSON_GetArraySize(map);
-	if (n > FIT_MAX_LABELS)
-		return sp_fail(err, SP_ETOOBIG, "%s: more than %d entries", where, FIT_MAX_LABELS);
-	struct fit_label *l = xcalloc((size_t)n + 1, sizeof(*l));
-	size_t k = 0;
-	for (const cJSON *c = map->child; c; c = c->next, k++) {
-		if (!cJSON_IsString(c) || strlen(c->string) > FIT_MAX_STRING ||
-		    strlen(c->valuestring) > FIT_MAX_STRING) {
-			labels_free(l, k);
-			return sp_fail(err, SP_EINVAL, "%s.%.*s: not a string of at most %d characters", where,
-				       FIT_MAX_STRING, c->string, FIT_MAX_STRING);
-		}
-		l[k] = (struct fit_label){xstrdup(c->string), xstrdup(c->valuestring)};
-	}
-	*ret = l;
-	*ret_n = k;
-	return 0;
-}
-
-/* strconv.ParseInt(s, 10, 64), as node affinity's Gt and Lt read values. */
-static bool parse_int64(const char *s, int64_t *ret)
-{
-	bool neg = *s == '-';
-	if (*s == '+' || *s == '-')
-		s++;
-	if (!*s)
-		return false;
-	uint64_t v = 0, max = neg ? (uint64_t)INT64_MAX + 1 : INT64_MAX;
-	for (; *s; s++) {
-		if (!is_digit(*s) || v > (max - (uint64_t)(*s - '0')) / 10)
-			return false;
-		v = v * 10 + (uint64_t)(*s - '0');
-	}
-	*ret = neg ? (int64_t)(0 - v) : (int64_t)v;
-	return true;
-}
-
-static void term_free(struct fit_term *t)
-{
-	for (size_t i = 0; i < t->n; i++) {
-		free(t->v[i].key);
-		for (size_t j = 0; j < t->v[i].n_values; j++)
-			free(t->v[i].values[j]);
-		free(t->v[i].values);
-	}
-	free(t->v);
-}
-
-static const char *const op_names[] = {
-	[FIT_OP_IN] = "In", [FIT_OP_NOT_IN] = "NotIn", [FIT_OP_EXISTS] = "Exists",
-	[FIT_OP_DOES_NOT_EXIST] = "DoesNotExist", [FIT_OP_GT] = "Gt", [FIT_OP_LT] = "Lt",
-};
-
-static int parse_requirement(const cJSON *e, const char *where, size_t *values_left, struct fit_requirement *r,
-			     struct sp_error *err)
-{
-	const char *key, *op;
-	const cJSON *values;
-	int rc;
-	if (!cJSON_IsObject(e))
-		return sp_fail(err, SP_EINVAL, "%s: not an object", where);
-	if ((rc = get_string(e, "key", where, &key, err)) < 0 || (rc = get_string(e, "operator", where, &op, err)) < 0 ||
-	    (rc = get_array(e, "values", where, FIT_MAX_VALUES, &values, err)) < 0)
-		return rc;
-	if (!key)
-		return sp_fail(err, SP_EINVAL, "%s.key: missing", where);
-	size_t o = 0;
-	while (o < LEN(op_names) && (!op || strcmp(op, op_names[o]) != 0))
-		o++;
-	if (o == LEN(op_names))
-		return sp_fail(err, SP_EINVAL, "%s.operator: must be In, NotIn, Exists, DoesNotExist, Gt or Lt", where);
-	size_t n = (size_t)cJSON_GetArraySize(values);
-	if (n > *values_left)
-		return sp_fail(err, SP_ETOOBIG, "%s.values: more than %d values in all terms", where, FIT_MAX_VALUES);
-	*values_left -= n;
-	*r = (struct fit_requirement){.key = xstrdup(key), .op = (enum fit_op)o, .values = xcalloc(n + 1, sizeof(char *))};
-	for (const cJSON *v = values ? values->child : NULL; v; v = v->next) {
-		if (!cJSON_IsString(v) || strlen(v->valuestring) > FIT_MAX_STRING)
-			return sp_fail(err, SP_EINVAL, "%s.values[%zu]: not a string of at most %d characters", where,
-				       r->n_values, FIT_MAX_STRING);
-		r->values[r->n_values++] = xstrdup(v->valuestring);
-	}
-	if ((r->op == FIT_OP_GT || r->op == FIT_OP_LT) && (r->n_values != 1 || !parse_int64(r->values[0], &r->number)))
-		return sp_fail(err, SP_EINVAL, "%s.values: %s takes one integer", where, op);
-	return 0;
-}
-
-static int parse_node_affinity(const cJSON *spec, struct fit_pod *p, struct sp_error *err)
-{
-	static const char where[] =
-		"spec.affinity.nodeAffinity.requiredDuringSchedulingIgnoredDuringExecution";
-	const cJSON *req = field(field(field(spec, "affinity"), "nodeAffinity"),
-				 "requiredDuringSchedulingIgnoredDuringExecution");
-	const cJSON *terms;
-	int rc;
-	if (!req)
-		return 0;
-	if ((rc = get_array(req, "nodeSelectorTerms", where, FIT_MAX_TERMS, &terms, err)) < 0)
-		return rc;
-	p->affinity = true;
-	p->terms = xcalloc((size_t)cJSON_GetArraySize(terms) + 1, sizeof(*p->terms));
-	size_t values_left = FIT_MAX_VALUES;
-	for (const cJSON *t = terms ? terms->child : NULL; t; t = t->next) {
-		char at[160], at_e[200];
-		snprintf(at, sizeof(at), "%s.nodeSelectorTerms[%zu]", where, p->n_terms);
-		struct fit_term *term = &p->terms[p->n_terms++];
-		const cJSON *exprs, *fields;
-		if (!cJSON_IsObject(t))
-			return sp_fail(err, SP_EINVAL, "%s: not an object", at);
-		if ((rc = get_array(t, "matchExpressions", at, FIT_MAX_EXPRESSIONS, &exprs, err)) < 0 ||
-		    (rc = get_array(t, "matchFields", at, FIT_MAX_EXPRESSIONS, &fields, err)) < 0)
-			return rc;
-		term->match_fields = cJSON_GetArraySize(fields) > 0;
-		term->v = xcalloc((size_t)cJSON_GetArraySize(exprs) + 1, sizeof(*term->v));
-		for (const cJSON *e = exprs ? exprs->child : NULL; e; e = e->next) {
-			snprintf(at_e, sizeof(at_e), "%s.matchExpressions[%zu]", at, term->n);
-			if ((rc = parse_requirement(e, at_e, &values_left, &term->v[term->n++], err)) < 0)
-				return rc;
-		}
-	}
-	return 0;
-}
-
-static int parse_effect(const char *s, bool any_allowed, enum fit_effect *ret)
-{
-	static const char *const names[] = {[FIT_NO_SCHEDULE] = "NoSchedule",
-					    [FIT_PREFER_NO_SCHEDULE] = "PreferNoSchedule",
-					    [FIT_NO_EXECUTE] = "NoExecute", [FIT_EFFECT_ANY] = ""};
-	for (size_t i = 0; i < LEN(names) - !any_allowed; i++)
-		if (strcmp(s ? s : "", names[i]) == 0) {
-			*ret = (enum fit_effect)i;
-			return 0;
-		}
-	return -1;
-}
-
-static int parse_tolerations(const cJSON *spec, struct fit_pod *p, struct sp_error *err)
-{
-	const cJSON *list;
-	int rc = get_array(spec, "tolerations", "spec", FIT_MAX_TOLERATIONS, &list, err);
-	if (rc < 0 || !list)
-		return rc;
-	p->tolerations = xcalloc((size_t)cJSON_GetArraySize(list) + 1, sizeof(*p->tolerations));
-	for (const cJSON *t = list->child; t; t = t->next) {
-		char at[48];
-		snprintf(at, sizeof(at), "spec.tolerations[%zu]", p->n_tolerations);
-		const char *key, *op, *value, *effect;
-		if (!cJSON_IsObject(t))
-			return sp_fail(err, SP_EINVAL, "%s: not an object", at);
-		if ((rc = get_string(t, "key", at, &key, err)) < 0 || (rc = get_string(t, "operator", at, &op, err)) < 0 ||
-		    (rc = get_string(t, "value", at, &value, err)) < 0 ||
-		    (rc = get_string(t, "effect", at, &effect, err)) < 0)
-			return rc;
-		struct fit_toleration *tol = &p->tolerations[p->n_tolerations++];
-		*tol = (struct fit_toleration){dup_or_empty(key), dup_or_empty(value), op && strcmp(op, "Exists") == 0,
-					       FIT_EFFECT_ANY};
-		if (op && *op && strcmp(op, "Exists") != 0 && strcmp(op, "Equal") != 0)
-			return sp_fail(err, SP_EINVAL, "%s.operator: must be Exists or Equal", at);
-		if (parse_effect(effect, true, &tol->effect) < 0)
-			return sp_fail(err, SP_EINVAL, "%s.effect: must be NoSchedule, PreferNoSchedule or NoExecute",
-				       at);
-	}
-	return 0;
-}
-
-/* A container's requests, a resource it only limits requesting its limit. */
-static int container_requests(const cJSON *c, const char *at, struct fit_resources *ret, struct sp_error *err)
-{
-	char where[128];
-	struct fit_resources limits = {0};
-	const cJSON *res = field(c, "resources");
-	if (!cJSON_IsObject(c))
-		return sp_fail(err, SP_EINVAL, "%s: not an object", at);
-	snprintf(where, sizeof(where), "%s.resources.requests", at);
-	int rc = fit_resources_from_json(field(res, "requests"), where, ret, err);
-	snprintf(where, sizeof(where), "%s.resources.limits", at);
-	if (rc == 0)
-		rc = fit_resources_from_json(field(res, "limits"), where, &limits, err);
-	for (size_t i = 0; rc == 0 && i < limits.n; i++) {
-		bool found;
-		res_find(ret, limits.v[i].name, &found);
-		if (!found && fit_resources_set(ret, limits.v[i].name, limits.v[i].value) < 0)
-			rc = too_many_resources(where, err);
-	}
-	fit_resources_clear(&limits);
-	return rc;
-}
-
-/* The scheduler's pod requests (component-helpers resource.PodRequests, Kubernetes
- * 1.32): containers summed with the restartable init containers (sidecars), against
- * each init container's own plus the sidecars started before it; plus the overhead. */
-static int pod_requests(const cJSON *spec, struct fit_resources *ret, struct sp_error *err)
-{
-	const cJSON *containers, *inits;
-	struct fit_resources c = {0}, sidecars = {0}, init = {0}, overhead = {0};
-	int rc;
-	if ((rc = get_array(spec, "containers", "spec", FIT_MAX_CONTAINERS, &containers, err)) < 0 ||
-	    (rc = get_array(spec, "initContainers", "spec", FIT_MAX_CONTAINERS, &inits, err)) < 0)
-		return rc;
-	size_t i = 0;
-	for (const cJSON *k = containers ? containers->child : NULL; rc == 0 && k; k = k->next, i++) {
-		char at[48];
-		snprintf(at, sizeof(at), "spec.containers[%zu]", i);
-		if ((rc = container_requests(k, at, &c, err)) == 0)
-			rc = res_combine(ret, &c, false, "spec.containers", err);
-	}
-	i = 0;
-	for (const cJSON *k = inits ? inits->child : NULL; rc == 0 && k; k = k->next, i++) {
-		char at[48];
-		snprintf(at, sizeof(at), "spec.initContainers[%zu]", i);
-		const char *restart = NULL;
-		if ((rc = container_requests(k, at, &c, err)) < 0 || (rc = get_string(k, "restartPolicy", at, &restart, err)) < 0)
-			break;
-		if (restart && strcmp(restart, "Always") == 0) {
-			if ((rc = res_combine(ret, &c, false, "spec.initContainers", err)) < 0 ||
-			    (rc = res_combine(&sidecars, &c, false, "spec.initContainers", err)) < 0)
-				break;
-			fit_resources_clear(&c);
-		}
-		if ((rc = res_combine(&c, &sidecars, false, "spec.initContainers", err)) == 0)
-			rc = res_combine(&init, &c, true, "spec.initContainers", err);
-	}
-	if (rc == 0)
-		rc = res_combine(ret, &init, true, "spec.initContainers", err);
-	if (rc == 0 && (rc = fit_resources_from_json(field(spec, "overhead"), "spec.overhead", &overhead, err)) == 0)
-		rc = res_combine(ret, &overhead, false, "spec.overhead", err);
-	if (rc == 0 && fit_resources_set(ret, FIT_RES_PODS, 1) < 0)
-		rc = too_many_resources("spec", err);
-	fit_resources_clear(&c);
-	fit_resources_clear(&sidecars);
-	fit_resources_clear(&init);
-	fit_resources_clear(&overhead);
-	return rc;
-}
-
-/* Constraints that could keep a pod off a new node, which spotpool does not model. */
-static const char *unmodelled(const cJSON *spec)
-{
-	const cJSON *aff = field(spec, "affinity");
-	if (cJSON_GetArraySize(field(field(aff, "podAffinity"), "requiredDuringSchedulingIgnoredDuringExecution")) > 0)
-		return "required pod affinity";
-	if (cJSON_GetArraySize(field(field(aff, "podAntiAffinity"), "requiredDuringSchedulingIgnoredDuringExecution")) > 0)
-		return "required pod anti-affinity";
-	const cJSON *c;
-	cJSON_ArrayForEach(c, field(spec, "topologySpreadConstraints")) {
-		const cJSON *when = field(c, "whenUnsatisfiable");
-		if (!cJSON_IsString(when) || strcmp(when->valuestring, "ScheduleAnyway") != 0)
-			return "topology spread (DoNotSchedule)";
-	}
-	return NULL;
-}
-
-static int copy_meta(const cJSON *meta, const char *key, char *out, size_t size, struct sp_error *err)
-{
-	const char *v;
-	int rc = get_string(meta, key, "metadata", &v, err);
-	if (rc == 0 && v && strlen(v) >= size)
-		rc = sp_fail(err, SP_EINVAL, "metadata.%s: longer than %zu characters", key, size - 1);
-	if (rc == 0)
-		snprintf(out, size, "%s", v ? v : "");
-	return rc;
-}
-
-int fit_pod_parse(const cJSON *pod, struct fit_pod *ret, struct sp_error *err)
-{
-	struct fit_pod p = {0};
-	const cJSON *meta = field(pod, "metadata"), *spec = field(pod, "spec");
-	int rc;
-	if (!cJSON_IsObject(spec))
-		return sp_fail(err, SP_EINVAL, "spec: missing");
-	if ((rc = copy_meta(meta, "namespace", p.namespace, sizeof(p.namespace), err)) < 0 ||
-	    (rc = copy_meta(meta, "name", p.name, sizeof(p.name), err)) < 0 ||
-	    (rc = copy_meta(meta, "uid", p.uid, sizeof(p.uid), err)) < 0 ||
-	    (rc = pod_requests(spec, &p.requests, err)) < 0 ||
-	    (rc = parse_labels(field(spec, "nodeSelector"), "spec.nodeSelector", &p.selector, &p.n_selector, err)) < 0 ||
-	    (rc = parse_node_affinity(spec, &p, err)) < 0 || (rc = parse_tolerations(spec, &p, err)) < 0) {
-		fit_pod_clear(&p);
-		return rc;
-	}
-	p.unmodelled = unmodelled(spec);
-	*ret = p;
-	return 0;
-}
-
-bool fit_pod_pending(const cJSON *pod)
-{
-	const cJSON *meta = field(pod, "metadata"), *spec = field(pod, "spec"), *status = field(pod, "status");
-	if (field(spec, "nodeName") || field(meta, "deletionTimestamp"))
-		return false;
-	const cJSON *nominated = field(status, "nominatedNodeName");
-	if (cJSON_IsString(nominated) && *nominated->valuestring)
-		return false;
-	const cJSON *c;
-	cJSON_ArrayForEach(c, field(meta, "ownerReferences")) {
-		const cJSON *kind = field(c, "kind");
-		if (cJSON_IsString(kind) && (strcmp(kind->valuestring, "DaemonSet") == 0 || strcmp(kind->valuestring, "Node") == 0))
-			return false;
-	}
-	cJSON_ArrayForEach(c, field(status, "conditions")) {
-		const cJSON *type = field(c, "type"), *st = field(c, "status"), *reason = field(c, "reason");
-		if (cJSON_IsString(type) && strcmp(type->valuestring, "PodScheduled") == 0)
-			return cJSON_IsString(st) && strcmp(st->valuestring, "False") == 0 && cJSON_IsString(reason) &&
-			       strcmp(reason->valuestring, "Unschedulable") == 0;
-	}
-	return false;
-}
-
-static void tolerations_free(struct fit_toleration *t, size_t n)
-{
-	for (size_t i = 0; i < n; i++) {
-		free(t[i].key);
-		free(t[i].value);
-	}
-	free(t);
-}
-
-void fit_pod_clear(struct fit_pod *p)
-{
-	fit_resources_clear(&p->requests);
-	labels_free(p->selector, p->n_selector);
-	for (size_t i = 0; i < p->n_terms; i++)
-		term_free(&p->terms[i]);
-	free(p->terms);
-	tolerations_free(p->tolerations, p->n_tolerations);
-	*p = (struct fit_pod){0};
-}
-
 /* ---- templates ---- */
-
-static void taints_free(struct fit_taint *t, size_t n)
-{
-	for (size_t i = 0; i < n; i++) {
-		free(t[i].key);
-		free(t[i].value);
-	}
-	free(t);
-}
-
-static int parse_taint(const cJSON *t, const char *at, struct fit_taint *ret, struct sp_error *err)
-{
-	const char *key, *value, *effect;
-	int rc;
-	if (!cJSON_IsObject(t))
-		return sp_fail(err, SP_EINVAL, "%s: not an object", at);
-	if ((rc = get_string(t, "key", at, &key, err)) < 0 || (rc = get_string(t, "value", at, &value, err)) < 0 ||
-	    (rc = get_string(t, "effect", at, &effect, err)) < 0)
-		return rc;
-	if (!key || !*key)
-		return sp_fail(err, SP_EINVAL, "%s.key: missing", at);
-	enum fit_effect e;
-	if (parse_effect(effect, false, &e) < 0)
-		return sp_fail(err, SP_EINVAL, "%s.effect: must be NoSchedule, PreferNoSchedule or NoExecute", at);
-	*ret = (struct fit_taint){xstrdup(key), dup_or_empty(value), e};
-	return 0;
-}
-
-int fit_template_parse(const cJSON *node_template, struct fit_template *ret, struct sp_error *err)
-{
-	struct fit_label *labels = NULL;
-	struct fit_taint *taints = NULL;
-	size_t n_labels = 0, n_taints = 0;
-	const cJSON *list = NULL;
-	int rc = parse_labels(field(node_template, "labels"), "spec.nodeTemplate.labels", &labels, &n_labels, err);
-	if (rc == 0 && (rc = get_array(node_template, "taints", "spec.nodeTemplate", FIT_MAX_TOLERATIONS, &list, err)) == 0)
-		taints = xcalloc((size_t)cJSON_GetArraySize(list) + 1, sizeof(*taints));
-	for (const cJSON *t = list ? list->child : NULL; rc == 0 && t; t = t->next) {
-		char at[48];
-		snprintf(at, sizeof(at), "spec.nodeTemplate.taints[%zu]", n_taints);
-		if ((rc = parse_taint(t, at, &taints[n_taints], err)) == 0)
-			n_taints++;
-	}
-	if (rc < 0) {
-		labels_free(labels, n_labels);
-		taints_free(taints, n_taints);
-		return rc;
-	}
-	labels_free(ret->labels, ret->n_labels);
-	taints_free(ret->taints, ret->n_taints);
-	ret->labels = labels;
-	ret->n_labels = n_labels;
-	ret->taints = taints;
-	ret->n_taints = n_taints;
-	return 0;
-}
 
 void fit_template_clear(struct fit_template *t)
 {
-	fit_resources_clear(&t->allocatable);
-	labels_free(t->labels, t->n_labels);
-	taints_free(t->taints, t->n_taints);
+	qty_clear(&t->allocatable);
 	*t = (struct fit_template){0};
 }
 
@@ -731,7 +27,7 @@ static int64_t tiered(int64_t x, const int64_t *bounds, const int64_t *rates, si
 	return total;
 }
 
-void fit_tke_allocatable(const struct fit_instance_type *it, struct fit_resources *ret)
+void fit_tke_allocatable(const struct fit_instance_type *it, struct qty_list *ret)
 {
 	/* CPU in millicores x 10000: 0.1 core for up to 4, then 2.5%, 1.25%, 0.5%. */
 	static const int64_t cpu_bounds[] = {4000, 64000, 128000, INT64_MAX};
@@ -739,20 +35,20 @@ void fit_tke_allocatable(const struct fit_instance_type *it, struct fit_resource
 	/* Memory in MiB x 10000: 25% of the first 4 GiB, 20% to 8, 10% to 16, 6% to 128, 2%. */
 	static const int64_t mem_bounds[] = {4096, 8192, 16384, 131072, INT64_MAX};
 	static const int64_t mem_rates[] = {2500, 2000, 1000, 600, 200};
-	struct fit_resources r = {0};
+	struct qty_list r = {0};
 	int64_t cpu = it->cores * 1000, mem = it->memory_mib;
 	int64_t cpu_reserve = 100 + (tiered(cpu, cpu_bounds, cpu_rates, LEN(cpu_rates)) + 9999) / 10000;
 	/* In bytes, rounded up: the reserve in MiB x 10000 x 2^20 / 10000. */
 	int64_t mem_reserve = (tiered(mem, mem_bounds, mem_rates, LEN(mem_rates)) * 1048576 + 9999) / 10000 +
 			      FIT_EVICTION_MEMORY;
-	fit_resources_set(&r, FIT_RES_CPU, cpu > cpu_reserve ? cpu - cpu_reserve : 0);
-	fit_resources_set(&r, FIT_RES_MEMORY, mem * 1048576 > mem_reserve ? mem * 1048576 - mem_reserve : 0);
-	fit_resources_set(&r, FIT_RES_PODS, it->pods);
+	qty_set(&r, QTY_CPU, cpu > cpu_reserve ? cpu - cpu_reserve : 0);
+	qty_set(&r, QTY_MEMORY, mem * 1048576 > mem_reserve ? mem * 1048576 - mem_reserve : 0);
+	qty_set(&r, QTY_PODS, it->pods);
 	if (it->gpus > 0)
-		fit_resources_set(&r, FIT_RES_GPU, it->gpus);
+		qty_set(&r, QTY_GPU, it->gpus);
 	if (it->disk_gib > 0)
-		fit_resources_set(&r, FIT_RES_EPHEMERAL, it->disk_gib * 1073741824 / 100 * FIT_DISK_PERCENT);
-	fit_resources_clear(ret);
+		qty_set(&r, QTY_EPHEMERAL, it->disk_gib * 1073741824 / 100 * FIT_DISK_PERCENT);
+	qty_clear(ret);
 	*ret = r;
 }
 
@@ -760,38 +56,38 @@ void fit_tke_allocatable(const struct fit_instance_type *it, struct fit_resource
 
 static const char *label_value(const struct fit_template *t, const char *key)
 {
-	for (size_t i = 0; i < t->n_labels; i++)
-		if (strcmp(t->labels[i].key, key) == 0)
-			return t->labels[i].value;
+	for (size_t i = 0; t->node && i < t->node->n_labels; i++)
+		if (strcmp(t->node->labels[i].key, key) == 0)
+			return t->node->labels[i].value;
 	return NULL;
 }
 
-static bool requirement_holds(const struct fit_template *t, const struct fit_requirement *r)
+static bool requirement_holds(const struct fit_template *t, const struct podreq_requirement *r)
 {
 	const char *v = label_value(t, r->key);
 	int64_t x;
 	switch (r->op) {
-	case FIT_OP_IN:
-	case FIT_OP_NOT_IN: {
+	case PODREQ_OP_IN:
+	case PODREQ_OP_NOT_IN: {
 		bool in = false;
 		for (size_t i = 0; v && !in && i < r->n_values; i++)
 			in = strcmp(v, r->values[i]) == 0;
-		return r->op == FIT_OP_IN ? in : !in;
+		return r->op == PODREQ_OP_IN ? in : !in;
 	}
-	case FIT_OP_EXISTS:
+	case PODREQ_OP_EXISTS:
 		return v != NULL;
-	case FIT_OP_DOES_NOT_EXIST:
+	case PODREQ_OP_DOES_NOT_EXIST:
 		return v == NULL;
-	case FIT_OP_GT:
-	case FIT_OP_LT:
-		return v && parse_int64(v, &x) && (r->op == FIT_OP_GT ? x > r->number : x < r->number);
+	case PODREQ_OP_GT:
+	case PODREQ_OP_LT:
+		return v && qty_parse_int(v, &x) && (r->op == PODREQ_OP_GT ? x > r->number : x < r->number);
 	}
 	return false;
 }
 
 /* A term matches when it has requirements, no matchFields, and every one holds; *what
  * gets why not. */
-static bool term_holds(const struct fit_template *t, const struct fit_term *term, const char **what)
+static bool term_holds(const struct fit_template *t, const struct podreq_term *term, const char **what)
 {
 	if (term->match_fields) {
 		*what = "matchFields";
@@ -809,16 +105,16 @@ static bool term_holds(const struct fit_template *t, const struct fit_term *term
 	return true;
 }
 
-static bool tolerates(const struct fit_toleration *tol, const struct fit_taint *taint)
+static bool tolerates(const struct podreq_toleration *tol, const struct tmpl_taint *taint)
 {
-	if (tol->effect != FIT_EFFECT_ANY && tol->effect != taint->effect)
+	if (!tol->any_effect && tol->effect != taint->effect)
 		return false;
 	if (*tol->key && strcmp(tol->key, taint->key) != 0)
 		return false;
 	return tol->exists || strcmp(tol->value, taint->value) == 0;
 }
 
-enum fit_reason fit_check(const struct fit_template *t, const struct fit_pod *p, struct fit_why *ret_why)
+enum fit_reason fit_check(const struct fit_template *t, const struct podreq *p, struct fit_why *ret_why)
 {
 	struct fit_why w = {.reason = FIT_OK};
 	if (p->unmodelled) {
@@ -845,9 +141,9 @@ enum fit_reason fit_check(const struct fit_template *t, const struct fit_pod *p,
 			goto out;
 		}
 	}
-	for (size_t i = 0; i < t->n_taints; i++) {
-		const struct fit_taint *taint = &t->taints[i];
-		bool ok = taint->effect == FIT_PREFER_NO_SCHEDULE;
+	for (size_t i = 0; t->node && i < t->node->n_taints; i++) {
+		const struct tmpl_taint *taint = &t->node->taints[i];
+		bool ok = taint->effect == TMPL_PREFER_NO_SCHEDULE;
 		for (size_t j = 0; !ok && j < p->n_tolerations; j++)
 			ok = tolerates(&p->tolerations[j], taint);
 		if (!ok) {
@@ -856,8 +152,8 @@ enum fit_reason fit_check(const struct fit_template *t, const struct fit_pod *p,
 		}
 	}
 	for (size_t i = 0; i < p->requests.n; i++) {
-		const struct fit_amount *a = &p->requests.v[i];
-		int64_t have = fit_resources_get(&t->allocatable, a->name);
+		const struct qty_amount *a = &p->requests.v[i];
+		int64_t have = qty_get(&t->allocatable, a->name);
 		if (a->value > have) {
 			w = (struct fit_why){FIT_TOO_BIG, a->name, a->value, have};
 			goto out;
@@ -869,21 +165,21 @@ out:
 	return w.reason;
 }
 
-void fit_daemon_overhead(const struct fit_template *t, const struct fit_pod *const *daemon_pods, size_t n,
-			 struct fit_resources *ret)
+void fit_daemon_overhead(const struct fit_template *t, const struct podreq *const *daemon_pods, size_t n,
+			 struct qty_list *ret)
 {
-	struct fit_resources sum = {0};
+	struct qty_list sum = {0};
 	for (size_t i = 0; i < n; i++) {
 		if (fit_check(t, daemon_pods[i], NULL) != FIT_OK)
 			continue;
 		for (size_t k = 0; k < t->allocatable.n; k++) {
 			const char *name = t->allocatable.v[k].name;
-			int64_t v = fit_resources_get(&daemon_pods[i]->requests, name), have = fit_resources_get(&sum, name);
-			if (v > 0) /* at most t's names: FIT_MAX_RESOURCES */
-				fit_resources_set(&sum, name, v > INT64_MAX - have ? INT64_MAX : have + v);
+			int64_t v = qty_get(&daemon_pods[i]->requests, name), have = qty_get(&sum, name);
+			if (v > 0) /* at most t's names: QTY_MAX_RESOURCES */
+				qty_set(&sum, name, v > INT64_MAX - have ? INT64_MAX : have + v);
 		}
 	}
-	fit_resources_clear(ret);
+	qty_clear(ret);
 	*ret = sum;
 }
 
@@ -907,7 +203,7 @@ void fit_why_format(const struct fit_why *w, char *out, size_t size)
 		[FIT_TAINT] = {"does not tolerate the node's taint ", ""},
 	};
 	const char *what = w->what ? w->what : "";
-	const char *unit = strcmp(what, FIT_RES_CPU) == 0 ? "m" : "";
+	const char *unit = strcmp(what, QTY_CPU) == 0 ? "m" : "";
 	if (w->reason == FIT_TOO_BIG)
 		snprintf(out, size, "needs %lld%s %s, the node has %lld%s", (long long)w->need, unit, what,
 			 (long long)w->have, unit);
@@ -920,7 +216,7 @@ void fit_why_format(const struct fit_why *w, char *out, size_t size)
 /* ---- packing ---- */
 
 struct pack_item {
-	const struct fit_pod *pod;
+	const struct podreq *pod;
 	size_t index;
 	int64_t gpu, cpu, memory;
 };
@@ -952,21 +248,21 @@ static bool take(int64_t *room, const int64_t *need, size_t d)
 	return true;
 }
 
-size_t fit_pack(const struct fit_template *t, const struct fit_pod *const *pods, size_t n_pods,
-		const struct fit_resources *rooms, size_t n_rooms, size_t max_new, struct fit_place *ret_place)
+size_t fit_pack(const struct fit_template *t, const struct podreq *const *pods, size_t n_pods,
+		const struct qty_list *rooms, size_t n_rooms, size_t max_new, struct fit_place *ret_place)
 {
 	/* Only the template's resources count: a pod that fits it requests no other. */
 	const size_t d = t->allocatable.n;
 	struct pack_item *items = xcalloc(n_pods + 1, sizeof(*items));
 	for (size_t i = 0; i < n_pods; i++)
-		items[i] = (struct pack_item){pods[i], i, fit_resources_get(&pods[i]->requests, FIT_RES_GPU),
-					      fit_resources_get(&pods[i]->requests, FIT_RES_CPU),
-					      fit_resources_get(&pods[i]->requests, FIT_RES_MEMORY)};
+		items[i] = (struct pack_item){pods[i], i, qty_get(&pods[i]->requests, QTY_GPU),
+					      qty_get(&pods[i]->requests, QTY_CPU),
+					      qty_get(&pods[i]->requests, QTY_MEMORY)};
 	qsort(items, n_pods, sizeof(*items), pack_cmp);
 	int64_t *free_room = xcalloc(n_rooms * d + 1, sizeof(int64_t));
 	for (size_t r = 0; r < n_rooms; r++)
 		for (size_t k = 0; k < d; k++)
-			free_room[r * d + k] = fit_resources_get(&rooms[r], t->allocatable.v[k].name);
+			free_room[r * d + k] = qty_get(&rooms[r], t->allocatable.v[k].name);
 	int64_t *fresh = NULL, *need = xcalloc(d + 1, sizeof(int64_t));
 	size_t opened = 0;
 	for (size_t i = 0; i < n_pods; i++) {
@@ -976,7 +272,7 @@ size_t fit_pack(const struct fit_template *t, const struct fit_pod *const *pods,
 			continue;
 		}
 		for (size_t k = 0; k < d; k++)
-			need[k] = fit_resources_get(&items[i].pod->requests, t->allocatable.v[k].name);
+			need[k] = qty_get(&items[i].pod->requests, t->allocatable.v[k].name);
 		size_t r = 0;
 		while (r < n_rooms && !take(&free_room[r * d], need, d))
 			r++;
@@ -1008,16 +304,16 @@ size_t fit_pack(const struct fit_template *t, const struct fit_pod *const *pods,
 static int rank_cmp(const struct fit_template *a, const struct fit_template *b)
 {
 	int c;
-	if ((c = -cmp_i64_desc(fit_resources_get(&a->allocatable, FIT_RES_GPU),
-			       fit_resources_get(&b->allocatable, FIT_RES_GPU))) ||
-	    (c = -cmp_i64_desc(fit_resources_get(&a->allocatable, FIT_RES_CPU),
-			       fit_resources_get(&b->allocatable, FIT_RES_CPU))) ||
+	if ((c = -cmp_i64_desc(qty_get(&a->allocatable, QTY_GPU),
+			       qty_get(&b->allocatable, QTY_GPU))) ||
+	    (c = -cmp_i64_desc(qty_get(&a->allocatable, QTY_CPU),
+			       qty_get(&b->allocatable, QTY_CPU))) ||
 	    (c = strcmp(a->namespace, b->namespace)))
 		return c;
 	return strcmp(a->name, b->name);
 }
 
-int fit_choose_pool(const struct fit_pod *p, const struct fit_template *const *pools, size_t n,
+int fit_choose_pool(const struct podreq *p, const struct fit_template *const *pools, size_t n,
 		    struct fit_why *ret_why)
 {
 	int best = -1;

@@ -54,6 +54,16 @@ const char *tmpl_effect_name(enum tmpl_effect e)
 	return effect_names[e];
 }
 
+int tmpl_effect_parse(const char *s, enum tmpl_effect *ret)
+{
+	for (size_t k = 0; k < sizeof(effect_names) / sizeof(effect_names[0]); k++)
+		if (strcmp(s, effect_names[k]) == 0) {
+			*ret = (enum tmpl_effect)k;
+			return 0;
+		}
+	return SP_EINVAL;
+}
+
 #define KEY_RULE "an optional DNS subdomain prefix of at most 253 characters and '/', then 1-63 " \
 	"letters, digits, '-', '_' or '.', beginning and ending with a letter or digit"
 #define VALUE_RULE "at most 63 letters, digits, '-', '_' or '.', beginning and ending with a letter or digit"
@@ -137,13 +147,10 @@ static int parse_taint(const cJSON *taint, size_t i, struct tmpl_taint *ret, str
 	const cJSON *e = cJSON_GetObjectItemCaseSensitive(taint, "effect");
 	if (!e || cJSON_IsNull(e))
 		return sp_fail(err, SP_EINVAL, "%s.effect: required field is missing", path);
-	for (size_t k = 0; cJSON_IsString(e) && k < sizeof(effect_names) / sizeof(effect_names[0]); k++)
-		if (strcmp(e->valuestring, effect_names[k]) == 0) {
-			ret->effect = (enum tmpl_effect)k;
-			return 0;
-		}
 	if (!cJSON_IsString(e))
 		return sp_fail(err, SP_EINVAL, "%s.effect: must be a string, got %s", path, pool_json_type(e));
+	if (tmpl_effect_parse(e->valuestring, &ret->effect) == 0)
+		return 0;
 	return sp_fail(err, SP_EINVAL, "%s.effect: must be NoSchedule, PreferNoSchedule or NoExecute, got \"%.32s\"",
 		       path, e->valuestring);
 }

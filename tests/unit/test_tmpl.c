@@ -65,6 +65,15 @@ static void test_effect_names(void **state)
 	assert_string_equal(tmpl_effect_name(TMPL_NO_SCHEDULE), "NoSchedule");
 	assert_string_equal(tmpl_effect_name(TMPL_PREFER_NO_SCHEDULE), "PreferNoSchedule");
 	assert_string_equal(tmpl_effect_name(TMPL_NO_EXECUTE), "NoExecute");
+	for (enum tmpl_effect e = TMPL_NO_SCHEDULE; e <= TMPL_NO_EXECUTE; e++) {
+		enum tmpl_effect back = (enum tmpl_effect)-1;
+		assert_int_equal(tmpl_effect_parse(tmpl_effect_name(e), &back), 0);
+		assert_int_equal(back, e);
+	}
+	enum tmpl_effect untouched = TMPL_NO_EXECUTE;
+	assert_int_equal(tmpl_effect_parse("noschedule", &untouched), SP_EINVAL); /* exact, as the apiserver */
+	assert_int_equal(tmpl_effect_parse("", &untouched), SP_EINVAL);
+	assert_int_equal(untouched, TMPL_NO_EXECUTE);
 	struct tmpl_node empty = {0};
 	char *labels = tmpl_kubelet_labels(&empty), *taints = tmpl_kubelet_taints(&empty);
 	assert_string_equal(labels, "");

@@ -20,6 +20,7 @@
 #include <unistd.h>
 
 #include <cmocka.h>
+#include <cjson/cJSON.h>
 
 #include "http.h"
 #include "log.h"
@@ -30,6 +31,20 @@
 		if (!strstr((haystack), (needle)))                                           \
 			fail_msg("\"%s\" does not contain \"%s\"", (haystack), (needle));    \
 	} while (0)
+
+/* JSON written with ' for ", so that tables of objects read; bad JSON fails the test. */
+static inline cJSON *test_json(const char *text)
+{
+	char *s = xstrdup(text);
+	for (char *c = s; *c; c++)
+		if (*c == '\'')
+			*c = '"';
+	cJSON *obj = cJSON_Parse(s);
+	if (!obj)
+		fail_msg("bad JSON in the test: %s", s);
+	free(s);
+	return obj;
+}
 
 /* A listening TCP socket on 127.0.0.1 at a free port (stored in ret_port), for fake
  * servers. */
