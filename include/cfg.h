@@ -24,6 +24,7 @@ struct cfg {
 	int sold_out_seconds;      /* how long a sold-out offering is skipped before a probe */
 	char *cluster_name;        /* "" = the kube-system namespace's UID, read at start-up */
 	char *cvm_endpoint;        /* "" = https://cvm.<region>.tencentcloudapi.com/ */
+	char *sts_endpoint;        /* "" = https://sts.tencentcloudapi.com/ */
 	char *credentials_file;    /* "" = $CREDENTIALS_DIRECTORY/tencentcloud or environment */
 	enum log_format log_format;
 	enum log_level log_level;

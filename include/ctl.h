@@ -35,6 +35,7 @@ struct ctl_options {
 	int resync_seconds;
 	int workers;
 	const char *cvm_endpoint;     /* NULL: the real cloud */
+	const char *sts_endpoint;     /* NULL: the real STS (the account behind credentials) */
 	/* The CVM API pacing: the controller owns one limiter (rate.h) that every cloud
 	 * client it makes (workers, inventory pollers) shares. */
 	struct rate_config rate;

@@ -1,6 +1,8 @@
 /* cvm: Tencent Cloud CVM API client (DescribeInstances, DescribeInstancesStatus,
- * RunInstances, TerminateInstances, DescribeInstanceTypeConfigs) over http, signed with tc3. Request building, response
- * parsing and error classification are pure and unit-tested on their own. */
+ * RunInstances, TerminateInstances, DescribeInstanceTypeConfigs) over http, signed with tc3,
+ * and the one STS call it needs (GetCallerIdentity: which account credentials belong
+ * to). Request building, response parsing and error classification are pure and
+ * unit-tested on their own. */
 #ifndef SPOTPOOL_CVM_H
 #define SPOTPOOL_CVM_H
 
@@ -17,6 +19,14 @@
 #define CVM_RESPONSE_MAX (8 * 1024 * 1024)
 #define CVM_DESCRIBE_MAX_INSTANCES 100000
 #define CVM_DESCRIBE_IDS_BATCH 100
+#define CVM_STS_API_VERSION "2018-08-13"
+/* A GetCallerIdentity reply is a few hundred bytes: more is not one. */
+#define CVM_STS_RESPONSE_MAX (16 * 1024)
+/* An STS call is asked once, briefly: its cache retries it later (reconcile), and a pass
+ * does not wait on an STS outage. */
+#define CVM_STS_TIMEOUT_MS 5000
+/* The longest AccountId (a Uin: digits) taken from STS. */
+#define CVM_ACCOUNT_ID_MAX 64
 
 struct cvm_credentials {
 	const char *secret_id;
@@ -30,6 +40,7 @@ typedef void (*cvm_observe_fn)(void *userdata, const char *action, const char *c
 
 struct cvm_config {
 	const char *endpoint;     /* NULL: https://cvm.<region>.tencentcloudapi.com/ */
+	const char *sts_endpoint; /* NULL: https://sts.tencentcloudapi.com/ */
 	const char *user_agent;
 	long timeout_ms;          /* per request; 0 = 15 s */
 	int max_attempts;         /* throttled/transient retries with backoff; 0 = 3 */
@@ -153,6 +164,12 @@ struct cvm_instance_type {
  * zone; the figures first answered are kept). The caller frees *ret_types. */
 int cvm_describe_instance_types(struct cvm_client *c, const struct cvm_credentials *cred, const char *region,
 				struct cvm_instance_type **ret_types, size_t *ret_n, struct sp_error *err);
+/* The account credentials belong to, as STS GetCallerIdentity names it (its AccountId,
+ * the root account's Uin: the same for every key of the account, temporary ones
+ * included). One attempt of at most CVM_STS_TIMEOUT_MS, a reply of at most
+ * CVM_STS_RESPONSE_MAX bytes; errors as cvm_call_until's. */
+int cvm_caller_identity(struct cvm_client *c, const struct cvm_credentials *cred, const char *region,
+			const _Atomic int64_t *until, char ret_account[CVM_ACCOUNT_ID_MAX + 1], struct sp_error *err);
 
 /* The CVM API as a port: what reconcile calls. cvm_client_api binds a cvm_client
  * (borrowed: it must outlive the port); unit tests bind canned replies. Each function
@@ -168,6 +185,10 @@ struct cvm_api {
 	int (*find_launched)(void *ctx, const struct cvm_credentials *cred, const char *region,
 			     const char *zone, const char *client_token, const _Atomic int64_t *until,
 			     struct pool_instance **ret_instances, size_t *ret_n, struct sp_error *err);
+	/* NULL: the account cannot be learned (the instance check decides alone). */
+	int (*caller_identity)(void *ctx, const struct cvm_credentials *cred, const char *region,
+			       const _Atomic int64_t *until, char ret_account[CVM_ACCOUNT_ID_MAX + 1],
+			       struct sp_error *err);
 	void *ctx;
 };
 struct cvm_api cvm_client_api(struct cvm_client *c);
@@ -195,6 +216,10 @@ int cvm_parse_instances(const cJSON *response, struct pool_instance **ret_instan
  * [0, CVM_DESCRIBE_MAX_INSTANCES]. */
 int cvm_parse_status(const cJSON *response, struct pool_instance_status **ret_status, size_t *ret_n,
 		     size_t *ret_total, struct sp_error *err);
+/* A GetCallerIdentity Response's AccountId: 1 to CVM_ACCOUNT_ID_MAX of 0-9 A-Z a-z _ - .
+ * (a Uin is digits); anything else, or none, is SP_EPROTO naming the field. */
+int cvm_parse_caller_identity(const cJSON *response, char ret_account[CVM_ACCOUNT_ID_MAX + 1],
+			      struct sp_error *err);
 
 /* A DescribeInstanceTypeConfigs answer: InstanceTypeConfigSet (null: none) of at most
  * CVM_INSTANCE_TYPES_MAX entries, each with an InstanceType and integer CPU, Memory and

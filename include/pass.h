@@ -71,14 +71,24 @@ enum pass_why {
 	PASS_WHY_NOTICE,      /* terminate: doomed (a reclaim notice), drained and replaced */
 };
 
-/* A non-secret fingerprint of the account a SecretId belongs to (the first 16 hex digits
- * of its SHA-256, never the SecretId itself), recorded as status.accountFingerprint. */
-#define PASS_ACCOUNT_FP_LEN 16
+/* status.accountFingerprint, the account the recorded instances were launched in, in
+ * one of two non-secret forms (never a SecretId nor an AccountId):
+ *  - the account's: PASS_ACCOUNT_FP_PREFIX and the first 16 hex digits of the SHA-256 of
+ *    "account:" + the AccountId STS GetCallerIdentity answers for the credentials; the
+ *    same for every key of the account, so a rotated key is known for the same account
+ *    whatever the cloud still shows (pass_account_fingerprint);
+ *  - the key's: the first 16 hex digits of the SHA-256 of the SecretId, recorded while
+ *    the account is not learned yet (STS not answering) and by versions before STS was
+ *    asked (pass_key_fingerprint). */
+#define PASS_ACCOUNT_FP_PREFIX "acct-"
+#define PASS_KEY_FP_LEN 16
+#define PASS_ACCOUNT_FP_LEN (sizeof(PASS_ACCOUNT_FP_PREFIX) - 1 + 16)
 /* What the credentials in use say of the account the recorded instances were launched in
- * (D3): the same (or nothing recorded to check), a new fingerprint to record (none was
- * recorded, nothing is recorded, or a recorded instance shows to the new credentials: a
- * rotated key of the same account), or another account (none of the recorded instances
- * shows: a NotFound there is no proof they are gone). */
+ * (D3): the same (the recorded fingerprint is theirs, in either form, or no credentials
+ * to check), a new fingerprint to record (none was recorded, nothing is recorded, or a
+ * recorded instance shows to the new credentials: a rotated key of the same account), or
+ * another account (none of the recorded instances shows: a NotFound there is no proof
+ * they are gone). */
 enum pass_account { PASS_ACCOUNT_SAME, PASS_ACCOUNT_ADOPT, PASS_ACCOUNT_CHANGED };
 
 /* Which credentials a pool uses: its Secret, else inline keys, else the controller's. */
@@ -222,8 +232,10 @@ struct pass_input {
 	 * cleanup and deadlines go on: a notice can only doom more or bring a deadline
 	 * earlier. */
 	bool notices_pending;
-	/* The fingerprint of the credentials in use (pass_account_fingerprint), NULL: none
-	 * resolved; checked against old_status.accountFingerprint (pass_account_check). */
+	/* The credentials in use: their key's fingerprint (pass_key_fingerprint), NULL: none
+	 * resolved; their account's (pass_account_fingerprint), NULL: not learned (yet).
+	 * Checked against old_status.accountFingerprint (pass_account_check). */
+	const char *account_key;
 	const char *account;
 };
 
@@ -231,12 +243,20 @@ struct pass_input {
  * the controller's default; NONE when there is none. */
 enum pass_creds pass_credentials_source(const struct pool_spec *spec, bool have_default);
 
-void pass_account_fingerprint(const char *secret_id, char out[PASS_ACCOUNT_FP_LEN + 1]);
-/* recorded: status.accountFingerprint (NULL: none); current: the credentials' (NULL:
- * none, SAME); what the account holds is the recorded instances (seen) and the ledger's
- * launch (its IDs, or its ClientToken while its outcome is unknown), proven still in the
- * account when plan.instances (owned, observed with the current credentials) has one. */
-enum pass_account pass_account_check(const char *recorded, const char *current, const struct plan_input *plan);
+void pass_key_fingerprint(const char *secret_id, char out[PASS_KEY_FP_LEN + 1]);
+void pass_account_fingerprint(const char *account_id, char out[PASS_ACCOUNT_FP_LEN + 1]);
+/* recorded: status.accountFingerprint (NULL: none); key and account: the credentials'
+ * fingerprints (key NULL: none resolved, SAME; account NULL: not learned). A recorded
+ * fingerprint equal to either is theirs. Otherwise the cloud decides: what the account
+ * holds is the recorded instances (seen) and the ledger's launch (its IDs, or its
+ * ClientToken while its outcome is unknown), proven still in the account when
+ * plan.instances (owned, observed with the current credentials) has one; nothing held,
+ * nothing to lose. ret_record: the fingerprint to record (borrowed from key or account),
+ * NULL to keep the recorded one: the account's when learned (a key's is rewritten to it,
+ * the way a status of an older version moves over), else the key's, but an account's
+ * recorded stays while the account is not learned. */
+enum pass_account pass_account_check(const char *recorded, const char *key, const char *account,
+				     const struct plan_input *plan, const char **ret_record);
 
 /* The actions left to take, given what the pass knows (in) and what earlier actions of
  * this pass answered (done). Empty when the pass is over. */

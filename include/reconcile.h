@@ -5,6 +5,7 @@
 #ifndef SPOTPOOL_RECONCILE_H
 #define SPOTPOOL_RECONCILE_H
 
+#include "acct.h"
 #include "answers.h"
 #include "creds.h"
 #include "cvm.h"
@@ -79,6 +80,7 @@ struct reconciler {
 	struct sp_clock clock;
 	struct answers *answers;           /* launch answers, shared by the workers */
 	struct soldout *soldout;           /* sold-out memory, shared by the workers */
+	struct acct *accounts;             /* SecretIds' accounts, shared; NULL: not learned */
 	/* Mutations are allowed until this monotonic time (ms): INT64_MAX without leader
 	 * election, else the current lease's renew deadline; 0 for a standby. */
 	const _Atomic int64_t *active_until_ms;

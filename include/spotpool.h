@@ -30,7 +30,7 @@
  *   evict_ (a drain's apiserver calls: taint, cordon, list and evict pods),
  *   soldout_ (sold-out memory, one per controller),
  *   status_ (a pool's .status), reconcile_ (one pass over one pool),
- *   answers_ (launch answers kept in memory),
+ *   answers_ (launch answers kept in memory), acct_ (the account behind each SecretId),
  *   inv_ (shared per-account instance inventory), snap_ (its compact instance
  *   snapshots), creds_ (credentials),
  *   kube_ (Kubernetes API client), informer_ (list+watch cache of pools),

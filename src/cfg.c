@@ -55,6 +55,9 @@ static const struct cfg_key keys[] = {
 	{{"cvmEndpoint", "SPOTPOOL_CVM_ENDPOINT", "endpoint", "URL",
 	  "CVM API endpoint (http:// or https://); \"\" = https://cvm.<region>.tencentcloudapi.com/"},
 	 CFG_STR, F(cvm_endpoint), 0, 0},
+	{{"stsEndpoint", "SPOTPOOL_STS_ENDPOINT", "sts-endpoint", "URL",
+	  "STS API endpoint, asked which account credentials belong to; \"\" = https://sts.tencentcloudapi.com/"},
+	 CFG_STR, F(sts_endpoint), 0, 0},
 	{{"credentialsFile", "SPOTPOOL_CREDENTIALS_FILE", "credentials-file", "FILE",
 	  "default Tencent Cloud credentials (secretId, secretKey, token) for pools naming no Secret"},
 	 CFG_STR, F(credentials_file), 0, 0},
@@ -124,7 +127,7 @@ void cfg_defaults(struct cfg *c)
 		.kubeconfig = xstrdup(""), .resync_seconds = 30, .workers = 2,
 		.launch_grace_seconds = PLAN_LAUNCH_GRACE_DEFAULT_SECONDS,
 		.sold_out_seconds = SOLDOUT_TTL_DEFAULT_MS / 1000, .cluster_name = xstrdup(""),
-		.cvm_endpoint = xstrdup(""),
+		.cvm_endpoint = xstrdup(""), .sts_endpoint = xstrdup(""),
 		.credentials_file = xstrdup(""), .log_format = LOG_FMT_AUTO, .log_level = LOG_LVL_INFO,
 		.listen_address = xstrdup("127.0.0.1:9464"), .lease_name = xstrdup("spotpool"),
 		.lease_namespace = xstrdup(""), .notices_namespace = xstrdup(""), .lease_duration_seconds = 15,
@@ -173,10 +176,10 @@ static int check_string(const struct cfg_key *k, const char *value, const char *
 		if (httpd_listen_address_check(value, &e) < 0)
 			return sp_fail(err, SP_EINVAL, "%s: listenAddress: %s", source, e.msg);
 	}
-	if (strcmp(key, "cvmEndpoint") == 0 && strncmp(value, "http://", 7) != 0 &&
+	if ((strcmp(key, "cvmEndpoint") == 0 || strcmp(key, "stsEndpoint") == 0) && strncmp(value, "http://", 7) != 0 &&
 	    strncmp(value, "https://", 8) != 0)
-		return sp_fail(err, SP_EINVAL, "%s: cvmEndpoint: must be an http:// or https:// URL, got \"%.80s\"",
-			       source, value);
+		return sp_fail(err, SP_EINVAL, "%s: %s: must be an http:// or https:// URL, got \"%.80s\"",
+			       source, key, value);
 	if ((strcmp(key, "leaderElection.leaseNamespace") == 0 || strcmp(key, "noticesNamespace") == 0) &&
 	    !pool_dns_label_valid(value))
 		return sp_fail(err, SP_EINVAL, "%s: %s: must be a namespace name (a DNS-1123 label: 1 to 63 of "

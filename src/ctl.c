@@ -57,6 +57,7 @@ struct ctl {
 	struct answers *answers;
 	struct rate *rate;  /* shared by every cvm client: the limits are per account */
 	struct soldout *soldout;
+	struct acct *accounts;
 	struct worker *workers;
 	atomic_int running_workers;
 	_Atomic int64_t active_until_ms;
@@ -235,6 +236,7 @@ struct ctl *ctl_new(const struct ctl_options *opt)
 	c->soldout = soldout_new(opt->sold_out_ttl_ms);
 	if (c->hooks.soldout)
 		c->hooks.soldout(c->hooks.userdata, c->soldout);
+	c->accounts = acct_new(ACCT_MAX);
 	atomic_store(&c->active_until_ms, INT64_MAX);
 	struct informer_config icfg = {.api_new = informer_api_new, .api_free = informer_api_free,
 				       .clock = c->clock, .namespaces = &c->opt.namespaces,
@@ -307,7 +309,8 @@ int ctl_start(struct ctl *c, struct sp_error *err)
 	c->opt.workers = workers;
 	c->workers = xcalloc((size_t)workers, sizeof(*c->workers));
 	char *ua = xasprintf("spotpool/%s (%s)", SPOTPOOL_VERSION, c->opt.identity ? c->opt.identity : "controller");
-	struct cvm_config cvm_cfg = {.endpoint = c->opt.cvm_endpoint, .observe = c->hooks.cvm_observe,
+	struct cvm_config cvm_cfg = {.endpoint = c->opt.cvm_endpoint, .sts_endpoint = c->opt.sts_endpoint,
+				     .observe = c->hooks.cvm_observe,
 				     .observe_userdata = c->hooks.userdata, .user_agent = ua, .rate = c->rate};
 	struct inv_config inv_cfg = {.cvm = cvm_cfg, .changed = on_instances_changed, .userdata = c,
 				     .retire_after_ms = ctl_poller_retire_ms(c->opt.resync_seconds),
@@ -329,6 +332,7 @@ int ctl_start(struct ctl *c, struct sp_error *err)
 		w->rc = (struct reconciler){.opt = &c->ropt, .kube = kube_client_api(w->kube),
 					    .cvm = cvm_client_api(w->cvm), .inv = inv_reader_bind(&w->inv),
 					    .clock = *c->clock, .answers = c->answers, .soldout = c->soldout,
+					    .accounts = c->accounts,
 					    .active_until_ms = &c->active_until_ms};
 		if (c->nodes)
 			w->rc.nodes = (struct node_reader){.find = find_nodes, .get = get_node, .ctx = c->nodes};
@@ -386,6 +390,7 @@ void ctl_free(struct ctl *c)
 	if (c->hooks.soldout)
 		c->hooks.soldout(c->hooks.userdata, NULL);
 	soldout_free(c->soldout);
+	acct_free(c->accounts);
 	free(c);
 }
 

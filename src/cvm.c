@@ -11,6 +11,7 @@
 
 struct cvm_client {
 	char *endpoint;
+	char *sts_endpoint;
 	long timeout_ms;
 	int max_attempts;
 	const struct http_tls *tls;
@@ -24,6 +25,7 @@ struct cvm_client *cvm_client_new(const struct cvm_config *cfg)
 {
 	struct cvm_client *c = xcalloc(1, sizeof(*c));
 	c->endpoint = cfg->endpoint && *cfg->endpoint ? xstrdup(cfg->endpoint) : NULL;
+	c->sts_endpoint = cfg->sts_endpoint && *cfg->sts_endpoint ? xstrdup(cfg->sts_endpoint) : NULL;
 	c->timeout_ms = cfg->timeout_ms ? cfg->timeout_ms : 15000;
 	c->max_attempts = cfg->max_attempts ? cfg->max_attempts : 3;
 	c->tls = cfg->tls;
@@ -40,6 +42,7 @@ void cvm_client_free(struct cvm_client *c)
 		return;
 	http_client_free(c->http);
 	free(c->endpoint);
+	free(c->sts_endpoint);
 	free(c);
 }
 
@@ -243,14 +246,31 @@ static bool backoff_wait(int attempt, const _Atomic int64_t *until)
 	return !http_aborting();
 }
 
+/* What differs between the services a client calls: CVM, regional, and STS's one call. */
+struct service {
+	const char *name;        /* the TC3 scope's service and the default host's first label */
+	const char *version;     /* X-TC-Version */
+	const char *endpoint;    /* NULL: https://<name>[.<region>].tencentcloudapi.com/ */
+	bool regional;
+	size_t max_response;
+	long timeout_ms;         /* 0: the client's */
+	int max_attempts;        /* 0: the client's */
+};
+
+static struct service cvm_service(const struct cvm_client *c)
+{
+	return (struct service){.name = "cvm", .version = CVM_API_VERSION, .endpoint = c->endpoint,
+				.regional = true, .max_response = CVM_RESPONSE_MAX};
+}
+
 /* One HTTP exchange; fills ret_response on a well-formed non-error reply. */
-static int call_once(struct cvm_client *c, const struct cvm_credentials *cred, const char *url,
-		     const char *host, const char *region, const char *action, const char *body,
+static int call_once(struct cvm_client *c, const struct service *svc, const struct cvm_credentials *cred,
+		     const char *url, const char *host, const char *region, const char *action, const char *body,
 		     long timeout_ms, cJSON **ret_response, struct sp_error *err)
 {
 	int64_t start = sp_mono_ms();
 	struct tc3_input in = {
-		.secret_id = cred->secret_id, .secret_key = cred->secret_key, .service = "cvm",
+		.secret_id = cred->secret_id, .secret_key = cred->secret_key, .service = svc->name,
 		.timestamp = sp_now(), .body = body, .body_len = strlen(body),
 		.headers = {{"content-type", CVM_CONTENT_TYPE}, {"host", host}}, .n_headers = 2,
 	};
@@ -265,19 +285,19 @@ static int call_once(struct cvm_client *c, const struct cvm_credentials *cred, c
 	char *h_ts = xasprintf("X-TC-Timestamp: %lld", (long long)in.timestamp);
 	char *h_region = xasprintf("X-TC-Region: %s", region);
 	char *h_auth = xasprintf("Authorization: %s", sig.authorization);
+	char *h_version = xasprintf("X-TC-Version: %s", svc->version);
 	char *h_token = cred->token && *cred->token ? xasprintf("X-TC-Token: %s", cred->token) : NULL;
 	explicit_bzero(&sig, sizeof(sig));
-	const char *headers[] = {h_ct, h_host, h_action, "X-TC-Version: " CVM_API_VERSION, h_ts,
-				 h_region, h_auth, h_token};
+	const char *headers[] = {h_ct, h_host, h_action, h_version, h_ts, h_region, h_auth, h_token};
 	struct http_request req = {
 		.method = "POST", .url = url, .headers = headers,
 		.n_headers = h_token ? 8 : 7, .body = body, .body_len = strlen(body),
-		.timeout_ms = timeout_ms, .max_response = CVM_RESPONSE_MAX, .tls = c->tls,
+		.timeout_ms = timeout_ms, .max_response = svc->max_response, .tls = c->tls,
 		.refuse_after_abort = true,
 	};
 	struct http_response resp;
 	r = http_do(c->http, &req, &resp, err);
-	free(h_host), free(h_action), free(h_ts), free(h_region), free(h_auth);
+	free(h_host), free(h_action), free(h_version), free(h_ts), free(h_region), free(h_auth);
 	sp_secure_free(h_token);
 	if (r < 0) {
 		observe(c, action, "NetworkError", start);
@@ -331,22 +351,36 @@ int cvm_call(struct cvm_client *c, const struct cvm_credentials *cred, const cha
 	return cvm_call_until(c, cred, region, action, params, 0, ret_response, err);
 }
 
+static int service_call(struct cvm_client *c, const struct service *svc, const struct cvm_credentials *cred,
+			const char *region, const char *action, const cJSON *params,
+			const _Atomic int64_t *until, cJSON **ret_response, struct sp_error *err);
+
 int cvm_call_until(struct cvm_client *c, const struct cvm_credentials *cred, const char *region,
 		   const char *action, const cJSON *params, const _Atomic int64_t *until,
 		   cJSON **ret_response, struct sp_error *err)
 {
+	struct service svc = cvm_service(c);
+	return service_call(c, &svc, cred, region, action, params, until, ret_response, err);
+}
+
+static int service_call(struct cvm_client *c, const struct service *svc, const struct cvm_credentials *cred,
+			const char *region, const char *action, const cJSON *params,
+			const _Atomic int64_t *until, cJSON **ret_response, struct sp_error *err)
+{
 	char *url, *host = NULL;
 	int r;
-	if (c->endpoint) {
-		url = xstrdup(c->endpoint);
+	if (svc->endpoint) {
+		url = xstrdup(svc->endpoint);
 		if ((r = http_url_host(url, &host, err)) < 0) {
 			free(url);
 			return r;
 		}
 	} else {
-		host = xasprintf("cvm.%s.tencentcloudapi.com", region);
+		host = svc->regional ? xasprintf("%s.%s.tencentcloudapi.com", svc->name, region)
+				     : xasprintf("%s.tencentcloudapi.com", svc->name);
 		url = xasprintf("https://%s/", host);
 	}
+	int max_attempts = svc->max_attempts ? svc->max_attempts : c->max_attempts;
 	char *body = cJSON_PrintUnformatted(params);
 	/* With a ClientToken a repeat is idempotent, and a refusal answers only the repeat. */
 	bool has_token = cJSON_GetObjectItemCaseSensitive(params, "ClientToken") != NULL;
@@ -377,10 +411,10 @@ int cvm_call_until(struct cvm_client *c, const struct cvm_credentials *cred, con
 		}
 		if (grant.waited >= 1)
 			log_debug("%s: waited %.1f s for the rate limit", action, grant.waited);
-		long timeout_ms = c->timeout_ms;
+		long timeout_ms = svc->timeout_ms && svc->timeout_ms < c->timeout_ms ? svc->timeout_ms : c->timeout_ms;
 		if (left < timeout_ms)
 			timeout_ms = (long)left;
-		r = call_once(c, cred, url, host, region, action, body, timeout_ms, ret_response, &local);
+		r = call_once(c, svc, cred, url, host, region, action, body, timeout_ms, ret_response, &local);
 		if (r == SP_ETHROTTLED && strncmp(local.reason, "RequestLimitExceeded", 20) == 0)
 			rate_throttled(c->rate, cred->secret_id, region, action);
 		if (r == 0 || !(r == SP_ETHROTTLED || r == SP_ETRANSIENT || r == SP_EPROTO))
@@ -388,7 +422,7 @@ int cvm_call_until(struct cvm_client *c, const struct cvm_credentials *cred, con
 		/* Throttling means "not done"; anything else may have been done. */
 		if (r != SP_ETHROTTLED && !*uncertain)
 			snprintf(uncertain, sizeof(uncertain), "%s", local.msg);
-		if (attempt + 1 >= c->max_attempts || http_aborting())
+		if (attempt + 1 >= max_attempts || http_aborting())
 			break;
 		log_debug("%s: attempt %d failed (%s), retrying", action, attempt + 1, local.msg);
 		if (!backoff_wait(attempt, until)) {
@@ -405,7 +439,7 @@ int cvm_call_until(struct cvm_client *c, const struct cvm_credentials *cred, con
 		snprintf(local.reason, sizeof(local.reason), "%s", refusal.reason);
 	}
 	/* One line per call, success included: `dry-run -v` and logLevel debug show every call. */
-	log_debug("cvm %s region %s: %s in %lld ms (%d attempt%s)", action, region,
+	log_debug("%s %s region %s: %s in %lld ms (%d attempt%s)", svc->name, action, region,
 		  r == 0 ? "Success" : *local.reason ? local.reason : sp_strerror(r),
 		  (long long)(sp_mono_ms() - started_ms), attempts, attempts == 1 ? "" : "s");
 	if (r < 0 && err)
@@ -1139,6 +1173,46 @@ int cvm_describe_instance_types(struct cvm_client *c, const struct cvm_credentia
 	return r;
 }
 
+int cvm_parse_caller_identity(const cJSON *response, char ret_account[CVM_ACCOUNT_ID_MAX + 1],
+			      struct sp_error *err)
+{
+	const cJSON *id = cJSON_GetObjectItemCaseSensitive(response, "AccountId");
+	if (!cJSON_IsString(id))
+		return sp_fail(err, SP_EPROTO, "GetCallerIdentity: AccountId: %s", id ? "not a string" : "missing");
+	size_t n = strlen(id->valuestring);
+	if (n == 0 || n > CVM_ACCOUNT_ID_MAX)
+		return sp_fail(err, SP_EPROTO, "GetCallerIdentity: AccountId: %zu characters, want 1 to %d", n,
+			       CVM_ACCOUNT_ID_MAX);
+	if (strspn(id->valuestring, "0123456789ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz_-.") != n)
+		return sp_fail(err, SP_EPROTO, "GetCallerIdentity: AccountId: not an account ID (0-9 A-Z a-z _ - .)");
+	snprintf(ret_account, CVM_ACCOUNT_ID_MAX + 1, "%s", id->valuestring);
+	return 0;
+}
+
+int cvm_caller_identity(struct cvm_client *c, const struct cvm_credentials *cred, const char *region,
+			const _Atomic int64_t *until, char ret_account[CVM_ACCOUNT_ID_MAX + 1], struct sp_error *err)
+{
+	/* STS is one global endpoint (its regional ones answer the same); X-TC-Region is
+	 * still sent, as the SDK does. */
+	struct service sts = {.name = "sts", .version = CVM_STS_API_VERSION, .endpoint = c->sts_endpoint,
+			      .max_response = CVM_STS_RESPONSE_MAX, .timeout_ms = CVM_STS_TIMEOUT_MS,
+			      .max_attempts = 1};
+	cJSON *req = cJSON_CreateObject(), *resp = NULL;
+	int r = service_call(c, &sts, cred, region, "GetCallerIdentity", req, until, &resp, err);
+	cJSON_Delete(req);
+	if (r == 0)
+		r = cvm_parse_caller_identity(resp, ret_account, err);
+	cJSON_Delete(resp);
+	return r;
+}
+
+static int api_caller_identity(void *ctx, const struct cvm_credentials *cred, const char *region,
+			       const _Atomic int64_t *until, char ret_account[CVM_ACCOUNT_ID_MAX + 1],
+			       struct sp_error *err)
+{
+	return cvm_caller_identity(ctx, cred, region, until, ret_account, err);
+}
+
 static int api_describe_ids(void *ctx, const struct cvm_credentials *cred, const char *region,
 			    const struct strv *ids, const _Atomic int64_t *until,
 			    struct pool_instance **ret_instances, size_t *ret_n, struct sp_error *err)
@@ -1169,5 +1243,6 @@ struct cvm_api cvm_client_api(struct cvm_client *c)
 {
 	return (struct cvm_api){.describe_ids = api_describe_ids, .run_instances = api_run_instances,
 				.terminate_instances = api_terminate_instances,
-				.find_launched = api_find_launched, .ctx = c};
+				.find_launched = api_find_launched, .caller_identity = api_caller_identity,
+				.ctx = c};
 }

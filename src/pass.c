@@ -32,6 +32,7 @@ struct walk {
 	const struct pass_done *d;
 	struct pass_actions *out;
 	const struct plan *plan;         /* NULL: no plan (invalid spec, cloud not read) */
+	const char *account_record;      /* the accountFingerprint to write, NULL: it stands */
 	const char *degraded_reason;     /* the failure this pass ends with, NULL: none */
 	char degraded_message[SP_ERROR_MAX];
 	const char *posted;              /* the failure episode this pass posts an event for */
@@ -73,21 +74,32 @@ enum pass_creds pass_credentials_source(const struct pool_spec *spec, bool have_
 	return have_default ? PASS_CREDS_DEFAULT : PASS_CREDS_NONE;
 }
 
-void pass_account_fingerprint(const char *secret_id, char out[PASS_ACCOUNT_FP_LEN + 1])
+/* prefix and the first 16 hex digits of the SHA-256 of text. */
+static void fingerprint(const char *prefix, const char *text, char *out, size_t size)
 {
 	unsigned char md[SHA256_DIGEST_LENGTH];
-	SHA256((const unsigned char *)secret_id, strlen(secret_id), md);
+	SHA256((const unsigned char *)text, strlen(text), md);
 	char hex[2 * SHA256_DIGEST_LENGTH + 1];
 	sp_hex(md, sizeof(md), hex);
-	snprintf(out, PASS_ACCOUNT_FP_LEN + 1, "%s", hex);
+	snprintf(out, size, "%s%.16s", prefix, hex);
 }
 
-enum pass_account pass_account_check(const char *recorded, const char *current, const struct plan_input *plan)
+void pass_key_fingerprint(const char *secret_id, char out[PASS_KEY_FP_LEN + 1])
 {
-	if (!current || (recorded && strcmp(recorded, current) == 0))
-		return PASS_ACCOUNT_SAME;
-	if (!recorded || !*recorded)
-		return PASS_ACCOUNT_ADOPT;
+	fingerprint("", secret_id, out, PASS_KEY_FP_LEN + 1);
+}
+
+void pass_account_fingerprint(const char *account_id, char out[PASS_ACCOUNT_FP_LEN + 1])
+{
+	char *text = xasprintf("account:%s", account_id);
+	fingerprint(PASS_ACCOUNT_FP_PREFIX, text, out, PASS_ACCOUNT_FP_LEN + 1);
+	free(text);
+}
+
+/* Whether what the credentials in use see proves the recorded instances' account theirs
+ * (ADOPT), or something recorded is left that their absence cannot prove gone (CHANGED). */
+static enum pass_account account_seen(const struct plan_input *plan)
+{
 	const struct plan_launch *l = plan->ledger;
 	for (size_t i = 0; i < plan->n_instances; i++) {
 		const struct pool_instance *p = &plan->instances[i];
@@ -102,6 +114,26 @@ enum pass_account pass_account_check(const char *recorded, const char *current, 
 	int64_t grace = plan->launch_grace > 0 ? plan->launch_grace : PLAN_LAUNCH_GRACE_DEFAULT_SECONDS;
 	bool launch_pending = l && (l->instance_ids.n || plan->now < l->started + grace);
 	return (plan->seen && plan->seen->n) || launch_pending ? PASS_ACCOUNT_CHANGED : PASS_ACCOUNT_ADOPT;
+}
+
+enum pass_account pass_account_check(const char *recorded, const char *key, const char *account,
+				     const struct plan_input *plan, const char **ret_record)
+{
+	*ret_record = NULL;
+	if (!key)
+		return PASS_ACCOUNT_SAME;
+	bool have = recorded && *recorded;
+	if (have && (strcmp(recorded, key) == 0 || (account && strcmp(recorded, account) == 0))) {
+		if (account && strcmp(recorded, account) != 0)
+			*ret_record = account;  /* the key's (an older status): the account's from now on */
+		return PASS_ACCOUNT_SAME;
+	}
+	enum pass_account r = have ? account_seen(plan) : PASS_ACCOUNT_ADOPT;
+	if (r == PASS_ACCOUNT_ADOPT)
+		*ret_record = account ? account
+			: have && strncmp(recorded, PASS_ACCOUNT_FP_PREFIX, strlen(PASS_ACCOUNT_FP_PREFIX)) == 0 ? NULL
+			: key;
+	return r;
 }
 
 void pass_client_token(const char *uid, const char *ns, const char *name, int64_t seq, char out[65])
@@ -289,7 +321,7 @@ static cJSON *build_status(const struct walk *w, bool final)
 		.nodes = nodes, .reclaim_at = in->nodes_pending || in->notices_pending ? NULL : reclaim_at,
 		.not_followed = false_notice,
 		.drain_blocked = w->drain_blocked, .drain_blocked_reason = w->drain_blocked_reason,
-		.account = w->plan ? in->account : NULL,
+		.account = w->plan ? w->account_record : NULL,
 		.node_deletions = w->deletions, .n_node_deletions = w->n_deletions,
 		.node_deletions_known = w->deletions_known,
 		.node_claims = w->node_claims, .node_claims_reason = w->node_claims_reason,
@@ -1543,7 +1575,7 @@ static void account_changed(struct walk *w, const char *recorded)
 		 "(account %s; the instances were launched in account %s): nothing is launched, terminated or "
 		 "deleted until the credentials the instances were launched with are restored, or, to abandon "
 		 "them knowingly, status.accountFingerprint is removed (docs/troubleshooting.md#accountchanged)",
-		 w->in->account, recorded);
+		 w->in->account ? w->in->account : w->in->account_key, recorded);
 	fail_as(w, STEP_ACCOUNT, "AccountChanged", what, NULL);
 	write_status(w);
 	requeue(w);
@@ -1616,7 +1648,8 @@ static void plan_pass(struct walk *w)
 	}
 	const char *account = cJSON_GetStringValue(cJSON_GetObjectItemCaseSensitive(in->old_status,
 										  "accountFingerprint"));
-	if (pass_account_check(account, in->account, &in->plan) == PASS_ACCOUNT_CHANGED) {
+	if (pass_account_check(account, in->account_key, in->account, &in->plan, &w->account_record) ==
+	    PASS_ACCOUNT_CHANGED) {
 		account_changed(w, account);
 		return;
 	}

@@ -13,6 +13,7 @@
  *  - every cloud call, rate-limit wait and apiserver write of a pass ends with the
  *    leadership (the renew deadline, or a step-down): none starts or outlasts it. */
 #include "reconcile.h"
+#include "acct.h"
 #include "log.h"
 #include "evict.h"
 #include "nodes.h"
@@ -56,7 +57,8 @@ struct pass {
 	 * judges the observation (the launch grace, the sold-out memory) at that time. */
 	int64_t now, now_ms;
 	struct creds creds;
-	char account[PASS_ACCOUNT_FP_LEN + 1];  /* the credentials' fingerprint, "": none */
+	char account_key[PASS_KEY_FP_LEN + 1];  /* the credentials' key fingerprint, "": none */
+	char account[PASS_ACCOUNT_FP_LEN + 1];  /* their account's fingerprint, "": not learned */
 	bool insecure;
 	int observe_code;            /* < 0: credentials or the cloud could not be read */
 	char observe_message[SP_ERROR_MAX];
@@ -471,11 +473,40 @@ static void observe_notices(struct pass *p)
 	free(ids);
 }
 
+/* The account the credentials belong to, from the controller's memory, else asked of STS
+ * (a failure asked again after a backoff). Unknown leaves p->account empty: the planner
+ * then goes by what the cloud shows. */
+static void learn_account(struct pass *p)
+{
+	if (!p->r->accounts || !p->r->cvm.caller_identity)
+		return;
+	char fp[ACCT_FP_MAX + 1];
+	enum acct_state s = acct_get(p->r->accounts, p->creds.secret_id, now_ms(p), fp);
+	if (s == ACCT_ASK) {
+		struct cvm_credentials view = creds_view(&p->creds);
+		char id[CVM_ACCOUNT_ID_MAX + 1];
+		struct sp_error err = {0};
+		int r = p->r->cvm.caller_identity(p->r->cvm.ctx, &view, p->spec->region, p->r->active_until_ms, id, &err);
+		if (r < 0) {
+			acct_failed(p->r->accounts, p->creds.secret_id, now_ms(p));
+			pool_log(p, LOG_LVL_WARN, "account", err.reason, "cannot learn the credentials' account "
+				 "(STS GetCallerIdentity), the recorded instances decide meanwhile: %s", err.msg);
+			return;
+		}
+		pass_account_fingerprint(id, fp);
+		acct_learned(p->r->accounts, p->creds.secret_id, fp);
+		s = ACCT_KNOWN;
+	}
+	if (s == ACCT_KNOWN)
+		snprintf(p->account, sizeof(p->account), "%s", fp);
+}
+
 /* Everything the pass knows before it acts. */
 static void observe(struct pass *p)
 {
 	if (resolve_credentials(p) == 0 && observe_cloud(p) == 0) {
-		pass_account_fingerprint(p->creds.secret_id, p->account);
+		pass_key_fingerprint(p->creds.secret_id, p->account_key);
+		learn_account(p);
 		observe_nodes(p);
 		observe_notices(p);
 	}
@@ -918,6 +949,7 @@ static void fill_input(const struct pass *p, struct pass_input *in)
 		.refused = p->refused.v, .n_refused = p->refused.n,
 		.pods = p->pods, .nodes_pending = p->nodes_pending, .notice_at = p->notice_at,
 		.n_notice_at = p->n_notice_at, .notices_pending = p->notices_pending,
+		.account_key = *p->account_key ? p->account_key : NULL,
 		.account = *p->account ? p->account : NULL,
 	};
 }

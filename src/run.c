@@ -58,6 +58,8 @@ static const char run_usage[] =
 	"      --kubeconfig FILE      cluster access (default: $KUBECONFIG, in-cluster service\n"
 	"                             account, or ~/.kube/config)\n"
 	"      --endpoint URL         CVM API endpoint (default https://cvm.<region>.tencentcloudapi.com/)\n"
+	"      --sts-endpoint URL     STS API endpoint, asked which account credentials belong to\n"
+	"                             (default https://sts.tencentcloudapi.com/)\n"
 	"      --credentials-file F   YAML with secretId/secretKey[/token] for pools that name none\n"
 	"  -n, --namespace NS         watch only NS (repeatable; default: all namespaces)\n"
 	"      --resync SECONDS       look at every pool again this often, spread over the first\n"
@@ -474,6 +476,7 @@ static int serve(struct daemon *d, struct kube_config *kube, struct creds *defau
 		.kube = kube, .namespaces = cfg->namespaces, .resync_seconds = cfg->resync_seconds,
 		.launch_grace_seconds = cfg->launch_grace_seconds, .cluster_name = d->cluster_name,
 		.workers = cfg->workers, .cvm_endpoint = cli_cvm_endpoint(cfg->cvm_endpoint),
+		.sts_endpoint = *cfg->sts_endpoint ? cfg->sts_endpoint : NULL,
 		.dry_run = cfg->dry_run, .nodes = !cfg->nodes_disabled, .home_namespace = cfg_notices_namespace(cfg, kube),
 		.default_creds = defaults, .identity = identity, .hooks = &metrics_ctl_hooks,
 		.rate = {.describe_per_second = cfg->rate_describe_per_second, .run_per_second = cfg->rate_run_per_second,

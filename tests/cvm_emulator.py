@@ -1,5 +1,6 @@
 #!/usr/bin/env python3
-"""Stateful, signature-verifying emulator of the Tencent Cloud CVM API (2017-03-12).
+"""Stateful, signature-verifying emulator of the Tencent Cloud CVM API (2017-03-12), and of
+the one STS call spotpool makes (GetCallerIdentity, 2018-08-13).
 
 Why it exists: the real cloud cannot be reached from the test machines, and no public
 emulator exists. The end-to-end tests point the spotpool C client at this server over
@@ -37,11 +38,12 @@ against the three official worked examples and exits 0 or 1.
 Cloud API (POST /, JSON body)
 -----------------------------
 Actions: DescribeInstances, DescribeInstancesStatus, RunInstances, TerminateInstances,
-DescribeInstanceTypeConfigs.
-Every answer is HTTP 200
+DescribeInstanceTypeConfigs (service cvm), and GetCallerIdentity (service sts). Both
+services answer on the same port; the service is the one the request is signed for
+(the credential scope), as the host would say on the real cloud. Every answer is HTTP 200
 with {"Response": {..., "RequestId"}}; errors carry Response.Error {Code, Message}.
 Checks, in order (the first failure answers):
-  1. Authorization "TC3-HMAC-SHA256 Credential=<id>/<date>/cvm/tc3_request,
+  1. Authorization "TC3-HMAC-SHA256 Credential=<id>/<date>/<cvm|sts>/tc3_request,
      SignedHeaders=<lower-case names, sorted, ';'-joined>, Signature=<64 hex>", with
      content-type and host signed and present           AuthFailure.InvalidAuthorization
   2. X-TC-Timestamp present (MissingParameter), an integer (InvalidParameterValue),
@@ -53,8 +55,8 @@ Checks, in order (the first failure answers):
   6. X-TC-Token equals the credential's token (a credential without a token rejects a
      non-empty X-TC-Token)                               AuthFailure.TokenFailure
   -- calls that get this far are journaled --
-  7. X-TC-Version present (MissingParameter) and 2017-03-12        NoSuchVersion
-  8. X-TC-Action present (MissingParameter) and known              InvalidAction
+  7. X-TC-Version present (MissingParameter) and 2017-03-12 (sts: 2018-08-13)  NoSuchVersion
+  8. X-TC-Action present (MissingParameter) and the service's      InvalidAction
   9. X-TC-Region present (MissingParameter), shaped like ap-xxx    UnsupportedRegion
  10. Content-Type application/json (any parameters), body a JSON object  InvalidParameter
  11. token bucket per (secret id, action): Run/Terminate 10/s, DescribeInstances 40/s,
@@ -84,6 +86,14 @@ instance and per listing, for tagIndexDropSeconds, then comes back. TotalCount c
 what the index shows; the journal entry says "indexHidden": n. Lookups by InstanceIds
 and listings without a tag filter bypass the index, and once an instance has been
 returned by any DescribeInstances, a lookup by id keeps finding it until it is gone.
+
+GetCallerIdentity (sts, SDK sts/v20180813 models.go): no parameters (any is
+UnknownParameter); answers Arn ("qcs::cam::uin/<uin>:uin/<uin>"), AccountId, UserId and
+PrincipalId (the uin) and Type "RootAccount", where the uin is the credentials'
+account's: the same for every key of one account ("main" and each other "account" of
+the credentials file or control API get their own, stable across runs). Throttled at
+20/s per secret id; the control API's faults, hooks and throttling take its name ("*"
+means every CVM action, not this one).
 
 DescribeInstancesStatus (SDK models.go): InstanceIds (<= 100, else InvalidParameterValue.
 LimitExceeded; ins-xxxxxxxx, else InvalidInstanceId.Malformed), Offset (default 0),
@@ -286,6 +296,8 @@ from urllib.parse import parse_qs, urlsplit
 
 API_VERSION = "2017-03-12"
 SERVICE = "cvm"
+STS_SERVICE = "sts"
+STS_API_VERSION = "2018-08-13"
 ALGORITHM = "TC3-HMAC-SHA256"
 MAX_SKEW_SECONDS = 300
 MAX_BODY_BYTES = 10 * 1024 * 1024
@@ -293,8 +305,14 @@ JOURNAL_MAX_ENTRIES = 200_000
 
 ACTIONS = ("DescribeInstances", "DescribeInstancesStatus", "RunInstances", "TerminateInstances",
            "DescribeInstanceTypeConfigs")
+STS_ACTIONS = ("GetCallerIdentity",)
+# Each service: its API version and actions.
+SERVICES = {SERVICE: (API_VERSION, ACTIONS), STS_SERVICE: (STS_API_VERSION, STS_ACTIONS)}
+# What faults, kill hooks and throttling name; "*" is every CVM action (STS's is named:
+# it is asked once per SecretId, and a "*" fault is meant for the calls that act).
+ALL_ACTIONS = ACTIONS + STS_ACTIONS
 DEFAULT_RATES = {"DescribeInstances": 40.0, "DescribeInstancesStatus": 40.0, "RunInstances": 10.0,
-                 "TerminateInstances": 10.0, "DescribeInstanceTypeConfigs": 10.0}
+                 "TerminateInstances": 10.0, "DescribeInstanceTypeConfigs": 10.0, "GetCallerIdentity": 20.0}
 LIVE_STATES = frozenset({"PENDING", "RUNNING", "STARTING", "REBOOTING"})
 ALL_STATES = LIVE_STATES | {"LAUNCH_FAILED", "STOPPING", "STOPPED", "SHUTDOWN", "TERMINATING"}
 CHARGE_TYPES = ("SPOTPAID", "POSTPAID_BY_HOUR")
@@ -319,10 +337,10 @@ def hmac_sha256(key: bytes, msg: str) -> bytes:
     return hmac.new(key, msg.encode("utf-8"), hashlib.sha256).digest()
 
 
-def derive_keys(secret_key: str, date: str) -> tuple[bytes, bytes, bytes]:
+def derive_keys(secret_key: str, date: str, service: str = SERVICE) -> tuple[bytes, bytes, bytes]:
     """kDate, kService, kSigning: binary keys, each the HMAC of the next scope part."""
     k_date = hmac_sha256(("TC3" + secret_key).encode("utf-8"), date)
-    k_service = hmac_sha256(k_date, SERVICE)
+    k_service = hmac_sha256(k_date, service)
     return k_date, k_service, hmac_sha256(k_service, "tc3_request")
 
 
@@ -333,12 +351,12 @@ def canonical_request(headers: dict[str, str], signed: list[str], payload: bytes
     return "\n".join(["POST", "/", "", header_lines, ";".join(signed), sha256_hex(payload)])
 
 
-def string_to_sign(timestamp: int, date: str, hashed_canonical_request: str) -> str:
-    return f"{ALGORITHM}\n{timestamp}\n{date}/{SERVICE}/tc3_request\n{hashed_canonical_request}"
+def string_to_sign(timestamp: int, date: str, hashed_canonical_request: str, service: str = SERVICE) -> str:
+    return f"{ALGORITHM}\n{timestamp}\n{date}/{service}/tc3_request\n{hashed_canonical_request}"
 
 
-def signature(secret_key: str, date: str, to_sign: str) -> str:
-    k_signing = derive_keys(secret_key, date)[2]
+def signature(secret_key: str, date: str, to_sign: str, service: str = SERVICE) -> str:
+    k_signing = derive_keys(secret_key, date, service)[2]
     return hmac.new(k_signing, to_sign.encode("utf-8"), hashlib.sha256).hexdigest()
 
 
@@ -368,7 +386,7 @@ class Credential:
 
 
 AUTHORIZATION_RE = re.compile(
-    r"TC3-HMAC-SHA256 Credential=(?P<secret_id>[^/\s,]+)/(?P<date>\d{4}-\d{2}-\d{2})/cvm/tc3_request,"
+    r"TC3-HMAC-SHA256 Credential=(?P<secret_id>[^/\s,]+)/(?P<date>\d{4}-\d{2}-\d{2})/(?P<service>cvm|sts)/tc3_request,"
     r"\s*SignedHeaders=(?P<signed>[^,\s]+),\s*Signature=(?P<signature>[0-9a-f]{64})")
 
 
@@ -378,7 +396,7 @@ def verify_request(headers: dict[str, str], body: bytes, credentials: dict[str, 
     match = AUTHORIZATION_RE.fullmatch(headers.get("authorization", "").strip())
     if not match:
         raise ApiError("AuthFailure.InvalidAuthorization",
-                       "Authorization must be 'TC3-HMAC-SHA256 Credential=<id>/<date>/cvm/tc3_request,"
+                       "Authorization must be 'TC3-HMAC-SHA256 Credential=<id>/<date>/<cvm|sts>/tc3_request,"
                        " SignedHeaders=<names>, Signature=<hex>'.")
     signed = match["signed"].split(";")
     if signed != sorted(set(signed)) or any(name != name.lower() for name in signed):
@@ -407,7 +425,8 @@ def verify_request(headers: dict[str, str], body: bytes, credentials: dict[str, 
     if credential is None:
         raise ApiError("AuthFailure.SecretIdNotFound", f"The SecretId {secret_id} is not found.")
     hashed = sha256_hex(canonical_request(headers, signed, body).encode("utf-8"))
-    expected = signature(credential.secret_key, date, string_to_sign(timestamp, date, hashed))
+    service = match["service"]
+    expected = signature(credential.secret_key, date, string_to_sign(timestamp, date, hashed, service), service)
     if not hmac.compare_digest(expected, match["signature"]):
         raise ApiError("AuthFailure.SignatureFailure",
                        "The provided credentials could not be validated. Please check your signature is correct.")
@@ -545,6 +564,16 @@ def check_schema(value, schema, path: str = "") -> None:
             check_schema(item, schema[0], f"{path}.{index}")
     elif not SCALAR_CHECKS[schema](value):
         raise ApiError("InvalidParameter", f"The parameter `{path}` should be of type {schema}.")
+
+
+def matches(named: str, action: str) -> bool:
+    """Whether a fault, hook or throttle naming named ("*": every CVM action) is action's."""
+    return named == action or (named == "*" and action in ACTIONS)
+
+
+def account_uin(account: str) -> str:
+    """An emulator account's uin (its AccountId): 12 digits, stable across runs."""
+    return str(100000000000 + int(sha256_hex(account.encode("utf-8"))[:12], 16) % 900000000000)
 
 
 def parse_tags(specs: list | None) -> list[dict]:
@@ -997,15 +1026,18 @@ class Emulator:
                     if match and match["secret_id"] in self.revoked:
                         seen = f" revoked-sid={match['secret_id']}"
                 return Reply.api_error(err, request_id, f"{action} {err.code}{seen}")
+            service = AUTHORIZATION_RE.fullmatch(headers["authorization"].strip())["service"]
             entry = {"action": headers.get("x-tc-action"), "secretId": secret_id,
                      "userAgent": headers.get("user-agent"), "region": headers.get("x-tc-region"),
                      "requestId": request_id}
-            reply = self._serve(headers, body, secret_id, entry, request_id, now)
+            if service != SERVICE:
+                entry["service"] = service
+            reply = self._serve(headers, body, secret_id, service, entry, request_id, now)
             self._record(entry, now)
         reply.summary += f" sid={secret_id}"
         return reply
 
-    def _serve(self, headers: dict[str, str], body: bytes, secret_id: str, entry: dict,
+    def _serve(self, headers: dict[str, str], body: bytes, secret_id: str, service: str, entry: dict,
                request_id: str, now: float) -> Reply:
         """Everything after authentication: header and body checks, throttling, faults,
         the action. Fills the journal entry as it goes."""
@@ -1013,7 +1045,7 @@ class Emulator:
         outcome = latency = None
         reached = False  # past throttling: the call is performed (or refused by a fault)
         try:
-            action, region, params = self._check_request(headers, body)
+            action, region, params = self._check_request(headers, body, service)
             bucket = self.buckets.get((secret_id, action))
             if bucket is None:
                 bucket = self.buckets[(secret_id, action)] = TokenBucket(self.rates[action], now)
@@ -1055,7 +1087,7 @@ class Emulator:
     def _fire_hook(self, action: str, when: str, entry: dict) -> bool:
         """Use up the first matching kill hook: signal its pid and say so in the journal."""
         for hook in self.kill_hooks:
-            if hook.when == when and hook.action in (action, "*"):
+            if hook.when == when and matches(hook.action, action):
                 if hook.times > 0:
                     hook.times -= 1
                     if hook.times == 0:
@@ -1076,16 +1108,17 @@ class Emulator:
                 return True
         return False
 
-    def _check_request(self, headers: dict[str, str], body: bytes) -> tuple[str, str, dict]:
+    def _check_request(self, headers: dict[str, str], body: bytes, service: str) -> tuple[str, str, dict]:
+        api_version, actions = SERVICES[service]
         version = headers.get("x-tc-version")
         if version is None:
             raise ApiError("MissingParameter", "The request is missing a required header `X-TC-Version`.")
-        if version != API_VERSION:
-            raise ApiError("NoSuchVersion", f"The API version `{version}` does not exist; use {API_VERSION}.")
+        if version != api_version:
+            raise ApiError("NoSuchVersion", f"The API version `{version}` does not exist; use {api_version}.")
         action = headers.get("x-tc-action")
         if action is None:
             raise ApiError("MissingParameter", "The request is missing a required header `X-TC-Action`.")
-        if action not in ACTIONS:
+        if action not in actions:
             raise ApiError("InvalidAction", f"The action `{action}` does not exist.")
         region = headers.get("x-tc-region")
         if region is None:
@@ -1106,13 +1139,19 @@ class Emulator:
     def _take_fault(self, action: str, kinds: tuple[str, ...]) -> Fault | None:
         """Use up the first pending fault of one of these kinds that matches the action."""
         for fault in self.faults:
-            if fault.kind in kinds and fault.action in (action, "*"):
+            if fault.kind in kinds and matches(fault.action, action):
                 if fault.times > 0:
                     fault.times -= 1
                     if fault.times == 0:
                         self.faults.remove(fault)
                 return fault
         return None
+
+    def _get_caller_identity(self, params: dict, call: Call) -> dict:
+        check_schema(params, {})
+        uin = account_uin(call.account)
+        return {"Arn": f"qcs::cam::uin/{uin}:uin/{uin}", "AccountId": uin, "UserId": uin, "PrincipalId": uin,
+                "Type": "RootAccount"}
 
     def _describe_instances(self, params: dict, call: Call) -> dict:
         check_schema(params, DESCRIBE_SCHEMA)
@@ -1527,8 +1566,8 @@ class Emulator:
             self._record({"action": "_fault", "clear": True, "cleared": cleared}, now)
             return {"ok": True, "cleared": cleared}
         action = payload.get("action")
-        if action not in ACTIONS + ("*",):
-            raise ControlError(f"action must be one of {list(ACTIONS)} or \"*\"")
+        if action not in ALL_ACTIONS + ("*",):
+            raise ControlError(f"action must be one of {list(ALL_ACTIONS)} or \"*\"")
         kinds = [kind for kind in OUTCOME_FAULTS + MODIFIER_FAULTS if kind in payload]
         if len(kinds) != 1:
             raise ControlError(f"give exactly one of {list(OUTCOME_FAULTS + MODIFIER_FAULTS)} (or \"clear\")")
@@ -1569,8 +1608,8 @@ class Emulator:
             self._record({"action": "_killhook", "clear": True, "cleared": cleared}, now)
             return {"ok": True, "cleared": cleared}
         action = payload.get("action")
-        if action not in ACTIONS + ("*",):
-            raise ControlError(f"action must be one of {list(ACTIONS)} or \"*\"")
+        if action not in ALL_ACTIONS + ("*",):
+            raise ControlError(f"action must be one of {list(ALL_ACTIONS)} or \"*\"")
         when = payload.get("when")
         if when not in ("before", "after"):
             raise ControlError("when must be \"before\" or \"after\"")
@@ -1595,8 +1634,8 @@ class Emulator:
 
     def ctl_throttle(self, payload, query, now):
         action = payload.get("action")
-        if action not in ACTIONS + ("*",):
-            raise ControlError(f"action must be one of {list(ACTIONS)} or \"*\"")
+        if action not in ALL_ACTIONS + ("*",):
+            raise ControlError(f"action must be one of {list(ALL_ACTIONS)} or \"*\"")
         actions = ACTIONS if action == "*" else (action,)
         for name in actions:
             per_second = payload.get("perSecond")
@@ -1628,7 +1667,8 @@ class Emulator:
 HANDLERS = {"DescribeInstances": Emulator._describe_instances,
             "DescribeInstancesStatus": Emulator._describe_instances_status, "RunInstances": Emulator._run_instances,
             "TerminateInstances": Emulator._terminate_instances,
-            "DescribeInstanceTypeConfigs": Emulator._describe_instance_type_configs}
+            "DescribeInstanceTypeConfigs": Emulator._describe_instance_type_configs,
+            "GetCallerIdentity": Emulator._get_caller_identity}
 CONTROL_ROUTES = {
     ("GET", "/_emulator/health"): Emulator.ctl_health,
     ("POST", "/_emulator/reset"): Emulator.ctl_reset,

@@ -136,7 +136,7 @@ leader_setup() {
 start_controller() {
 	local name=$1
 	shift
-	SPOTPOOL_CVM_ENDPOINT=$EMU_URL "$SPOTPOOL_BIN" run --resync 2 --log-format plain --listen "" "$@" \
+	SPOTPOOL_CVM_ENDPOINT=$EMU_URL SPOTPOOL_STS_ENDPOINT=$EMU_URL "$SPOTPOOL_BIN" run --resync 2 --log-format plain --listen "" "$@" \
 		>>"$E2E_TMP/$name.log" 2>&1 &
 	CTL_PID=$!
 	E2E_PIDS+=("$CTL_PID")

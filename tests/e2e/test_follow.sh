@@ -8,6 +8,9 @@
 #    the instances): still no Node deleted and nothing launched; Degraded AccountChanged.
 #  - The pool deleted meanwhile stays (finalizer) with its instances tracked; the
 #    credentials restored, the deletion terminates them in their own region: none leaks.
+#  - A key rotated right after every recorded instance was reclaimed (the campaign's
+#    cred_rotation): the account STS names is the same, so the pool refills (before the
+#    account was asked, the fingerprint was of the SecretId: held with AccountChanged).
 source "$(dirname "$0")/lib.sh"
 
 start_emulator
@@ -78,9 +81,10 @@ check "another account: a Warning event AccountChanged" bash -c \
 	"kubectl get events --field-selector reason=AccountChanged,type=Warning -o name | grep -q ."
 sleep 2
 check "another account: both Nodes stay, the 2 instances live, nothing launched" held
-check "status.accountFingerprint is no SecretId" bash -c \
-	"fp=\$(kubectl get sp follow -o jsonpath='{.status.accountFingerprint}'); [[ \${#fp} == 16 && \$fp != AKID* ]] &&
-		! kubectl get sp follow -o json | grep -q '$EMU_SECRET_ID'"
+uin=$(cd "$E2E_ROOT/tests" && python3 -c 'import cvm_emulator as e; print(e.account_uin("main"))')
+check "status.accountFingerprint is the account's, neither a SecretId nor the AccountId $uin" bash -c \
+	"fp=\$(kubectl get sp follow -o jsonpath='{.status.accountFingerprint}'); [[ \$fp =~ ^acct-[0-9a-f]{16}\$ ]] &&
+		! kubectl get sp follow -o json | grep -Eq '$EMU_SECRET_ID|$uin'"
 
 # --- Deleted meanwhile: held, then cleaned up where the instances live -----------------
 kubectl delete sp follow --wait=false >/dev/null
@@ -93,4 +97,30 @@ secret "$EMU_SECRET_ID" "$EMU_SECRET_KEY"
 check "credentials restored: the pool is released" wait_for 30 bash -c "! kubectl get sp follow >/dev/null 2>&1"
 check "credentials restored: both instances terminated in ap-singapore, none leaked" \
 	test "$(emu_live default/follow)" = 0
+
+# --- Every recorded instance reclaimed, then the key rotated (same account) ------------
+pool_manifest rot default 1 1 "  credentialsSecretRef: {name: creds}" | kubectl apply -f - >/dev/null
+check "pool rot reaches 1 instance" wait_for 60 at_size rot 1
+old_id=$(sp_field rot '.status.instances[0].instanceId')
+# The controller stopped, so that no pass sees the instance go before the key changes:
+# the reclaim and the rotation land in the same gap between two passes.
+stop_controller "$CTL_PID"
+emu_post reclaim '{"tag":{"Key":"spotpool.jokerbai.com/pool","Value":"default/rot"},"count":1}' >/dev/null
+rotated=AKIDspotpoolE2Erotated00000000000000
+emu_post credentials "{\"secretId\":\"$rotated\",\"secretKey\":\"rotatedKeyE2E\"}" >/dev/null
+secret "$rotated" rotatedKeyE2E
+emu_post credentials "{\"secretId\":\"$EMU_SECRET_ID\",\"remove\":true}" >/dev/null
+start_controller ctl
+refilled() { at_size rot 1 && [[ $(sp_field rot '.status.instances[0].instanceId') != "$old_id" ]]; }
+check "rotated after a total reclaim: the pool refills with the new key" wait_for 30 refilled
+no_account_changed() {
+	[[ $(sp_field rot '.status.conditions[] | select(.type == "Degraded") | .reason') != AccountChanged ]] &&
+		! kubectl get events --field-selector reason=AccountChanged,involvedObject.name=rot -o name | grep -q .
+}
+check "rotated after a total reclaim: no AccountChanged (condition or event)" no_account_changed
+check "the replacement was launched with the rotated key" bash -c \
+	"jq -s -e '[.[] | select(.action == \"RunInstances\" and .secretId == \"$rotated\")] | length == 1' '$E2E_TMP/journal.jsonl' >/dev/null"
+kubectl delete sp rot --wait=false >/dev/null
+released() { ! kubectl get sp rot >/dev/null 2>&1 && [[ $(emu_live default/rot) == 0 ]]; }
+check "pool rot deleted: released, nothing left" wait_for 30 released
 finish

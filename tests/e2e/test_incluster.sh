@@ -126,7 +126,7 @@ start_incluster() {
 		shift
 		exec "$@"' incluster "$SA_DIR" \
 		env -i PATH="$PATH" HOME="$E2E_TMP/home" "${keep[@]}" \
-		KUBERNETES_SERVICE_HOST=127.0.0.1 KUBERNETES_SERVICE_PORT="$K8S_PORT" SPOTPOOL_CVM_ENDPOINT="$EMU_URL" \
+		KUBERNETES_SERVICE_HOST=127.0.0.1 KUBERNETES_SERVICE_PORT="$K8S_PORT" SPOTPOOL_CVM_ENDPOINT="$EMU_URL" SPOTPOOL_STS_ENDPOINT="$EMU_URL" \
 		"$SPOTPOOL_BIN" run --resync 2 --log-format plain "$@" >>"$E2E_TMP/$name.log" 2>&1 &
 	CTL_PID=$!
 	E2E_PIDS+=("$CTL_PID")

@@ -887,7 +887,7 @@ class Schedule:
         # faults hide one for at most 10 s, so 20 s (not the default 60) keeps convergence
         # after faults off well inside CONVERGE_S. (An environment variable: a binary that
         # does not know the setting ignores it.)
-        env = dict(os.environ, KUBECONFIG=ctl.kubeconfig or self.kube.kubeconfig, SPOTPOOL_CVM_ENDPOINT=self.emu.url,
+        env = dict(os.environ, KUBECONFIG=ctl.kubeconfig or self.kube.kubeconfig, SPOTPOOL_CVM_ENDPOINT=self.emu.url, SPOTPOOL_STS_ENDPOINT=self.emu.url,
                    TENCENTCLOUD_SECRET_ID=SECRET_ID, TENCENTCLOUD_SECRET_KEY=self.secret_key,
                    SPOTPOOL_LAUNCH_GRACE_SECONDS=str(LAUNCH_GRACE_S),
                    SPOTPOOL_SOLD_OUT_SECONDS=str(SOLD_OUT_S))

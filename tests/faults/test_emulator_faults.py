@@ -4,7 +4,7 @@ tag-index lag and drops (docs/how-it-works.md, "Visibility"), id lookups that ke
 finding an instance once returned, the per-launch tagIndexLagSeconds fault, kill hooks
 (before/after a call), live-count history, seeded ids, noticed reclaims and the
 instance metadata that announces them; DescribeInstancesStatus as the SDK documents
-it, with its own rate limit. Runs a real emulator process
+it, with its own rate limit; STS GetCallerIdentity naming each account. Runs a real emulator process
 on 127.0.0.1 and talks to it over HTTP with signed requests.
 
     python3 tests/faults/test_emulator_faults.py [-v]
@@ -42,20 +42,22 @@ class Client:
         self.port = port
 
     def call(self, action: str, params: dict, timeout: float = 10.0, secret_id: str = SECRET_ID,
-             secret_key: str = SECRET_KEY) -> dict:
+             secret_key: str = SECRET_KEY, service: str = "cvm", version: str = emu.API_VERSION,
+             sign_service: str | None = None) -> dict:
         body = json.dumps(params).encode()
         ts = int(time.time())
         date = emu.utc_date(ts)
         host = f"127.0.0.1:{self.port}"
         headers = {"content-type": "application/json", "host": host}
         hashed = emu.sha256_hex(emu.canonical_request(headers, ["content-type", "host"], body).encode())
-        sig = emu.signature(secret_key, date, emu.string_to_sign(ts, date, hashed))
+        signed_for = sign_service or service
+        sig = emu.signature(secret_key, date, emu.string_to_sign(ts, date, hashed, signed_for), signed_for)
         conn = http.client.HTTPConnection("127.0.0.1", self.port, timeout=timeout)
         try:
             conn.request("POST", "/", body, {
                 "Content-Type": "application/json", "Host": host, "X-TC-Action": action,
-                "X-TC-Version": emu.API_VERSION, "X-TC-Timestamp": str(ts), "X-TC-Region": REGION,
-                "Authorization": f"TC3-HMAC-SHA256 Credential={secret_id}/{date}/cvm/tc3_request, "
+                "X-TC-Version": version, "X-TC-Timestamp": str(ts), "X-TC-Region": REGION,
+                "Authorization": f"TC3-HMAC-SHA256 Credential={secret_id}/{date}/{service}/tc3_request, "
                                  f"SignedHeaders=content-type;host, Signature={sig}"})
             return json.loads(conn.getresponse().read())["Response"]
         finally:
@@ -253,6 +255,40 @@ class EmulatorFaults(unittest.TestCase):
         accounts = {i["InstanceId"]: i["account"] for i in self.c.control("GET", "instances")}
         self.assertEqual((accounts[mine[0]], accounts[theirs[0]]), ("main", "other"))
         self.assertEqual(self.c.by_id(mine + theirs), mine)
+        self.c.control("POST", "credentials", {"secretId": other, "remove": True})
+
+    def test_caller_identity(self):
+        """STS GetCallerIdentity, shaped as the SDK's GetCallerIdentityResponseParams: one
+        AccountId per account, the same for a rotated key of it."""
+        rotated, other, key = "AKIDfaultsUnitTestStsRotated0000001", "AKIDfaultsUnitTestStsOther00000001", "k"
+        self.c.control("POST", "credentials", {"secretId": rotated, "secretKey": key})
+        self.c.control("POST", "credentials", {"secretId": other, "secretKey": key, "account": "other"})
+
+        def sts(secret_id=SECRET_ID, secret_key=SECRET_KEY, **kw):
+            kw.setdefault("version", emu.STS_API_VERSION)
+            return self.c.call(kw.pop("action", "GetCallerIdentity"), kw.pop("params", {}), secret_id=secret_id,
+                               secret_key=secret_key, service="sts", **kw)
+        main = sts()
+        self.assertEqual(set(main) - {"RequestId"}, {"Arn", "AccountId", "UserId", "PrincipalId", "Type"})
+        self.assertRegex(main["AccountId"], r"^[0-9]{12}$")
+        self.assertEqual(main["Arn"], f"qcs::cam::uin/{main['AccountId']}:uin/{main['AccountId']}")
+        self.assertEqual(sts(rotated, key)["AccountId"], main["AccountId"], "a rotated key: the same account")
+        self.assertNotEqual(sts(other, key)["AccountId"], main["AccountId"], "another account")
+        # Verified as the CVM calls are: the scope's service is part of the signature.
+        self.assertEqual(sts(sign_service="cvm")["Error"]["Code"], "AuthFailure.SignatureFailure")
+        self.assertEqual(sts(version=emu.API_VERSION)["Error"]["Code"], "NoSuchVersion")
+        self.assertEqual(sts(action="DescribeInstances")["Error"]["Code"], "InvalidAction")
+        self.assertEqual(self.c.call("GetCallerIdentity", {})["Error"]["Code"], "InvalidAction")  # not CVM's
+        self.assertEqual(sts(params={"Foo": 1})["Error"]["Code"], "UnknownParameter")
+        self.c.control("POST", "credentials", {"secretId": rotated, "remove": True})
+        self.assertEqual(sts(rotated, key)["Error"]["Code"], "AuthFailure.SecretIdNotFound")
+        self.c.control("POST", "fault", {"action": "GetCallerIdentity", "errorCode": "InternalError"})
+        self.assertEqual(sts()["Error"]["Code"], "InternalError")
+        self.assertEqual(sts()["AccountId"], main["AccountId"])
+        # "*" is every CVM action: the campaign's faults stay meant for the calls that act.
+        self.c.control("POST", "fault", {"action": "*", "errorCode": "InternalError"})
+        self.assertEqual(sts()["AccountId"], main["AccountId"])
+        self.assertEqual(self.c.call("DescribeInstances", {"Limit": 1})["Error"]["Code"], "InternalError")
         self.c.control("POST", "credentials", {"secretId": other, "remove": True})
 
     def test_address_base(self):

@@ -36,6 +36,7 @@ struct fake {
 	void *userdata;
 	atomic_size_t n;  /* requests received (may exceed FAKE_MAX_REQUESTS) */
 	char actions[FAKE_MAX_REQUESTS][32];
+	char scopes[FAKE_MAX_REQUESTS][64];    /* the credential scope's "<service> <version>" */
 	cJSON *requests[FAKE_MAX_REQUESTS];
 	struct rate *rate;  /* the clients' limiter, new with each fake_start */
 };
@@ -83,8 +84,16 @@ static void *fake_main(void *arg)
 		} else {
 			reply = strdup("{\"Response\": {\"Error\": {\"Code\": \"TestScriptExhausted\"}}}");
 		}
+		char service[16] = "", version[16] = "";
+		char *scope = strstr(req, "Credential=");
+		if (scope)
+			sscanf(scope, "Credential=%*[^/]/%*[^/]/%15[^/]", service);
+		char *v = strcasestr(req, "\r\nX-TC-Version: ");
+		if (v)
+			sscanf(v + 16, "%15[0-9-]", version);
 		if (i < FAKE_MAX_REQUESTS) {
 			snprintf(f->actions[i], sizeof(f->actions[i]), "%s", action);
+			snprintf(f->scopes[i], sizeof(f->scopes[i]), "%s %s", service, version);
 			f->requests[i] = body;
 		} else {
 			cJSON_Delete(body);
@@ -1398,6 +1407,110 @@ static void test_step_down_mid_call(void **state)
 	fake_free(&f);
 }
 
+/* STS GetCallerIdentity: signed for service sts, version 2018-08-13, at the STS endpoint;
+ * the AccountId taken, checked; one attempt, a bounded reply. */
+static void test_caller_identity(void **state)
+{
+	(void)state;
+	static const struct canned script[] = {
+		{"{\"Response\":{\"Arn\":\"qcs::cam::uin/100000000001:uin/100000000001\",\"AccountId\":\"100000000001\","
+		 "\"UserId\":\"100000000001\",\"PrincipalId\":\"100000000001\",\"Type\":\"RootAccount\","
+		 "\"RequestId\":\"r1\"}}", 0, 0},
+		{"{\"Response\":{\"Error\":{\"Code\":\"AuthFailure.SecretIdNotFound\",\"Message\":\"no\"},\"RequestId\":\"r2\"}}", 0, 0},
+		{"{\"Response\":{\"Error\":{\"Code\":\"InternalError\",\"Message\":\"busy\"},\"RequestId\":\"r3\"}}", 0, 0},
+		{"{\"Response\":{\"Arn\":\"x\",\"RequestId\":\"r4\"}}", 0, 0},
+		{"", 503, 0},
+	};
+	struct fake f = {.script = script, .n_script = sizeof(script) / sizeof(*script)};
+	fake_start(&f);
+	char url[64];
+	snprintf(url, sizeof(url), "http://127.0.0.1:%d/", f.port);
+	/* The CVM endpoint elsewhere: STS calls go to their own. */
+	struct cvm_config cfg = {.endpoint = "http://127.0.0.1:9/", .sts_endpoint = url, .max_attempts = 3,
+				 .timeout_ms = 30000, .rate = f.rate};
+	struct cvm_client *c = cvm_client_new(&cfg);
+	char account[CVM_ACCOUNT_ID_MAX + 1] = "untouched";
+	struct sp_error err = {0};
+	assert_int_equal(cvm_caller_identity(c, &test_cred, "ap-singapore", NULL, account, &err), 0);
+	assert_string_equal(account, "100000000001");
+	assert_string_equal(f.actions[0], "GetCallerIdentity");
+	assert_string_equal(f.scopes[0], "sts 2018-08-13");
+	assert_int_equal(cJSON_GetArraySize(f.requests[0]), 0);  /* no parameters */
+	snprintf(account, sizeof(account), "untouched");
+	assert_int_equal(cvm_caller_identity(c, &test_cred, "ap-singapore", NULL, account, &err), SP_EAUTH);
+	assert_string_equal(err.reason, "AuthFailure.SecretIdNotFound");
+	/* Transient, malformed and 5xx answers: one attempt each (the cache asks later). */
+	assert_int_equal(cvm_caller_identity(c, &test_cred, "ap-singapore", NULL, account, &err), SP_ETRANSIENT);
+	assert_int_equal(cvm_caller_identity(c, &test_cred, "ap-singapore", NULL, account, &err), SP_EPROTO);
+	assert_contains(err.msg, "AccountId: missing");
+	assert_int_equal(cvm_caller_identity(c, &test_cred, "ap-singapore", NULL, account, &err), SP_ETRANSIENT);
+	assert_int_equal(atomic_load(&f.n), 5);
+	assert_string_equal(account, "untouched");
+	fake_stop(&f);
+	fake_free(&f);
+
+	/* A reply past CVM_STS_RESPONSE_MAX is refused, not buffered. */
+	size_t big = CVM_STS_RESPONSE_MAX + 100;
+	char *body = xmalloc(big + 64);
+	int n = snprintf(body, big + 64, "{\"Response\":{\"AccountId\":\"100000000001\",\"Pad\":\"");
+	memset(body + n, 'x', big);
+	snprintf(body + n + big, 64, "\"}}");
+	struct canned huge[] = {{body, 0, 0}};
+	f = (struct fake){.script = huge, .n_script = 1};
+	fake_start(&f);
+	snprintf(url, sizeof(url), "http://127.0.0.1:%d/", f.port);
+	cvm_client_free(c);
+	cfg.rate = f.rate;
+	c = cvm_client_new(&cfg);
+	assert_int_equal(cvm_caller_identity(c, &test_cred, "ap-singapore", NULL, account, &err), SP_ETOOBIG);
+	assert_string_equal(account, "untouched");
+	fake_stop(&f);
+	fake_free(&f);
+	cvm_client_free(c);
+	free(body);
+}
+
+/* A GetCallerIdentity Response's AccountId, and what is not one. */
+static void test_parse_caller_identity(void **state)
+{
+	(void)state;
+	static const struct {
+		const char *response;
+		int want;
+		const char *account_or_error;
+	} cases[] = {
+		{"{\"AccountId\":\"100000000001\",\"Arn\":\"a\",\"Type\":\"CAMUser\"}", 0, "100000000001"},
+		{"{\"AccountId\":\"abc-DEF_1.2\"}", 0, "abc-DEF_1.2"},
+		{"{\"Arn\":\"a\",\"UserId\":\"1\"}", SP_EPROTO, "AccountId: missing"},
+		{"{\"AccountId\":100000000001}", SP_EPROTO, "AccountId: not a string"},
+		{"{\"AccountId\":null}", SP_EPROTO, "AccountId: not a string"},
+		{"{\"AccountId\":\"\"}", SP_EPROTO, "AccountId: 0 characters, want 1 to 64"},
+		{"{\"AccountId\":\"1234567890123456789012345678901234567890123456789012345678901234\"}", 0,
+		 "1234567890123456789012345678901234567890123456789012345678901234"},
+		{"{\"AccountId\":\"12345678901234567890123456789012345678901234567890123456789012345\"}", SP_EPROTO,
+		 "AccountId: 65 characters"},
+		{"{\"AccountId\":\"1000 0001\"}", SP_EPROTO, "AccountId: not an account ID"},
+		{"{\"AccountId\":\"1000/0001\"}", SP_EPROTO, "AccountId: not an account ID"},
+		{"{\"AccountId\":\"100\\n\"}", SP_EPROTO, "AccountId: not an account ID"},
+	};
+	for (size_t i = 0; i < sizeof(cases) / sizeof(*cases); i++) {
+		cJSON *r = cJSON_Parse(cases[i].response);
+		assert_non_null(r);
+		char account[CVM_ACCOUNT_ID_MAX + 1] = "untouched";
+		struct sp_error err = {0};
+		int got = cvm_parse_caller_identity(r, account, &err);
+		cJSON_Delete(r);
+		if (got != cases[i].want)
+			fail_msg("case %zu: %d, want %d (%s)", i, got, cases[i].want, err.msg);
+		if (got == 0)
+			assert_string_equal(account, cases[i].account_or_error);
+		else {
+			assert_contains(err.msg, cases[i].account_or_error);
+			assert_string_equal(account, "untouched");
+		}
+	}
+}
+
 static void test_redaction(void **state)
 {
 	(void)state;
@@ -1450,6 +1563,8 @@ int main(int argc, char **argv)
 		cmocka_unit_test(test_parse_instance_types),
 		cmocka_unit_test(test_parse_instance_types_rejects),
 		cmocka_unit_test(test_describe_instance_types),
+		cmocka_unit_test(test_caller_identity),
+		cmocka_unit_test(test_parse_caller_identity),
 	};
 	return cmocka_run_group_tests_name("cvm", tests, NULL, NULL);
 }

@@ -579,7 +579,10 @@ static void test_gone_nodes_deleted(void **state)
 	}
 }
 
-/* D3, account: what the credentials in use say of the recorded instances' account. */
+/* D3, account: what the credentials in use say of the recorded instances' account, and
+ * the fingerprint the status records. K1 is the current key's fingerprint, K0 a key's
+ * before a rotation (or an older version's record), A the current credentials' account
+ * as STS names it, A2 another account's. */
 static void test_account_check(void **state)
 {
 	(void)state;
@@ -588,26 +591,47 @@ static void test_account_check(void **state)
 	struct strv seen = {.v = seen_v, .n = 2}, none = {0};
 	struct plan_launch ledger = {0};
 	strv_push(&ledger.instance_ids, "i9");
-	static const struct {
-		const char *recorded, *current;
+	const char *K0 = "0000000000000000", *K1 = "1111111111111111";
+	const char *A = "acct-aaaaaaaaaaaaaaaa", *A2 = "acct-bbbbbbbbbbbbbbbb";
+	const struct {
+		const char *recorded, *key, *account;
 		bool seen, ledger;
 		size_t n_observed;  /* obs[0..n): i1 recorded, i9 the ledger's */
 		enum pass_account want;
+		const char *record;  /* what the status records, NULL: the recorded one stands */
 	} cases[] = {
-		{"aaaa", NULL, true, false, 0, PASS_ACCOUNT_SAME},      /* no credentials resolved */
-		{"aaaa", "aaaa", true, false, 0, PASS_ACCOUNT_SAME},    /* same: nothing to check */
-		{NULL, "bbbb", true, false, 0, PASS_ACCOUNT_ADOPT},     /* none recorded (older status) */
-		{"", "bbbb", true, false, 0, PASS_ACCOUNT_ADOPT},
-		{"aaaa", "bbbb", false, false, 0, PASS_ACCOUNT_ADOPT},  /* nothing recorded to lose */
-		{"aaaa", "bbbb", true, false, 1, PASS_ACCOUNT_ADOPT},   /* i1 shows: a rotated key */
-		{"aaaa", "bbbb", true, false, 0, PASS_ACCOUNT_CHANGED}, /* none shows: another account */
-		{"aaaa", "bbbb", false, true, 0, PASS_ACCOUNT_CHANGED}, /* the ledger's launch is unseen */
-		{"aaaa", "bbbb", false, true, 2, PASS_ACCOUNT_ADOPT},   /* the ledger's i9 shows */
+		{K0, NULL, NULL, true, false, 0, PASS_ACCOUNT_SAME, NULL},      /* no credentials resolved */
+		{K1, K1, NULL, true, false, 0, PASS_ACCOUNT_SAME, NULL},        /* same key, account unknown */
+		{K1, K1, A, true, false, 0, PASS_ACCOUNT_SAME, A},              /* an older status moves over */
+		/* The issue: a key rotated after every recorded instance was reclaimed. The
+		 * account says it is the same: no hold, whatever the cloud shows. */
+		{A, K1, A, true, false, 0, PASS_ACCOUNT_SAME, NULL},
+		{A, K1, A, false, true, 0, PASS_ACCOUNT_SAME, NULL},
+		{NULL, K1, A, true, false, 0, PASS_ACCOUNT_ADOPT, A},           /* none recorded */
+		{"", K1, NULL, true, false, 0, PASS_ACCOUNT_ADOPT, K1},
+		{A2, K1, A, true, false, 0, PASS_ACCOUNT_CHANGED, NULL},        /* another account: held */
+		{A2, K1, A, false, true, 0, PASS_ACCOUNT_CHANGED, NULL},        /* its launch is unseen */
+		{A2, K1, A, false, false, 0, PASS_ACCOUNT_ADOPT, A},            /* nothing recorded to lose */
+		{K0, K1, A, true, false, 1, PASS_ACCOUNT_ADOPT, A},             /* an old key's: i1 shows */
+		{K0, K1, A, true, false, 0, PASS_ACCOUNT_CHANGED, NULL},        /* an old key's: none shows */
+		/* STS not answering: the cloud decides, as before it was asked. */
+		{A, K1, NULL, true, false, 0, PASS_ACCOUNT_CHANGED, NULL},
+		{A, K1, NULL, true, false, 1, PASS_ACCOUNT_ADOPT, NULL},        /* the account's stays */
+		{K0, K1, NULL, true, false, 1, PASS_ACCOUNT_ADOPT, K1},         /* i1 shows: a rotated key */
+		{K0, K1, NULL, false, false, 0, PASS_ACCOUNT_ADOPT, K1},        /* nothing recorded to lose */
+		{K0, K1, NULL, false, true, 0, PASS_ACCOUNT_CHANGED, NULL},     /* the ledger's launch is unseen */
+		{K0, K1, NULL, false, true, 2, PASS_ACCOUNT_ADOPT, K1},         /* the ledger's i9 shows */
 	};
 	for (size_t c = 0; c < sizeof(cases) / sizeof(*cases); c++) {
 		struct plan_input p = {.instances = obs, .n_instances = cases[c].n_observed,
 				       .seen = cases[c].seen ? &seen : &none, .ledger = cases[c].ledger ? &ledger : NULL};
-		assert_int_equal(pass_account_check(cases[c].recorded, cases[c].current, &p), cases[c].want);
+		const char *record = "unset";
+		enum pass_account got = pass_account_check(cases[c].recorded, cases[c].key, cases[c].account, &p, &record);
+		if (got != cases[c].want)
+			fail_msg("case %zu: %d, want %d", c, got, cases[c].want);
+		if (cases[c].record ? !record || strcmp(record, cases[c].record) != 0 : record != NULL)
+			fail_msg("case %zu: records %s, want %s", c, record ? record : "nothing",
+				 cases[c].record ? cases[c].record : "nothing");
 	}
 	plan_launch_clear(&ledger);
 	/* A launch of unknown outcome (no IDs yet: a restart right after RunInstances): with
@@ -618,21 +642,32 @@ static void test_account_check(void **state)
 	struct pool_instance tagged = running("i7", "RUNNING");
 	snprintf(tagged.launch_tag, sizeof(tagged.launch_tag), "tok");
 	struct plan_input p = {.seen = &none, .ledger = &unknown, .now = NOW};
-	assert_int_equal(pass_account_check("aaaa", "bbbb", &p), PASS_ACCOUNT_CHANGED);
+	const char *record;
+	assert_int_equal(pass_account_check(K0, K1, NULL, &p, &record), PASS_ACCOUNT_CHANGED);
+	assert_int_equal(pass_account_check(A2, K1, A, &p, &record), PASS_ACCOUNT_CHANGED);
 	p.instances = &tagged;
 	p.n_instances = 1;
-	assert_int_equal(pass_account_check("aaaa", "bbbb", &p), PASS_ACCOUNT_ADOPT);
+	assert_int_equal(pass_account_check(K0, K1, NULL, &p, &record), PASS_ACCOUNT_ADOPT);
 	/* Past the launch grace, still unseen: taken as lost, a rotated key is adopted. */
 	p.n_instances = 0;
 	p.now = NOW + PLAN_LAUNCH_GRACE_DEFAULT_SECONDS;
-	assert_int_equal(pass_account_check("aaaa", "bbbb", &p), PASS_ACCOUNT_ADOPT);
-	char fp[PASS_ACCOUNT_FP_LEN + 1];
-	pass_account_fingerprint("AKIDexample", fp);
-	assert_int_equal(strlen(fp), PASS_ACCOUNT_FP_LEN);
+	assert_int_equal(pass_account_check(K0, K1, NULL, &p, &record), PASS_ACCOUNT_ADOPT);
+	/* Fingerprints: neither the SecretId nor the AccountId, the two forms told apart. */
+	char fp[PASS_KEY_FP_LEN + 1], fp2[PASS_KEY_FP_LEN + 1];
+	pass_key_fingerprint("AKIDexample", fp);
+	assert_int_equal(strlen(fp), PASS_KEY_FP_LEN);
 	assert_null(strstr(fp, "AKID"));
-	char fp2[PASS_ACCOUNT_FP_LEN + 1];
-	pass_account_fingerprint("AKIDexample2", fp2);
+	pass_key_fingerprint("AKIDexample2", fp2);
 	assert_string_not_equal(fp, fp2);
+	char afp[PASS_ACCOUNT_FP_LEN + 1], afp2[PASS_ACCOUNT_FP_LEN + 1];
+	pass_account_fingerprint("100000000001", afp);
+	assert_int_equal(strlen(afp), PASS_ACCOUNT_FP_LEN);
+	assert_int_equal(strncmp(afp, PASS_ACCOUNT_FP_PREFIX, strlen(PASS_ACCOUNT_FP_PREFIX)), 0);
+	assert_null(strstr(afp, "100000000001"));
+	pass_account_fingerprint("100000000002", afp2);
+	assert_string_not_equal(afp, afp2);
+	pass_key_fingerprint("100000000001", fp);  /* a SecretId spelt like an AccountId */
+	assert_null(strstr(afp, fp));
 }
 
 /* D3: credentials of another account see none of the recorded instances. Their absence
@@ -647,11 +682,17 @@ static void test_account_changed_holds(void **state)
 	cJSON *old = cJSON_Parse("{\"accountFingerprint\":\"aaaaaaaaaaaaaaaa\",\"size\":2,\"instances\":["
 				 "{\"instanceId\":\"i1\",\"state\":\"RUNNING\",\"zone\":\"z1\"},"
 				 "{\"instanceId\":\"i2\",\"state\":\"RUNNING\",\"zone\":\"z1\"}]}");
-	for (int c = 0; c < 4; c++) {
+	cJSON *acct = cJSON_Parse("{\"accountFingerprint\":\"acct-aaaaaaaaaaaaaaaa\",\"size\":2,\"instances\":["
+				  "{\"instanceId\":\"i1\",\"state\":\"RUNNING\",\"zone\":\"z1\"},"
+				  "{\"instanceId\":\"i2\",\"state\":\"RUNNING\",\"zone\":\"z1\"}]}");
+	for (int c = 0; c < 6; c++) {
 		struct sim s;
 		sim_init(&s, 2, 2);
-		s.in.old_status = old;
-		s.in.account = c == 3 ? "aaaaaaaaaaaaaaaa" : "bbbbbbbbbbbbbbbb";
+		/* 3: the same key; 4: a rotated key STS names the same account (the issue: no
+		 * hold); 5: a rotated key STS names another account (held) */
+		s.in.old_status = c >= 4 ? acct : old;
+		s.in.account_key = c == 3 ? "aaaaaaaaaaaaaaaa" : "bbbbbbbbbbbbbbbb";
+		s.in.account = c == 4 ? "acct-aaaaaaaaaaaaaaaa" : c == 5 ? "acct-cccccccccccccccc" : NULL;
 		s.in.plan.seen = &seen;
 		s.in.plan.seen_live = &live;
 		s.in.nodes = recorded_nodes;  /* none observed: the Nodes are the recorded ones' */
@@ -660,7 +701,7 @@ static void test_account_changed_holds(void **state)
 		s.in.deleting = c == 1;
 		s.in.start_degraded_reason = c == 2 ? "AccountChanged" : NULL;
 		sim_run(&s);
-		if (c == 3) {  /* the same account: both gone, their Nodes deleted, replaced */
+		if (c == 3 || c == 4) {  /* the same account: both gone, their Nodes deleted, replaced */
 			assert_true(taken(&s, "delete-node n1"));
 			assert_true(taken(&s, "delete-node n2"));
 			assert_true(taken(&s, "launch"));
@@ -681,6 +722,7 @@ static void test_account_changed_holds(void **state)
 		assert_null(cJSON_GetObjectItemCaseSensitive(s.last_status, "accountFingerprint"));
 		sim_free(&s);
 	}
+	cJSON_Delete(acct);
 	cJSON_Delete(old);
 }
 

@@ -303,6 +303,21 @@ static int fake_cvm_find(void *ctx, const struct cvm_credentials *cred, const ch
 	return 0;
 }
 
+/* STS: a SecretId with "other" in it is account 100000000002's, with "outage" unanswered,
+ * any other 100000000001's. */
+static int fake_caller_identity(void *ctx, const struct cvm_credentials *cred, const char *region,
+				const _Atomic int64_t *until, char ret_account[CVM_ACCOUNT_ID_MAX + 1],
+				struct sp_error *err)
+{
+	(void)until;
+	struct fake *f = ctx;
+	record(f, "GetCallerIdentity %s %s", region, cred->secret_id);
+	if (strstr(cred->secret_id, "outage"))
+		return sp_fail(err, SP_ETRANSIENT, "GetCallerIdentity: network error");
+	snprintf(ret_account, CVM_ACCOUNT_ID_MAX + 1, "%s", strstr(cred->secret_id, "other") ? "100000000002" : "100000000001");
+	return 0;
+}
+
 static int fake_find_notices(void *ctx, const char *pool, const char *const *ids, size_t n, int64_t *ret_at)
 {
 	struct fake *f = ctx;
@@ -739,6 +754,17 @@ static const char *status_str(const struct world *w, const char *key)
 	return cJSON_GetStringValue(cJSON_GetObjectItemCaseSensitive(cJSON_GetObjectItemCaseSensitive(w->f.obj, "status"), key));
 }
 
+/* The pass held the pool with AccountChanged: nothing launched, one event, the recorded
+ * fingerprint fp kept. */
+static void assert_held(struct world *w, const char *fp)
+{
+	assert_int_equal(calls_starting(w, "RunInstances"), 0);
+	assert_int_equal(calls_starting(w, "POST event AccountChanged"), 1);
+	assert_string_equal(status_condition(cJSON_GetObjectItemCaseSensitive(w->f.obj, "status"), "Degraded", "reason"),
+			    "AccountChanged");
+	assert_string_equal(status_str(w, "accountFingerprint"), fp);
+}
+
 /* D3, account: the status records the fingerprint of the account its instances are in;
  * credentials that see none of them change nothing (AccountChanged), a rotated key that
  * sees them is adopted. */
@@ -754,8 +780,8 @@ static void test_account_followed(void **state)
 	w.f.n_nodes = 1;
 	w.f.cloud[0] = w.f.listed[0];
 	world_pass(&w);
-	char fp[PASS_ACCOUNT_FP_LEN + 1];
-	pass_account_fingerprint("AKIDtest", fp);
+	char fp[PASS_KEY_FP_LEN + 1];
+	pass_key_fingerprint("AKIDtest", fp);
 	assert_string_equal(status_str(&w, "accountFingerprint"), fp);
 	/* Another account: its listing and lookups show none of the pool's instances. */
 	creds_set(&w.creds, "AKIDother", "key2", NULL, "test");
@@ -763,21 +789,79 @@ static void test_account_followed(void **state)
 	world_pass(&w);
 	assert_int_equal(calls_starting(&w, "DescribeInstances ap-singapore ids=1"), 1);
 	assert_int_equal(calls_starting(&w, "DELETE"), 0);
-	assert_int_equal(calls_starting(&w, "RunInstances"), 0);
-	assert_int_equal(calls_starting(&w, "POST event AccountChanged"), 1);
-	assert_string_equal(status_condition(cJSON_GetObjectItemCaseSensitive(w.f.obj, "status"), "Degraded", "reason"),
-			    "AccountChanged");
-	assert_string_equal(status_str(&w, "accountFingerprint"), fp);
+	assert_held(&w, fp);
 	/* A rotated key of the same account: the lookup by ID shows ins-a. */
 	creds_set(&w.creds, "AKIDrotated", "key3", NULL, "test");
 	w.f.n_cloud = 1;
 	world_pass(&w);
 	assert_int_equal(calls_starting(&w, "DELETE"), 0);
 	assert_int_equal(calls_starting(&w, "RunInstances"), 0);
-	pass_account_fingerprint("AKIDrotated", fp);
+	pass_key_fingerprint("AKIDrotated", fp);
 	assert_string_equal(status_str(&w, "accountFingerprint"), fp);
 	assert_string_equal(status_condition(cJSON_GetObjectItemCaseSensitive(w.f.obj, "status"), "Degraded", "status"),
 			    "False");
+	world_free(&w);
+}
+
+/* The account behind the credentials, from STS (issue 27 item 3's false AccountChanged):
+ * an older status's key fingerprint is rewritten to the account's; a key rotated after
+ * every recorded instance was reclaimed refills the pool; another account is held; STS
+ * not answering falls back on the instances (held while none shows), asked again only
+ * after a backoff; each SecretId asked once. */
+static void test_account_learned(void **state)
+{
+	(void)state;
+	struct world w;
+	world_init(&w, 1, 1, false);
+	world_list(&w, "ins-a", "RUNNING");
+	w.f.cloud[0] = w.f.listed[0];
+	w.f.n_cloud = 1;
+	world_pass(&w);  /* an older version: the key's fingerprint */
+	char key_fp[PASS_KEY_FP_LEN + 1], main_fp[PASS_ACCOUNT_FP_LEN + 1];
+	pass_key_fingerprint("AKIDtest", key_fp);
+	pass_account_fingerprint("100000000001", main_fp);
+	assert_string_equal(status_str(&w, "accountFingerprint"), key_fp);
+	w.r.cvm.caller_identity = fake_caller_identity;
+	w.r.accounts = acct_new(0);
+	world_pass(&w);
+	assert_int_equal(calls_starting(&w, "GetCallerIdentity ap-singapore AKIDtest"), 1);
+	assert_string_equal(status_str(&w, "accountFingerprint"), main_fp);
+	world_pass(&w);
+	assert_int_equal(calls_starting(&w, "GetCallerIdentity"), 0);  /* remembered */
+	/* ins-a reclaimed, and the key rotated before any pass saw it gone. */
+	creds_set(&w.creds, "AKIDrotated", "key2", NULL, "test");
+	w.f.n_listed = 0;
+	w.f.n_cloud = 0;
+	world_pass(&w);
+	assert_int_equal(calls_starting(&w, "GetCallerIdentity ap-singapore AKIDrotated"), 1);
+	assert_int_equal(calls_starting(&w, "POST event AccountChanged"), 0);
+	assert_int_equal(calls_starting(&w, "RunInstances count=1"), 1);
+	assert_string_equal(status_str(&w, "accountFingerprint"), main_fp);
+	char *text = cJSON_PrintUnformatted(w.f.obj);
+	assert_null(strstr(text, "100000000001"));  /* never the AccountId itself */
+	free(text);
+	/* Another account's key: the new instance does not show to it; held. */
+	w.f.n_listed = 0;
+	creds_set(&w.creds, "AKIDother", "key3", NULL, "test");
+	world_pass(&w);
+	assert_held(&w, main_fp);
+	/* STS not answering: the recorded instance shows, so the key is adopted, and the
+	 * account's fingerprint stays; STS is not asked again before the backoff. */
+	creds_set(&w.creds, "AKIDoutage", "key4", NULL, "test");
+	world_list(&w, "ins-new1", "RUNNING");
+	world_pass(&w);
+	assert_int_equal(calls_starting(&w, "GetCallerIdentity ap-singapore AKIDoutage"), 1);
+	assert_int_equal(calls_starting(&w, "RunInstances"), 0);
+	assert_string_equal(status_condition(cJSON_GetObjectItemCaseSensitive(w.f.obj, "status"), "Degraded", "status"),
+			    "False");
+	assert_string_equal(status_str(&w, "accountFingerprint"), main_fp);
+	w.f.clock.mono_ms += ACCT_RETRY_MIN_MS - 1;
+	world_pass(&w);
+	assert_int_equal(calls_starting(&w, "GetCallerIdentity"), 0);
+	w.f.clock.mono_ms += 1;
+	world_pass(&w);
+	assert_int_equal(calls_starting(&w, "GetCallerIdentity ap-singapore AKIDoutage"), 1);
+	acct_free(w.r.accounts);
 	world_free(&w);
 }
 
@@ -1362,6 +1446,7 @@ int main(void)
 		cmocka_unit_test(test_carried_node_deletions_checked),
 		cmocka_unit_test(test_region_edited),
 		cmocka_unit_test(test_account_followed),
+		cmocka_unit_test(test_account_learned),
 		cmocka_unit_test(test_forged_claim),
 		cmocka_unit_test(test_gone_instance_forged_node_kept),
 		cmocka_unit_test(test_node_cache_lags),
