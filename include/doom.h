@@ -22,6 +22,11 @@
 #define DOOM_WINDOW_SECONDS 600
 /* A live instance this long past its deadline is a false notice. */
 #define DOOM_FALSE_GRACE_SECONDS 300
+/* How long past its deadline an instance's recorded deadline outlives its claim: a claim
+ * withdrawn and made again (a Node's condition flipped, a SpotNotice deleted and created
+ * again) within it gets that deadline, not a new window, so cycling a claim cannot keep an
+ * instance doomed: at most 15 minutes, then at least 55 not (docs/security.md). */
+#define DOOM_MEMORY_SECONDS 3600
 
 /* The deadline to act on (epoch seconds): claimed, clamped to
  * [first_seen + DOOM_DRAIN_MIN_SECONDS, first_seen + DOOM_WINDOW_SECONDS]; 0 (none) when
@@ -31,6 +36,10 @@ int64_t doom_deadline(int64_t claimed, int64_t first_seen);
  * governs, and a deadline recorded before (in the pool's status, by a controller since
  * restarted) bounds the one a fresh first sight gives. */
 int64_t doom_earliest(int64_t a, int64_t b);
+
+/* Whether a deadline recorded for an instance (its pool's status) still binds a claim made
+ * at now, claimed or not meanwhile. */
+bool doom_remembered(int64_t recorded, int64_t now);
 
 enum doom_state {
 	DOOM_NONE,    /* no deadline */

@@ -19,6 +19,11 @@ int64_t doom_earliest(int64_t a, int64_t b)
 	return a < b ? a : b;
 }
 
+bool doom_remembered(int64_t recorded, int64_t now)
+{
+	return recorded > 0 && now < recorded + DOOM_MEMORY_SECONDS;
+}
+
 enum doom_state doom_judge(int64_t deadline, int64_t now)
 {
 	if (deadline <= 0)

@@ -271,7 +271,8 @@ static int64_t doomed_at(const struct pass_input *in, size_t i)
 }
 
 /* The Nodes (when known), reclaim deadlines (kept while claimed, for a false notice
- * too: its record bounds it across a restart) and false notices of the recorded
+ * too: its record bounds it across a restart; and, claimed no more, while remembered:
+ * a claim withdrawn and made again gets no new window) and false notices of the recorded
  * instances (plan_recorded keeps the order of the known ones, so one walk pairs them):
  * NULL, 0 and false for none. */
 static void recorded_nodes(const struct pass_input *in, const struct pool_instance *recorded, size_t n,
@@ -285,6 +286,11 @@ static void recorded_nodes(const struct pass_input *in, const struct pool_instan
 		bool told;
 		ret_at[k] = 0;
 		ret_false[k] = j < in->plan.n_instances && not_followed(in, j, &ret_at[k], &told);
+		int64_t was = ret_at[k] ? 0 : status_reclaim_at(in->old_status, recorded[k].id, &told);
+		if (doom_remembered(was, in->plan.now)) {
+			ret_at[k] = was;
+			ret_false[k] = told;
+		}
 	}
 }
 
@@ -1320,12 +1326,14 @@ static void not_followed_events(struct walk *w)
 		bool told;
 		if (!not_followed(in, i, &at, &told) || told)
 			continue;
-		char when[32];
+		char when[32], until[32];
 		sp_format_time(at, when);
+		sp_format_time(at + DOOM_MEMORY_SECONDS, until);
 		emit_event(w, STEP_DRAIN + GROUP_UNDO * DRAIN_GROUP + (int)i * DRAIN_STRIDE + PART_END_EVENT, "Warning",
 			   "ReclaimNoticeNotFollowed", "instance %s still runs %lld s after its reclaim deadline %s: "
-			   "the notice was false; the instance counts toward the pool again and is no longer drained",
-			   in->plan.instances[i].id, (long long)(in->plan.now - at), when);
+			   "the notice was false; the instance counts toward the pool again and is no longer drained; "
+			   "a claim on it made again before %s is not honoured",
+			   in->plan.instances[i].id, (long long)(in->plan.now - at), when, until);
 	}
 }
 

@@ -42,6 +42,17 @@ static void test_earliest(void **state)
 	assert_int_equal(doom_earliest(-1, 9), 9);
 }
 
+/* A recorded deadline binds a claim made again until DOOM_MEMORY_SECONDS past it. */
+static void test_remembered(void **state)
+{
+	(void)state;
+	assert_false(doom_remembered(0, SEEN));
+	assert_false(doom_remembered(-1, SEEN));
+	assert_true(doom_remembered(SEEN + 600, SEEN + 1000));
+	assert_true(doom_remembered(SEEN + 600, SEEN + 600 + DOOM_MEMORY_SECONDS - 1));
+	assert_false(doom_remembered(SEEN + 600, SEEN + 600 + DOOM_MEMORY_SECONDS));
+}
+
 static void test_judge(void **state)
 {
 	(void)state;
@@ -67,6 +78,7 @@ int main(void)
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_deadline),
 		cmocka_unit_test(test_earliest),
+		cmocka_unit_test(test_remembered),
 		cmocka_unit_test(test_judge),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);

@@ -1243,6 +1243,19 @@ static void test_notice_without_node(void **state)
 	}
 }
 
+/* A pool of replicas 2 and maximum 2 on Nodes at now, with SpotNotice deadlines
+ * notice_at[0..n_notice) and the status old. */
+static void sim_claimed(struct sim *s, struct pool_instance *in, struct node_view *nodes, const struct pass_pods *pods,
+			int n, int64_t now, const int64_t *notice_at, size_t n_notice, const cJSON *old)
+{
+	sim_on_nodes(s, in, nodes, pods, n, 2);
+	s->spec.maximum = 2;
+	s->in.plan.now = now;
+	s->in.notice_at = notice_at;
+	s->in.n_notice_at = n_notice;
+	s->in.old_status = old;
+}
+
 /* Reclaim deadlines are claims, bounded on the controller's clock (issue 27 item 1,
  * doom.h), the same for a Node's SpotTerminating condition and a SpotNotice: each row is
  * run with the claim on i2's Node n2 and again as a SpotNotice (the notices cache hands
@@ -1314,13 +1327,8 @@ static void test_deadlines_bounded(void **state)
 				old = cJSON_Parse(json);
 			}
 			struct sim s;
-			sim_on_nodes(&s, in, nodes, pods, rows[r].replaced ? 3 : 2, 2);
-			s.spec.maximum = 2;
+			sim_claimed(&s, in, nodes, pods, rows[r].replaced ? 3 : 2, NOW + rows[r].now, notice_at, 3, old);
 			s.spec.drain_timeout = drain_timeout;
-			s.in.plan.now = NOW + rows[r].now;
-			s.in.notice_at = notice_at;
-			s.in.n_notice_at = 3;
-			s.in.old_status = old;
 			sim_run(&s);
 			assert_int_equal(taken(&s, "launch"), rows[r].launch);
 			assert_int_equal(taken(&s, "drain-start n2"), rows[r].start);
@@ -1344,6 +1352,67 @@ static void test_deadlines_bounded(void **state)
 			sim_free(&s);
 			cJSON_Delete(old);
 		}
+}
+
+/* A claim cycled (review of issue 27): withdrawn for a pass (a Node's condition flipped
+ * back, a SpotNotice deleted) and made again, first seen anew, gets the deadline the
+ * status recorded, not a new window, for DOOM_MEMORY_SECONDS past it; after a false
+ * notice a claim made again is not honoured (no drain, no launch, one event in all).
+ * Each step is a pass reading the status the one before wrote; run with the claim on
+ * i2's Node n2, then as a SpotNotice. Times are seconds from NOW (08:00:00Z). */
+static void test_claim_cycling(void **state)
+{
+	(void)state;
+	static const struct {
+		int64_t now;
+		bool claimed;           /* first seen at now, "reclaim at" ten years ahead */
+		bool start, warn;
+		const char *reclaim_at; /* the status's after the pass */
+		bool told;
+	} steps[] = {
+		{0, true, true, false, "2027-01-15T08:10:00Z", false},
+		{60, false, false, false, "2027-01-15T08:10:00Z", false},     /* withdrawn: remembered */
+		{120, true, true, false, "2027-01-15T08:10:00Z", false},      /* again: same deadline */
+		{1000, false, false, false, "2027-01-15T08:10:00Z", false},
+		{1100, true, false, true, "2027-01-15T08:10:00Z", true},      /* past it: false, told */
+		{1200, false, false, false, "2027-01-15T08:10:00Z", true},
+		{1300, true, false, false, "2027-01-15T08:10:00Z", true},     /* told already */
+		{600 + DOOM_MEMORY_SECONDS, false, false, false, "", false},  /* forgotten */
+		{600 + DOOM_MEMORY_SECONDS + 10, true, true, false, "2027-01-15T09:20:10Z", false},
+	};
+	enum { TEN_YEARS = 10 * 365 * 86400 };
+	struct drain_pod w[1] = {pod("w", DRAIN_POD_EVICT)};
+	for (int by_notice = 0; by_notice < 2; by_notice++) {
+		cJSON *old = NULL;
+		for (size_t k = 0; k < sizeof(steps) / sizeof(steps[0]); k++) {
+			print_message("step %zu (now +%lld) by %s\n", k, (long long)steps[k].now,
+				      by_notice ? "SpotNotice" : "Node");
+			int64_t now = NOW + steps[k].now, notice_at[2] = {0};
+			struct pool_instance in[2] = {running("i1", "RUNNING"), running("i2", "RUNNING")};
+			struct node_view nodes[2] = {named("n1"), named("n2")};
+			struct pass_pods pods[2] = {{.listed = true}, {.listed = true, .v = w, .n = 1}};
+			if (steps[k].claimed && by_notice)
+				notice_at[1] = doom_deadline(now + TEN_YEARS, now);
+			else if (steps[k].claimed)
+				claim(&nodes[1], now + TEN_YEARS, now);
+			struct sim s;
+			sim_claimed(&s, in, nodes, pods, 2, now, notice_at, 2, old);
+			sim_run(&s);
+			assert_int_equal(taken(&s, "drain-start n2"), steps[k].start);
+			assert_int_equal(taken(&s, "launch"), steps[k].start);
+			assert_int_equal(taken(&s, "event Warning ReclaimNoticeNotFollowed"), steps[k].warn);
+			if (s.last_status) {
+				cJSON_Delete(old);
+				old = cJSON_Duplicate(s.last_status, true);
+			}
+			assert_string_equal(shown_reclaim_at(old, "i2"), steps[k].reclaim_at);
+			bool told;
+			status_reclaim_at(old, "i2", &told);
+			assert_int_equal(told, steps[k].told);
+			sim_free(&s);
+		}
+		cJSON_Delete(old);
+	}
 }
 
 /* While SpotNotices are still being listed (a restart, or a list that keeps failing),
@@ -2105,6 +2174,7 @@ int main(void)
 		cmocka_unit_test(test_noticed_reclaim),
 		cmocka_unit_test(test_notice_without_node),
 		cmocka_unit_test(test_deadlines_bounded),
+		cmocka_unit_test(test_claim_cycling),
 		cmocka_unit_test(test_deletion_drains),
 		cmocka_unit_test(test_unlisted_node_holds_only_itself),
 		cmocka_unit_test(test_drain_review_cases),
