@@ -18,21 +18,25 @@
  * status updates move its resourceVersion every few seconds). */
 #define EVICT_NODE_ATTEMPTS 4
 
-/* Starts the drain of node: adds the NODE_TAINT_DRAINING NoSchedule taint (keeping every
- * other taint), sets spec.unschedulable and the annotations NODE_ANNOTATION_DRAIN_STARTED
- * (now, RFC 3339 UTC) and NODE_ANNOTATION_WAS_UNSCHEDULABLE (whether it was cordoned
- * before). A drain already started keeps its annotations (a repeated start changes
- * nothing). A merge patch guarded by the resourceVersion read, repeated on a conflict up
- * to EVICT_NODE_ATTEMPTS times, then SP_ETRANSIENT (retry later). SP_ENOTFOUND when
- * there is no such node. */
-int evict_start(const struct kube_api *api, const char *node, int64_t now, struct sp_error *err);
+/* Starts the drain of node, the Node of metadata.uid uid: adds the NODE_TAINT_DRAINING
+ * NoSchedule taint (keeping every other taint), sets spec.unschedulable and the
+ * annotations NODE_ANNOTATION_DRAIN_STARTED (now, RFC 3339 UTC) and
+ * NODE_ANNOTATION_WAS_UNSCHEDULABLE (whether it was cordoned before). A drain already
+ * started keeps its annotations (a repeated start changes nothing). A merge patch guarded
+ * by the uid and resourceVersion read, repeated on a conflict up to EVICT_NODE_ATTEMPTS
+ * times, then SP_ETRANSIENT (retry later). SP_ENOTFOUND when there is no such node, or
+ * the node of that name has another uid (a Node re-registered under a reused name, which
+ * a decision on the old one must not cordon): nothing written. */
+int evict_start(const struct kube_api *api, const char *node, const char *uid, int64_t now, struct sp_error *err);
 /* Undoes evict_start: removes only the drain taint and the two annotations, and
  * uncordons the node unless it was cordoned before the drain (or the drain-started
  * annotation is gone, so that is unknown). Nothing is written when the node carries none
- * of them; a node that is gone is nothing to undo (0). gave_up_at > 0: the drain timed
- * out then, recorded in NODE_ANNOTATION_DRAIN_GIVEN_UP (not drained again for a
- * drainTimeout). Guarded as evict_start. */
-int evict_undo(const struct kube_api *api, const char *node, int64_t gave_up_at, struct sp_error *err);
+ * of them; a node that is gone, or whose name is another uid's now, is nothing to undo
+ * (0). gave_up_at > 0: the drain timed out then, recorded in
+ * NODE_ANNOTATION_DRAIN_GIVEN_UP (not drained again for a drainTimeout). Guarded as
+ * evict_start. */
+int evict_undo(const struct kube_api *api, const char *node, const char *uid, int64_t gave_up_at,
+	       struct sp_error *err);
 /* Every pod on node not finished (fieldSelector spec.nodeName, status.phase neither
  * Succeeded nor Failed), classified (drain_pod_classify), in pages of EVICT_PAGE_LIMIT.
  * *ret (caller frees) and *ret_n. */

@@ -48,7 +48,8 @@ enum pass_kind {
 	PASS_TERMINATE,      /* ids, reason */
 	PASS_WOULD_TERMINATE,/* dry-run: the ids a terminate would take, told, not done */
 	PASS_LIST_PODS,      /* ids: Nodes whose pods the drains need (pass_input.pods) */
-	PASS_DRAIN_START,    /* ids: one Node: taint, cordon, annotate (evict_start) */
+	PASS_DRAIN_START,    /* ids: one Node, node_uid its UID: taint, cordon, annotate (evict_start);
+			      * SP_ENOTFOUND: no Node of that UID (gone, the name reused) */
 	PASS_EVICT,          /* ids: "namespace/name" of pods to evict (evict_pod) */
 	PASS_DRAIN_UNDO,     /* ids: one Node: the drain given up or no longer wanted (evict_undo) */
 	PASS_DELETE_NODE,    /* ids: one Node of a gone instance, node_uid its UID (message: the
@@ -103,7 +104,7 @@ struct pass_action {
 	int count;
 	bool fresh;                  /* launch: a new ClientToken (else a repeat of the ledger's) */
 	struct strv ids;             /* terminate, reclaimed: instances; delete node: Nodes */
-	char node_uid[NODE_UID_MAX + 1]; /* delete node: the UID it must still have */
+	char node_uid[NODE_UID_MAX + 1]; /* delete node, drain start/undo: the UID it must still have */
 	/* delete node: from .status.nodeDeletions (node_ref.carried): deleted only while
 	 * that Node declares the instance's ID (a status edit cannot name any Node) */
 	bool node_carried;

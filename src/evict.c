@@ -42,14 +42,22 @@ static cJSON *other_taints(const cJSON *node, bool *ret_had)
 /* What to write on node, or NULL when nothing needs writing. */
 typedef cJSON *(*node_change)(const cJSON *node, int64_t now);
 
-/* {"metadata": {"resourceVersion": <the node's>, "annotations": {}}, "spec": {"taints": taints}}:
- * the patch fails with a conflict if the node changed since it was read, so the taints
- * written replace only what was read. */
+static const char *string_member(const cJSON *obj, const char *key)
+{
+	const cJSON *v = member(obj, key);
+	return cJSON_IsString(v) ? v->valuestring : "";
+}
+
+/* {"metadata": {"uid": <the node's>, "resourceVersion": <the node's>, "annotations": {}},
+ * "spec": {"taints": taints}}: the patch fails with a conflict (409) if the node changed
+ * since it was read, a new Node of that name included, so the taints written replace only
+ * what was read; and the apiserver refuses to change a uid (422). */
 static cJSON *guarded_patch(const cJSON *node, cJSON *taints, cJSON **ret_annotations, cJSON **ret_spec)
 {
-	const cJSON *rv = member(member(node, "metadata"), "resourceVersion");
+	const cJSON *meta = member(node, "metadata");
 	cJSON *patch = cJSON_CreateObject(), *md = cJSON_AddObjectToObject(patch, "metadata");
-	cJSON_AddStringToObject(md, "resourceVersion", cJSON_IsString(rv) ? rv->valuestring : "");
+	cJSON_AddStringToObject(md, "uid", string_member(meta, "uid"));
+	cJSON_AddStringToObject(md, "resourceVersion", string_member(meta, "resourceVersion"));
 	*ret_annotations = cJSON_AddObjectToObject(md, "annotations");
 	*ret_spec = cJSON_AddObjectToObject(patch, "spec");
 	cJSON_AddItemToObject(*ret_spec, "taints", taints);
@@ -109,9 +117,11 @@ static cJSON *undo_change(const cJSON *node, int64_t now)
 
 /* Reads node, and merge-patches what change makes of it; a conflict reads it again. A
  * node still changing after EVICT_NODE_ATTEMPTS is SP_ETRANSIENT: its conflict is the
- * Node's, not the pool's (a pass stops at once on a pool's conflict). */
-static int change_node(const struct kube_api *api, const char *node, node_change change, int64_t now,
-		       struct sp_error *err)
+ * Node's, not the pool's (a pass stops at once on a pool's conflict). A node of that name
+ * whose metadata.uid is not uid is another Node (the name reused): SP_ENOTFOUND, nothing
+ * written. */
+static int change_node(const struct kube_api *api, const char *node, const char *uid, node_change change,
+		       int64_t now, struct sp_error *err)
 {
 	char *path = xasprintf("/api/v1/nodes/%s", node);
 	int r = 0;
@@ -119,6 +129,13 @@ static int change_node(const struct kube_api *api, const char *node, node_change
 		cJSON *obj = NULL;
 		if ((r = kube_api_get(api, path, &obj, err)) < 0)
 			break;
+		const char *got = string_member(member(obj, "metadata"), "uid");
+		if (strcmp(got, uid) != 0) {
+			r = sp_fail(err, SP_ENOTFOUND, "metadata.uid is %s, not %s: the name is another Node's now",
+				    *got ? got : "(none)", uid);
+			cJSON_Delete(obj);
+			break;
+		}
 		cJSON *patch = change(obj, now);
 		cJSON_Delete(obj);
 		if (!patch)
@@ -139,14 +156,15 @@ static int change_node(const struct kube_api *api, const char *node, node_change
 	return r;
 }
 
-int evict_start(const struct kube_api *api, const char *node, int64_t now, struct sp_error *err)
+int evict_start(const struct kube_api *api, const char *node, const char *uid, int64_t now, struct sp_error *err)
 {
-	return change_node(api, node, start_change, now, err);
+	return change_node(api, node, uid, start_change, now, err);
 }
 
-int evict_undo(const struct kube_api *api, const char *node, int64_t gave_up_at, struct sp_error *err)
+int evict_undo(const struct kube_api *api, const char *node, const char *uid, int64_t gave_up_at,
+	       struct sp_error *err)
 {
-	int r = change_node(api, node, undo_change, gave_up_at, err);
+	int r = change_node(api, node, uid, undo_change, gave_up_at, err);
 	return r == SP_ENOTFOUND ? 0 : r;
 }
 

@@ -756,6 +756,14 @@ static bool pods_listed(struct walk *w)
 	return false;
 }
 
+/* A drain's start or undo acts on node: its name, and the UID it must still have (a Node
+ * re-registered under the name is another one, not to be cordoned by this decision). */
+static void node_action(struct pass_action *a, const struct node_view *node)
+{
+	strv_push(&a->ids, node->name);
+	snprintf(a->node_uid, sizeof(a->node_uid), "%s", node->uid);
+}
+
 static const char *const group_names[] = {
 	[GROUP_SCALE_DOWN] = "scale-down", [GROUP_NOTICE] = "reclaim notice", [GROUP_DELETION] = "pool deleted",
 	[GROUP_UNDO] = "no longer needed",
@@ -826,7 +834,7 @@ static bool drain_one(struct walk *w, enum drain_group g, size_t k, size_t i, co
 			break;
 		}
 		if ((a = emit(w, PASS_DRAIN_START, step + PART_START))) {
-			strv_push(&a->ids, node->name);
+			node_action(a, node);
 		} else if (st && st->code < 0 && g == GROUP_DELETION && in->deleted_at &&
 			   now >= in->deleted_at + timeout) {
 			/* A deleted pool whose Node cannot even be tainted (so no drain-started
@@ -835,8 +843,8 @@ static bool drain_one(struct walk *w, enum drain_group g, size_t k, size_t i, co
 				   "could not start within drainTimeout of the pool's deletion: %s", node->name, st->message);
 			done = true;
 			break;
-		} else if (st && st->code < 0 && w->error == 0) {
-			w->error = st->code;
+		} else if (st && st->code < 0 && st->code != SP_ENOTFOUND && w->error == 0) {
+			w->error = st->code;  /* not a Node gone, or its name another Node's now: no error */
 		}
 		look_again(w, DRAIN_RECHECK_SECONDS * 1000);
 		break;
@@ -871,7 +879,7 @@ static bool drain_one(struct walk *w, enum drain_group g, size_t k, size_t i, co
 		break;
 	case DRAIN_GIVE_UP:
 		if ((a = emit(w, PASS_DRAIN_UNDO, step + PART_UNDO))) {
-			strv_push(&a->ids, node->name);
+			node_action(a, node);
 			a->why = PASS_WHY_SCALE_DOWN;  /* given up: recorded on the Node */
 		}
 		emit_event(w, step + PART_END_EVENT, "Warning", DRAIN_REASON_TIMED_OUT, "%s", s.message);
@@ -958,7 +966,7 @@ static void undo_unwanted_drains(struct walk *w, const struct strv *const *wante
 		struct pass_action *a = kept ? NULL : emit(w, PASS_DRAIN_UNDO, STEP_DRAIN + GROUP_UNDO * DRAIN_GROUP +
 							   (int)i * DRAIN_STRIDE + PART_UNDO);
 		if (a)
-			strv_push(&a->ids, node->name);
+			node_action(a, node);
 	}
 }
 
@@ -1751,9 +1759,9 @@ void pass_action_line(const struct pass_action *a, char *out, size_t size)
 	case PASS_TERMINATE: snprintf(out, size, "terminate %s %s", why[a->why], ids); break;
 	case PASS_WOULD_TERMINATE: snprintf(out, size, "would-terminate %s %s", why[a->why], ids); break;
 	case PASS_LIST_PODS: snprintf(out, size, "list-pods %s", ids); break;
-	case PASS_DRAIN_START: snprintf(out, size, "drain-start %s", ids); break;
+	case PASS_DRAIN_START: snprintf(out, size, "drain-start %s uid=%s", ids, a->node_uid); break;
 	case PASS_EVICT: snprintf(out, size, "evict %s", ids); break;
-	case PASS_DRAIN_UNDO: snprintf(out, size, "drain-undo %s", ids); break;
+	case PASS_DRAIN_UNDO: snprintf(out, size, "drain-undo %s uid=%s", ids, a->node_uid); break;
 	case PASS_DELETE_NODE: snprintf(out, size, "delete-node %s uid=%s", ids, a->node_uid); break;
 	case PASS_WOULD_DELETE_NODE: snprintf(out, size, "would-delete-node %s", ids); break;
 	case PASS_FIND_NODES: snprintf(out, size, "find-nodes"); break;

@@ -807,8 +807,8 @@ static int do_list_pods(struct pass *p, const struct pass_action *a, struct sp_e
 static int do_drain_node(struct pass *p, const struct pass_action *a, struct sp_error *err)
 {
 	const char *node = a->ids.v[0];
-	int r = a->kind == PASS_DRAIN_START ? evict_start(&p->r->kube, node, p->now, err)
-					    : evict_undo(&p->r->kube, node, a->why ? p->now : 0, err);
+	int r = a->kind == PASS_DRAIN_START ? evict_start(&p->r->kube, node, a->node_uid, p->now, err)
+					    : evict_undo(&p->r->kube, node, a->node_uid, a->why ? p->now : 0, err);
 	if (r == 0)
 		pool_log(p, LOG_LVL_INFO, "drain", NULL, "%s node %s",
 			 a->kind == PASS_DRAIN_START ? "tainted and cordoned" : "untainted", node);
@@ -997,8 +997,11 @@ static void execute(struct pass *p)
 			/* A probe another pool took first (after this pass observed) is refused:
 			 * the offering counts as sold out, nothing failed. Nor did a call our
 			 * own shutdown aborted. */
+			/* A Node to drain gone, or its name another Node's now: the planner looks
+			 * again with the Nodes as they are. */
 			enum log_level level = a->kind == PASS_TAKE_PROBE || http_aborting() ? LOG_LVL_DEBUG
-					       : r == SP_ECONFLICT ? LOG_LVL_INFO : LOG_LVL_WARN;
+					       : r == SP_ECONFLICT || (r == SP_ENOTFOUND && a->kind == PASS_DRAIN_START)
+						 ? LOG_LVL_INFO : LOG_LVL_WARN;
 			pool_log(p, level, log_actions[a->kind], *err.reason ? err.reason : NULL, "%s: %s: %s", line,
 				 r == SP_ECONFLICT ? "pool changed since it was read (planning again)" : "failed", msg);
 			/* Shutting down, or leadership ended mid-call: not a failure of the pool

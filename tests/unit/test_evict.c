@@ -61,17 +61,17 @@ struct node_case {
 
 static int start_n1(const struct kube_api *api, struct sp_error *err)
 {
-	return evict_start(api, "n1", NOW, err);
+	return evict_start(api, "n1", "u1", NOW, err);
 }
 
 static int undo_n1(const struct kube_api *api, struct sp_error *err)
 {
-	return evict_undo(api, "n1", 0, err);
+	return evict_undo(api, "n1", "u1", 0, err);
 }
 
 static int give_up_n1(const struct kube_api *api, struct sp_error *err)
 {
-	return evict_undo(api, "n1", NOW, err);
+	return evict_undo(api, "n1", "u1", NOW, err);
 }
 
 static void check_node_cases(const struct node_case *cases, size_t n,
@@ -102,27 +102,27 @@ static void test_start(void **state)
 	(void)state;
 	static const struct node_case cases[] = {
 		{"schedulable, one taint of someone else's",
-		 "{\"metadata\":{\"name\":\"n1\",\"resourceVersion\":\"41\"},\"spec\":{\"taints\":[" OTHER_TAINT "]}}",
-		 "{\"metadata\":{\"resourceVersion\":\"41\",\"annotations\":{"
+		 "{\"metadata\":{\"uid\":\"u1\",\"name\":\"n1\",\"resourceVersion\":\"41\"},\"spec\":{\"taints\":[" OTHER_TAINT "]}}",
+		 "{\"metadata\":{\"uid\":\"u1\",\"resourceVersion\":\"41\",\"annotations\":{"
 		 "\"spotpool.jokerbai.com/drain-started\":\"2027-01-15T08:00:00Z\","
 		 "\"spotpool.jokerbai.com/was-unschedulable\":\"false\"}},"
 		 "\"spec\":{\"taints\":[" OTHER_TAINT "," OUR_TAINT "],\"unschedulable\":true}}"},
 		{"cordoned by someone before, no taints",
-		 "{\"metadata\":{\"name\":\"n1\",\"resourceVersion\":\"7\"},\"spec\":{\"unschedulable\":true}}",
-		 "{\"metadata\":{\"resourceVersion\":\"7\",\"annotations\":{"
+		 "{\"metadata\":{\"uid\":\"u1\",\"name\":\"n1\",\"resourceVersion\":\"7\"},\"spec\":{\"unschedulable\":true}}",
+		 "{\"metadata\":{\"uid\":\"u1\",\"resourceVersion\":\"7\",\"annotations\":{"
 		 "\"spotpool.jokerbai.com/drain-started\":\"2027-01-15T08:00:00Z\","
 		 "\"spotpool.jokerbai.com/was-unschedulable\":\"true\"}},"
 		 "\"spec\":{\"taints\":[" OUR_TAINT "],\"unschedulable\":true}}"},
 		{"started before, then uncordoned by someone: the first start's record stays",
-		 "{\"metadata\":{\"name\":\"n1\",\"resourceVersion\":\"9\",\"annotations\":{"
+		 "{\"metadata\":{\"uid\":\"u1\",\"name\":\"n1\",\"resourceVersion\":\"9\",\"annotations\":{"
 		 "\"spotpool.jokerbai.com/drain-started\":\"2027-01-15T07:55:00Z\","
 		 "\"spotpool.jokerbai.com/was-unschedulable\":\"false\"}},\"spec\":{\"taints\":[" OUR_TAINT "]}}",
-		 "{\"metadata\":{\"resourceVersion\":\"9\",\"annotations\":{"
+		 "{\"metadata\":{\"uid\":\"u1\",\"resourceVersion\":\"9\",\"annotations\":{"
 		 "\"spotpool.jokerbai.com/drain-started\":\"2027-01-15T07:55:00Z\","
 		 "\"spotpool.jokerbai.com/was-unschedulable\":\"false\"}},"
 		 "\"spec\":{\"taints\":[" OUR_TAINT "],\"unschedulable\":true}}"},
 		{"already started, tainted and cordoned: nothing written",
-		 "{\"metadata\":{\"name\":\"n1\",\"resourceVersion\":\"9\",\"annotations\":{"
+		 "{\"metadata\":{\"uid\":\"u1\",\"name\":\"n1\",\"resourceVersion\":\"9\",\"annotations\":{"
 		 "\"spotpool.jokerbai.com/drain-started\":\"2027-01-15T07:55:00Z\","
 		 "\"spotpool.jokerbai.com/was-unschedulable\":\"false\"}},"
 		 "\"spec\":{\"unschedulable\":true,\"taints\":[" OUR_TAINT "]}}", NULL},
@@ -136,12 +136,12 @@ static void test_start(void **state)
 static void test_start_conflicts(void **state)
 {
 	(void)state;
-	const char *v1 = "{\"metadata\":{\"resourceVersion\":\"1\"},\"spec\":{}}";
-	const char *v2 = "{\"metadata\":{\"resourceVersion\":\"2\"},\"spec\":{\"unschedulable\":true}}";
+	const char *v1 = "{\"metadata\":{\"uid\":\"u1\",\"resourceVersion\":\"1\"},\"spec\":{}}";
+	const char *v2 = "{\"metadata\":{\"uid\":\"u1\",\"resourceVersion\":\"2\"},\"spec\":{\"unschedulable\":true}}";
 	struct fake f;
 	const struct reply once[] = {{0, v1, NULL}, {SP_ECONFLICT, NULL, "conflict"}, {0, v2, NULL}, {0, "{}", NULL}};
 	struct kube_api api = fake_api(&f, once, 4);
-	assert_int_equal(evict_start(&api, "n1", NOW, NULL), 0);
+	assert_int_equal(evict_start(&api, "n1", "u1", NOW, NULL), 0);
 	assert_int_equal(f.calls, 4);
 	assert_contains(f.log[1], "\"resourceVersion\":\"1\"");
 	assert_contains(f.log[1], "was-unschedulable\":\"false\"");
@@ -156,21 +156,47 @@ static void test_start_conflicts(void **state)
 	}
 	api = fake_api(&f, always, 2 * EVICT_NODE_ATTEMPTS);
 	struct sp_error err = {0};
-	assert_int_equal(evict_start(&api, "n1", NOW, &err), SP_ETRANSIENT);
+	assert_int_equal(evict_start(&api, "n1", "u1", NOW, &err), SP_ETRANSIENT);
 	assert_int_equal(err.code, SP_ETRANSIENT);
 	assert_int_equal(f.calls, 2 * EVICT_NODE_ATTEMPTS);
 	assert_string_equal(err.msg, "node n1: PATCH: HTTP 409: the object has been modified");
 
 	const struct reply gone[] = {{SP_ENOTFOUND, NULL, "GET: HTTP 404: nodes \"n1\" not found"}};
 	api = fake_api(&f, gone, 1);
-	assert_int_equal(evict_start(&api, "n1", NOW, &err), SP_ENOTFOUND);
+	assert_int_equal(evict_start(&api, "n1", "u1", NOW, &err), SP_ENOTFOUND);
 	assert_int_equal(f.calls, 1);
 	assert_string_equal(err.msg, "node n1: GET: HTTP 404: nodes \"n1\" not found");
 
 	const struct reply forbidden[] = {{0, v1, NULL}, {SP_EFORBIDDEN, NULL, "PATCH: HTTP 403"}};
 	api = fake_api(&f, forbidden, 2);
-	assert_int_equal(evict_start(&api, "n1", NOW, &err), SP_EFORBIDDEN);
+	assert_int_equal(evict_start(&api, "n1", "u1", NOW, &err), SP_EFORBIDDEN);
 	assert_int_equal(f.calls, 2);
+}
+
+/* A Node re-registered under the name (TKE names Nodes by private IP) is another Node: a
+ * start or undo decided on the old one (uid u1) writes nothing on it, start answering
+ * SP_ENOTFOUND (the step is dropped), undo 0 (nothing of the old one's to undo); so too
+ * when the name is reused between the read and the write (409, read again). */
+static void test_name_reused(void **state)
+{
+	(void)state;
+	const char *old = "{\"metadata\":{\"uid\":\"u1\",\"resourceVersion\":\"1\"},\"spec\":{}}";
+	const char *reused = "{\"metadata\":{\"uid\":\"u2\",\"resourceVersion\":\"5\"},\"spec\":{}}";
+	struct fake f;
+	struct sp_error err = {0};
+	const struct reply now[] = {{0, reused, NULL}};
+	struct kube_api api = fake_api(&f, now, 1);
+	assert_int_equal(evict_start(&api, "n1", "u1", NOW, &err), SP_ENOTFOUND);
+	assert_int_equal(f.calls, 1);
+	assert_string_equal(err.msg, "node n1: metadata.uid is u2, not u1: the name is another Node's now");
+	api = fake_api(&f, now, 1);
+	assert_int_equal(evict_undo(&api, "n1", "u1", 0, &err), 0);
+	assert_int_equal(f.calls, 1);
+	const struct reply meanwhile[] = {{0, old, NULL}, {SP_ECONFLICT, NULL, "409"}, {0, reused, NULL}};
+	api = fake_api(&f, meanwhile, 3);
+	assert_int_equal(evict_start(&api, "n1", "u1", NOW, &err), SP_ENOTFOUND);
+	assert_int_equal(f.calls, 3);
+	assert_contains(f.log[1], "{\"metadata\":{\"uid\":\"u1\",\"resourceVersion\":\"1\",");
 }
 
 /* Undo removes only our taint and annotations, and uncordons only a node that was
@@ -180,39 +206,39 @@ static void test_undo(void **state)
 	(void)state;
 	static const struct node_case cases[] = {
 		{"schedulable before: uncordoned, the other taint kept",
-		 "{\"metadata\":{\"resourceVersion\":\"5\",\"annotations\":{\"team\":\"ml\","
+		 "{\"metadata\":{\"uid\":\"u1\",\"resourceVersion\":\"5\",\"annotations\":{\"team\":\"ml\","
 		 "\"spotpool.jokerbai.com/drain-started\":\"2027-01-15T07:50:00Z\","
 		 "\"spotpool.jokerbai.com/was-unschedulable\":\"false\"}},"
 		 "\"spec\":{\"unschedulable\":true,\"taints\":[" OUR_TAINT "," OTHER_TAINT "]}}",
-		 "{\"metadata\":{\"resourceVersion\":\"5\",\"annotations\":{"
+		 "{\"metadata\":{\"uid\":\"u1\",\"resourceVersion\":\"5\",\"annotations\":{"
 		 "\"spotpool.jokerbai.com/drain-started\":null,\"spotpool.jokerbai.com/was-unschedulable\":null}},"
 		 "\"spec\":{\"taints\":[" OTHER_TAINT "],\"unschedulable\":false}}"},
 		{"cordoned before: stays cordoned",
-		 "{\"metadata\":{\"resourceVersion\":\"6\",\"annotations\":{"
+		 "{\"metadata\":{\"uid\":\"u1\",\"resourceVersion\":\"6\",\"annotations\":{"
 		 "\"spotpool.jokerbai.com/drain-started\":\"2027-01-15T07:50:00Z\","
 		 "\"spotpool.jokerbai.com/was-unschedulable\":\"true\"}},"
 		 "\"spec\":{\"unschedulable\":true,\"taints\":[" OUR_TAINT "]}}",
-		 "{\"metadata\":{\"resourceVersion\":\"6\",\"annotations\":{"
+		 "{\"metadata\":{\"uid\":\"u1\",\"resourceVersion\":\"6\",\"annotations\":{"
 		 "\"spotpool.jokerbai.com/drain-started\":null,\"spotpool.jokerbai.com/was-unschedulable\":null}},"
 		 "\"spec\":{\"taints\":[]}}"},
 		{"our taint without our annotations: the taint goes, the cordon state is not ours to change",
-		 "{\"metadata\":{\"resourceVersion\":\"8\"},\"spec\":{\"unschedulable\":true,\"taints\":[" OUR_TAINT "]}}",
-		 "{\"metadata\":{\"resourceVersion\":\"8\",\"annotations\":{"
+		 "{\"metadata\":{\"uid\":\"u1\",\"resourceVersion\":\"8\"},\"spec\":{\"unschedulable\":true,\"taints\":[" OUR_TAINT "]}}",
+		 "{\"metadata\":{\"uid\":\"u1\",\"resourceVersion\":\"8\",\"annotations\":{"
 		 "\"spotpool.jokerbai.com/drain-started\":null,\"spotpool.jokerbai.com/was-unschedulable\":null}},"
 		 "\"spec\":{\"taints\":[]}}"},
 		{"none of ours: nothing written",
-		 "{\"metadata\":{\"resourceVersion\":\"3\",\"annotations\":{\"team\":\"ml\"}},"
+		 "{\"metadata\":{\"uid\":\"u1\",\"resourceVersion\":\"3\",\"annotations\":{\"team\":\"ml\"}},"
 		 "\"spec\":{\"unschedulable\":true,\"taints\":[" OTHER_TAINT "]}}", NULL},
 	};
 	check_node_cases(cases, sizeof(cases) / sizeof(cases[0]), undo_n1);
 	/* A drain given up says when on the Node, so it is not drained again at once. */
 	static const struct node_case gave_up[] = {
 		{"given up: recorded",
-		 "{\"metadata\":{\"resourceVersion\":\"7\",\"annotations\":{"
+		 "{\"metadata\":{\"uid\":\"u1\",\"resourceVersion\":\"7\",\"annotations\":{"
 		 "\"spotpool.jokerbai.com/drain-started\":\"2027-01-15T07:50:00Z\","
 		 "\"spotpool.jokerbai.com/was-unschedulable\":\"false\"}},"
 		 "\"spec\":{\"unschedulable\":true,\"taints\":[" OUR_TAINT "]}}",
-		 "{\"metadata\":{\"resourceVersion\":\"7\",\"annotations\":{"
+		 "{\"metadata\":{\"uid\":\"u1\",\"resourceVersion\":\"7\",\"annotations\":{"
 		 "\"spotpool.jokerbai.com/drain-started\":null,\"spotpool.jokerbai.com/was-unschedulable\":null,"
 		 "\"spotpool.jokerbai.com/drain-given-up\":\"2027-01-15T08:00:00Z\"}},"
 		 "\"spec\":{\"taints\":[],\"unschedulable\":false}}"},
@@ -222,7 +248,7 @@ static void test_undo(void **state)
 	struct fake f;
 	const struct reply gone[] = {{SP_ENOTFOUND, NULL, "HTTP 404"}};
 	struct kube_api api = fake_api(&f, gone, 1);
-	assert_int_equal(evict_undo(&api, "n1", 0, NULL), 0);
+	assert_int_equal(evict_undo(&api, "n1", "u1", 0, NULL), 0);
 	assert_int_equal(f.calls, 1);
 }
 
@@ -373,6 +399,7 @@ int main(void)
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_start),
 		cmocka_unit_test(test_start_conflicts),
+		cmocka_unit_test(test_name_reused),
 		cmocka_unit_test(test_undo),
 		cmocka_unit_test(test_list_pods),
 		cmocka_unit_test(test_list_pods_bounded),

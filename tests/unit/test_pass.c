@@ -916,6 +916,19 @@ static void test_nodes_confirmed_live(void **state)
 	}
 }
 
+/* A pool of replicas 2 and maximum 2 on Nodes at now, with SpotNotice deadlines
+ * notice_at[0..n_notice) and the status old. */
+static void sim_claimed(struct sim *s, struct pool_instance *in, struct node_view *nodes, const struct pass_pods *pods,
+			int n, int64_t now, const int64_t *notice_at, size_t n_notice, const cJSON *old)
+{
+	sim_on_nodes(s, in, nodes, pods, n, 2);
+	s->spec.maximum = 2;
+	s->in.plan.now = now;
+	s->in.notice_at = notice_at;
+	s->in.n_notice_at = n_notice;
+	s->in.old_status = old;
+}
+
 /* A scale-down of 3 to 1 on Nodes: the pods are listed first; the emptiest Nodes go
  * (n2 without pods, n3 with one pod to evict; n1 has two); each is tainted and cordoned
  * (DrainStarted), n2 with nothing to evict is terminated in the same pass, after the
@@ -996,6 +1009,45 @@ static int refuse_drain_start(const struct pass_action *a, bool *sold_out)
 {
 	*sold_out = false;
 	return a->kind == PASS_DRAIN_START && strcmp(a->ids.v[0], "n1") == 0 ? SP_EFORBIDDEN : 0;
+}
+
+static int drain_start_gone(const struct pass_action *a, bool *sold_out)
+{
+	*sold_out = false;
+	return a->kind == PASS_DRAIN_START ? SP_ENOTFOUND : 0;
+}
+
+/* A drain starts on its Node by name and UID (drain-start carries it): a Node of that name
+ * with another UID now (re-registered under a reused name) or none answers SP_ENOTFOUND,
+ * which drops the step for the pass: nothing evicted or terminated, no error (no
+ * backoff, no Degraded), looked at again within DRAIN_RECHECK_SECONDS with the Nodes as
+ * they are then. For a scale-down, a notice and a deletion. */
+static void test_drain_start_name_reused(void **state)
+{
+	(void)state;
+	struct drain_pod w[1] = {pod("w", DRAIN_POD_EVICT)};
+	for (int c = 0; c < 3; c++) {
+		print_message("case %d\n", c);
+		struct pool_instance in[2] = {running("i1", "RUNNING"), running("i2", "RUNNING")};
+		struct node_view nodes[2] = {named("n1"), named("n2")};
+		struct pass_pods pods[2] = {{.listed = true, .v = w, .n = 1}, {.listed = true, .v = w, .n = 1}};
+		int64_t notice_at[2] = {0};
+		struct sim s;
+		sim_claimed(&s, in, nodes, pods, 2, NOW, notice_at, 2, NULL);
+		s.spec.replicas = c == 0 ? 1 : 2;
+		if (c == 1)
+			claim(&nodes[1], NOW + 300, NOW);
+		s.in.deleting = s.in.plan.deleting = c == 2;
+		s.in.deleted_at = NOW;
+		s.answer = drain_start_gone;
+		sim_run(&s);
+		assert_true(taken(&s, c == 2 ? "drain-start n1 uid=u-n1" : "drain-start n2 uid=u-n2"));
+		assert_false(taken(&s, "evict"));
+		assert_false(taken(&s, "terminate"));
+		assert_int_equal(s.error, 0);
+		assert_true(s.requeue_ms > 0 && s.requeue_ms <= 5000);
+		sim_free(&s);
+	}
 }
 
 static void test_unlisted_node_holds_only_itself(void **state)
@@ -1241,19 +1293,6 @@ static void test_notice_without_node(void **state)
 			assert_string_equal(shown_reclaim_at(s.last_status, "i2"), "2027-01-15T08:02:00Z");
 		sim_free(&s);
 	}
-}
-
-/* A pool of replicas 2 and maximum 2 on Nodes at now, with SpotNotice deadlines
- * notice_at[0..n_notice) and the status old. */
-static void sim_claimed(struct sim *s, struct pool_instance *in, struct node_view *nodes, const struct pass_pods *pods,
-			int n, int64_t now, const int64_t *notice_at, size_t n_notice, const cJSON *old)
-{
-	sim_on_nodes(s, in, nodes, pods, n, 2);
-	s->spec.maximum = 2;
-	s->in.plan.now = now;
-	s->in.notice_at = notice_at;
-	s->in.n_notice_at = n_notice;
-	s->in.old_status = old;
 }
 
 /* Reclaim deadlines are claims, bounded on the controller's clock (issue 27 item 1,
@@ -2175,6 +2214,7 @@ int main(void)
 		cmocka_unit_test(test_notice_without_node),
 		cmocka_unit_test(test_deadlines_bounded),
 		cmocka_unit_test(test_claim_cycling),
+		cmocka_unit_test(test_drain_start_name_reused),
 		cmocka_unit_test(test_deletion_drains),
 		cmocka_unit_test(test_unlisted_node_holds_only_itself),
 		cmocka_unit_test(test_drain_review_cases),

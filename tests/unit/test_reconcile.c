@@ -187,6 +187,17 @@ static int fake_kube_request(void *ctx, const char *method, const char *path, co
 				   "\"web\"},\"spec\":{},\"status\":{\"phase\":\"Running\"}}]}");
 		return 0;
 	}
+	if (strcmp(method, "GET") == 0 && strncmp(path, "/api/v1/nodes/", 14) == 0) {
+		record(f, "GET");  /* a drain's read of its Node before the patch */
+		const struct node_view *v = f->n_live ? f->live : f->nodes;
+		size_t n = f->n_live ? f->n_live : f->n_nodes;
+		for (size_t i = 0; i < n; i++)
+			if (strcmp(v[i].name, path + 14) == 0) {
+				*ret = node_json(&v[i]);
+				return 0;
+			}
+		return sp_fail(err, SP_ENOTFOUND, "nodes \"%s\" not found", path + 14);
+	}
 	if (strcmp(method, "GET") == 0) {
 		record(f, "GET");
 		*ret = cJSON_Duplicate(f->obj, true);
