@@ -21,6 +21,9 @@
 /* A drain in progress is looked at again at least this often (kubectl drain retries a
  * refused eviction every 5 s). */
 #define DRAIN_RECHECK_SECONDS 5
+/* A forced drain that starts at or past its deadline evicts for this long (the two
+ * minutes a reclaim notice gives). */
+#define DRAIN_LATE_SECONDS 120
 /* Reasons of the condition and event of a drain that did not end as planned. */
 #define DRAIN_REASON_TIMED_OUT "DrainTimedOut"
 #define DRAIN_REASON_CUT_SHORT "DrainCutShort"
@@ -94,7 +97,8 @@ struct drain_step_input {
 	int64_t now;                  /* epoch seconds */
 	int64_t timeout;              /* spec.drainTimeout, seconds; 0: no drain */
 	/* Forced by a reclaim notice: the drain ends at this time (epoch seconds) whatever is
-	 * left, evicts blocking pods too (the node goes anyway) and is never given up; 0: none. */
+	 * left, evicts blocking pods too (the node goes anyway) and is never given up; 0: none.
+	 * A drain not started by then starts late and ends DRAIN_LATE_SECONDS after its start. */
 	int64_t deadline;
 };
 

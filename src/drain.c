@@ -128,9 +128,14 @@ void drain_step(const struct drain_step_input *in, struct drain_step *ret)
 	if (in->unlisted)
 		s.left = 1;  /* unknown: not drained */
 	int64_t end = in->deadline ? in->deadline : in->node.started + in->timeout;
+	/* A forced drain that could not start by its deadline (its Node could not be tainted,
+	 * the controller was down) starts late all the same and evicts for DRAIN_LATE_SECONDS:
+	 * a late deadline never skips eviction. */
+	if (in->deadline && in->node.started >= in->deadline)
+		end = in->node.started + DRAIN_LATE_SECONDS;
 	if (!in->node.has_node || in->timeout <= 0) {
 		s.action = DRAIN_DONE;
-	} else if (in->deadline && in->now >= in->deadline) {
+	} else if (in->deadline && in->node.started && in->now >= end) {
 		s.action = DRAIN_DONE;
 		if (s.left) {
 			snprintf(s.reason, sizeof(s.reason), DRAIN_REASON_CUT_SHORT);

@@ -213,7 +213,17 @@ static void test_drain_steps(void **state)
 		{"notice: deadline passed: done, cut short", false, 120, false, "eb", 600, 0 - 1, DRAIN_DONE, "", 0,
 		 false, 2, DRAIN_REASON_CUT_SHORT,
 		 "the reclaim deadline came with the drain unfinished: 2 pod(s) left: ns/p0, ns/p1 (safe-to-evict false)", NULL},
-		{"notice: deadline passed before the drain started", false, -1, false, "e", 600, -5, DRAIN_DONE, "", 0,
+		/* A drain that had not started by its deadline starts late, and evicts for
+		 * DRAIN_LATE_SECONDS from its start (review of issue 27: it never started). */
+		{"notice: deadline passed before the drain started: start late", false, -1, false, "e", 600, -5,
+		 DRAIN_START, "", 0, false, 1, "", "", NULL},
+		{"notice: started late: evicts", false, 0, false, "eb", 600, -5, DRAIN_EVICT, "01", 5, false, 2, "", "",
+		 NULL},
+		{"notice: started late, near its end", false, 118, false, "e", 600, -200, DRAIN_EVICT, "0", 2, false, 1,
+		 "", "", NULL},
+		{"notice: started on its deadline: late too", false, 10, false, "e", 600, -10, DRAIN_EVICT, "0", 5, false,
+		 1, "", "", NULL},
+		{"notice: started late, past its end: cut short", false, 120, false, "e", 600, -200, DRAIN_DONE, "", 0,
 		 false, 1, DRAIN_REASON_CUT_SHORT, "1 pod(s) left: ns/p0", NULL},
 		/* Pods that could not be listed hold the drain with nothing to evict; the drain
 		 * still starts, and ends at its timeout or deadline saying why. */

@@ -1324,6 +1324,8 @@ static void test_deadlines_bounded(void **state)
 		 "2027-01-15T07:58:40Z", false, false, false, false, true, false, false},
 		{"past the deadline, drained, not replaced: stays", Y2000, -200, 0, 0, false, true, true, false,
 		 "2027-01-15T07:58:40Z", false, true, false, false, false, false, false},
+		{"past the deadline, the drain never started: starts late and evicts", Y2000, -180, 0, 0, false, false,
+		 false, false, "2027-01-15T07:59:00Z", false, true, true, true, false, false, false},
 		{"live 5 minutes past: a false notice, counted again", NOW - 600, -900, 0, 0, false, true, false, false,
 		 "2027-01-15T07:50:00Z", true, false, false, false, false, true, true},
 		{"a false notice told already: no second event", NOW - 600, -900, NOW - 600, 0, true, true, false, false,
