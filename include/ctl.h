@@ -94,10 +94,11 @@ int64_t ctl_poller_retire_ms(int resync_seconds);
  * the key again as the outcome says: after an error, with the queue's backoff (wq.h);
  * else after requeue_ms when the pass asked. SP_EIO once the queue is shut down. */
 int ctl_work(struct ctl *c, struct reconciler *rc);
-/* For unit tests: the controller's Node cache (NULL without opt.nodes), informer (feed it with informer_apply_event or
- * informer_round) and its work queue (wq_when tells what is queued). */
+/* For unit tests: the controller's Node cache (NULL without opt.nodes), SpotNotice cache, informer (feed it with
+ * informer_apply_event or informer_round) and its work queue (wq_when tells what is queued). */
 struct informer *ctl_informer(struct ctl *c);
 struct nodes *ctl_nodes(struct ctl *c);
+struct notices *ctl_notices(struct ctl *c);
 struct wq *ctl_queue(struct ctl *c);
 
 #endif

@@ -24,6 +24,9 @@ struct informer_config {
 	 * relist merely found again, when its backoff allows (at_once false). */
 	void (*enqueue)(void *userdata, const char *key, bool at_once);
 	void (*deleted)(void *userdata, const char *key);
+	/* A pool's object as a list or a watch event brought it (not a deletion, nor one older
+	 * than the cached), before enqueue, without the cache's lock; NULL: not wanted. */
+	void (*seen)(void *userdata, const char *key, const cJSON *obj);
 	void *userdata;
 };
 

@@ -36,7 +36,8 @@
  * them) until a list works. */
 #define NOTICES_LIST_PATIENCE_SECONDS 120
 /* Room is shared fairly: a notice of an instance that a pool trusting the notice's
- * namespace asked about (notices_find: the pool's own instances) is always kept, at most
+ * namespace asked about (notices_find: the pool's own instances, which the controller
+ * also asks about as the status records them whenever it lists a pool) is always kept, at most
  * NOTICES_INSTANCE_MAX of one instance in one namespace (real instances bound them). The
  * others (made-up instance IDs, or a pool whose first pass since a restart is still to
  * come) are kept unclaimed, at most NOTICES_NAMESPACE_MAX of one namespace (but the

@@ -9,6 +9,7 @@
 #include "notices.h"
 #include "pool.h"
 #include "reconcile.h"
+#include "status.h"
 #include "wq.h"
 
 #include <pthread.h>
@@ -186,6 +187,21 @@ static struct kube_api notices_writer_new(void *ud)
 	return kube_client_api(k);
 }
 
+/* The instances a pool's status records are its own from the moment it is listed, not
+ * only once its first pass (after a restart, or a new leader's) asks about them: their
+ * SpotNotices are claimed, kept whatever made-up ones fill the namespace's share. */
+static void on_pool_seen(void *ud, const char *key, const cJSON *obj)
+{
+	struct ctl *c = ud;
+	struct strv ids = {0}, live = {0};
+	status_recorded(cJSON_GetObjectItemCaseSensitive(obj, "status"), &ids, &live, NULL, NULL);
+	int64_t *at = xcalloc(ids.n ? ids.n : 1, sizeof(*at));
+	notices_find(c->notices, key, (const char *const *)ids.v, ids.n, at);
+	free(at);
+	strv_clear(&live);
+	strv_clear(&ids);
+}
+
 static bool pools_in(void *ud, const char *ns)
 {
 	struct ctl *c = ud;
@@ -240,7 +256,7 @@ struct ctl *ctl_new(const struct ctl_options *opt)
 	atomic_store(&c->active_until_ms, INT64_MAX);
 	struct informer_config icfg = {.api_new = informer_api_new, .api_free = informer_api_free,
 				       .clock = c->clock, .namespaces = &c->opt.namespaces,
-				       .enqueue = on_enqueue, .deleted = on_deleted, .userdata = c};
+				       .enqueue = on_enqueue, .deleted = on_deleted, .seen = on_pool_seen, .userdata = c};
 	c->informer = informer_new(&icfg);
 	if (opt->nodes) {
 		struct nodes_config ncfg = {.api_new = nodes_api_new, .api_free = informer_api_free, .clock = c->clock,
@@ -449,6 +465,11 @@ struct informer *ctl_informer(struct ctl *c)
 struct nodes *ctl_nodes(struct ctl *c)
 {
 	return c->nodes;
+}
+
+struct notices *ctl_notices(struct ctl *c)
+{
+	return c->notices;
 }
 
 struct wq *ctl_queue(struct ctl *c)

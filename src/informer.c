@@ -450,7 +450,10 @@ static void pools_item(void *ud, const cJSON *item)
 	if (!key)
 		return;
 	/* A relist must not cut a failing pool's backoff short; a change still runs at once. */
-	inf->cfg.enqueue(inf->cfg.userdata, key, remember(inf, key, item));
+	bool changed = remember(inf, key, item);
+	if (inf->cfg.seen)
+		inf->cfg.seen(inf->cfg.userdata, key, item);
+	inf->cfg.enqueue(inf->cfg.userdata, key, changed);
 	strv_push(&w->listed, key);
 	free(key);
 }
@@ -479,6 +482,8 @@ void informer_apply_event(struct informer *inf, const char *type, const cJSON *o
 			inf->cfg.deleted(inf->cfg.userdata, key);
 	} else if (remember(inf, key, obj)) {
 		log_debug("watch: %s %s", type, key);
+		if (inf->cfg.seen)
+			inf->cfg.seen(inf->cfg.userdata, key, obj);
 		inf->cfg.enqueue(inf->cfg.userdata, key, true);
 	}
 	free(key);
