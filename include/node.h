@@ -35,6 +35,10 @@ struct node_view {
 	char label_id[NODE_INSTANCE_ID_MAX + 1];    /* NODE_LABEL_INSTANCE_ID, else the TKE label */
 	char internal_ip[48];                       /* status.addresses[type=InternalIP] */
 	bool ready;                                 /* condition Ready is True */
+	/* Condition Ready is Unknown: the node lifecycle controller's mark of a Node whose
+	 * kubelet stopped reporting (no kubelet, of any instance, speaks for it). */
+	bool ready_unknown;
+	int64_t created;                            /* metadata.creationTimestamp (epoch s), 0: unknown */
 	int64_t ready_since;                        /* its lastTransitionTime (epoch s), 0: unknown */
 	bool unschedulable;                         /* spec.unschedulable (cordoned) */
 	bool drain_taint;                           /* NODE_TAINT_DRAINING, effect NoSchedule */
@@ -58,7 +62,32 @@ struct node_ref {
 	/* Read back from the status, not matched this pass: the status is not only
 	 * spotpool's to write, so the entry is a claim (PASS_DELETE_NODE node_carried). */
 	bool carried;
+	/* Matched by its address (NODE_BY_RECORD: it declares no instance): the instance's
+	 * private IP, and when the instance was found gone (node_address_judge); "" and 0 for
+	 * a Node matched by the ID it declares. */
+	char ip[48];
+	int64_t since;
 };
+
+/* How long the Node of a gone instance matched by its address waits for no kubelet to
+ * report it (Ready Unknown: the node lifecycle controller marks a Node so within a
+ * minute or so of its kubelet's end) before it is left undeleted, and said. */
+#define NODE_ADDRESS_WAIT_SECONDS 600
+
+enum node_address {
+	NODE_ADDRESS_GONE,     /* no Node of that name and UID any more: nothing to delete */
+	NODE_ADDRESS_DELETE,   /* the same Node, at that address, declaring no instance, no kubelet reports it */
+	NODE_ADDRESS_WAIT,     /* a kubelet still reports it (the gone one's not marked yet, or another's) */
+	NODE_ADDRESS_CHANGED,  /* it declares an instance now, or has another address: not the gone one's */
+	NODE_ADDRESS_REPORTED, /* a kubelet reports it NODE_ADDRESS_WAIT_SECONDS after: it may be another
+				* instance's (a name reused), left */
+};
+
+/* What to do at now with r (matched by its address) given the Node of its name as the
+ * cache has it now (v, NULL: none). A kubelet reporting a Node whose instance is gone is
+ * another instance's, registered under that name (TKE names Nodes by private IP): never
+ * deleted. */
+enum node_address node_address_judge(const struct node_ref *r, const struct node_view *v, int64_t now);
 
 /* The view of a Node object; false when it has no metadata.name or the name is longer
  * than NODE_NAME_MAX (no Node's is). */
@@ -66,7 +95,7 @@ bool node_view_from_json(const cJSON *node, struct node_view *ret);
 /* The instance ID a Node declares: its providerID's, else its label's; "" for none. */
 const char *node_instance_id(const struct node_view *v);
 
-enum node_by { NODE_BY_NONE, NODE_BY_PROVIDER_ID, NODE_BY_LABEL, NODE_BY_IP };
+enum node_by { NODE_BY_NONE, NODE_BY_PROVIDER_ID, NODE_BY_LABEL, NODE_BY_IP, NODE_BY_RECORD };
 
 /* An instance whose Node is looked for: its ID and its private IP as the cloud reports
  * it (NULL or empty: not known yet, and then it has no Node). recorded: not observed this
@@ -76,6 +105,11 @@ struct node_want {
 	const char *id;
 	const char *ip;
 	bool recorded;
+	/* recorded: the name of the Node the status recorded for it (its Node when it was
+	 * observed), NULL or empty: none. */
+	const char *node;
+	/* observed: when the instance was launched (epoch s), 0: unknown. */
+	int64_t launched;
 };
 
 /* A Node's claim to a wanted instance that is not honoured (node_match). */
@@ -100,11 +134,15 @@ void node_refusals_clear(struct node_refusals *r);
  * agrees (docs/how-it-works.md#nodes): a Node declaring an instance's ID (its
  * providerID's last path segment, or the NODE_LABEL_INSTANCE_ID / TKE label) claims that
  * instance, and the claim holds only when its InternalIP is the instance's private IP; a
- * Node declaring no ID at all claims the instance whose private IP its InternalIP is
- * (never a recorded one). An instance claimed by exactly one Node, that claims nothing
- * else, gets it; one claimed by two or more gets none. ret_refused (NULL: not wanted)
- * gets every claim not honoured: the conflicts, and the IDs declared with another
- * InternalIP; sorted by instance, then Node. */
+ * Node declaring no ID at all claims the observed instance whose private IP its
+ * InternalIP is, and the recorded one whose recorded Node name and private IP it has
+ * (NODE_BY_RECORD: it was that instance's Node). Such a Node no kubelet reports
+ * (ready_unknown) that was created before an observed instance of its IP was launched
+ * is not that one's (no kubelet of it registered or reports it): only the recorded
+ * one's. An instance claimed by exactly one Node, that claims nothing else, gets it; one
+ * claimed by two or more gets none. ret_refused (NULL: not wanted) gets every claim not
+ * honoured: the conflicts, and the IDs declared with another InternalIP; sorted by
+ * instance, then Node. */
 void node_match(const struct node_view *nodes, size_t n_nodes, const struct node_want *want, size_t n_want,
 		int *ret_index, enum node_by *ret_by, struct node_refusals *ret_refused);
 

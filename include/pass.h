@@ -200,13 +200,20 @@ struct pass_input {
 	 * apiserver listed them: nodes[i] is the Node of plan.instances[i] for i < n_nodes
 	 * (name empty: none);
 	 * recorded_nodes[i] the Node of plan.seen->v[i] when it is not observed, matched by
-	 * ID and the private IP the status recorded (node_match). A Node of a recorded
+	 * ID and the private IP the status recorded, or by the Node name and private IP it
+	 * recorded for a Node declaring no ID (node_match: deleted once no kubelet reports
+	 * it, node_address_judge). A Node of a recorded
 	 * instance that is gone (neither observed nor someone else's) or going away
 	 * (observed TERMINATING, SHUTTING_DOWN) is deleted: no other controller deletes the
 	 * Nodes of spot instances. */
 	const struct node_view *nodes;
 	size_t n_nodes;
 	const struct node_view *recorded_nodes;
+	/* The Node of each .status.nodeDeletions entry (status_node_deletions' order) as the
+	 * Node cache has it by name (name empty: none), or NULL with nodes: what an entry
+	 * matched by its address is judged on. */
+	const struct node_view *deletion_nodes;
+	size_t n_deletion_nodes;
 	/* The Node claims to those instances node_match did not honour (with nodes): shown
 	 * as the NodeClaimsRefused condition, a Warning event per episode. An instance two
 	 * Nodes claim (contested) has no Node, but may have one: it is not terminated by

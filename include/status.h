@@ -84,10 +84,10 @@ int64_t status_launch_seq(const cJSON *status);
 /* Anyone allowed to write the status could grow this list: it is read up to a bound. */
 #define STATUS_MAX_RECORDED 10000
 /* The instance IDs a status records (.status.instances), and of those the live ones;
- * ret_zones and ret_ips (NULL: not wanted) get each ID's recorded zone and privateIp
- * ("" none), in ret_ids's order. */
+ * ret_zones, ret_ips and ret_nodes (NULL: not wanted) get each ID's recorded zone,
+ * privateIp and node ("" none), in ret_ids's order. */
 void status_recorded(const cJSON *status, struct strv *ret_ids, struct strv *ret_live, struct strv *ret_zones,
-		     struct strv *ret_ips);
+		     struct strv *ret_ips, struct strv *ret_nodes);
 /* Most Nodes of gone instances a status keeps to delete (.status.nodeDeletions). */
 #define STATUS_MAX_NODE_DELETIONS 64
 /* The Nodes a status keeps to delete, at most max into ret (entries without a name and

@@ -194,7 +194,7 @@ static void on_pool_seen(void *ud, const char *key, const cJSON *obj)
 {
 	struct ctl *c = ud;
 	struct strv ids = {0}, live = {0};
-	status_recorded(cJSON_GetObjectItemCaseSensitive(obj, "status"), &ids, &live, NULL, NULL);
+	status_recorded(cJSON_GetObjectItemCaseSensitive(obj, "status"), &ids, &live, NULL, NULL, NULL);
 	int64_t *at = xcalloc(ids.n ? ids.n : 1, sizeof(*at));
 	notices_find(c->notices, key, (const char *const *)ids.v, ids.n, at);
 	free(at);

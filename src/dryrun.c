@@ -305,7 +305,7 @@ static bool dry_run_pool(struct cvm_client *cvm, const struct pool_spec *s, cons
 	struct plan_launch ledger = {0};
 	bool has_ledger = status_ledger(status, &ledger);
 	struct strv seen = {0}, seen_live = {0}, foreign = {0};
-	status_recorded(status, &seen, &seen_live, NULL, NULL);
+	status_recorded(status, &seen, &seen_live, NULL, NULL, NULL);
 	bool deleting = cJSON_GetObjectItemCaseSensitive(md, "deletionTimestamp") != NULL;
 	const char *degraded = status_condition(status, "Degraded", "status");
 	const char *degraded_reason = NULL;

@@ -41,7 +41,13 @@ static void read_conditions(const cJSON *status, struct node_view *v)
 	const cJSON *c;
 	cJSON_ArrayForEach(c, field(status, "conditions")) {
 		const char *type = string_of(c, "type"), *st = string_of(c, "status");
-		if (!type || !st || strcmp(st, "True") != 0)
+		if (!type || !st)
+			continue;
+		if (strcmp(type, "Ready") == 0 && strcmp(st, "Unknown") == 0) {
+			v->ready_unknown = true;
+			continue;
+		}
+		if (strcmp(st, "True") != 0)
 			continue;
 		if (strcmp(type, "Ready") == 0) {
 			v->ready = true;
@@ -64,6 +70,7 @@ bool node_view_from_json(const cJSON *node, struct node_view *ret)
 	struct node_view v = {0};
 	snprintf(v.name, sizeof(v.name), "%s", name);
 	copy_fitting(v.uid, sizeof(v.uid), string_of(md, "uid"));
+	v.created = sp_parse_time(string_of(md, "creationTimestamp"));
 	provider_instance(string_of(spec, "providerID"), v.provider_id, sizeof(v.provider_id));
 	const cJSON *labels = field(md, "labels");
 	const char *label = string_of(labels, NODE_LABEL_INSTANCE_ID);
@@ -168,55 +175,82 @@ static int cmp_refusal(const void *a, const void *b)
 	return c ? c : strcmp(x->node, y->node);
 }
 
+/* The keys a Node is looked up by, each sorted: declared IDs, the InternalIPs of observed
+ * instances, the recorded Node names of recorded ones. */
+struct keys {
+	struct slot *ids, *ips, *names;
+	size_t n_ids, n_ips, n_names;
+};
+
+/* What Node v, declaring no ID, claims by its address: the recorded instance that
+ * recorded its name and has its IP, and the observed ones of its IP, but not those
+ * launched after it was created while no kubelet reports it, when it has a recorded one. */
+static void address_claims(const struct node_view *v, const struct node_want *want, const struct keys *k,
+			   struct claim *c)
+{
+	bool recorded = false;
+	const struct slot *s = first_slot(k->names, k->n_names, v->name);
+	for (; s && s < k->names + k->n_names && strcmp(s->key, v->name) == 0; s++)
+		if (strcmp(want[s->i].ip, v->internal_ip) == 0) {
+			claim_add(c, s->i, NODE_BY_RECORD);
+			recorded = true;
+		}
+	s = first_slot(k->ips, k->n_ips, v->internal_ip);
+	for (; s && s < k->ips + k->n_ips && strcmp(s->key, v->internal_ip) == 0; s++)
+		if (!(recorded && v->ready_unknown && v->created && want[s->i].launched > v->created))
+			claim_add(c, s->i, NODE_BY_IP);
+}
+
 /* What Node v claims, into c; the IDs it declares with another InternalIP are refused. */
-static void claims_of(const struct node_view *v, const struct node_want *want, const struct slot *ids, size_t n_ids,
-		      const struct slot *ips, size_t n_ips, struct claim *c, struct node_refusals *refused)
+static void claims_of(const struct node_view *v, const struct node_want *want, const struct keys *k, struct claim *c,
+		      struct node_refusals *refused)
 {
 	const char *declared[] = {v->provider_id, v->label_id};
 	static const enum node_by by[] = {NODE_BY_PROVIDER_ID, NODE_BY_LABEL};
 	bool declares = false;
-	for (size_t k = 0; k < 2; k++) {
-		if (!*declared[k] || (k == 1 && strcmp(declared[1], declared[0]) == 0))
+	for (size_t j = 0; j < 2; j++) {
+		if (!*declared[j] || (j == 1 && strcmp(declared[1], declared[0]) == 0))
 			continue;
 		declares = true;
-		const struct slot *s = first_slot(ids, n_ids, declared[k]);
+		const struct slot *s = first_slot(k->ids, k->n_ids, declared[j]);
 		if (s && strcmp(want[s->i].ip, v->internal_ip) == 0)
-			claim_add(c, s->i, by[k]);
+			claim_add(c, s->i, by[j]);
 		else if (s)
 			refuse(refused, v, want[s->i].id, false);
 	}
-	if (declares || !*v->internal_ip)
-		return;
-	const struct slot *s = first_slot(ips, n_ips, v->internal_ip);
-	for (; s && s < ips + n_ips && strcmp(s->key, v->internal_ip) == 0; s++)
-		claim_add(c, s->i, NODE_BY_IP);
+	if (!declares && *v->internal_ip)
+		address_claims(v, want, k, c);
 }
 
 void node_match(const struct node_view *nodes, size_t n_nodes, const struct node_want *want, size_t n_want,
 		int *ret_index, enum node_by *ret_by, struct node_refusals *ret_refused)
 {
 	/* Instances without a known private IP have no Node: they are not looked for. */
-	struct slot *ids = xcalloc(n_want ? n_want : 1, sizeof(*ids)), *ips = xcalloc(n_want ? n_want : 1, sizeof(*ips));
-	size_t n_ids = 0, n_ips = 0;
+	size_t room = n_want ? n_want : 1;
+	struct keys keys = {.ids = xcalloc(room, sizeof(*keys.ids)), .ips = xcalloc(room, sizeof(*keys.ips)),
+			    .names = xcalloc(room, sizeof(*keys.names))};
 	for (size_t i = 0; i < n_want; i++) {
 		ret_index[i] = -1;
 		ret_by[i] = NODE_BY_NONE;
 		if (!want[i].ip || !*want[i].ip)
 			continue;
 		if (want[i].id && *want[i].id)
-			ids[n_ids++] = (struct slot){.key = want[i].id, .i = i};
+			keys.ids[keys.n_ids++] = (struct slot){.key = want[i].id, .i = i};
 		if (!want[i].recorded)
-			ips[n_ips++] = (struct slot){.key = want[i].ip, .i = i};
+			keys.ips[keys.n_ips++] = (struct slot){.key = want[i].ip, .i = i};
+		else if (want[i].node && *want[i].node)
+			keys.names[keys.n_names++] = (struct slot){.key = want[i].node, .i = i};
 	}
-	qsort(ids, n_ids, sizeof(*ids), cmp_slot);
-	qsort(ips, n_ips, sizeof(*ips), cmp_slot);
+	qsort(keys.ids, keys.n_ids, sizeof(*keys.ids), cmp_slot);
+	qsort(keys.ips, keys.n_ips, sizeof(*keys.ips), cmp_slot);
+	qsort(keys.names, keys.n_names, sizeof(*keys.names), cmp_slot);
 	struct claim *claims = xcalloc(n_nodes ? n_nodes : 1, sizeof(*claims));
 	size_t *claimants = xcalloc(n_want ? n_want : 1, sizeof(*claimants));
 	struct node_refusals refused = {0};
 	for (size_t j = 0; j < n_nodes; j++) {
-		claims_of(&nodes[j], want, ids, n_ids, ips, n_ips, &claims[j], ret_refused ? &refused : NULL);
-		for (size_t k = 0; k < claims[j].n && k < CLAIMS_KEPT; k++)
-			claimants[claims[j].want[k]]++;
+		claims_of(&nodes[j], want, &keys, &claims[j], ret_refused ? &refused : NULL);
+		for (size_t c = 0; c < claims[j].n && c < CLAIMS_KEPT; c++)
+			claimants[claims[j].want[c]]++;
 	}
 	/* A claim holds when it is its instance's only one and its Node's only one. */
 	for (size_t j = 0; j < n_nodes; j++)
@@ -235,6 +269,18 @@ void node_match(const struct node_view *nodes, size_t n_nodes, const struct node
 		*ret_refused = refused;
 	free(claimants);
 	free(claims);
-	free(ips);
-	free(ids);
+	free(keys.names);
+	free(keys.ips);
+	free(keys.ids);
+}
+
+enum node_address node_address_judge(const struct node_ref *r, const struct node_view *v, int64_t now)
+{
+	if (!v || strcmp(v->uid, r->uid) != 0)
+		return NODE_ADDRESS_GONE;
+	if (*node_instance_id(v) || strcmp(v->internal_ip, r->ip) != 0)
+		return NODE_ADDRESS_CHANGED;
+	if (v->ready_unknown)
+		return NODE_ADDRESS_DELETE;
+	return now < r->since + NODE_ADDRESS_WAIT_SECONDS ? NODE_ADDRESS_WAIT : NODE_ADDRESS_REPORTED;
 }

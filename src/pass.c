@@ -18,6 +18,7 @@ enum {
 	STEP_FIND_NODES, STEP_END,
 	STEP_ATTEMPT = 100, ATTEMPT_STRIDE = 10,
 	STEP_NODE_DELETE = 1000000,  /* + k: the k-th Node deletion of the pass */
+	STEP_NODE_LEFT = 1100000,    /* + k: the event of the k-th, left undeleted */
 	STEP_FAIL_EVENT = 10000,  /* + the failing step: its event */
 	/* Drains: STEP_DRAIN + group * DRAIN_GROUP + k * DRAIN_STRIDE + a drain_part, k the
 	 * victim's place in its group (the instance's index for GROUP_UNDO). */
@@ -54,6 +55,9 @@ struct walk {
 	 * keeps its list), and how many of them wait on a retry (not tried yet, or failed
 	 * for now) rather than a refusal. */
 	struct node_ref *deletions;
+	/* The Node of each of deletions as the cache has it now (NULL: none, or not known):
+	 * what a Node matched by its address is judged on (node_address_judge). */
+	const struct node_view **deletion_views;
 	size_t n_deletions, deletions_waiting;
 	bool deletions_known;
 	/* NodeClaimsRefused: the same (status_input.node_claims), and its reason. */
@@ -1073,7 +1077,8 @@ enum gone { NOT_GONE, GOING, GONE };
 
 /* Whether recorded instance i (plan.seen) is gone or going away. Gone: not observed (a
  * lookup by ID confirmed what the listing lacks) and not someone else's; its Node is
- * recorded_nodes[i] (matched by ID and the private IP the status recorded). Going away
+ * recorded_nodes[i] (matched by ID and the private IP the status recorded, or by the Node
+ * name and private IP it recorded for a Node declaring no ID). Going away
  * (observed TERMINATING, SHUTTING_DOWN: the status records such an instance no more, so
  * this pass is the last to know it was the pool's): observed as plan.instances[*ret_j],
  * its Node the observed instance's. live: observed_ids. */
@@ -1104,10 +1109,12 @@ static const struct node_view *gone_node(const struct pass_input *in, size_t i, 
 	return g == GONE ? &in->recorded_nodes[i] : NULL;
 }
 
-/* Appends to want (n of them so far) the Nodes of recorded instances gone or going away
- * that it does not hold yet. A Node without a UID is not deleted: nothing would tell it
- * from a new Node given its name. */
-static void add_gone_nodes(const struct pass_input *in, struct node_ref *want, size_t *n)
+/* Appends to want (n of them so far, views their Nodes) the Nodes of recorded instances
+ * gone or going away that it does not hold yet. A Node without a UID is not deleted:
+ * nothing would tell it from a new Node given its name. A gone instance's Node matched
+ * by its address is marked so (node_ref.ip, since now unless held already). */
+static void add_gone_nodes(const struct pass_input *in, struct node_ref *want, const struct node_view **views,
+			   size_t *n)
 {
 	const struct strv *seen = in->plan.seen;
 	if (!in->recorded_nodes || !in->nodes || !seen)
@@ -1115,6 +1122,8 @@ static void add_gone_nodes(const struct pass_input *in, struct node_ref *want, s
 	const char **live = observed_ids(in);
 	for (size_t i = 0; i < seen->n && *n < STATUS_MAX_NODE_DELETIONS; i++) {
 		const struct node_view *node = gone_node(in, i, live);
+		/* Gone, its Node declaring no instance: matched by the recorded name and address. */
+		bool by_address = node == &in->recorded_nodes[i] && !*node_instance_id(node);
 		if (!node || !*node->name || !*node->uid)
 			continue;
 		bool held = false;
@@ -1122,13 +1131,19 @@ static void add_gone_nodes(const struct pass_input *in, struct node_ref *want, s
 			if (strcmp(want[k].name, node->name) == 0 && strcmp(want[k].uid, node->uid) == 0) {
 				held = true;
 				want[k].carried = false;  /* matched this pass all the same */
+				views[k] = node;
 			}
 		if (held)
 			continue;
+		views[*n] = node;
 		struct node_ref *r = &want[(*n)++];
 		snprintf(r->name, sizeof(r->name), "%s", node->name);
 		snprintf(r->uid, sizeof(r->uid), "%s", node->uid);
 		snprintf(r->instance_id, sizeof(r->instance_id), "%s", seen->v[i]);
+		if (by_address) {
+			snprintf(r->ip, sizeof(r->ip), "%s", node->internal_ip);
+			r->since = in->plan.now;
+		}
 	}
 	free(live);
 }
@@ -1224,15 +1239,46 @@ static bool nodes_confirmed(struct walk *w)
  * leave the status in that write. */
 static void nodes_to_delete(struct walk *w)
 {
+	const struct pass_input *in = w->in;
 	w->deletions = xcalloc(STATUS_MAX_NODE_DELETIONS, sizeof(*w->deletions));
-	w->n_deletions = status_node_deletions(w->in->old_status, w->deletions, STATUS_MAX_NODE_DELETIONS);
-	add_gone_nodes(w->in, w->deletions, &w->n_deletions);
+	w->deletion_views = xcalloc(STATUS_MAX_NODE_DELETIONS, sizeof(*w->deletion_views));
+	w->n_deletions = status_node_deletions(in->old_status, w->deletions, STATUS_MAX_NODE_DELETIONS);
+	for (size_t k = 0; k < w->n_deletions && in->deletion_nodes && k < in->n_deletion_nodes; k++)
+		w->deletion_views[k] = *in->deletion_nodes[k].name ? &in->deletion_nodes[k] : NULL;
+	add_gone_nodes(in, w->deletions, w->deletion_views, &w->n_deletions);
 	w->deletions_known = !w->in->dry_run;
+}
+
+/* Whether Node k, matched by its address (node_ref.ip), is to be deleted now: once no
+ * kubelet reports it (node_address_judge) and its instance is not live in the pool.
+ * *ret_keep: it stays in the list, waiting (looked at again within 30 s). One it is no
+ * longer the gone instance's, or a kubelet still reports after the wait, is dropped with
+ * a Warning event: it may be another instance's, registered under that name. */
+static bool address_deletion_due(struct walk *w, size_t k, const struct node_ref *r, bool *ret_keep)
+{
+	const struct pass_input *in = w->in;
+	enum node_address a = node_address_judge(r, w->deletion_views[k], in->plan.now);
+	int i = instance_index(in, r->instance_id);
+	if (a == NODE_ADDRESS_DELETE && i >= 0 && plan_classify_state(in->plan.instances[i].state) == PLAN_LIVE)
+		a = NODE_ADDRESS_CHANGED;
+	*ret_keep = a == NODE_ADDRESS_WAIT || (a == NODE_ADDRESS_GONE && !in->nodes);  /* Nodes not known yet */
+	if (a == NODE_ADDRESS_WAIT) {
+		int64_t left = r->since + NODE_ADDRESS_WAIT_SECONDS - in->plan.now;
+		look_again(w, (left < 30 ? left : 30) * 1000);
+	} else if (a == NODE_ADDRESS_CHANGED || a == NODE_ADDRESS_REPORTED) {
+		emit_event(w, STEP_NODE_LEFT + (int)k, "Warning", "NodeNotDeleted", "Node %s of gone instance %s, which "
+			   "declares no instance and was matched by its address %s, %s: not deleted", r->name,
+			   r->instance_id, r->ip, a == NODE_ADDRESS_CHANGED
+				? "is no longer that (it declares an instance, has another address, or the instance is live)"
+				: "is still reported by a kubelet: it may be another instance's under that name now");
+	}
+	return a == NODE_ADDRESS_DELETE;
 }
 
 /* The Nodes to delete (nodes_to_delete), each only while it is still the Node of that
  * UID (a name reused by a new Node is left alone), one action each, at most
- * PASS_DRAINS_MAX a pass. A failure keeps the Node in the status, retried with backoff
+ * PASS_DRAINS_MAX a pass; one matched by its address once no kubelet reports it
+ * (address_deletion_due). A failure keeps the Node in the status, retried with backoff
  * (Degraded NodeDeletionFailed); a deleted pool waits for those failing for now. In a
  * dry run, told. */
 static void delete_gone_nodes(struct walk *w)
@@ -1252,6 +1298,12 @@ static void delete_gone_nodes(struct walk *w)
 		const struct pass_answer *d = answer(w, step, PASS_DELETE_NODE);
 		if (d && d->code == 0)
 			continue;  /* deleted, or no Node of that UID is left */
+		bool keep = true;
+		if (!d && *r.ip && !address_deletion_due(w, k, &r, &keep)) {
+			if (keep)
+				want[kept++] = r;
+			continue;
+		}
 		want[kept++] = r;
 		if (!d && k >= PASS_DRAINS_MAX) {
 			w->deletions_waiting++;
@@ -1260,7 +1312,7 @@ static void delete_gone_nodes(struct walk *w)
 			struct pass_action *a = emit(w, PASS_DELETE_NODE, step);
 			strv_push(&a->ids, r.name);
 			snprintf(a->node_uid, sizeof(a->node_uid), "%s", r.uid);
-			a->node_carried = r.carried;
+			a->node_carried = r.carried && !*r.ip;  /* by address: judged here on the Node as it is */
 			a->message = xstrdup(r.instance_id);
 			w->deletions_waiting++;
 		} else {
@@ -1605,6 +1657,7 @@ void pass_plan(const struct pass_input *in, const struct pass_done *d, struct pa
 	struct walk w = {.in = in, .d = d, .out = ret};
 	plan_pass(&w);
 	free(w.deletions);
+	free(w.deletion_views);
 	ret->degraded_reason = w.degraded_reason;
 	snprintf(ret->degraded_message, sizeof(ret->degraded_message), "%s", w.degraded_reason ? w.degraded_message : "");
 }

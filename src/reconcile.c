@@ -67,12 +67,17 @@ struct pass {
 	struct strv seen, seen_live; /* recorded by earlier passes (.status.instances) */
 	struct strv seen_zones;      /* the zone recorded with each of seen ("": none) */
 	struct strv seen_ips;        /* seen's recorded private IPs, "" none */
+	struct strv seen_nodes;      /* seen's recorded Node names, "" none */
 	struct strv foreign;         /* recorded IDs that turned out not to be ours */
 	struct strv terminated;      /* terminated by this pass */
 	/* The Nodes of instances[0..n_nodes) and then of seen, NULL: unknown. */
 	struct node_view *nodes;
 	size_t n_nodes;
 	struct node_refusals refused; /* the Node claims to them not honoured */
+	/* The Node of each .status.nodeDeletions entry by name (name empty: none), NULL:
+	 * unknown. */
+	struct node_view *deletion_nodes;
+	size_t n_deletion_nodes;
 	bool nodes_pending;          /* Nodes are on but not listed yet */
 	/* instances[i]'s SpotNotice deadline for i < n_notice_at (those observed before a
 	 * sweep appended more), NULL: none read */
@@ -409,25 +414,40 @@ static int cmp_str(const void *a, const void *b)
 	return strcmp(*(const char *const *)a, *(const char *const *)b);
 }
 
+/* The Node of each .status.nodeDeletions entry, by name, as the Node cache has it. */
+static void observe_deletion_nodes(struct pass *p)
+{
+	struct node_ref refs[STATUS_MAX_NODE_DELETIONS];
+	size_t n = status_node_deletions(p->old_status, refs, STATUS_MAX_NODE_DELETIONS);
+	p->deletion_nodes = xcalloc(n ? n : 1, sizeof(*p->deletion_nodes));
+	p->n_deletion_nodes = n;
+	for (size_t k = 0; k < n && p->r->nodes.get; k++)
+		if (p->r->nodes.get(p->r->nodes.ctx, refs[k].name, &p->deletion_nodes[k]) != 0)
+			memset(&p->deletion_nodes[k], 0, sizeof(p->deletion_nodes[k]));
+}
+
 /* What the pass looks for Nodes of (n of them): the observed instances (node_match: a
  * claim by ID with the private IP the cloud reports, or by that IP alone), then the
- * recorded ones not observed (by ID with the recorded private IP: a gone instance's
- * address alone may be another's by now; an observed one's Node is its instance's, which
- * a second want of its ID would not get). */
+ * recorded ones not observed (by ID with the recorded private IP, or by the recorded
+ * Node name and private IP for a Node that declares no ID: a gone instance's address
+ * alone may be another's by now; an observed one's Node is its instance's, which a
+ * second want of its ID would not get). */
 static struct node_want *node_wants(const struct pass *p, size_t *ret_n)
 {
 	size_t n = p->n_instances + p->seen.n;
 	struct node_want *want = xcalloc(n ? n : 1, sizeof(*want));
 	const char **observed = xcalloc(p->n_instances ? p->n_instances : 1, sizeof(*observed));
 	for (size_t i = 0; i < p->n_instances; i++) {
-		want[i] = (struct node_want){.id = p->instances[i].id, .ip = p->instances[i].private_ip};
+		want[i] = (struct node_want){.id = p->instances[i].id, .ip = p->instances[i].private_ip,
+					     .launched = p->instances[i].created};
 		observed[i] = p->instances[i].id;
 	}
 	qsort(observed, p->n_instances, sizeof(*observed), cmp_str);
 	for (size_t i = 0; i < p->seen.n; i++) {
 		const char *id = p->seen.v[i];
 		if (!bsearch(&id, observed, p->n_instances, sizeof(*observed), cmp_str))
-			want[p->n_instances + i] = (struct node_want){.id = id, .ip = p->seen_ips.v[i], .recorded = true};
+			want[p->n_instances + i] = (struct node_want){.id = id, .ip = p->seen_ips.v[i], .recorded = true,
+								      .node = p->seen_nodes.v[i]};
 	}
 	free(observed);
 	*ret_n = n;
@@ -450,6 +470,8 @@ static void observe_nodes(struct pass *p)
 		p->nodes = NULL;
 		node_refusals_clear(&p->refused);
 		p->nodes_pending = r != SP_EFORBIDDEN;
+	} else {
+		observe_deletion_nodes(p);
 	}
 	p->n_nodes = p->n_instances;
 	free(pool);
@@ -946,6 +968,7 @@ static void fill_input(const struct pass *p, struct pass_input *in)
 		.terminated = &p->terminated, .offers = &p->offers, .offer_state = p->offer_state,
 		.probe_at_ms = p->probe_at, .now_ms = p->now_ms, .soldout_ttl_ms = soldout_ttl(p->r->soldout),
 		.nodes = p->nodes, .n_nodes = p->n_nodes, .recorded_nodes = p->nodes ? p->nodes + p->n_nodes : NULL,
+		.deletion_nodes = p->deletion_nodes, .n_deletion_nodes = p->n_deletion_nodes,
 		.refused = p->refused.v, .n_refused = p->refused.n,
 		.pods = p->pods, .nodes_pending = p->nodes_pending, .notice_at = p->notice_at,
 		.n_notice_at = p->n_notice_at, .notices_pending = p->notices_pending,
@@ -1037,12 +1060,14 @@ static void free_pass(struct pass *p)
 	}
 	free(p->pods);
 	free(p->nodes);
+	free(p->deletion_nodes);
 	node_refusals_clear(&p->refused);
 	free(p->notice_at);
 	strv_clear(&p->seen);
 	strv_clear(&p->seen_live);
 	strv_clear(&p->seen_zones);
 	strv_clear(&p->seen_ips);
+	strv_clear(&p->seen_nodes);
 	strv_clear(&p->foreign);
 	strv_clear(&p->terminated);
 	pool_spec_free(p->spec);
@@ -1077,7 +1102,7 @@ static void read_object(struct pass *p)
 		for (size_t i = 0; i < p->found.instance_ids.n; i++)
 			strv_push(&p->ledger.instance_ids, p->found.instance_ids.v[i]);
 	}
-	status_recorded(p->old_status, &p->seen, &p->seen_live, &p->seen_zones, &p->seen_ips);
+	status_recorded(p->old_status, &p->seen, &p->seen_live, &p->seen_zones, &p->seen_ips, &p->seen_nodes);
 	const cJSON *md = cJSON_GetObjectItemCaseSensitive(p->obj, "metadata");
 	const cJSON *deleted = cJSON_GetObjectItemCaseSensitive(md, "deletionTimestamp");
 	p->deleting = deleted != NULL;

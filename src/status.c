@@ -318,6 +318,12 @@ cJSON *status_build(const struct status_input *in)
 			cJSON_AddStringToObject(o, "name", in->node_deletions[i].name);
 			cJSON_AddStringToObject(o, "uid", in->node_deletions[i].uid);
 			cJSON_AddStringToObject(o, "instanceId", in->node_deletions[i].instance_id);
+			if (*in->node_deletions[i].ip) {
+				char since[32];
+				sp_format_time(in->node_deletions[i].since, since);
+				cJSON_AddStringToObject(o, "privateIp", in->node_deletions[i].ip);
+				cJSON_AddStringToObject(o, "since", since);
+			}
 			cJSON_AddItemToArray(list, o);
 		}
 	} else if (in->node_deletions_known) {
@@ -433,7 +439,7 @@ static void push_string(struct strv *l, const cJSON *obj, const char *key)
 }
 
 void status_recorded(const cJSON *status, struct strv *ret_ids, struct strv *ret_live, struct strv *ret_zones,
-		     struct strv *ret_ips)
+		     struct strv *ret_ips, struct strv *ret_nodes)
 {
 	const cJSON *it;
 	size_t n = 0;
@@ -447,6 +453,7 @@ void status_recorded(const cJSON *status, struct strv *ret_ids, struct strv *ret
 		strv_push(ret_ids, id->valuestring);
 		push_string(ret_zones, it, "zone");
 		push_string(ret_ips, it, "privateIp");
+		push_string(ret_nodes, it, "node");
 		/* Entries of the earlier operator have no state: they were live. */
 		if (!cJSON_IsString(state) || plan_classify_state(state->valuestring) == PLAN_LIVE)
 			strv_push(ret_live, id->valuestring);
@@ -474,6 +481,8 @@ size_t status_node_deletions(const cJSON *status, struct node_ref *ret, size_t m
 		if (!fitting(it, "name", r.name, sizeof(r.name)) || !fitting(it, "uid", r.uid, sizeof(r.uid)))
 			continue;
 		fitting(it, "instanceId", r.instance_id, sizeof(r.instance_id));
+		if (fitting(it, "privateIp", r.ip, sizeof(r.ip)))
+			r.since = sp_parse_time(cJSON_GetStringValue(cJSON_GetObjectItemCaseSensitive(it, "since")));
 		r.carried = true;
 		ret[n++] = r;
 	}

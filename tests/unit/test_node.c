@@ -150,6 +150,19 @@ static struct node_view node(const char *name, const char *provider_id, const ch
 
 #define MAXN 6
 
+/* The claims refused, as "C" conflict / "R" rejected : instance : Node in node_match's
+ * order, are want; r is cleared. */
+static void expect_refused(struct node_refusals *r, const char *what, const char *want)
+{
+	char got[512] = "";
+	for (size_t k = 0; k < r->n; k++)
+		snprintf(got + strlen(got), sizeof(got) - strlen(got), "%s%s:%s:%s", k ? " " : "",
+			 r->v[k].conflict ? "C" : "R", r->v[k].instance, r->v[k].node);
+	if (strcmp(got, want) != 0)
+		fail_msg("%s: refused \"%s\", expected \"%s\"", what, got, want);
+	node_refusals_clear(r);
+}
+
 /* Each row: Nodes, wanted instances, the Node name each gets ("" none) and how, and the
  * claims refused ("C" conflict / "R" rejected : instance : Node, in node_match's order). */
 static void test_match(void **state)
@@ -164,63 +177,63 @@ static void test_match(void **state)
 	} rows[] = {
 		{"label + the instance's IP: honoured",
 		 {{"n-a", "", "ins-a", "10.0.0.1"}},
-		 {{"ins-a", "10.0.0.1", false}},
+		 {{"ins-a", "10.0.0.1", false, NULL, 0}},
 		 {{"n-a", NODE_BY_LABEL}}, ""},
 		{"providerID + the instance's IP: honoured",
 		 {{"n-a", "ins-a", "", "10.0.0.1"}},
-		 {{"ins-a", "10.0.0.1", false}},
+		 {{"ins-a", "10.0.0.1", false, NULL, 0}},
 		 {{"n-a", NODE_BY_PROVIDER_ID}}, ""},
 		{"label + another IP: refused",
 		 {{"control-plane-1", "", "ins-a", "10.9.9.9"}},
-		 {{"ins-a", "10.0.0.1", false}},
+		 {{"ins-a", "10.0.0.1", false, NULL, 0}},
 		 {{"", NODE_BY_NONE}}, "R:ins-a:control-plane-1"},
 		{"providerID + another IP: refused",
 		 {{"control-plane-1", "ins-a", "", "10.9.9.9"}},
-		 {{"ins-a", "10.0.0.1", false}},
+		 {{"ins-a", "10.0.0.1", false, NULL, 0}},
 		 {{"", NODE_BY_NONE}}, "R:ins-a:control-plane-1"},
 		{"a forged label listed first beside the instance's own Node: its own",
 		 {{"control-plane-1", "", "ins-a", "10.9.9.9"}, {"n-a", "", "ins-a", "10.0.0.1"}},
-		 {{"ins-a", "10.0.0.1", false}},
+		 {{"ins-a", "10.0.0.1", false, NULL, 0}},
 		 {{"n-a", NODE_BY_LABEL}}, "R:ins-a:control-plane-1"},
 		{"two Nodes claiming one instance by ID with its IP: none",
 		 {{"n2", "ins-a", "", "10.0.0.1"}, {"n1", "", "ins-a", "10.0.0.1"}},
-		 {{"ins-a", "10.0.0.1", false}},
+		 {{"ins-a", "10.0.0.1", false, NULL, 0}},
 		 {{"", NODE_BY_NONE}}, "C:ins-a:n1 C:ins-a:n2"},
 		{"one by ID, one by the same IP alone: none",
 		 {{"n1", "", "ins-a", "10.0.0.1"}, {"n2", "", "", "10.0.0.1"}},
-		 {{"ins-a", "10.0.0.1", false}},
+		 {{"ins-a", "10.0.0.1", false, NULL, 0}},
 		 {{"", NODE_BY_NONE}}, "C:ins-a:n1 C:ins-a:n2"},
 		{"a Node declaring no ID: by its IP; one declaring another instance's ID: not by IP",
 		 {{"10.0.0.3", "", "", "10.0.0.3"}, {"n1", "", "ins-other", "10.0.0.5"}},
-		 {{"ins-c", "10.0.0.3", false}, {"ins-b", "10.0.0.5", false}},
+		 {{"ins-c", "10.0.0.3", false, NULL, 0}, {"ins-b", "10.0.0.5", false, NULL, 0}},
 		 {{"10.0.0.3", NODE_BY_IP}, {"", NODE_BY_NONE}}, ""},
 		{"two Nodes with the same IP: neither",
 		 {{"n1", "", "", "10.0.0.5"}, {"n2", "", "", "10.0.0.5"}},
-		 {{"ins-b", "10.0.0.5", false}},
+		 {{"ins-b", "10.0.0.5", false, NULL, 0}},
 		 {{"", NODE_BY_NONE}}, "C:ins-b:n1 C:ins-b:n2"},
 		{"the same IP wanted twice: neither instance",
 		 {{"n1", "", "", "10.0.0.5"}},
-		 {{"ins-a", "10.0.0.5", false}, {"ins-b", "10.0.0.5", false}},
+		 {{"ins-a", "10.0.0.5", false, NULL, 0}, {"ins-b", "10.0.0.5", false, NULL, 0}},
 		 {{"", NODE_BY_NONE}, {"", NODE_BY_NONE}}, "C:ins-a:n1 C:ins-b:n1"},
 		{"an instance without a private IP yet has no Node; no ID, NULL match nothing",
 		 {{"n1", "ins-a", "", "10.0.0.1"}, {"blank", "", "", ""}},
-		 {{"ins-a", "", false}, {"", "", false}, {NULL, NULL, false}},
+		 {{"ins-a", "", false, NULL, 0}, {"", "", false, NULL, 0}, {NULL, NULL, false, NULL, 0}},
 		 {{"", NODE_BY_NONE}, {"", NODE_BY_NONE}, {"", NODE_BY_NONE}}, ""},
 		{"recorded: by ID and the recorded IP, never by that IP alone",
 		 {{"n-old", "", "ins-g", "10.0.0.7"}, {"n-ip", "", "", "10.0.0.8"}, {"n-cp", "ins-h", "", "10.9.9.9"}},
-		 {{"ins-g", "10.0.0.7", true}, {"ins-h", "10.0.0.8", true}},
+		 {{"ins-g", "10.0.0.7", true, NULL, 0}, {"ins-h", "10.0.0.8", true, NULL, 0}},
 		 {{"n-old", NODE_BY_LABEL}, {"", NODE_BY_NONE}}, "R:ins-h:n-cp"},
 		{"a gone instance's IP reused by an observed one: the observed one's",
 		 {{"n-new", "", "", "10.0.0.5"}},
-		 {{"ins-new", "10.0.0.5", false}, {"ins-gone", "10.0.0.5", true}},
+		 {{"ins-new", "10.0.0.5", false, NULL, 0}, {"ins-gone", "10.0.0.5", true, NULL, 0}},
 		 {{"n-new", NODE_BY_IP}, {"", NODE_BY_NONE}}, ""},
 		{"providerID and label naming the same instance: one claim",
 		 {{"n1", "ins-a", "ins-a", "10.0.0.1"}},
-		 {{"ins-a", "10.0.0.1", false}},
+		 {{"ins-a", "10.0.0.1", false, NULL, 0}},
 		 {{"n1", NODE_BY_PROVIDER_ID}}, ""},
 		{"no Nodes",
 		 {{NULL, NULL, NULL, NULL}},
-		 {{"ins-a", "10.0.0.1", false}},
+		 {{"ins-a", "10.0.0.1", false, NULL, 0}},
 		 {{"", NODE_BY_NONE}}, ""},
 	};
 	for (size_t r = 0; r < sizeof(rows) / sizeof(*rows); r++) {
@@ -243,13 +256,107 @@ static void test_match(void **state)
 				fail_msg("%s: instance %zu matched \"%s\" (by %d), expected \"%s\" (by %d)", rows[r].what, i,
 					 got, by[i], rows[r].expect[i].name, rows[r].expect[i].by);
 		}
-		char got[512] = "";
-		for (size_t k = 0; k < refused.n; k++)
-			snprintf(got + strlen(got), sizeof(got) - strlen(got), "%s%s:%s:%s", k ? " " : "",
-				 refused.v[k].conflict ? "C" : "R", refused.v[k].instance, refused.v[k].node);
-		if (strcmp(got, rows[r].refused) != 0)
-			fail_msg("%s: refused \"%s\", expected \"%s\"", rows[r].what, got, rows[r].refused);
-		node_refusals_clear(&refused);
+		expect_refused(&refused, rows[r].what, rows[r].refused);
+	}
+}
+
+/* Review of issue 27: a Node that declares no instance is matched to a gone (recorded)
+ * instance by the Node name and private IP its status recorded (NODE_BY_RECORD), and an
+ * observed instance that reused the address is not its (so not contested by it) when no
+ * kubelet reports that Node and it was created before the instance launched. Otherwise
+ * (a kubelet reports it: maybe the new instance's, registered under the same name) the
+ * claims conflict and neither instance gets it. */
+static void test_match_by_record(void **state)
+{
+	(void)state;
+	enum { T0 = 1800000000 };
+	static const struct {
+		const char *what;
+		const char *old_label;   /* the old Node's instance-id label */
+		const char *old_ip;
+		bool unknown;            /* its Ready is Unknown */
+		int64_t old_created;     /* from T0 */
+		bool observed;           /* ins-new observed at 10.0.0.5, launched T0 + 100, its Node n-new */
+		const char *gone_gets, *new_gets;
+		enum node_by gone_by;
+		const char *refused;
+	} rows[] = {
+		{"recorded name and IP, declaring none: the gone one's", "", "10.0.0.5", false, 0, false, "n-old", "",
+		 NODE_BY_RECORD, ""},
+		{"recorded name, another IP: not its", "", "10.0.0.6", true, 0, false, "", "", NODE_BY_NONE, ""},
+		{"recorded name, declaring another instance: not by record", "ins-x", "10.0.0.5", true, 0, false, "", "",
+		 NODE_BY_NONE, ""},
+		{"IP reused, no kubelet reports the old Node, created before: each its own", "", "10.0.0.5", true, 0,
+		 true, "n-old", "n-new", NODE_BY_RECORD, ""},
+		{"IP reused, a kubelet reports the old Node: neither", "", "10.0.0.5", false, 0, true, "", "",
+		 NODE_BY_NONE, "C:ins-gone:n-old C:ins-new:n-new C:ins-new:n-old"},
+		{"IP reused, the old Node created after the launch: neither", "", "10.0.0.5", true, 200, true, "", "",
+		 NODE_BY_NONE, "C:ins-gone:n-old C:ins-new:n-new C:ins-new:n-old"},
+	};
+	for (size_t r = 0; r < sizeof(rows) / sizeof(*rows); r++) {
+		struct node_view nodes[2] = {node("n-old", "", rows[r].old_label, rows[r].old_ip),
+					     node("n-new", "", "", "10.0.0.5")};
+		nodes[0].ready_unknown = rows[r].unknown;
+		nodes[0].ready = !rows[r].unknown;
+		nodes[0].created = T0 + rows[r].old_created;
+		nodes[1].created = T0 + 150;
+		struct node_want want[2] = {{"ins-gone", "10.0.0.5", true, "n-old", 0},
+					    {"ins-new", "10.0.0.5", false, NULL, T0 + 100}};
+		size_t n_want = rows[r].observed ? 2 : 1, n_nodes = rows[r].observed ? 2 : 1;
+		int index[2];
+		enum node_by by[2];
+		struct node_refusals refused;
+		node_match(nodes, n_nodes, want, n_want, index, by, &refused);
+		const char *gone = index[0] >= 0 ? nodes[index[0]].name : "";
+		const char *fresh = n_want > 1 && index[1] >= 0 ? nodes[index[1]].name : "";
+		if (strcmp(gone, rows[r].gone_gets) != 0 || by[0] != rows[r].gone_by || strcmp(fresh, rows[r].new_gets) != 0)
+			fail_msg("%s: gone got \"%s\" (by %d), new \"%s\"", rows[r].what, gone, by[0], fresh);
+		expect_refused(&refused, rows[r].what, rows[r].refused);
+	}
+}
+
+/* A gone instance's Node matched by its address: deleted once no kubelet reports it,
+ * waited for up to NODE_ADDRESS_WAIT_SECONDS, never when it is another Node now. */
+static void test_address_judge(void **state)
+{
+	(void)state;
+	enum { T0 = 1800000000 };
+	static const struct {
+		const char *what;
+		bool none;
+		const char *uid, *label, *ip;
+		bool unknown;
+		int64_t now;  /* from since */
+		enum node_address want;
+	} rows[] = {
+		{"no kubelet reports it: deleted", false, "u1", "", "10.0.0.5", true, 0, NODE_ADDRESS_DELETE},
+		{"still reported: waits", false, "u1", "", "10.0.0.5", false, 0, NODE_ADDRESS_WAIT},
+		{"still reported at the end of the wait: left", false, "u1", "", "10.0.0.5", false,
+		 NODE_ADDRESS_WAIT_SECONDS, NODE_ADDRESS_REPORTED},
+		{"marked after a long wait: deleted", false, "u1", "", "10.0.0.5", true, 5000, NODE_ADDRESS_DELETE},
+		{"gone", true, "", "", "", false, 0, NODE_ADDRESS_GONE},
+		{"the name another Node's (another UID)", false, "u2", "", "10.0.0.5", true, 0, NODE_ADDRESS_GONE},
+		{"declares an instance now", false, "u1", "ins-b", "10.0.0.5", true, 0, NODE_ADDRESS_CHANGED},
+		{"another address now", false, "u1", "", "10.0.0.9", true, 0, NODE_ADDRESS_CHANGED},
+	};
+	/* What the view reads of it: Ready Unknown (the node lifecycle controller's mark) and
+	 * when it was created. */
+	cJSON *obj = cJSON_Parse("{\"metadata\":{\"name\":\"n-old\",\"uid\":\"u1\",\"creationTimestamp\":"
+				 "\"2027-01-15T08:00:00Z\"},\"status\":{\"conditions\":[{\"type\":\"Ready\","
+				 "\"status\":\"Unknown\",\"reason\":\"NodeStatusUnknown\"}]}}");
+	struct node_view read;
+	assert_true(node_view_from_json(obj, &read));
+	assert_true(read.ready_unknown);
+	assert_false(read.ready);
+	assert_int_equal(read.created, 1800000000);
+	cJSON_Delete(obj);
+	struct node_ref ref = {.name = "n-old", .uid = "u1", .instance_id = "ins-a", .ip = "10.0.0.5", .since = T0};
+	for (size_t r = 0; r < sizeof(rows) / sizeof(*rows); r++) {
+		struct node_view v = node("n-old", "", rows[r].label, rows[r].ip);
+		snprintf(v.uid, sizeof(v.uid), "%s", rows[r].uid);
+		v.ready_unknown = rows[r].unknown;
+		if (node_address_judge(&ref, rows[r].none ? NULL : &v, T0 + rows[r].now) != rows[r].want)
+			fail_msg("%s", rows[r].what);
 	}
 }
 
@@ -260,6 +367,8 @@ int main(void)
 		cmocka_unit_test(test_view_odd_input),
 		cmocka_unit_test(test_view_names),
 		cmocka_unit_test(test_match),
+		cmocka_unit_test(test_match_by_record),
+		cmocka_unit_test(test_address_judge),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -480,6 +480,21 @@ static void claim(struct node_view *v, int64_t at, int64_t seen)
 	v->terminating_seen = seen;
 }
 
+/* A pool of size (minimum = maximum) observing in[0] on nodes[0], the recorded seen
+ * (live of them) with their Nodes from nodes[1] on (recorded_nodes). */
+static void sim_one_observed(struct sim *s, int size, struct pool_instance *in, struct node_view *nodes,
+			     const struct strv *seen, const struct strv *live)
+{
+	sim_init(s, size, size);
+	s->in.plan.instances = in;
+	s->in.plan.n_instances = 1;
+	s->in.plan.seen = seen;
+	s->in.plan.seen_live = live;
+	s->in.nodes = nodes;
+	s->in.n_nodes = 1;
+	s->in.recorded_nodes = nodes + 1;
+}
+
 /* The Nodes of recorded instances that are gone (reclaimed i2, terminated earlier i3)
  * or going away (i6 TERMINATING: the last pass that records it) are deleted after the
  * pool's own work, one action each, only while they are the Node of the UID matched;
@@ -574,6 +589,87 @@ static void test_gone_nodes_deleted(void **state)
 			if (!*cases[c].pending && list && !cJSON_IsNull(list))
 				fail_msg("%s: nodeDeletions not cleared", cases[c].what);
 		}
+		cJSON_Delete(old);
+		sim_free(&s);
+	}
+}
+
+/* Review of issue 27: the Node of a gone instance matched by its address (it declares no
+ * instance: recorded_nodes gives it by the recorded Node name and IP) is deleted, with
+ * its UID, once no kubelet reports it (Ready Unknown); while one does it waits in
+ * .status.nodeDeletions with its IP and since when (the kubelet's end is marked within a
+ * minute or so), looked at again within 30 s; still reported after
+ * NODE_ADDRESS_WAIT_SECONDS, or no longer that Node, it is left with a Warning
+ * NodeNotDeleted (it may be another instance's under that name). i1 runs on n1; i2 is
+ * gone (recorded this pass, or only carried in nodeDeletions). */
+static void test_gone_node_by_address(void **state)
+{
+	(void)state;
+	enum view { NONE, REPORTED, UNKNOWN, DECLARES, LIVE_ONES };
+	static const struct {
+		const char *what;
+		bool recorded;            /* i2 recorded, found gone this pass, its Node given */
+		enum view view;           /* its Node as the cache has it now */
+		int64_t since;            /* the carried entry's, from NOW (recorded: none carried) */
+		const char *want[3], *not_want[3];
+		const char *pending;      /* nodeDeletions after the pass */
+		bool requeue_30;
+	} cases[] = {
+		{"found gone, still reported: waits with its address", true, REPORTED, 0, {"write-status"},
+		 {"delete-node", "event"}, "10.0.0.2@2027-01-15T08:00:00Z", true},
+		{"found gone, no kubelet reports it: deleted at once", true, UNKNOWN, 0,
+		 {"delete-node 10.0.0.2 uid=u-10.0.0.2"}, {"event"}, "", false},
+		{"carried, now unmarked: deleted", false, UNKNOWN, -60, {"delete-node 10.0.0.2 uid=u-10.0.0.2"}, {"event"},
+		 "", false},
+		{"carried, still reported: waits, since kept", false, REPORTED, -60, {NULL}, {"delete-node", "event"},
+		 "10.0.0.2@2027-01-15T07:59:00Z", true},
+		{"carried, reported past the wait: left, said", false, REPORTED, -NODE_ADDRESS_WAIT_SECONDS,
+		 {"event Warning NodeNotDeleted"}, {"delete-node"}, "", false},
+		{"carried, declares an instance now: left, said", false, DECLARES, -60, {"event Warning NodeNotDeleted"},
+		 {"delete-node"}, "", false},
+		{"carried, its instance live in the pool: left, said", false, LIVE_ONES, -60,
+		 {"event Warning NodeNotDeleted"}, {"delete-node"}, "", false},
+		{"carried, gone: dropped", false, NONE, -60, {NULL}, {"delete-node", "event"}, "", false},
+	};
+	for (size_t c = 0; c < sizeof(cases) / sizeof(cases[0]); c++) {
+		print_message("%s\n", cases[c].what);
+		struct pool_instance in[1] = {running("i1", "RUNNING")};
+		struct node_view addr = named("10.0.0.2");
+		snprintf(addr.internal_ip, sizeof(addr.internal_ip), "10.0.0.2");
+		addr.ready = cases[c].view != UNKNOWN && cases[c].view != LIVE_ONES;
+		addr.ready_unknown = !addr.ready;
+		if (cases[c].view == DECLARES)
+			snprintf(addr.label_id, sizeof(addr.label_id), "ins-b");
+		struct node_view nodes[1 + 2] = {named("n1"), named(""), addr};
+		struct node_view carried[1] = {cases[c].view == NONE ? named("") : addr};
+		char *seen_v[] = {"i1", "i2"};
+		struct strv seen = {.v = seen_v, .n = cases[c].recorded ? 2 : 1}, live = {.v = seen_v, .n = 1};
+		struct sim s;
+		sim_one_observed(&s, 1, in, nodes, &seen, &live);
+		cJSON *old = cJSON_CreateObject();
+		if (!cases[c].recorded) {
+			char at[32], json[256];
+			sp_format_time(NOW + cases[c].since, at);
+			snprintf(json, sizeof(json), "[{\"name\":\"10.0.0.2\",\"uid\":\"u-10.0.0.2\",\"instanceId\":\"%s\","
+				 "\"privateIp\":\"10.0.0.2\",\"since\":\"%s\"}]", cases[c].view == LIVE_ONES ? "i1" : "i2", at);
+			cJSON_AddItemToObject(old, "nodeDeletions", cJSON_Parse(json));
+			s.in.deletion_nodes = carried;
+			s.in.n_deletion_nodes = 1;
+		}
+		s.in.old_status = old;
+		sim_run(&s);
+		expect_taken(&s, cases[c].what, cases[c].want, cases[c].not_want, 3);
+		assert_int_equal(s.error, 0);
+		if (cases[c].requeue_30)
+			assert_true(s.requeue_ms > 0 && s.requeue_ms <= 30000);
+		const cJSON *list = cJSON_GetObjectItemCaseSensitive(s.last_status, "nodeDeletions"), *it;
+		char pending[128] = "";
+		cJSON_ArrayForEach(it, list)
+			snprintf(pending + strlen(pending), sizeof(pending) - strlen(pending), "%s@%s",
+				 cJSON_GetStringValue(cJSON_GetObjectItemCaseSensitive(it, "privateIp")),
+				 cJSON_GetStringValue(cJSON_GetObjectItemCaseSensitive(it, "since")));
+		if (s.last_status && strcmp(pending, cases[c].pending) != 0)
+			fail_msg("%s: nodeDeletions \"%s\", want \"%s\"", cases[c].what, pending, cases[c].pending);
 		cJSON_Delete(old);
 		sim_free(&s);
 	}
@@ -750,14 +846,7 @@ static void test_gone_node_recorded_with_the_ledger(void **state)
 	struct strv seen = {.v = seen_v, .n = 2}, live = {.v = live_v, .n = 2};
 	struct node_view nodes[1 + 2] = {named("n1"), named(""), named("n2")};
 	struct sim s;
-	sim_init(&s, 2, 2);
-	s.in.plan.instances = in;
-	s.in.plan.n_instances = 1;
-	s.in.plan.seen = &seen;
-	s.in.plan.seen_live = &live;
-	s.in.nodes = nodes;
-	s.in.n_nodes = 1;
-	s.in.recorded_nodes = nodes + 1;
+	sim_one_observed(&s, 2, in, nodes, &seen, &live);
 	*ledger_deletions = '\0';
 	s.answer = note_ledger_deletions;
 	sim_run(&s);
@@ -2208,6 +2297,7 @@ int main(void)
 		cmocka_unit_test(test_ledger_clear_and_resume_order),
 		cmocka_unit_test(test_requeue_progress),
 		cmocka_unit_test(test_gone_nodes_deleted),
+		cmocka_unit_test(test_gone_node_by_address),
 		cmocka_unit_test(test_gone_node_recorded_with_the_ledger),
 		cmocka_unit_test(test_nodes_confirmed_live),
 		cmocka_unit_test(test_scale_down_drains),

@@ -98,6 +98,10 @@ static cJSON *node_json(const struct node_view *v)
 	cJSON *spec = cJSON_AddObjectToObject(o, "spec"), *st = cJSON_AddObjectToObject(o, "status");
 	cJSON_AddStringToObject(md, "name", v->name);
 	cJSON_AddStringToObject(md, "uid", v->uid);
+	if (v->created) {
+		sp_format_time(v->created, t);
+		cJSON_AddStringToObject(md, "creationTimestamp", t);
+	}
 	if (*v->label_id)
 		cJSON_AddStringToObject(cJSON_AddObjectToObject(md, "labels"), NODE_LABEL_INSTANCE_ID, v->label_id);
 	cJSON *ann = cJSON_AddObjectToObject(md, "annotations");
@@ -120,10 +124,10 @@ static cJSON *node_json(const struct node_view *v)
 	cJSON_AddStringToObject(a, "type", "InternalIP");
 	cJSON_AddStringToObject(a, "address", v->internal_ip);
 	cJSON_AddItemToArray(addresses, a);
-	if (v->ready) {
+	if (v->ready || v->ready_unknown) {
 		cJSON *c = cJSON_CreateObject();
 		cJSON_AddStringToObject(c, "type", "Ready");
-		cJSON_AddStringToObject(c, "status", "True");
+		cJSON_AddStringToObject(c, "status", v->ready ? "True" : "Unknown");
 		sp_format_time(v->ready_since, t);
 		if (v->ready_since)
 			cJSON_AddStringToObject(c, "lastTransitionTime", t);
@@ -1043,6 +1047,58 @@ static void test_swept_instance_drained(void **state)
 	world_free(&w);
 }
 
+/* Review of issue 27: a Node declaring no instance (TKE names Nodes by private IP),
+ * matched by its InternalIP, was never deleted once its instance had gone between two
+ * passes (a gone instance's Node was looked for by ID only), and its address could be a
+ * new instance's by then. Now the Node the status recorded for the instance, at the
+ * recorded private IP, is the gone one's: kept in .status.nodeDeletions (with the IP)
+ * while a kubelet still reports it, deleted with its UID once none does (Ready Unknown),
+ * even with its IP a new instance's; that new instance's own Node is left. */
+static void test_gone_instance_ip_node(void **state)
+{
+	(void)state;
+	struct world w;
+	world_init(&w, 0, 2, false);
+	w.r.nodes = (struct node_reader){.find = fake_find_nodes, .get = fake_get_node, .ctx = &w.f};
+	world_list(&w, "ins-a", "RUNNING");
+	snprintf(w.f.listed[0].private_ip, sizeof(w.f.listed[0].private_ip), "10.0.0.1");
+	w.f.nodes[0] = (struct node_view){.name = "10.0.0.1", .uid = "u-old", .internal_ip = "10.0.0.1", .ready = true,
+					  .created = NOW - 500};
+	w.f.n_nodes = 1;
+	world_pass(&w);
+	const cJSON *st = cJSON_GetObjectItemCaseSensitive(w.f.obj, "status");
+	assert_string_equal(cJSON_GetStringValue(cJSON_GetObjectItemCaseSensitive(
+		cJSON_GetArrayItem(cJSON_GetObjectItemCaseSensitive(st, "instances"), 0), "node")), "10.0.0.1");
+	/* ins-a gone; its kubelet's Node not marked yet: waits, recorded with its address */
+	w.f.n_listed = 0;
+	w.f.clock.now += 10;
+	world_pass(&w);
+	assert_int_equal(calls_starting(&w, "DELETE"), 0);
+	st = cJSON_GetObjectItemCaseSensitive(w.f.obj, "status");
+	const cJSON *e = cJSON_GetArrayItem(cJSON_GetObjectItemCaseSensitive(st, "nodeDeletions"), 0);
+	assert_non_null(e);
+	assert_string_equal(cJSON_GetStringValue(cJSON_GetObjectItemCaseSensitive(e, "privateIp")), "10.0.0.1");
+	assert_string_equal(cJSON_GetStringValue(cJSON_GetObjectItemCaseSensitive(e, "instanceId")), "ins-a");
+	assert_int_equal(w.res.error, 0);
+	/* a new instance got the address and registered its own Node; no kubelet reports the
+	 * old one now */
+	w.f.clock.now += 60;
+	world_list(&w, "ins-b", "RUNNING");
+	snprintf(w.f.listed[0].private_ip, sizeof(w.f.listed[0].private_ip), "10.0.0.1");
+	w.f.listed[0].created = NOW + 30;
+	w.f.nodes[0].ready = false;
+	w.f.nodes[0].ready_unknown = true;
+	w.f.nodes[1] = (struct node_view){.name = "n-b", .uid = "u-b", .internal_ip = "10.0.0.1", .ready = true,
+					  .created = NOW + 50};
+	w.f.n_nodes = 2;
+	world_pass(&w);
+	assert_int_equal(calls_starting(&w, "DELETE /api/v1/nodes/10.0.0.1 uid=u-old"), 1);
+	assert_int_equal(calls_starting(&w, "DELETE /api/v1/nodes/n-b"), 0);
+	assert_null(cJSON_GetObjectItemCaseSensitive(cJSON_GetObjectItemCaseSensitive(w.f.obj, "status"),
+						     "nodeDeletions"));
+	world_free(&w);
+}
+
 static void test_scale_down_on_stale_spec(void **state)
 {
 	(void)state;
@@ -1462,6 +1518,7 @@ int main(void)
 		cmocka_unit_test(test_gone_instance_forged_node_kept),
 		cmocka_unit_test(test_node_cache_lags),
 		cmocka_unit_test(test_swept_instance_drained),
+		cmocka_unit_test(test_gone_instance_ip_node),
 		cmocka_unit_test(test_deletion_delete),
 		cmocka_unit_test(test_deletion_retain),
 		cmocka_unit_test(test_notice_and_sweep),

@@ -737,7 +737,7 @@ static void test_ledger_rejects_unparseable_start(void **state)
 static void assert_recorded(const cJSON *st, const char *const *want_ids, const char *const *want_live)
 {
 	struct strv ids = {0}, live = {0};
-	status_recorded(st, &ids, &live, NULL, NULL);
+	status_recorded(st, &ids, &live, NULL, NULL, NULL);
 	assert_strv(&ids, want_ids);
 	assert_strv(&live, want_live);
 	strv_clear(&ids);
@@ -804,7 +804,7 @@ static void test_recorded_is_bounded(void **state)
 		cJSON_AddItemToArray(list, e);
 	}
 	struct strv ids = {0}, live = {0};
-	status_recorded(st, &ids, &live, NULL, NULL);
+	status_recorded(st, &ids, &live, NULL, NULL, NULL);
 	assert_int_equal(ids.n, STATUS_MAX_RECORDED);
 	assert_int_equal(live.n, STATUS_MAX_RECORDED);
 	assert_string_equal(ids.v[0], "ins-000000");
