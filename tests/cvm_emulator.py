@@ -183,6 +183,11 @@ Bad input answers HTTP 400 {"ok": false, "error": "..."}; unknown paths 404.
                                           "_reclaimed" journal entry records it) -> {"ok",
                                           "announced", "reclaimAt" (epoch s),
                                           "terminationTime" (what the metadata answers)}
+  POST /_emulator/terminate               {"instanceIds": [...], "account"} -> {"ok",
+                                          "terminating"}: the account's owner terminating
+                                          them in the console (TERMINATING, then gone; a
+                                          "_terminate" journal entry); each must be an
+                                          instance of that account, not yet terminating
   POST /_emulator/notice                  {"instanceIds": [...], "cancel": true}: an
                                           announced reclaim does not happen and the notice
                                           is withdrawn (termination-time answers 404 again)
@@ -1483,6 +1488,28 @@ class Emulator:
         self._record({"action": "_reclaim", "instanceIds": ids, "shutdown": shutdown}, now)
         return {"ok": True, "reclaimed": ids}
 
+    def ctl_terminate(self, payload, query, now):
+        """Terminates instances of one account as its owner would in the console (no
+        signed call, no ClientToken): the fault campaign abandoning an AccountChanged
+        pool's instances in the other account (docs/troubleshooting.md#accountchanged)."""
+        ids = payload.get("instanceIds")
+        if not isinstance(ids, list) or not ids or not all(isinstance(i, str) for i in ids):
+            raise ControlError("instanceIds must be a non-empty list of strings")
+        account = control_string(payload, "account")
+        victims = [self.instances.get(i) for i in dict.fromkeys(ids)]
+        wrong = [i for i, inst in zip(dict.fromkeys(ids), victims)
+                 if inst is None or inst.account != account or inst.state == "TERMINATING"]
+        if wrong:
+            raise ControlError(f"not an instance (not terminating) of account {account}: {', '.join(wrong)}")
+        for inst in victims:
+            self._set_state(inst, "TERMINATING")
+            inst.gone_at = now + self.terminating_seconds
+            heapq.heappush(self._timers, (inst.gone_at, inst.instance_id, "gone"))
+            for key in inst.stat_keys():
+                self.terminated[key] += 1
+        self._record({"action": "_terminate", "instanceIds": list(dict.fromkeys(ids)), "account": account}, now)
+        return {"ok": True, "terminating": list(dict.fromkeys(ids))}
+
     def _reclaim(self, inst: Instance, shutdown: bool) -> None:
         for key in inst.stat_keys():
             self.reclaimed[key] += 1
@@ -1677,6 +1704,7 @@ CONTROL_ROUTES = {
     ("GET", "/_emulator/instances"): Emulator.ctl_list_instances,
     ("POST", "/_emulator/instances"): Emulator.ctl_create_instances,
     ("POST", "/_emulator/reclaim"): Emulator.ctl_reclaim,
+    ("POST", "/_emulator/terminate"): Emulator.ctl_terminate,
     ("POST", "/_emulator/notice"): Emulator.ctl_notice,
     ("POST", "/_emulator/stock"): Emulator.ctl_stock,
     ("POST", "/_emulator/quota"): Emulator.ctl_quota,

@@ -80,7 +80,8 @@ cvm_emulator.py --seed SEED) and its own controller process(es) (`spotpool run
              region_change  spec.region and availabilityZone patched to another region
                       (a CRD that refuses it is an acceptable outcome);
              account_change  the credentials Secret swapped for 8-20 s to a key of
-                      another emulator account, then back;
+                      another emulator account, then back (a pool left held by
+                      AccountChanged is settled in the settle phase, below);
              node_delete_fail  a running instance reclaimed, and its controller's next 1-4
                       Node DELETEs answered 500, 503 or 429 by its proxy;
              node_reuse  a running instance's Node deleted and registered again under its
@@ -88,7 +89,14 @@ cvm_emulator.py --seed SEED) and its own controller process(es) (`spotpool run
                       reclaimed, by a new untagged instance while the controllers'
                       watches lag 2-4 s (TKE names Nodes by IP);
   settle   faults off (faults, kill hooks, throttles, tag-index lag/drops cleared),
-           exactly one controller running;
+           exactly one controller running; while waiting for convergence, the
+           campaign plays the operator on a pool held by AccountChanged
+           (docs/troubleshooting.md#accountchanged, "Abandon the instances
+           knowingly"): if an instance of it (its tag or an ID in its status) is live
+           in another account than its credentials name, account-hold is checked, the
+           instances are terminated there (/_emulator/terminate, as in the console)
+           and status.accountFingerprint removed; a hold without one is left for
+           `converged` to report;
   checks   see INVARIANTS below; then every pool is deleted and deletion is checked.
 
 INVARIANTS (each violation names one, with evidence and the replay command):
@@ -124,8 +132,16 @@ INVARIANTS (each violation names one, with evidence and the replay command):
               lags and drops entries, as it does in normal operation), every
               Spotpool object is gone within DELETE_S (90 s); a pool deleted during
               the faults is gone within DELETE_S of faults off;
+  account-hold  a pool the campaign settles (above) launched no instance (RunInstances
+              with its ClientToken creating one) and terminated none it launched since
+              its condition's lastTransitionTime or the Secret's swap back (the later)
+              + 2 s, and the condition's message
+              names no SecretId nor key; `converged` also fails a pool still held
+              without an instance in another account, `launches` allows the
+              instances abandoned there;
   leak        then nothing tagged with a (Delete-policy) pool's identity is left,
-              in any state (TERMINATING instances get 10 s to vanish);
+              in any state (TERMINATING instances get 10 s to vanish), but those
+              the campaign terminated in another account;
   secret      the secret key (or its random part) appears in no controller log, no
               event, no Spotpool status (sampled every 5 s during the faults and
               after), no emulator log or journal;
@@ -220,6 +236,8 @@ TAG_KEY = "spotpool.jokerbai.com/pool"
 REGION, ZONE, ITYPE = "ap-singapore", "ap-singapore-2", "GN7.2XLARGE32"
 SECRET_ID = "AKIDspotpoolFaultCampaign0000000000"
 CONVERGE_S = 60
+CRED_ACCOUNT = "main"  # the emulator account of every credential but account_change's
+HOLD_SLACK_S = 2       # account-hold: a call in flight when the hold began
 DELETE_S = 90
 SETTLE_S = 15
 LAUNCH_GRACE_S = 20
@@ -477,6 +495,12 @@ def clock(t: float) -> str:
 def short(name: str) -> str:
     """A pool name for one-line output (a 253-character name is shown by its start and length)."""
     return name if len(name) <= 16 else f"{name[:4]}..({len(name)})"
+
+
+def account_hold(status: dict) -> dict | None:
+    """The pool's Degraded condition if it is True for AccountChanged."""
+    return next((c for c in status.get("conditions") or [] if c.get("type") == "Degraded"
+                 and c.get("status") == "True" and c.get("reason") == "AccountChanged"), None)
 
 
 def owner_tag(ns: str, name: str) -> str:
@@ -846,6 +870,9 @@ class Schedule:
         self.pods_gone: dict[str, float] = {}      # pod name -> when the kubelet saw it go
         self.node_lock = threading.RLock()
         self.secret_swapped = False                # account_change: the Secret holds another account
+        self.swapped_back_at = 0.0                 # ... and when it held this account's again
+        self.abandoned: dict[str, list[str]] = {}  # pool -> instances the operator terminated in "other"
+        self.false_holds: dict[str, str] = {}      # pool -> why its AccountChanged hold has no reason
         self.doom_seen: dict[tuple[str, str], tuple[float, str]] = {}  # (pool, id) -> (seen at, reclaimAt)
         self.recorded: set[str] = set()            # instances a status snapshot showed
         self.inline_cred: dict[str, str] = {}      # pool -> the secretId its inline spec holds (if rotated)
@@ -1610,6 +1637,7 @@ class Schedule:
         if what[0] == "account_back":
             self.secret_swapped = False
             self.write_secret(self.cred)
+            self.swapped_back_at = time.time()
             self.log("the Secret holds this account's credentials again")
         elif what[0] == "watch_delay_end":
             for ctl in self.controllers:
@@ -1748,6 +1776,10 @@ class Schedule:
                 problems.append(f"{pool.name}: object missing")
                 continue
             spec, status = obj.get("spec", {}), obj.get("status") or {}
+            if account_hold(status) and pool.name in self.false_holds:
+                problems.append(f"{pool.name}: held by AccountChanged without an instance in another account "
+                                f"({self.false_holds[pool.name]})")
+                continue
             lo, hi, replicas = spec.get("minimum", 0), spec.get("maximum", 0), spec.get("replicas")
             live = self.emu.stats(self.ns, pool.name)["live"]
             # An instance a notice dooms (for at most DOOM_MAX_S) may be kept, drained,
@@ -1764,11 +1796,82 @@ class Schedule:
                                 f"status.size={status.get('size')}, launch={json.dumps(status.get('launch'))}")
         return problems
 
+    def settle_account_holds(self) -> None:
+        """Plays the operator on each pool held by AccountChanged, as
+        docs/troubleshooting.md#accountchanged says ("Abandon the instances knowingly"):
+        a hold is right only while an instance the pool records (by its tag or the IDs in
+        its status) lives in another account than its credentials now name (CRED_ACCOUNT:
+        after faults off every credential the campaign hands out is of that account). If
+        so, the hold is checked (`account-hold`), those instances are terminated in their
+        account as in the console, and status.accountFingerprint removed: the pool must
+        then take the account, take them for gone and refill (converged, deleted). A hold
+        without such an instance is left in place and reported by `converged`."""
+        for pool in self.plan.pools:
+            if pool.name in self.deleted_at or pool.name in self.abandoned:
+                continue
+            obj = self.pool_obj(pool.name)
+            status = (obj or {}).get("status") or {}
+            cond = account_hold(status)
+            if not cond:
+                continue
+            tag = owner_tag(self.ns, pool.name)
+            recorded = {i.get("instanceId") for i in status.get("instances") or []}
+            elsewhere = [i for i in self.emu.get("instances")
+                         if i.get("account") != CRED_ACCOUNT and i["InstanceState"] != "TERMINATING"
+                         and (i["InstanceId"] in recorded
+                              or any(t["Key"] == TAG_KEY and t["Value"] == tag for t in i["Tags"]))]
+            if not elsewhere:
+                self.false_holds[pool.name] = (f"recorded {sorted(x for x in recorded if x)}, none live outside "
+                                               f"account {CRED_ACCOUNT}; since {cond.get('lastTransitionTime')}")
+                continue
+            self.false_holds.pop(pool.name, None)
+            self.check_account_hold(pool.name, cond)
+            by_account: dict[str, list[str]] = {}
+            for i in elsewhere:
+                by_account.setdefault(i["account"], []).append(i["InstanceId"])
+            for account, ids in sorted(by_account.items()):
+                self.emu.post("terminate", {"instanceIds": ids, "account": account})
+            self.abandoned[pool.name] = [i["InstanceId"] for i in elsewhere]
+            self.kube.kubectl("-n", self.ns, "patch", "sp", pool.name, "--subresource=status", "--type=merge",
+                              "-p", json.dumps({"status": {"accountFingerprint": None}}))
+            self.count("AccountChanged holds settled by the operator")
+            self.log(f"{short(pool.name)} held by AccountChanged: terminated "
+                     + ", ".join(f"{i['InstanceId']} in account {i['account']}" for i in elsewhere)
+                     + " and removed status.accountFingerprint")
+
+    def check_account_hold(self, pool: str, cond: dict) -> None:
+        """account-hold: while the pool is held (from the condition's lastTransitionTime,
+        whole seconds, or the Secret's swap back if later: Degraded may have been True for
+        another reason before; + HOLD_SLACK_S for a call already in flight), none of its instances
+        was launched (a RunInstances with its ClientToken that created instances) or
+        terminated (a TerminateInstances naming one it launched); the condition's message
+        names no credential."""
+        since = max(calendar.timegm(time.strptime(cond["lastTransitionTime"], "%Y-%m-%dT%H:%M:%SZ")),
+                    self.swapped_back_at) + HOLD_SLACK_S
+        prefix = self.token_prefix(pool)
+        journal = self.journal()
+        launched = {i for e in journal if e.get("action") == "RunInstances"
+                    and (e.get("clientToken") or "").startswith(prefix) for i in e.get("instanceIds") or []}
+        held = [e for e in journal if e.get("time", 0) >= since and e.get("requestId") and not e.get("error")]
+        acted = [f"{e['action']} {clock(e['time'])} {e.get('instanceIds')} by {e.get('secretId')}" for e in held
+                 if (e.get("action") == "RunInstances" and e.get("instanceIds") and not e.get("replay")
+                     and (e.get("clientToken") or "").startswith(prefix))
+                 or (e.get("action") == "TerminateInstances" and launched & set(e.get("instanceIds") or []))]
+        message = cond.get("message") or ""
+        named = [what for what, text in (("a SecretId", "AKID"), ("a secret key", self.secret_nonce))
+                 if text in message]
+        if acted or named:
+            self.violate("account-hold", f"{pool}: held by AccountChanged since {clock(since - HOLD_SLACK_S)}, yet "
+                         + "; ".join((["its instances launched or terminated"] if acted else [])
+                                     + [f"the message names {what}" for what in named]),
+                         acted[:5] + [f"message: {message[:300]}"])
+
     def check_convergence(self) -> None:
         deadline = self.faults_off_at + CONVERGE_S
         problems = ["not checked"]
         while time.time() < deadline and not _stopping.is_set():
             self.supervise()
+            self.settle_account_holds()
             problems = self.convergence_problems()
             if not problems:
                 self.converged_after = time.time() - self.faults_off_at
@@ -1815,11 +1918,14 @@ class Schedule:
         # (A pool still there, reported as stuck above, still owns its instances.)
         remaining = {o["metadata"]["name"] for o in (self.kube.get(self.sp_path()) or {}).get("items", [])}
         owned = {owner_tag(self.ns, p.name) for p in self.plan.pools if not p.retain and p.name not in remaining}
+        # Instances the operator terminated in another account (settle_account_holds) are
+        # theirs to watch go, not the controller's: they are not counted.
+        abandoned = {i for ids in self.abandoned.values() for i in ids}
         deadline = time.time() + 10
         leaked = []
         while time.time() < deadline:
-            leaked = [i for i in self.emu.get("instances")
-                      if any(t["Key"] == TAG_KEY and t["Value"] in owned for t in i["Tags"])]
+            leaked = [i for i in self.emu.get("instances") if i["InstanceId"] not in abandoned
+                      and any(t["Key"] == TAG_KEY and t["Value"] in owned for t in i["Tags"])]
             if not leaked:
                 break
             time.sleep(1)
@@ -1857,7 +1963,7 @@ class Schedule:
         gone: dict[str, float] = {}  # instance -> when it went (terminated or reclaimed)
         for e in journal:
             if ((e.get("action") == "TerminateInstances" and e.get("requestId") and not e.get("error"))
-                    or e.get("action") == "_reclaim"):
+                    or e.get("action") in ("_reclaim", "_terminate")):
                 for i in e.get("instanceIds") or []:
                     gone.setdefault(i, e["time"])
         self.check_nodes(journal, gone)
@@ -1942,11 +2048,12 @@ class Schedule:
             # A noticed instance the emulator did not reclaim (terminated at its deadline, or
             # not at all) may have been replaced too.
             unreclaimed = len({r["id"] for r in noticed} - {r["id"] for r in noticed if r["reclaimed"]})
-            bound = upvar + stats["reclaimed"] + failed + unreclaimed
+            abandoned = len(self.abandoned.get(pool.name, []))  # by the operator, in another account
+            bound = upvar + stats["reclaimed"] + failed + unreclaimed + abandoned
             if stats["launched"] > bound:
                 self.violate("launches", f"{pool.name}: launched {stats['launched']} instance(s), bound {bound} "
                              f"(target rises {upvar} + reclaimed {stats['reclaimed']} + LAUNCH_FAILED {failed}"
-                             f" + noticed, not reclaimed {unreclaimed})",
+                             f" + noticed, not reclaimed {unreclaimed} + abandoned in another account {abandoned})",
                              [f"spec history: {'; '.join(maxes)}", *self.launch_evidence(runs, pool.name)])
         # foreign instances
         terminated = [(e, i) for e in journal if e.get("action") == "TerminateInstances" and e.get("requestId")
@@ -1987,7 +2094,7 @@ class Schedule:
         state = {i["InstanceId"]: i["InstanceState"] for i in self.emu.get("instances")}
         dead: dict[str, float] = {}  # reclaimed or shut down: nothing to evict from it after that
         for e in journal:
-            if e.get("action") in ("_reclaim", "_reclaimed"):
+            if e.get("action") in ("_reclaim", "_reclaimed", "_terminate"):
                 for i in e.get("instanceIds") or []:
                     dead.setdefault(i, e["time"])
 
@@ -2352,7 +2459,8 @@ EVIDENCE = [  # (fault kind, counter keys shown for it)
     ("stale_notice", ["forged notices (stale)"]),
     ("fake_notices", ["SpotNotices for made-up IDs"]),
     ("region_change", ["region changes applied", "region changes refused"]),
-    ("account_change", ["Secrets swapped to another account", "inline key rotations refused by the CRD"]),
+    ("account_change", ["Secrets swapped to another account", "inline key rotations refused by the CRD",
+                        "AccountChanged holds settled by the operator"]),
     ("node_delete_fail", ["Node deletions made to fail", "proxy nodeDeletesFailed"]),
     ("node_reuse", ["Nodes re-registered under their name", "Nodes re-registered under a reused name"]),
     ("(kubelets)", ["Nodes registered", "pods placed", "evictions asked", "Nodes deleted by the controller"]),
