@@ -101,8 +101,9 @@ void pass_account_fingerprint(const char *account_id, char out[PASS_ACCOUNT_FP_L
 }
 
 /* Whether what the credentials in use see proves the recorded instances' account theirs
- * (ADOPT), or something recorded is left that their absence cannot prove gone (CHANGED). */
-static enum pass_account account_seen(const struct plan_input *plan)
+ * (ADOPT), or something recorded is left that their absence cannot prove gone (CHANGED).
+ * other_known: STS named another account than the recorded one. */
+static enum pass_account account_seen(const struct plan_input *plan, bool other_known)
 {
 	const struct plan_launch *l = plan->ledger;
 	for (size_t i = 0; i < plan->n_instances; i++) {
@@ -114,9 +115,12 @@ static enum pass_account account_seen(const struct plan_input *plan)
 	/* A launch counts, IDs or not, while it may still show (the launch grace): repeated
 	 * with another account's credentials, its ClientToken (per account) would launch it
 	 * again there. Past the grace, unseen, it is taken as lost: a rotated key must not
-	 * hold the pool for good on a launch that never happened. */
+	 * hold the pool for good on a launch that never happened. Unless STS named another
+	 * account: then its credentials could never see it, and unseen proves nothing (the
+	 * campaign's seed 430: resumed past the grace, it launched a second instance while
+	 * the first ran on in the other account). */
 	int64_t grace = plan->launch_grace > 0 ? plan->launch_grace : PLAN_LAUNCH_GRACE_DEFAULT_SECONDS;
-	bool launch_pending = l && (l->instance_ids.n || plan->now < l->started + grace);
+	bool launch_pending = l && (l->instance_ids.n || other_known || plan->now < l->started + grace);
 	return (plan->seen && plan->seen->n) || launch_pending ? PASS_ACCOUNT_CHANGED : PASS_ACCOUNT_ADOPT;
 }
 
@@ -132,7 +136,8 @@ enum pass_account pass_account_check(const char *recorded, const char *key, cons
 			*ret_record = account;  /* the key's (an older status): the account's from now on */
 		return PASS_ACCOUNT_SAME;
 	}
-	enum pass_account r = have ? account_seen(plan) : PASS_ACCOUNT_ADOPT;
+	bool other_known = have && account && strncmp(recorded, PASS_ACCOUNT_FP_PREFIX, strlen(PASS_ACCOUNT_FP_PREFIX)) == 0;
+	enum pass_account r = have ? account_seen(plan, other_known) : PASS_ACCOUNT_ADOPT;
 	if (r == PASS_ACCOUNT_ADOPT)
 		*ret_record = account ? account
 			: have && strncmp(recorded, PASS_ACCOUNT_FP_PREFIX, strlen(PASS_ACCOUNT_FP_PREFIX)) == 0 ? NULL

@@ -748,6 +748,9 @@ static void test_account_check(void **state)
 	p.n_instances = 0;
 	p.now = NOW + PLAN_LAUNCH_GRACE_DEFAULT_SECONDS;
 	assert_int_equal(pass_account_check(K0, K1, NULL, &p, &record), PASS_ACCOUNT_ADOPT);
+	/* Unless STS named another account: its credentials never see that launch (seed 430). */
+	assert_int_equal(pass_account_check(A2, K1, A, &p, &record), PASS_ACCOUNT_CHANGED);
+	assert_int_equal(pass_account_check(A, K1, A, &p, &record), PASS_ACCOUNT_SAME);
 	/* Fingerprints: neither the SecretId nor the AccountId, the two forms told apart. */
 	char fp[PASS_KEY_FP_LEN + 1], fp2[PASS_KEY_FP_LEN + 1];
 	pass_key_fingerprint("AKIDexample", fp);
