@@ -1,7 +1,7 @@
 /* reconcile: one pass over one pool. Safety rules, in order:
  *  - only instances tagged with the pool's identity are counted or touched;
  *  - a tag listing is a hint: recorded instances it does not show are looked up by ID
- *    before the pool acts on their absence (plan.h);
+ *    before the pool acts on their absence (plan.h, observe.c);
  *  - a launch is recorded in .status.launch (ClientToken, count) BEFORE RunInstances is
  *    called; every status write (the ledger's and the rest) is guarded by
  *    resourceVersion: a conflict means someone (a spec edit, another leader) changed the
@@ -9,16 +9,14 @@
  *  - a launch whose outcome is unknown is repeated with the same token, never forgotten;
  *  - nothing is launched or terminated for a pool whose spec does not validate, and a
  *    deleted pool is cleaned up with its own credentials only: never with others';
- *  - a failed cloud read leaves size and instances as last known, never empty;
+ *  - a failed cloud read leaves size and instances as last known, never empty (observe.c);
  *  - every cloud call, rate-limit wait and apiserver write of a pass ends with the
  *    leadership (the renew deadline, or a step-down): none starts or outlasts it. */
 #include "reconcile.h"
-#include "acct.h"
 #include "log.h"
 #include "evict.h"
 #include "nodes.h"
 #include "observe.h"
-#include "offer.h"
 #include "plan.h"
 #include "pass.h"
 #include "pool.h"
