@@ -92,6 +92,10 @@ void log_fields_msg(enum log_level level, const struct log_fields *fields, const
 	__attribute__((format(printf, 3, 4)));
 void log_vmsg(enum log_level level, const struct log_fields *fields, const char *fmt, va_list ap)
 	__attribute__((format(printf, 3, 0)));
+/* A record about the pool ns/name, its message led by "<ns>/<name>: "; code: the
+ * cloud's Error.Code, or NULL. */
+void log_pool(enum log_level level, const char *ns, const char *name, const char *action, const char *code,
+	      const char *fmt, ...) __attribute__((format(printf, 6, 7)));
 
 #define log_error(...) log_msg(LOG_LVL_ERROR, __VA_ARGS__)
 #define log_warn(...) log_msg(LOG_LVL_WARN, __VA_ARGS__)

@@ -1,5 +1,5 @@
-/* reconcile: one pass over one pool: observe (credentials, inventory, sold-out memory) ->
- * plan (pass.h) -> execute the actions -> report.
+/* reconcile: one pass over one pool: observe (observe.h) -> plan (pass.h) -> execute the
+ * actions (cloud calls, status and finalizer patches, events) -> report.
  * It knows nothing of the controller that drives it: the object comes in (from an
  * informer's cache), the outcome goes out. */
 #ifndef SPOTPOOL_RECONCILE_H
@@ -12,13 +12,14 @@
 #include "inv.h"
 #include "kube.h"
 #include "node.h"
+#include "observe.h"
 #include "pass.h"
 #include "soldout.h"
 
 #include <stdatomic.h>
 
-/* How long a pass waits for an inventory listing newer than its pool's last change. */
-#define RECONCILE_READ_TIMEOUT_MS 15000
+/* How long a pass waits for its observation's inventory listing. */
+#define RECONCILE_READ_TIMEOUT_MS OBSERVE_READ_TIMEOUT_MS
 
 /* What a pass reports (for metrics), on its worker's thread with no lock held; any
  * member may be NULL.  ns and pool name the pool; code is a call's outcome (0 or an SP_E*
@@ -50,22 +51,6 @@ struct reconcile_options {
 	int launch_grace_seconds;          /* plan.h; <= 0: the default */
 	const char *cluster_name;          /* the cluster tag of this process's launches */
 	const struct reconcile_hooks *hooks; /* NULL: none */
-};
-
-/* The Node cache as a pass reads it (a port): find behaves as nodes_find (nodes.h) for
- * the pool "<namespace>/<name>", get as nodes_get. find NULL: node features are off. */
-struct node_reader {
-	int (*find)(void *ctx, const char *pool, const struct node_want *want, size_t n, struct node_view *ret,
-		    enum node_by *ret_by, struct node_refusals *ret_refused);
-	int (*get)(void *ctx, const char *name, struct node_view *ret);
-	void *ctx;
-};
-
-/* The SpotNotice cache as a pass reads it (a port): find behaves as notices_find
- * (notices.h) for the pool "<namespace>/<name>". find NULL: no notices. */
-struct notice_reader {
-	int (*find)(void *ctx, const char *pool, const char *const *ids, size_t n, int64_t *ret_at);
-	void *ctx;
 };
 
 /* The ports a pass talks through (per worker: each binds its own connections) and the

@@ -29,7 +29,8 @@
  *   drain_ (pure: a node's drain before termination, victim order),
  *   evict_ (a drain's apiserver calls: taint, cordon, list and evict pods),
  *   soldout_ (sold-out memory, one per controller),
- *   status_ (a pool's .status), reconcile_ (one pass over one pool),
+ *   status_ (a pool's .status), observe_ (what a pass knows before it plans, for run and
+ *   both dry-runs), reconcile_ (one pass over one pool: executes its actions),
  *   answers_ (launch answers kept in memory), acct_ (the account behind each SecretId),
  *   inv_ (shared per-account instance inventory), snap_ (its compact instance
  *   snapshots), creds_ (credentials),

@@ -6,10 +6,8 @@
 #include "cvm.h"
 #include "log.h"
 #include "manifest.h"
-#include "offer.h"
+#include "observe.h"
 #include "pass.h"
-#include "plan.h"
-#include "soldout.h"
 #include "status.h"
 
 #include <errno.h>
@@ -103,30 +101,32 @@ static bool env_has_credentials(void)
 	return id && *id && key && *key;
 }
 
-/* The Secret named by credentialsSecretRef, from the given files. A Secret that is there
- * but unusable is an error; one that is not there falls back to the environment. */
-static int secret_credentials(const struct pool_spec *s, const struct manifest_set *set,
-			      struct creds *out, struct sp_error *err)
+/* The Secrets of the given files, for the pool named (its namespace is the Secret's). */
+struct file_secrets {
+	const struct manifest_set *set;
+	const char *pool;
+};
+
+/* The Secret named by credentialsSecretRef, from the given files (observe.h's
+ * secret_reader). A Secret that is there but unusable is an error; one that is not there
+ * falls back to the environment. */
+static int file_secret_read(void *ctx, const char *ns, const char *name, struct creds *out, struct sp_error *err)
 {
+	const struct file_secrets *f = ctx;
 	static const char *const keys[] = {"secretId", "secretKey", "token"};
 	char *v[3] = {0};
 	int r = 0;
 	for (size_t i = 0; i < 3 && r == 0; i++)
-		r = manifest_secret_lookup(set, s->namespace, s->credentials_secret, keys[i], i == 2, &v[i], err);
-	if (r == 0) {
+		r = manifest_secret_lookup(f->set, ns, name, keys[i], i == 2, &v[i], err);
+	if (r == 0)
 		creds_set(out, v[0], v[1], v[2], "secret (from the given files)");
-		log_add_secret(out->secret_key);
-		log_add_secret(out->token);
-	}
 	else if (r == SP_ENOTFOUND && env_has_credentials() && (r = creds_from_env(out, err)) == 0)
 		fprintf(stderr, "spotpool dry-run: note: %s/%s: Secret %s/%s is not among the given files; "
-			"using TENCENTCLOUD_SECRET_ID/TENCENTCLOUD_SECRET_KEY\n", s->namespace, s->name,
-			s->namespace, s->credentials_secret);
+			"using TENCENTCLOUD_SECRET_ID/TENCENTCLOUD_SECRET_KEY\n", ns, f->pool, ns, name);
 	else if (r == SP_ENOTFOUND)
 		r = sp_fail(err, SP_EINVAL, "Secret %s/%s is not among the given files (dry-run reads "
 			    "Secrets only from -f files, never from a cluster): add it with -f, or set "
-			    "TENCENTCLOUD_SECRET_ID and TENCENTCLOUD_SECRET_KEY", s->namespace,
-			    s->credentials_secret);
+			    "TENCENTCLOUD_SECRET_ID and TENCENTCLOUD_SECRET_KEY", ns, name);
 	for (size_t i = 0; i < 3; i++)
 		sp_secure_free(v[i]);
 	if (r == 0 && strcmp(out->source, "environment") == 0)
@@ -134,26 +134,23 @@ static int secret_credentials(const struct pool_spec *s, const struct manifest_s
 	return r;
 }
 
-/* Credentials of every pool, before any call: a problem with one is bad input (exit 1),
- * reported with the others, and nothing is called. */
+/* Credentials of every pool, before any call, in the controller's precedence
+ * (observe_credentials; the environment stands for its default): a problem with one is
+ * bad input (exit 1), reported with the others, and nothing is called. */
 static void resolve_credentials(struct pool_spec *const *pools, size_t n, const struct manifest_set *set,
 				struct creds *out, struct manifest_errors *errs)
 {
+	struct creds env = {0};
+	struct sp_error env_err = {0};
+	bool have_env = creds_from_env(&env, &env_err) == 0;
 	for (size_t i = 0; i < n; i++) {
 		const struct pool_spec *s = pools[i];
+		struct file_secrets files = {.set = set, .pool = s->name};
+		struct observe_creds_source src = {.dflt = have_env ? &env : NULL,
+						   .secrets = {.read = file_secret_read, .ctx = &files},
+						   .no_credentials = env_err.msg};
 		struct sp_error err = {0};
-		int r = 0;
-		/* The controller's precedence; the environment stands for its default. */
-		switch (pass_credentials_source(s, true)) {
-		case PASS_CREDS_SECRET: r = secret_credentials(s, set, &out[i], &err); break;
-		case PASS_CREDS_INLINE:
-			creds_set(&out[i], s->secret_id, s->secret_key, NULL,
-				  "spec (inline; prefer credentialsSecretRef)");
-			log_add_secret(s->secret_key);
-			break;
-		default: r = creds_from_env(&out[i], &err); break;
-		}
-		if (r == 0)
+		if (observe_credentials(s, s->namespace, s->name, &src, &out[i], &err) == 0)
 			continue;
 		const struct manifest_doc *d = pool_doc(set, s);
 		char *msg = xasprintf("spec%s: %s", s->credentials_secret ? ".credentialsSecretRef" : "", err.msg);
@@ -163,37 +160,18 @@ static void resolve_credentials(struct pool_spec *const *pools, size_t n, const 
 			manifest_error(errs, msg);
 		free(msg);
 	}
+	creds_clear(&env);
 }
 
-/* The pool's owned instances, as the controller observes them: the tag listing, kept
- * to this cluster's (plan_owns), plus lookups by ID of what the manifest's status
- * records and the listing lacks. */
-static int observe(struct cvm_client *cvm, const struct cvm_credentials *view, const struct pool_spec *s,
-		   const char *cluster, const struct strv *seen, const struct plan_launch *ledger,
-		   struct pool_instance **ret, size_t *ret_n, struct strv *foreign, struct sp_error *err)
+/* The tag listing, called directly (observe.h's inventory port): a dry-run has no
+ * shared inventory. */
+static int describe_tagged(void *ctx, const struct cvm_credentials *cred, const char *region, const char *owner,
+			   bool unsettled, int64_t timeout_ms, struct pool_instance **ret, size_t *ret_n,
+			   struct sp_error *err)
 {
-	char *owner = pool_tag_value(s);
-	int r = cvm_describe_tagged(cvm, view, s->region, POOL_TAG_KEY, owner, ret, ret_n, err);
-	size_t kept = 0;
-	for (size_t i = 0; r == 0 && i < *ret_n; i++)
-		if (plan_owns(&(*ret)[i], owner, cluster))
-			(*ret)[kept++] = (*ret)[i];
-	if (r == 0)
-		*ret_n = kept;
-	struct strv confirm = {0};
-	if (r == 0)
-		plan_ids_to_confirm(*ret, *ret_n, seen, ledger, &confirm);
-	if (r == 0 && confirm.n) {
-		struct pool_instance *found = NULL;
-		size_t n_found = 0;
-		r = cvm_describe_ids(cvm, view, s->region, &confirm, NULL, &found, &n_found, err);
-		if (r == 0)
-			plan_merge_owned(ret, ret_n, found, n_found, owner, cluster, foreign);
-		free(found);
-	}
-	strv_clear(&confirm);
-	free(owner);
-	return r;
+	(void)unsettled;
+	(void)timeout_ms;
+	return cvm_describe_tagged(ctx, cred, region, POOL_TAG_KEY, owner, ret, ret_n, err);
 }
 
 /* Runs the checks among acts (the launch check: RunInstances DryRun=true) and puts the
@@ -299,67 +277,37 @@ static bool dry_run_pool(struct cvm_client *cvm, const struct pool_spec *s, cons
 	add_autoscaling(pool, &s->autoscaling);
 	add_node_template(pool, &s->node_template);
 
-	/* What the manifest's object records, as the controller reads it. */
-	const cJSON *md = cJSON_GetObjectItemCaseSensitive(obj, "metadata");
-	const cJSON *status = cJSON_GetObjectItemCaseSensitive(obj, "status");
-	struct plan_launch ledger = {0};
-	bool has_ledger = status_ledger(status, &ledger);
-	struct strv seen = {0}, seen_live = {0}, foreign = {0};
-	status_recorded(status, &seen, &seen_live, NULL, NULL, NULL);
-	bool deleting = cJSON_GetObjectItemCaseSensitive(md, "deletionTimestamp") != NULL;
-	const char *degraded = status_condition(status, "Degraded", "status");
-	const char *degraded_reason = NULL;
-	if (degraded && strcmp(degraded, "True") == 0)
-		degraded_reason = status_condition(status, "Degraded", "reason");
-	if (degraded && strcmp(degraded, "True") == 0 && !degraded_reason)
-		degraded_reason = "Unknown";
-
-	struct sp_error err = {0};
-	struct cvm_credentials view = creds_view(cred);
-	struct pool_instance *instances = NULL;
-	size_t n = 0;
-	bool ok = observe(cvm, &view, s, cluster, &seen, has_ledger ? &ledger : NULL, &instances, &n, &foreign,
-			  &err) == 0;
+	/* Observed as the controller observes (the object's status, the cloud), without
+	 * its caches: no Nodes, no SpotNotices, no sold-out memory (all offerings
+	 * available), no account. */
+	struct observation o = {.ns = s->namespace, .name = s->name, .spec = s, .now = sp_now(),
+				.now_ms = sp_mono_ms()};
+	observe_object(&o, obj, NULL);
+	struct observe_ports ports = {.inv = {.read = describe_tagged, .ctx = cvm}, .cvm = cvm_client_api(cvm),
+				      .clock = sp_clock_system};
+	observe_pool(&o, obj, &ports, &(struct observe_options){.cluster_name = cluster, .creds = cred});
+	bool ok = o.code == 0;
 	if (!ok) {
-		cJSON_AddItemToObject(pool, "error", error_json(&err));
+		cJSON_AddItemToObject(pool, "error", error_json(&o.error));
 	} else {
-		/* Offerings: all available (this process has seen none sold out). */
-		struct offer_list offers;
-		offer_build(s, &offers);
-		enum offer_state state[OFFER_MAX];
-		int64_t probe_at[OFFER_MAX];
-		for (size_t i = 0; i < offers.n; i++) {
-			state[i] = OFFER_AVAILABLE;
-			probe_at[i] = INT64_MAX;
-		}
-		struct pass_input in = {
-			.ns = s->namespace, .name = s->name, .spec = s, .spec_valid = true, .deleting = deleting,
-			.finalizer = pool_has_finalizer(obj), .active = true, .dry_run = true, .old_status = status,
-			.generation = pool_json_int64(cJSON_GetObjectItemCaseSensitive(md, "generation")),
-			.start_degraded_reason = degraded_reason,
-			.insecure_credentials = pass_credentials_source(s, true) == PASS_CREDS_INLINE,
-			.plan = {.spec = s, .instances = instances, .n_instances = n, .seen = &seen,
-				 .seen_live = &seen_live, .foreign = &foreign, .ledger = has_ledger ? &ledger : NULL,
-				 .now = sp_now(), .deleting = deleting},
-			.ledger = has_ledger ? &ledger : NULL, .launch_seq = status_launch_seq(status),
-			.terminated = &(struct strv){0}, .offers = &offers, .offer_state = state,
-			.probe_at_ms = probe_at, .now_ms = sp_mono_ms(), .soldout_ttl_ms = SOLDOUT_TTL_DEFAULT_MS,
-		};
+		struct pass_input in;
+		observe_input(&o, obj, &in);
+		in.spec_valid = true;
+		in.active = true;
+		in.dry_run = true;
+		in.terminated = &(struct strv){0};
 		struct pass_done done = {0};
 		struct pass_actions acts;
 		pass_plan(&in, &done, &acts);
+		struct cvm_credentials view = creds_view(&o.creds);
 		ok = describe_actions(cvm, &view, s, &acts, pool);
 		cJSON *list = cJSON_AddArrayToObject(pool, "instances");
-		for (size_t i = 0; i < n; i++)
-			cJSON_AddItemToArray(list, status_instance_json(&instances[i]));
+		for (size_t i = 0; i < o.n_instances; i++)
+			cJSON_AddItemToArray(list, status_instance_json(&o.instances[i]));
 		pass_actions_free(&acts);
 		pass_done_free(&done);
 	}
-	plan_launch_clear(&ledger);
-	strv_clear(&seen);
-	strv_clear(&seen_live);
-	strv_clear(&foreign);
-	free(instances);
+	observation_free(&o);
 	return ok;
 }
 

@@ -503,3 +503,17 @@ void log_fields_msg(enum log_level level, const struct log_fields *fields, const
 	log_vmsg(level, fields, fmt, ap);
 	va_end(ap);
 }
+
+void log_pool(enum log_level level, const char *ns, const char *name, const char *action, const char *code,
+	      const char *fmt, ...)
+{
+	struct log_fields f = {.ns = ns, .pool = name, .action = action, .error_code = code};
+	char *msg;
+	va_list ap;
+	va_start(ap, fmt);
+	if (vasprintf(&msg, fmt, ap) < 0)
+		abort();
+	va_end(ap);
+	log_fields_msg(level, &f, "%s/%s: %s", ns, name, msg);
+	free(msg);
+}

@@ -1,7 +1,7 @@
 /* reconcile: one pass over one pool. Safety rules, in order:
  *  - only instances tagged with the pool's identity are counted or touched;
  *  - a tag listing is a hint: recorded instances it does not show are looked up by ID
- *    before the pool acts on their absence (plan.h);
+ *    before the pool acts on their absence (plan.h, observe.c);
  *  - a launch is recorded in .status.launch (ClientToken, count) BEFORE RunInstances is
  *    called; every status write (the ledger's and the rest) is guarded by
  *    resourceVersion: a conflict means someone (a spec edit, another leader) changed the
@@ -9,15 +9,14 @@
  *  - a launch whose outcome is unknown is repeated with the same token, never forgotten;
  *  - nothing is launched or terminated for a pool whose spec does not validate, and a
  *    deleted pool is cleaned up with its own credentials only: never with others';
- *  - a failed cloud read leaves size and instances as last known, never empty;
+ *  - a failed cloud read leaves size and instances as last known, never empty (observe.c);
  *  - every cloud call, rate-limit wait and apiserver write of a pass ends with the
  *    leadership (the renew deadline, or a step-down): none starts or outlasts it. */
 #include "reconcile.h"
-#include "acct.h"
 #include "log.h"
 #include "evict.h"
 #include "nodes.h"
-#include "offer.h"
+#include "observe.h"
 #include "plan.h"
 #include "pass.h"
 #include "pool.h"
@@ -35,67 +34,29 @@
 			h_->event(h_->userdata, __VA_ARGS__);                          \
 	} while (0)
 
-/* Everything one pass knows about its pool: what it observed, and what its actions
- * changed (the object as last written, the ledger, the instances terminated). */
+/* One pass over its pool: what it observed (updated by its actions: the instances a
+ * sweep finds, the Nodes listed live, the ledger), and what the actions changed (the
+ * object as last written, the instances terminated, the pods listed). */
 struct pass {
 	struct reconciler *r;
 	char *ns, *name;
 	char *path;                  /* the object's API path */
 	bool patched;                /* obj is what one of this pass's patches returned */
-	char *owner;                 /* the pool's tag value */
 	cJSON *obj;
 	const cJSON *old_status;
 	struct pool_spec *spec;      /* NULL when the spec does not validate (and not deleting) */
 	bool spec_valid;
 	char spec_error[SP_ERROR_MAX];
-	bool deleting;
-	int64_t deleted_at;          /* metadata.deletionTimestamp, epoch s (0: unknown) */
 	/* Leading when the pass began: the one read that decided whether to observe. A pass
 	 * may lose leadership midway (every action checks again), never gain it. */
 	bool active;
-	/* The wall time (s) and monotonic ms the pass observed at: every plan of the pass
-	 * judges the observation (the launch grace, the sold-out memory) at that time. */
-	int64_t now, now_ms;
-	struct creds creds;
-	char account_key[PASS_KEY_FP_LEN + 1];  /* the credentials' key fingerprint, "": none */
-	char account[PASS_ACCOUNT_FP_LEN + 1];  /* their account's fingerprint, "": not learned */
-	bool insecure;
-	int observe_code;            /* < 0: credentials or the cloud could not be read */
-	char observe_message[SP_ERROR_MAX];
-	struct pool_instance *instances;  /* owned instances known this pass */
-	size_t n_instances;
-	struct strv seen, seen_live; /* recorded by earlier passes (.status.instances) */
-	struct strv seen_zones;      /* the zone recorded with each of seen ("": none) */
-	struct strv seen_ips;        /* seen's recorded private IPs, "" none */
-	struct strv seen_nodes;      /* seen's recorded Node names, "" none */
-	struct strv foreign;         /* recorded IDs that turned out not to be ours */
+	/* o.now, o.now_ms: every plan of the pass judges the observation (the launch grace,
+	 * the sold-out memory) at that time. */
+	struct observation o;
 	struct strv terminated;      /* terminated by this pass */
-	/* The Nodes of instances[0..n_nodes) and then of seen, NULL: unknown. */
-	struct node_view *nodes;
-	size_t n_nodes;
-	struct node_refusals refused; /* the Node claims to them not honoured */
-	/* The Node of each .status.nodeDeletions entry by name (name empty: none), NULL:
-	 * unknown. */
-	struct node_view *deletion_nodes;
-	size_t n_deletion_nodes;
-	bool nodes_pending;          /* Nodes are on but not listed yet */
-	/* instances[i]'s SpotNotice deadline for i < n_notice_at (those observed before a
-	 * sweep appended more), NULL: none read */
-	int64_t *notice_at;
-	size_t n_notice_at;
-	bool notices_pending;        /* SpotNotices not listed yet */
-	/* The pods of nodes[0..n_nodes) once PASS_LIST_PODS listed them, NULL before. */
+	/* The pods of o.nodes[0..n_nodes) once PASS_LIST_PODS listed them, NULL before. */
 	struct pass_pods *pods;
-	struct plan_launch found;    /* the ledger as the pass found it */
-	bool has_found;
-	struct plan_launch ledger;   /* the ledger as the status says now */
-	bool has_ledger;
-	int64_t launch_seq;
 	bool swept;
-	char *start_degraded_reason;
-	struct offer_list offers;
-	enum offer_state offer_state[OFFER_MAX];
-	int64_t probe_at[OFFER_MAX];
 	/* A sold-out offering's probe this pass took and has not launched on yet: given
 	 * back when the pass ends early (a conflict, leadership lost), not held for the
 	 * probe lease against every pool of the account. */
@@ -109,22 +70,8 @@ struct pass {
 };
 
 
-static void pool_log(struct pass *p, enum log_level level, const char *action, const char *code,
-		     const char *fmt, ...) __attribute__((format(printf, 5, 6)));
-
-static void pool_log(struct pass *p, enum log_level level, const char *action, const char *code,
-		     const char *fmt, ...)
-{
-	struct log_fields f = {.ns = p->ns, .pool = p->name, .action = action, .error_code = code};
-	char *msg;
-	va_list ap;
-	va_start(ap, fmt);
-	if (vasprintf(&msg, fmt, ap) < 0)
-		abort();
-	va_end(ap);
-	log_fields_msg(level, &f, "%s/%s: %s", p->ns, p->name, msg);
-	free(msg);
-}
+/* A log line about the pass's pool. */
+#define pool_log(p, level, action, code, ...) log_pool(level, (p)->ns, (p)->name, action, code, __VA_ARGS__)
 
 static int64_t now_ms(const struct pass *p)
 {
@@ -257,287 +204,10 @@ static int write_status(struct pass *p, const cJSON *status, struct sp_error *er
 	return r;
 }
 
-static int observe_failed(struct pass *p, int code, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
-
-static int observe_failed(struct pass *p, int code, const char *fmt, ...)
-{
-	char raw[2 * SP_ERROR_MAX];
-	va_list ap;
-	va_start(ap, fmt);
-	vsnprintf(raw, sizeof(raw), fmt, ap);
-	va_end(ap);
-	p->observe_code = code;
-	log_redact_copy(p->observe_message, sizeof(p->observe_message), raw);
-	return code;
-}
-
-/* The credentials of pass_credentials_source's choice. */
-static int resolve_credentials(struct pass *p)
-{
-	const struct pool_spec *s = p->spec;
-	const struct creds *d = p->r->opt->default_creds;
-	switch (pass_credentials_source(s, d && d->secret_id)) {
-	case PASS_CREDS_SECRET: break;
-	case PASS_CREDS_INLINE:
-		creds_set(&p->creds, s->secret_id, s->secret_key, NULL, "spec");
-		/* The values a pool's credentials hold are owned by the pool, whatever their
-		 * source: an edited or rotated key forgets the old one, and so does the
-		 * pool's deletion (ctl.c, on_deleted). */
-		log_replace_secret(p->ns, p->name, "secretKey", s->secret_key);
-		log_replace_secret(p->ns, p->name, "token", NULL);
-		p->insecure = true;
-		return 0;
-	case PASS_CREDS_DEFAULT:
-		creds_set(&p->creds, d->secret_id, d->secret_key, d->token, d->source);
-		log_forget_owner(p->ns, p->name);  /* the controller's own are registered for good */
-		return 0;
-	case PASS_CREDS_NONE:
-		return observe_failed(p, SP_EAUTH, "no credentials: set spec.credentialsSecretRef, or give the "
-				      "controller TENCENTCLOUD_SECRET_ID/TENCENTCLOUD_SECRET_KEY");
-	}
-	char *path = xasprintf("/api/v1/namespaces/%s/secrets/%s", p->ns, s->credentials_secret);
-	cJSON *secret = NULL;
-	struct sp_error err = {0};
-	int r = kube_api_get(&p->r->kube, path, &secret, &err);
-	free(path);
-	if (r < 0)
-		return observe_failed(p, SP_EAUTH, "cannot read Secret %s/%s named by spec.credentialsSecretRef: %s",
-				      p->ns, s->credentials_secret, r == SP_ENOTFOUND ? "not found" : err.msg);
-	/* An ID is no secret: not registered for redaction, unlike kube_secret_value's. */
-	const char *id64 = cJSON_GetStringValue(cJSON_GetObjectItemCaseSensitive(
-		cJSON_GetObjectItemCaseSensitive(secret, "data"), "secretId"));
-	char *id = id64 ? sp_base64_decode(id64, NULL) : NULL;
-	char *key = kube_secret_value(secret, "secretKey");
-	char *token = kube_secret_value(secret, "token");
-	kube_secret_free(secret);
-	int rc = 0;
-	if (id && key && *id && *key) {
-		creds_set(&p->creds, id, key, token, "secret");
-		log_replace_secret(p->ns, p->name, "secretKey", key);  /* owned by the pool, as above */
-		log_replace_secret(p->ns, p->name, "token", token);
-	} else {
-		rc = observe_failed(p, SP_EAUTH, "Secret %s/%s: key %s is %s", p->ns, s->credentials_secret,
-				    !id || !*id ? "secretId" : "secretKey", (!id || !key) ? "missing" : "empty");
-	}
-	sp_secure_free(id);
-	sp_secure_free(key);
-	sp_secure_free(token);
-	return rc;
-}
-
-/* Whether the pool may need the inventory's fast cadence: anything but a settled,
- * ready pool. */
-static bool unsettled(const struct pass *p)
-{
-	const char *ready = status_condition(p->old_status, "Ready", "status");
-	return p->deleting || p->has_ledger || !ready || strcmp(ready, "True") != 0;
-}
-
-/* Where the pass's instances live (plan_by_region). */
-static struct plan_where where(const struct pass *p)
-{
-	return (struct plan_where){.known = p->instances, .n_known = p->n_instances, .seen = &p->seen,
-				   .seen_zones = &p->seen_zones, .ledger = p->has_found ? &p->found : NULL,
-				   .region = p->spec->region};
-}
-
-/* Lookups by ID of the recorded instances the listing lacks, each in the region it
- * lives in (one call per region: one in the normal case), merged when owned. */
-static int confirm_ids(struct pass *p, const struct strv *confirm, struct sp_error *err)
-{
-	struct cvm_credentials view = creds_view(&p->creds);
-	struct strv regions = {0}, *groups = NULL;
-	struct plan_where w = where(p);
-	plan_by_region(&w, confirm, &regions, &groups);
-	int r = 0;
-	for (size_t k = 0; k < regions.n && r == 0; k++) {
-		struct pool_instance *found = NULL;
-		size_t n_found = 0;
-		r = p->r->cvm.describe_ids(p->r->cvm.ctx, &view, regions.v[k], &groups[k], p->r->active_until_ms,
-					   &found, &n_found, err);
-		if (r == 0)
-			plan_merge_owned(&p->instances, &p->n_instances, found, n_found, p->owner,
-					 p->r->opt->cluster_name, &p->foreign);
-		if (r == 0 && strcmp(regions.v[k], p->spec->region) != 0)
-			pool_log(p, LOG_LVL_WARN, "region", NULL, "%zu recorded instance(s) live in region %s, not "
-				 "the pool's %s: looked up there (%zu found)", groups[k].n, regions.v[k],
-				 p->spec->region, n_found);
-		free(found);
-	}
-	plan_by_region_free(&regions, groups);
-	return r;
-}
-
-/* The owned instances: the shared inventory's listing, plus what lookups by ID show of
- * the recorded instances it lacks (the tag index lags). On failure nothing is known. */
-static int observe_cloud(struct pass *p)
-{
-	struct cvm_credentials view = creds_view(&p->creds);
-	struct sp_error err = {0};
-	int r = p->r->inv.read(p->r->inv.ctx, &view, p->spec->region, p->owner, unsettled(p),
-			       RECONCILE_READ_TIMEOUT_MS, &p->instances, &p->n_instances, &err);
-	/* The account's listing also holds this pool name's instances of other clusters. */
-	size_t kept = 0;
-	for (size_t i = 0; r == 0 && i < p->n_instances; i++)
-		if (plan_owns(&p->instances[i], p->owner, p->r->opt->cluster_name))
-			p->instances[kept++] = p->instances[i];
-	if (r == 0)
-		p->n_instances = kept;
-	struct strv confirm = {0};
-	if (r == 0)
-		plan_ids_to_confirm(p->instances, p->n_instances, &p->seen, p->has_found ? &p->found : NULL,
-				    &confirm);
-	if (r == 0 && confirm.n)
-		r = confirm_ids(p, &confirm, &err);
-	strv_clear(&confirm);
-	for (size_t i = 0; i < p->foreign.n; i++)
-		pool_log(p, LOG_LVL_WARN, "ownership", NULL, "recorded instance %s is not this pool's "
-			 "(another pool's or another cluster's tag): ignored, never touched", p->foreign.v[i]);
-	if (r < 0) {
-		free(p->instances);
-		p->instances = NULL;
-		p->n_instances = 0;
-		return observe_failed(p, r, "cannot read the pool's instances from the cloud (size and instances "
-				      "show the last known state): %s", err.msg);
-	}
-	return 0;
-}
-
 static struct soldout_key offer_key(const struct pass *p, const char *zone, const char *type)
 {
-	return (struct soldout_key){.secret_id = p->creds.secret_id, .region = p->spec->region,
+	return (struct soldout_key){.secret_id = p->o.creds.secret_id, .region = p->spec->region,
 				    .zone = zone, .instance_type = type};
-}
-
-static int cmp_str(const void *a, const void *b)
-{
-	return strcmp(*(const char *const *)a, *(const char *const *)b);
-}
-
-/* The Node of each .status.nodeDeletions entry, by name, as the Node cache has it. */
-static void observe_deletion_nodes(struct pass *p)
-{
-	struct node_ref refs[STATUS_MAX_NODE_DELETIONS];
-	size_t n = status_node_deletions(p->old_status, refs, STATUS_MAX_NODE_DELETIONS);
-	p->deletion_nodes = xcalloc(n ? n : 1, sizeof(*p->deletion_nodes));
-	p->n_deletion_nodes = n;
-	for (size_t k = 0; k < n && p->r->nodes.get; k++)
-		if (p->r->nodes.get(p->r->nodes.ctx, refs[k].name, &p->deletion_nodes[k]) != 0)
-			memset(&p->deletion_nodes[k], 0, sizeof(p->deletion_nodes[k]));
-}
-
-/* What the pass looks for Nodes of (n of them): the observed instances (node_match: a
- * claim by ID with the private IP the cloud reports, or by that IP alone), then the
- * recorded ones not observed (by ID with the recorded private IP, or by the recorded
- * Node name and private IP for a Node that declares no ID: a gone instance's address
- * alone may be another's by now; an observed one's Node is its instance's, which a
- * second want of its ID would not get). */
-static struct node_want *node_wants(const struct pass *p, size_t *ret_n)
-{
-	size_t n = p->n_instances + p->seen.n;
-	struct node_want *want = xcalloc(n ? n : 1, sizeof(*want));
-	const char **observed = xcalloc(p->n_instances ? p->n_instances : 1, sizeof(*observed));
-	for (size_t i = 0; i < p->n_instances; i++) {
-		want[i] = (struct node_want){.id = p->instances[i].id, .ip = p->instances[i].private_ip,
-					     .launched = p->instances[i].created};
-		observed[i] = p->instances[i].id;
-	}
-	qsort(observed, p->n_instances, sizeof(*observed), cmp_str);
-	for (size_t i = 0; i < p->seen.n; i++) {
-		const char *id = p->seen.v[i];
-		if (!bsearch(&id, observed, p->n_instances, sizeof(*observed), cmp_str))
-			want[p->n_instances + i] = (struct node_want){.id = id, .ip = p->seen_ips.v[i], .recorded = true,
-								      .node = p->seen_nodes.v[i]};
-	}
-	free(observed);
-	*ret_n = n;
-	return want;
-}
-
-/* The Nodes of the pool's instances, as the Node cache has them (node_wants). */
-static void observe_nodes(struct pass *p)
-{
-	if (!p->r->nodes.find)
-		return;
-	size_t n;
-	struct node_want *want = node_wants(p, &n);
-	p->nodes = xcalloc(n ? n : 1, sizeof(*p->nodes));
-	enum node_by *by = xcalloc(n ? n : 1, sizeof(*by));
-	char *pool = xasprintf("%s/%s", p->ns, p->name);
-	int r = p->r->nodes.find(p->r->nodes.ctx, pool, want, n, p->nodes, by, &p->refused);
-	if (r < 0) {
-		free(p->nodes);
-		p->nodes = NULL;
-		node_refusals_clear(&p->refused);
-		p->nodes_pending = r != SP_EFORBIDDEN;
-	} else {
-		observe_deletion_nodes(p);
-	}
-	p->n_nodes = p->n_instances;
-	free(pool);
-	free(by);
-	free(want);
-}
-
-/* The reclaim deadlines SpotNotices announced for the observed instances. */
-static void observe_notices(struct pass *p)
-{
-	if (!p->r->notices.find)
-		return;
-	const char **ids = xcalloc(p->n_instances ? p->n_instances : 1, sizeof(*ids));
-	for (size_t i = 0; i < p->n_instances; i++)
-		ids[i] = p->instances[i].id;
-	p->notice_at = xcalloc(p->n_instances ? p->n_instances : 1, sizeof(*p->notice_at));
-	p->n_notice_at = p->n_instances;
-	char *pool = xasprintf("%s/%s", p->ns, p->name);
-	p->notices_pending = p->r->notices.find(p->r->notices.ctx, pool, ids, p->n_instances, p->notice_at) < 0;
-	free(pool);
-	free(ids);
-}
-
-/* The account the credentials belong to, from the controller's memory, else asked of STS
- * (a failure asked again after a backoff). Unknown leaves p->account empty: the planner
- * then goes by what the cloud shows. */
-static void learn_account(struct pass *p)
-{
-	if (!p->r->accounts || !p->r->cvm.caller_identity)
-		return;
-	char fp[ACCT_FP_MAX + 1];
-	enum acct_state s = acct_get(p->r->accounts, p->creds.secret_id, now_ms(p), fp);
-	if (s == ACCT_ASK) {
-		struct cvm_credentials view = creds_view(&p->creds);
-		char id[CVM_ACCOUNT_ID_MAX + 1];
-		struct sp_error err = {0};
-		int r = p->r->cvm.caller_identity(p->r->cvm.ctx, &view, p->spec->region, p->r->active_until_ms, id, &err);
-		if (r < 0) {
-			acct_failed(p->r->accounts, p->creds.secret_id, now_ms(p));
-			pool_log(p, LOG_LVL_WARN, "account", err.reason, "cannot learn the credentials' account "
-				 "(STS GetCallerIdentity), the recorded instances decide meanwhile: %s", err.msg);
-			return;
-		}
-		pass_account_fingerprint(id, fp);
-		acct_learned(p->r->accounts, p->creds.secret_id, fp);
-		s = ACCT_KNOWN;
-	}
-	if (s == ACCT_KNOWN)
-		snprintf(p->account, sizeof(p->account), "%s", fp);
-}
-
-/* Everything the pass knows before it acts. */
-static void observe(struct pass *p)
-{
-	if (resolve_credentials(p) == 0 && observe_cloud(p) == 0) {
-		pass_key_fingerprint(p->creds.secret_id, p->account_key);
-		learn_account(p);
-		observe_nodes(p);
-		observe_notices(p);
-	}
-	offer_build(p->spec, &p->offers);
-	for (size_t i = 0; i < p->offers.n; i++) {
-		struct soldout_key k = offer_key(p, p->offers.v[i].zone, p->offers.v[i].instance_type);
-		p->probe_at[i] = INT64_MAX;
-		p->offer_state[i] = soldout_peek(p->r->soldout, &k, p->now_ms, &p->probe_at[i]);
-	}
 }
 
 /* Executors, one per action kind: each does what the action says and answers with 0 or
@@ -546,23 +216,23 @@ static void observe(struct pass *p)
 static int do_sweep(struct pass *p, const struct pass_action *a, struct sp_error *err)
 {
 	(void)a;
-	struct cvm_credentials view = creds_view(&p->creds);
+	struct cvm_credentials view = creds_view(&p->o.creds);
 	/* Ledgers record their offering's zone; older ones launched in the spec's (a spec
 	 * that no longer validates has none: the whole region is listed). */
-	const char *zone = *p->found.zone ? p->found.zone : p->spec->zone;
+	const char *zone = *p->o.found.zone ? p->o.found.zone : p->spec->zone;
 	char region[POOL_ZONE_MAX + 1];
 	if (!pool_zone_region(zone, region, sizeof(region)))  /* in its zone's region (D3) */
 		snprintf(region, sizeof(region), "%s", p->spec->region);
 	struct pool_instance *found = NULL;
 	size_t n_found = 0;
-	int r = p->r->cvm.find_launched(p->r->cvm.ctx, &view, region, zone, p->found.client_token,
+	int r = p->r->cvm.find_launched(p->r->cvm.ctx, &view, region, zone, p->o.found.client_token,
 					p->r->active_until_ms, &found, &n_found, err);
 	if (r < 0)
 		return r;
 	pool_log(p, LOG_LVL_INFO, "finalize", NULL, "launch %s of unknown outcome: %zu instance(s) carry "
-		 "its token in a listing without a tag filter", p->found.client_token, n_found);
-	plan_merge_owned(&p->instances, &p->n_instances, found, n_found, p->owner, p->r->opt->cluster_name,
-			 &p->foreign);
+		 "its token in a listing without a tag filter", p->o.found.client_token, n_found);
+	plan_merge_owned(&p->o.instances, &p->o.n_instances, found, n_found, p->o.owner, p->r->opt->cluster_name,
+			 &p->o.foreign);
 	free(found);
 	p->swept = true;
 	return 0;
@@ -585,21 +255,21 @@ static int do_ledger(struct pass *p, const struct pass_action *a, struct sp_erro
 	int r = write_status(p, a->status, err);
 	if (r < 0)
 		return r;
-	if (p->has_ledger)
-		plan_launch_clear(&p->ledger);
-	p->has_ledger = a->has_ledger;
-	p->ledger = a->ledger;
-	p->ledger.instance_ids = (struct strv){0};
+	if (p->o.has_ledger)
+		plan_launch_clear(&p->o.ledger);
+	p->o.has_ledger = a->has_ledger;
+	p->o.ledger = a->ledger;
+	p->o.ledger.instance_ids = (struct strv){0};
 	for (size_t i = 0; i < a->ledger.instance_ids.n; i++)
-		strv_push(&p->ledger.instance_ids, a->ledger.instance_ids.v[i]);
-	p->launch_seq = a->launch_seq;
+		strv_push(&p->o.ledger.instance_ids, a->ledger.instance_ids.v[i]);
+	p->o.launch_seq = a->launch_seq;
 	return 0;
 }
 
 static int run_instances(struct pass *p, const struct pass_action *a, bool dry_run, struct strv *ids,
 			 struct sp_error *err)
 {
-	struct cvm_credentials view = creds_view(&p->creds);
+	struct cvm_credentials view = creds_view(&p->o.creds);
 	struct cvm_launch l = {.spec = p->spec, .count = a->count,
 			       .client_token = *a->ledger.client_token ? a->ledger.client_token : NULL,
 			       .cluster = p->r->opt->cluster_name, .zone = a->zone,
@@ -620,16 +290,16 @@ static int do_launch(struct pass *p, const struct pass_action *a, struct sp_erro
 		strv_clear(&ids);
 		return r;
 	}
-	struct cvm_credentials view = creds_view(&p->creds);
-	p->r->inv.note_mutation(p->r->inv.ctx, view.secret_id, p->spec->region, p->owner);
-	p->ledger.ids_known = true;
-	strv_clear(&p->ledger.instance_ids);
+	struct cvm_credentials view = creds_view(&p->o.creds);
+	p->r->inv.note_mutation(p->r->inv.ctx, view.secret_id, p->spec->region, p->o.owner);
+	p->o.ledger.ids_known = true;
+	strv_clear(&p->o.ledger.instance_ids);
 	for (size_t i = 0; i < ids.n; i++)
-		strv_push(&p->ledger.instance_ids, ids.v[i]);
+		strv_push(&p->o.ledger.instance_ids, ids.v[i]);
 	/* A repeated token may have launched only now: the grace of IDs no lookup shows yet
 	 * starts again. */
 	if (!a->fresh)
-		p->ledger.started = now_s(p);
+		p->o.ledger.started = now_s(p);
 	REPORT(p, instances_launched, p->ns, p->name, (int)ids.n);
 	struct log_fields f = {.ns = p->ns, .pool = p->name, .action = "RunInstances",
 			       .duration_ms = (long)(now_ms(p) - started), .has_duration = true};
@@ -651,7 +321,7 @@ static int do_remember(struct pass *p, const struct pass_action *a, struct sp_er
 {
 	(void)a;
 	(void)err;
-	answers_remember(p->r->answers, p->owner, p->ledger.client_token, &p->ledger.instance_ids);
+	answers_remember(p->r->answers, p->o.owner, p->o.ledger.client_token, &p->o.ledger.instance_ids);
 	return 0;
 }
 
@@ -696,16 +366,16 @@ static int do_terminate(struct pass *p, const struct pass_action *a, struct sp_e
 		[PASS_WHY_DELETION] = "pool deleted",
 	};
 	/* Each where it lives: a NotFound in another region would pass for "already gone". */
-	struct cvm_credentials view = creds_view(&p->creds);
+	struct cvm_credentials view = creds_view(&p->o.creds);
 	struct strv regions = {0}, *groups = NULL;
-	struct plan_where w = where(p);
+	struct plan_where w = observe_where(&p->o);
 	plan_by_region(&w, &a->ids, &regions, &groups);
 	int r = 0;
 	for (size_t k = 0; k < regions.n && r == 0; k++) {
 		r = p->r->cvm.terminate_instances(p->r->cvm.ctx, &view, regions.v[k], &groups[k],
 						  p->r->active_until_ms, err);
 		if (r == 0)
-			p->r->inv.note_mutation(p->r->inv.ctx, view.secret_id, regions.v[k], p->owner);
+			p->r->inv.note_mutation(p->r->inv.ctx, view.secret_id, regions.v[k], p->o.owner);
 	}
 	plan_by_region_free(&regions, groups);
 	if (r < 0)
@@ -728,8 +398,8 @@ static int do_terminate(struct pass *p, const struct pass_action *a, struct sp_e
  * or the precondition tells). */
 static bool carried_deletion_holds(const struct pass *p, const char *name, const char *uid, const char *instance)
 {
-	for (size_t i = 0; i < p->n_instances; i++)
-		if (strcmp(p->instances[i].id, instance) == 0 && plan_classify_state(p->instances[i].state) == PLAN_LIVE)
+	for (size_t i = 0; i < p->o.n_instances; i++)
+		if (strcmp(p->o.instances[i].id, instance) == 0 && plan_classify_state(p->o.instances[i].state) == PLAN_LIVE)
 			return false;
 	struct node_view v;
 	if (!p->r->nodes.get || p->r->nodes.get(p->r->nodes.ctx, name, &v) != 0 || strcmp(v.uid, uid) != 0)
@@ -772,7 +442,7 @@ static int do_find_nodes(struct pass *p, const struct pass_action *a, struct sp_
 {
 	(void)a;
 	size_t n;
-	struct node_want *want = node_wants(p, &n);
+	struct node_want *want = observe_node_wants(&p->o, &n);
 	struct node_view *views = xcalloc(n ? n : 1, sizeof(*views));
 	enum node_by *by = xcalloc(n ? n : 1, sizeof(*by));
 	struct node_refusals refused = {0};
@@ -786,12 +456,12 @@ static int do_find_nodes(struct pass *p, const struct pass_action *a, struct sp_
 			views[i].terminating_seen = cached.terminating_seen;
 	}
 	if (r == 0) {
-		free(p->nodes);
-		p->nodes = views;
-		p->n_nodes = p->n_instances;  /* pods are listed after this only (no p->pods yet) */
-		node_refusals_clear(&p->refused);
-		p->refused = refused;
-		p->nodes_pending = false;
+		free(p->o.nodes);
+		p->o.nodes = views;
+		p->o.n_nodes = p->o.n_instances;  /* pods are listed after this only (no p->pods yet) */
+		node_refusals_clear(&p->o.refused);
+		p->o.refused = refused;
+		p->o.nodes_pending = false;
 		views = NULL;
 	}
 	free(views);
@@ -807,14 +477,14 @@ static int do_list_pods(struct pass *p, const struct pass_action *a, struct sp_e
 {
 	(void)err;
 	if (!p->pods)
-		p->pods = xcalloc(p->n_nodes ? p->n_nodes : 1, sizeof(*p->pods));
-	for (size_t i = 0; i < p->n_nodes; i++) {
-		if (!*p->nodes[i].name || !strv_contains(&a->ids, p->nodes[i].name) || p->pods[i].listed)
+		p->pods = xcalloc(p->o.n_nodes ? p->o.n_nodes : 1, sizeof(*p->pods));
+	for (size_t i = 0; i < p->o.n_nodes; i++) {
+		if (!*p->o.nodes[i].name || !strv_contains(&a->ids, p->o.nodes[i].name) || p->pods[i].listed)
 			continue;
 		struct drain_pod *pods = NULL;
 		size_t n = 0;
 		struct sp_error e = {0};
-		int r = evict_list_pods(&p->r->kube, p->nodes[i].name, &pods, &n, &e);
+		int r = evict_list_pods(&p->r->kube, p->o.nodes[i].name, &pods, &n, &e);
 		p->pods[i] = (struct pass_pods){.listed = true, .v = pods, .n = n};
 		if (r < 0 && r != SP_ENOTFOUND) {
 			char msg[SP_ERROR_MAX];
@@ -829,8 +499,8 @@ static int do_list_pods(struct pass *p, const struct pass_action *a, struct sp_e
 static int do_drain_node(struct pass *p, const struct pass_action *a, struct sp_error *err)
 {
 	const char *node = a->ids.v[0];
-	int r = a->kind == PASS_DRAIN_START ? evict_start(&p->r->kube, node, a->node_uid, p->now, err)
-					    : evict_undo(&p->r->kube, node, a->node_uid, a->why ? p->now : 0, err);
+	int r = a->kind == PASS_DRAIN_START ? evict_start(&p->r->kube, node, a->node_uid, p->o.now, err)
+					    : evict_undo(&p->r->kube, node, a->node_uid, a->why ? p->o.now : 0, err);
 	if (r == 0)
 		pool_log(p, LOG_LVL_INFO, "drain", NULL, "%s node %s",
 			 a->kind == PASS_DRAIN_START ? "tainted and cordoned" : "untainted", node);
@@ -884,7 +554,7 @@ static int do_finalizer(struct pass *p, const struct pass_action *a, struct sp_e
 {
 	if (a->kind == PASS_RELEASE) {
 		pool_log(p, LOG_LVL_INFO, "finalize", NULL, "%s, releasing the resource", a->message);
-		answers_forget(p->r->answers, p->owner);
+		answers_forget(p->r->answers, p->o.owner);
 	}
 	return set_finalizer(p, a->kind == PASS_ADD_FINALIZER, err);
 }
@@ -948,33 +618,18 @@ _Static_assert(sizeof(log_actions) / sizeof(*log_actions) == PASS_REQUEUE + 1, "
 
 static void fill_input(const struct pass *p, struct pass_input *in)
 {
-	*in = (struct pass_input){
-		.ns = p->ns, .name = p->name, .spec = p->spec, .spec_valid = p->spec_valid,
-		.spec_error = p->spec_error, .deleting = p->deleting, .deleted_at = p->deleted_at, .finalizer = pool_has_finalizer(p->obj),
-		.active = p->active && now_ms(p) < atomic_load(p->r->active_until_ms), .dry_run = p->r->opt->dry_run,
-		.old_status = p->old_status,
-		.generation = pool_json_int64(cJSON_GetObjectItemCaseSensitive(
-			cJSON_GetObjectItemCaseSensitive(p->obj, "metadata"), "generation")),
-		.start_degraded_reason = p->start_degraded_reason, .observe_code = p->observe_code,
-		.observe_message = p->observe_message, .insecure_credentials = p->insecure,
-		.plan = {
-			.spec = p->spec, .instances = p->instances, .n_instances = p->n_instances,
-			.seen = &p->seen, .seen_live = &p->seen_live, .foreign = &p->foreign,
-			.ledger = p->has_found ? &p->found : NULL, .now = p->now,
-			.launch_grace = p->r->opt->launch_grace_seconds, .deleting = p->deleting,
-			.can_repeat_launch = p->spec_valid && !p->r->opt->dry_run, .swept = p->swept,
-		},
-		.ledger = p->has_ledger ? &p->ledger : NULL, .launch_seq = p->launch_seq,
-		.terminated = &p->terminated, .offers = &p->offers, .offer_state = p->offer_state,
-		.probe_at_ms = p->probe_at, .now_ms = p->now_ms, .soldout_ttl_ms = soldout_ttl(p->r->soldout),
-		.nodes = p->nodes, .n_nodes = p->n_nodes, .recorded_nodes = p->nodes ? p->nodes + p->n_nodes : NULL,
-		.deletion_nodes = p->deletion_nodes, .n_deletion_nodes = p->n_deletion_nodes,
-		.refused = p->refused.v, .n_refused = p->refused.n,
-		.pods = p->pods, .nodes_pending = p->nodes_pending, .notice_at = p->notice_at,
-		.n_notice_at = p->n_notice_at, .notices_pending = p->notices_pending,
-		.account_key = *p->account_key ? p->account_key : NULL,
-		.account = *p->account ? p->account : NULL,
-	};
+	observe_input(&p->o, p->obj, in);
+	in->spec = p->spec;
+	in->spec_valid = p->spec_valid;
+	in->spec_error = p->spec_error;
+	in->active = p->active && now_ms(p) < atomic_load(p->r->active_until_ms);
+	in->dry_run = p->r->opt->dry_run;
+	in->old_status = p->old_status;
+	in->plan.launch_grace = p->r->opt->launch_grace_seconds;
+	in->plan.can_repeat_launch = p->spec_valid && !p->r->opt->dry_run;
+	in->plan.swept = p->swept;
+	in->terminated = &p->terminated;
+	in->pods = p->pods;
 }
 
 /* The actions the pass planned first: logged (info in dry-run mode, where they are all
@@ -1001,7 +656,7 @@ static void execute(struct pass *p)
 			log_plan(p, &acts);
 		if (first && acts.live >= 0) {
 			p->res->live = acts.live;
-			if (!p->deleting)
+			if (!p->o.deleting)
 				REPORT(p, pool_sizes, p->ns, p->name, p->spec->minimum, p->spec->maximum, acts.target,
 				       acts.live);
 		}
@@ -1050,70 +705,54 @@ static void execute(struct pass *p)
 static void free_pass(struct pass *p)
 {
 	pass_done_free(&p->done);
-	plan_launch_clear(&p->found);
-	plan_launch_clear(&p->ledger);
-	creds_clear(&p->creds);
-	free(p->instances);
-	for (size_t i = 0; p->pods && i < p->n_nodes; i++) {
+	for (size_t i = 0; p->pods && i < p->o.n_nodes; i++) {
 		free((struct drain_pod *)p->pods[i].v);
 		free((char *)p->pods[i].failed);
 	}
 	free(p->pods);
-	free(p->nodes);
-	free(p->deletion_nodes);
-	node_refusals_clear(&p->refused);
-	free(p->notice_at);
-	strv_clear(&p->seen);
-	strv_clear(&p->seen_live);
-	strv_clear(&p->seen_zones);
-	strv_clear(&p->seen_ips);
-	strv_clear(&p->seen_nodes);
-	strv_clear(&p->foreign);
+	observation_free(&p->o);
 	strv_clear(&p->terminated);
 	pool_spec_free(p->spec);
 	cJSON_Delete(p->obj);
-	free(p->owner);
 	free(p->path);
 	free(p->ns);
 	free(p->name);
-	free(p->start_degraded_reason);
 }
 
-/* What the object says: the spec (or what cleanup needs of it), the ledger, the
- * recorded instances, the Degraded condition as found. */
+/* What the object says: the spec (or what cleanup needs of it), and what observe_object
+ * reads of it. */
 static void read_object(struct pass *p)
 {
 	p->old_status = cJSON_GetObjectItemCaseSensitive(p->obj, "status");
-	const char *was_degraded = status_condition(p->old_status, "Degraded", "status");
-	if (was_degraded && strcmp(was_degraded, "True") == 0) {
-		const char *reason = status_condition(p->old_status, "Degraded", "reason");
-		p->start_degraded_reason = xstrdup(reason ? reason : "Unknown");
-	}
-	p->launch_seq = status_launch_seq(p->old_status);
-	p->has_found = status_ledger(p->old_status, &p->found);
-	if (p->has_found && !p->found.ids_known)
-		p->found.ids_known = answers_recall(p->r->answers, p->owner, p->found.client_token,
-						    &p->found.instance_ids);
-	else if (!p->has_found)
-		answers_forget(p->r->answers, p->owner);
-	p->has_ledger = status_ledger(p->old_status, &p->ledger);
-	if (p->has_ledger && p->found.ids_known && !p->ledger.ids_known) {
-		p->ledger.ids_known = true;
-		for (size_t i = 0; i < p->found.instance_ids.n; i++)
-			strv_push(&p->ledger.instance_ids, p->found.instance_ids.v[i]);
-	}
-	status_recorded(p->old_status, &p->seen, &p->seen_live, &p->seen_zones, &p->seen_ips, &p->seen_nodes);
-	const cJSON *md = cJSON_GetObjectItemCaseSensitive(p->obj, "metadata");
-	const cJSON *deleted = cJSON_GetObjectItemCaseSensitive(md, "deletionTimestamp");
-	p->deleting = deleted != NULL;
-	p->deleted_at = cJSON_IsString(deleted) ? sp_parse_time(deleted->valuestring) : 0;
+	p->o.ns = p->ns;
+	p->o.name = p->name;
+	observe_object(&p->o, p->obj, p->r->answers);
 	struct sp_error err = {0};
 	p->spec_valid = pool_spec_from_object(p->obj, p->ns, &p->spec, &err) == 0;
 	if (!p->spec_valid) {
 		struct sp_error cerr = {0};
-		if (!p->deleting || pool_spec_for_cleanup(p->obj, p->ns, &p->spec, &cerr) < 0)
-			log_redact_copy(p->spec_error, sizeof(p->spec_error), p->deleting ? cerr.msg : err.msg);
+		if (!p->o.deleting || pool_spec_for_cleanup(p->obj, p->ns, &p->spec, &cerr) < 0)
+			log_redact_copy(p->spec_error, sizeof(p->spec_error), p->o.deleting ? cerr.msg : err.msg);
 	}
+	p->o.spec = p->spec;
+}
+
+/* Everything the pass knows before it acts, through the reconciler's ports. */
+static void observe(struct pass *p)
+{
+	const struct reconcile_options *opt = p->r->opt;
+	struct observe_ports ports = {
+		.inv = p->r->inv, .cvm = p->r->cvm, .nodes = p->r->nodes, .notices = p->r->notices,
+		.soldout = p->r->soldout, .accounts = p->r->accounts,
+		.clock = p->r->clock, .until = p->r->active_until_ms,
+	};
+	struct observe_options o = {
+		.cluster_name = opt->cluster_name,
+		.source = {.dflt = opt->default_creds, .secrets = observe_kube_secrets(&p->r->kube),
+			   .no_credentials = "no credentials: set spec.credentialsSecretRef, or give the "
+					     "controller TENCENTCLOUD_SECRET_ID/TENCENTCLOUD_SECRET_KEY"},
+	};
+	observe_pool(&p->o, p->obj, &ports, &o);
 }
 
 void reconcile_pool(struct reconciler *r, cJSON *obj, struct reconcile_result *res)
@@ -1132,13 +771,13 @@ void reconcile_pool(struct reconciler *r, cJSON *obj, struct reconcile_result *r
 	p.ns = xstrdup(jns->valuestring);
 	p.name = xstrdup(jname->valuestring);
 	p.path = xasprintf("/apis/%s/namespaces/%s/spotpools/%s", POOL_API_GROUP "/v1", p.ns, p.name);
-	p.owner = pool_owner_tag(p.ns, p.name);
+	p.o.owner = pool_owner_tag(p.ns, p.name);
 
 	read_object(&p);
-	p.now_ms = now_ms(&p);
-	p.now = now_s(&p);
-	p.active = p.now_ms < atomic_load(r->active_until_ms);
-	if (p.spec && p.active && !(p.deleting && !pool_has_finalizer(p.obj)))
+	p.o.now_ms = now_ms(&p);
+	p.o.now = now_s(&p);
+	p.active = p.o.now_ms < atomic_load(r->active_until_ms);
+	if (p.spec && p.active && !(p.o.deleting && !pool_has_finalizer(p.obj)))
 		observe(&p);
 	execute(&p);
 	return_held_probe(&p);
@@ -1148,7 +787,7 @@ void reconcile_pool(struct reconciler *r, cJSON *obj, struct reconcile_result *r
 	if (p.degraded_reason)
 		pool_log(&p, http_aborting() ? LOG_LVL_DEBUG : LOG_LVL_WARN, "reconcile", NULL, "%s: %s",
 			 p.degraded_reason, p.degraded_message);
-	if (p.patched && !(p.deleting && !pool_has_finalizer(p.obj))) {
+	if (p.patched && !(p.o.deleting && !pool_has_finalizer(p.obj))) {
 		res->obj = p.obj;
 		p.obj = NULL;
 	}
