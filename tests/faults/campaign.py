@@ -406,7 +406,7 @@ class Emu:
         self.journal_path = os.path.join(workdir, "journal.jsonl")
         self.proc = spawn([sys.executable, EMULATOR, "--port", "0", "--port-file", port_file,
                            "--secret-id", SECRET_ID, "--secret-key", secret_key, "--pending-seconds", "1",
-                           "--terminating-seconds", "1", "--journal", self.journal_path, "--seed", str(seed)],
+                           "--terminating-seconds", str(TERMINATING_S), "--journal", self.journal_path, "--seed", str(seed)],
                           self.log_path)
         deadline = time.time() + 20
         port = ""
@@ -565,6 +565,8 @@ NOTICE_VARIANTS = ("early", "late", "repeated", "unreclaimed")
 # A doomed instance excuses going above maximum until its deadline, plus this much for the
 # TerminateInstances (or the emulator's reclaim) that ends it.
 NOTICE_SLACK_S = 5.0
+# How long a terminated instance stays live (TERMINATING) in the emulator.
+TERMINATING_S = 1
 NODE_PROVIDER = "qcloud:///900002/"
 NEEDS_LEADER = ("leader_cutoff", "lease_delete")
 # The fault kinds of issue 27 (a Node's word is a claim, not a fact), drawn after those of
@@ -1216,9 +1218,13 @@ class Schedule:
     def doomed_at(self, pool: str, t: float, gone: dict[str, float]) -> int:
         """Instances of the pool that may count as doomed at t: noticed (by any notice the
         campaign published, forged ones included) at most DOOM_MAX_S (+ slack) before,
-        not gone. A notice costs at most one instance above maximum for that long."""
+        not gone. A notice costs at most one instance above maximum for that long. A
+        terminated instance stays live in the emulator for TERMINATING_S, so it is doomed
+        until then (seed 713: two doomed instances terminated together, the emulator's
+        count fell by one at a time)."""
         return len({r["id"] for r in self.notices if r["pool"] == pool and r["t"] - 0.5 <= t
-                    <= r["t"] + DOOM_MAX_S + NOTICE_SLACK_S and gone.get(r["id"], float("inf")) > t})
+                    <= r["t"] + DOOM_MAX_S + NOTICE_SLACK_S
+                    and gone.get(r["id"], float("inf")) + TERMINATING_S + 0.5 > t})
 
     def wait_notices(self) -> None:
         """Notices are not faults the campaign turns off: the schedule goes on until every
