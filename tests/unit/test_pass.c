@@ -614,22 +614,28 @@ static void test_gone_node_by_address(void **state)
 		const char *want[3], *not_want[3];
 		const char *pending;      /* nodeDeletions after the pass */
 		bool requeue_30;
+		bool deleting;            /* the pool is deleted, i1 gone too */
 	} cases[] = {
 		{"found gone, still reported: waits with its address", true, REPORTED, 0, {"write-status"},
-		 {"delete-node", "event"}, "10.0.0.2@2027-01-15T08:00:00Z", true},
+		 {"delete-node", "event"}, "10.0.0.2@2027-01-15T08:00:00Z", true, false},
 		{"found gone, no kubelet reports it: deleted at once", true, UNKNOWN, 0,
-		 {"delete-node 10.0.0.2 uid=u-10.0.0.2"}, {"event"}, "", false},
+		 {"delete-node 10.0.0.2 uid=u-10.0.0.2"}, {"event"}, "", false, false},
 		{"carried, now unmarked: deleted", false, UNKNOWN, -60, {"delete-node 10.0.0.2 uid=u-10.0.0.2"}, {"event"},
-		 "", false},
+		 "", false, false},
 		{"carried, still reported: waits, since kept", false, REPORTED, -60, {NULL}, {"delete-node", "event"},
-		 "10.0.0.2@2027-01-15T07:59:00Z", true},
+		 "10.0.0.2@2027-01-15T07:59:00Z", true, false},
 		{"carried, reported past the wait: left, said", false, REPORTED, -NODE_ADDRESS_WAIT_SECONDS,
-		 {"event Warning NodeNotDeleted"}, {"delete-node"}, "", false},
+		 {"event Warning NodeNotDeleted"}, {"delete-node"}, "", false, false},
 		{"carried, declares an instance now: left, said", false, DECLARES, -60, {"event Warning NodeNotDeleted"},
-		 {"delete-node"}, "", false},
+		 {"delete-node"}, "", false, false},
 		{"carried, its instance live in the pool: left, said", false, LIVE_ONES, -60,
-		 {"event Warning NodeNotDeleted"}, {"delete-node"}, "", false},
-		{"carried, gone: dropped", false, NONE, -60, {NULL}, {"delete-node", "event"}, "", false},
+		 {"event Warning NodeNotDeleted"}, {"delete-node"}, "", false, false},
+		{"carried, gone: dropped", false, NONE, -60, {NULL}, {"delete-node", "event"}, "", false, false},
+		/* Released, nothing would remember the Node (campaign seed 34: left for good). */
+		{"deleted pool, carried, still reported: waits, not released", false, REPORTED, -60, {"write-status"},
+		 {"delete-node", "release"}, "10.0.0.2@2027-01-15T07:59:00Z", false, true},
+		{"deleted pool, carried, unmarked: deleted, then released", false, UNKNOWN, -60,
+		 {"delete-node 10.0.0.2 uid=u-10.0.0.2", "release"}, {"event"}, "", false, true},
 	};
 	for (size_t c = 0; c < sizeof(cases) / sizeof(cases[0]); c++) {
 		print_message("%s\n", cases[c].what);
@@ -657,6 +663,11 @@ static void test_gone_node_by_address(void **state)
 			s.in.n_deletion_nodes = 1;
 		}
 		s.in.old_status = old;
+		if (cases[c].deleting) {
+			s.in.deleting = s.in.plan.deleting = true;
+			s.in.plan.n_instances = 0;
+			seen.n = 0;
+		}
 		sim_run(&s);
 		expect_taken(&s, cases[c].what, cases[c].want, cases[c].not_want, 3);
 		assert_int_equal(s.error, 0);
