@@ -1327,6 +1327,14 @@ static void delete_gone_nodes(struct walk *w)
 			/* A refusal (RBAC, a webhook) is retried too, but does not hold a deleted
 			 * pool: it would hold it for good. */
 			w->deletions_waiting += d->code == SP_ETRANSIENT || d->code == SP_ETHROTTLED;
+			/* A going instance's Node that declares no instance (matched by its address
+			 * while the instance showed): retried as one matched so, or the retry,
+			 * which looks for the instance it declares, would drop it for good. */
+			const struct node_view *v = w->deletion_views[k];
+			if (!*r.ip && v && !*node_instance_id(v) && *v->internal_ip) {
+				snprintf(want[kept - 1].ip, sizeof(want[kept - 1].ip), "%s", v->internal_ip);
+				want[kept - 1].since = w->in->plan.now;
+			}
 			char what[SP_ERROR_MAX];
 			snprintf(what, sizeof(what), "cannot delete node %s of gone instance %s", r.name, r.instance_id);
 			fail_as(w, STEP_DELETE_NODES, "NodeDeletionFailed", what, d->message);

@@ -686,6 +686,60 @@ static void test_gone_node_by_address(void **state)
 	}
 }
 
+/* The Node of an instance seen going away (TERMINATING), matched by its address, whose
+ * deletion failed for now: retried as a Node matched by its address (privateIp kept),
+ * so it waits while a kubelet reports it and is deleted once Ready is Unknown. Before,
+ * the retry looked for the instance it declares, found none and dropped it for good
+ * (campaign seed 26, node_delete_fail in the ip style). */
+static void test_going_node_by_address_retried(void **state)
+{
+	(void)state;
+	struct pool_instance in[1] = {running("i2", "TERMINATING")};
+	struct node_view addr = named("10.0.0.2");
+	snprintf(addr.internal_ip, sizeof(addr.internal_ip), "10.0.0.2");
+	struct node_view nodes[2] = {addr, named("")};
+	char *seen_v[] = {"i2"};
+	struct strv seen = {.v = seen_v, .n = 1}, none = {0};
+	struct sim s;
+	sim_one_observed(&s, 0, in, nodes, &seen, &none);
+	cJSON *old = cJSON_CreateObject();
+	s.in.old_status = old;
+	delete_node_code = SP_ETRANSIENT;
+	s.answer = answer_delete_node;
+	sim_run(&s);
+	const char *want1[] = {"delete-node 10.0.0.2 uid=u-10.0.0.2", "write-status"}, *none_taken[] = {NULL};
+	expect_taken(&s, "going, deletion failed", want1, none_taken, 2);
+	const cJSON *entry = cJSON_GetArrayItem(cJSON_GetObjectItemCaseSensitive(s.last_status, "nodeDeletions"), 0);
+	const char *ip = cJSON_GetStringValue(cJSON_GetObjectItemCaseSensitive(entry, "privateIp"));
+	if (!ip || strcmp(ip, "10.0.0.2") != 0)
+		fail_msg("going, deletion failed: nodeDeletions privateIp %s, want 10.0.0.2", ip ? ip : "(none)");
+	cJSON *kept = cJSON_Duplicate(s.last_status, true);
+	sim_free(&s);
+	cJSON_Delete(old);
+	delete_node_code = 0;
+	for (int unknown = 0; unknown < 2; unknown++) {
+		print_message("carried, %s\n", unknown ? "Ready Unknown: deleted" : "still reported: waits");
+		addr.ready = !unknown;
+		addr.ready_unknown = unknown;
+		struct node_view carried[1] = {addr}, no_nodes[1] = {named("")};
+		struct strv gone = {0};
+		sim_one_observed(&s, 0, in, no_nodes, &gone, &none);
+		s.in.plan.n_instances = 0;
+		s.in.old_status = kept;
+		s.in.deletion_nodes = carried;
+		s.in.n_deletion_nodes = 1;
+		s.answer = answer_delete_node;
+		sim_run(&s);
+		const char *del[] = {"delete-node 10.0.0.2 uid=u-10.0.0.2"};
+		if (unknown)
+			expect_taken(&s, "carried, Ready Unknown", del, none_taken, 1);
+		else
+			expect_taken(&s, "carried, still reported", none_taken, del, 1);
+		sim_free(&s);
+	}
+	cJSON_Delete(kept);
+}
+
 /* D3, account: what the credentials in use say of the recorded instances' account, and
  * the fingerprint the status records. K1 is the current key's fingerprint, K0 a key's
  * before a rotation (or an older version's record), A the current credentials' account
@@ -2312,6 +2366,7 @@ int main(void)
 		cmocka_unit_test(test_requeue_progress),
 		cmocka_unit_test(test_gone_nodes_deleted),
 		cmocka_unit_test(test_gone_node_by_address),
+		cmocka_unit_test(test_going_node_by_address_retried),
 		cmocka_unit_test(test_gone_node_recorded_with_the_ledger),
 		cmocka_unit_test(test_nodes_confirmed_live),
 		cmocka_unit_test(test_scale_down_drains),
