@@ -1055,8 +1055,9 @@ static void deletion(struct walk *w)
 		return;
 	}
 	if (plan->waiting || w->deletions_waiting) {
-		/* A Node deletion failing for now is retried (with backoff) before the pool
-		 * goes: once released, nothing would remember that Node. */
+		/* A Node deletion failing for now is retried (with backoff), and one that waits
+		 * for no kubelet to report it waits, before the pool goes: once released,
+		 * nothing would remember that Node. */
 		w->requeue_ms = PASS_REQUEUE_PROGRESS_MS;
 		return;
 	}
@@ -1284,8 +1285,8 @@ static bool address_deletion_due(struct walk *w, size_t k, const struct node_ref
  * UID (a name reused by a new Node is left alone), one action each, at most
  * PASS_DRAINS_MAX a pass; one matched by its address once no kubelet reports it
  * (address_deletion_due). A failure keeps the Node in the status, retried with backoff
- * (Degraded NodeDeletionFailed); a deleted pool waits for those failing for now. In a
- * dry run, told. */
+ * (Degraded NodeDeletionFailed); a deleted pool waits for those failing for now and
+ * those matched by their address not due yet. In a dry run, told. */
 static void delete_gone_nodes(struct walk *w)
 {
 	struct node_ref *want = w->deletions;
@@ -1305,8 +1306,10 @@ static void delete_gone_nodes(struct walk *w)
 			continue;  /* deleted, or no Node of that UID is left */
 		bool keep = true;
 		if (!d && *r.ip && !address_deletion_due(w, k, &r, &keep)) {
-			if (keep)
+			if (keep) {
 				want[kept++] = r;
+				w->deletions_waiting++;  /* a deleted pool waits too (bounded by the wait) */
+			}
 			continue;
 		}
 		want[kept++] = r;
@@ -1324,6 +1327,14 @@ static void delete_gone_nodes(struct walk *w)
 			/* A refusal (RBAC, a webhook) is retried too, but does not hold a deleted
 			 * pool: it would hold it for good. */
 			w->deletions_waiting += d->code == SP_ETRANSIENT || d->code == SP_ETHROTTLED;
+			/* A going instance's Node that declares no instance (matched by its address
+			 * while the instance showed): retried as one matched so, or the retry,
+			 * which looks for the instance it declares, would drop it for good. */
+			const struct node_view *v = w->deletion_views[k];
+			if (!*r.ip && v && !*node_instance_id(v) && *v->internal_ip) {
+				snprintf(want[kept - 1].ip, sizeof(want[kept - 1].ip), "%s", v->internal_ip);
+				want[kept - 1].since = w->in->plan.now;
+			}
 			char what[SP_ERROR_MAX];
 			snprintf(what, sizeof(what), "cannot delete node %s of gone instance %s", r.name, r.instance_id);
 			fail_as(w, STEP_DELETE_NODES, "NodeDeletionFailed", what, d->message);

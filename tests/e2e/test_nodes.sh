@@ -8,8 +8,10 @@
 # Ready metric; a reclaimed instance's Node is deleted (with an event), and a
 # scale-down victim's; a Node of an instance spotpool does not know is left alone; a
 # deletion answered 500 is retried, and a Node re-registered under a gone one's name
-# (a new UID) is not deleted; with the controller's Node watch held, a Node its cache
-# does not show yet is drained and deleted all the same.
+# (a new UID) is not deleted; a reclaimed instance's IP-only Node waits while Ready is
+# True and is deleted once the test, as the node lifecycle controller, marks it Unknown,
+# unless registered again meanwhile; with the controller's Node watch held, a Node its
+# cache does not show yet is drained and deleted all the same.
 source "$(dirname "$0")/lib.sh"
 
 start_emulator
@@ -83,7 +85,7 @@ check "no node-related errors in the log" bash -c "! grep -E 'may not list nodes
 mapfile -t last < <(sp_field gpu '.status.instances[] | select(.state == "RUNNING") | "\(.instanceId) \(.node)"')
 read -r ra na <<<"${last[0]}"
 read -r rb nb <<<"${last[1]}"
-# A gone instance's Node is matched by ID only: the one matched by its IP gets the label.
+# A gone instance's Node matched by its IP waits for Ready Unknown (below): it gets the label.
 kubectl label node --overwrite "$na" "spotpool.jokerbai.com/instance-id=$ra" >/dev/null
 kubectl label node --overwrite "$nb" "spotpool.jokerbai.com/instance-id=$rb" >/dev/null
 sleep 1
@@ -107,6 +109,44 @@ check "the old UID's deletion was refused (409), not repeated" bash -c \
 	"[[ \$(grep -c 'DELETE /api/v1/nodes/$na -> 409' '$E2E_TMP/proxy.trace') == 1 ]]"
 check "the deletions were retried after a 500" bash -c \
 	"grep -q 'DELETE /api/v1/nodes/$nb -> 500 (injected)' '$E2E_TMP/proxy.trace' && grep -q 'DELETE /api/v1/nodes/$nb -> 200' '$E2E_TMP/proxy.trace'"
+
+# IP-only Nodes (no providerID, no label; named by and with the instance's private IP, as
+# TKE registers them), the test playing the node lifecycle controller too: both
+# instances reclaimed, each Node waits in status.nodeDeletions (with its privateIp and
+# UID) and is not deleted while Ready is True (its kubelet may be a new instance's);
+# once its Ready is Unknown (no kubelet reports it) it is deleted. The other Node is
+# registered again under its name (a new UID, a new kubelet) before it goes Unknown: it
+# is left, never deleted.
+check "the pool refills to 2" wait_for 60 bash -c "[[ \$(kubectl get sp gpu -o json | jq '[.status.instances[] | select(.state == \"RUNNING\" and .instanceId != \"$ra\" and .instanceId != \"$rb\")] | length') == 2 ]]"
+mapfile -t ipn < <(sp_field gpu ".status.instances[] | select(.state == \"RUNNING\" and .instanceId != \"$ra\" and .instanceId != \"$rb\") | \"\(.instanceId) \(.privateIp)\"")
+read -r ia pa <<<"${ipn[0]}"
+read -r ib pb <<<"${ipn[1]}"
+check "IP-only Nodes $pa and $pb" bash -c "$(declare -f register_node); register_node '$pa' '' '' '$pa' && register_node '$pb' '' '' '$pb'"
+check "... shown as the instances' nodes" wait_for 30 bash -c "[[ \$(kubectl get sp gpu -o json | jq -r '[.status.instances[] | select(.state == \"RUNNING\") | .node] | sort | join(\" \")') == '$(printf '%s\n' "$pa" "$pb" | sort | paste -sd' ')' ]]"
+uid_a=$(kubectl get node "$pa" -o jsonpath='{.metadata.uid}')
+uid_b=$(kubectl get node "$pb" -o jsonpath='{.metadata.uid}')
+emu_post reclaim "{\"instanceIds\":[\"$ia\",\"$ib\"]}" >/dev/null
+entries() { sp_field gpu '[.status.nodeDeletions[]? | "\(.name)/\(.uid)/\(.privateIp)"] | sort | join(" ")'; }
+both=$(printf '%s\n' "$pa/$uid_a/$pa" "$pb/$uid_b/$pb" | sort | paste -sd' ')
+check "reclaimed: status.nodeDeletions holds both with their UID and privateIp" wait_for 20 bash -c "$(declare -f sp_field entries); [[ \$(entries) == '$both' ]]"
+kubectl delete node "$pb" >/dev/null
+check "$pb registered again (a new kubelet): a new UID" bash -c "$(declare -f register_node); register_node '$pb' '' '' '$pb' && [[ \$(kubectl get node '$pb' -o jsonpath='{.metadata.uid}') != '$uid_b' ]]"
+check "... its entry dropped (another Node now)" wait_for 10 bash -c "$(declare -f sp_field entries); [[ \$(entries) == '$pa/$uid_a/$pa' ]]"
+sleep 3
+check "Ready True: $pa not deleted 3 s on, still waiting" bash -c "$(declare -f sp_field entries); [[ \$(kubectl get node '$pa' -o jsonpath='{.metadata.uid}') == '$uid_a' && \$(entries) == '$pa/$uid_a/$pa' ]]"
+unknown() { # the node lifecycle controller's mark: no kubelet reports the Node
+	local now
+	now=$(date -u +%Y-%m-%dT%H:%M:%SZ)
+	kubectl patch node "$1" --subresource=status --type=strategic -p "{\"status\":{\"conditions\":[{\"type\":\"Ready\",
+		\"status\":\"Unknown\",\"reason\":\"NodeStatusUnknown\",\"message\":\"Kubelet stopped posting node status.\",
+		\"lastHeartbeatTime\":\"$now\",\"lastTransitionTime\":\"$now\"}]}}" >/dev/null
+}
+unknown "$pa" && unknown "$pb"
+check "Ready Unknown: $pa is deleted" wait_for 40 bash -c "! kubectl get node '$pa' >/dev/null 2>&1"
+check "... once, with an event naming it and $ia" bash -c "[[ \$(grep -cF 'DELETE /api/v1/nodes/$pa -> 200' '$E2E_TMP/proxy.trace') == 1 ]] &&
+	kubectl get events --field-selector reason=NodeDeleted -o json | jq -e '.items[] | select(.message | contains(\"$pa \") and contains(\"$ia\"))' >/dev/null"
+check "status.nodeDeletions empties" wait_for 10 pending_is ""
+check "the re-registered $pb is left, never deleted" bash -c "[[ \$(kubectl get node '$pb' -o jsonpath='{.metadata.uid}') != '$uid_b' ]] && ! grep -qF 'DELETE /api/v1/nodes/$pb ' '$E2E_TMP/proxy.trace'"
 
 # A deleted pool one of whose Nodes cannot have its pods listed (the proxy answers 403
 # for that Node's listing alone): the other Node's drain goes on (empty: its instance

@@ -64,7 +64,9 @@ cvm_emulator.py --seed SEED) and its own controller process(es) (`spotpool run
            the instance-id label (the shipped bootstrap), or nothing (named by its IP,
            as TKE does); 1-2 pods are placed on it (spec.nodeName) before it is Ready,
            and a pod being deleted (an eviction) is deleted at once, as a kubelet
-           confirms. Its controllers go through a KubeProxy each, which records their
+           confirms; as the node lifecycle controller, 20 s after an instance is no
+           longer live its Node (unless deleted and registered again) gets Ready
+           Unknown. Its controllers go through a KubeProxy each, which records their
            Node deletions (with the deleted Node's UID) and evictions:
              forged_label  a Node of no instance (another InternalIP, named to sort first)
                       labelled with a running instance's ID; in 70 % of them with
@@ -164,11 +166,11 @@ INVARIANTS (each violation names one, with evidence and the replay command):
               while a pod placed on its Node at least 10 s before had neither been asked
               to evict (POST .../pods/NAME/eviction, whatever the answer) nor gone; an
               instance already reclaimed or shut down is not judged;
-  node-left   once every pool is deleted, no Node (providerID or label style) of an
-              instance gone for 30 s (the check waits until then if need be; registered 5
-              s before it went, and shown in a pool
-              status sampled every 5 s: spotpool deletes Nodes of instances it recorded) is
-              left;
+  node-left   once every pool is deleted, no Node of an instance gone for 30 s, or, in
+              the ip style, 30 s after the campaign marked it Ready Unknown (the check
+              waits until then if need be; registered 5 s before it went, and shown in a
+              pool status sampled every 5 s: spotpool deletes Nodes of instances it
+              recorded) is left;
   doom-bound  no pool status (sampled every second once a notice is out) counts an
               instance doomed (reclaimAt) more than 15 min after the campaign first
               published a notice of it, nor one never noticed;
@@ -590,8 +592,18 @@ DOOM_MAX_S = 900
 # pods appearing while a pass that decided without them runs: latency faults hold a
 # cloud answer up to 6 s).
 POD_MARGIN_S = 10
-# The Node of an instance gone this long is to be deleted (a failed deletion retried).
+# The Node of an instance gone this long is to be deleted (a failed deletion retried); a
+# Node that declares no instance (node style "ip"), this long after its Ready is Unknown.
 NODE_LEFT_S = 30
+# The node lifecycle controller's part: a Node whose kubelet ended (its instance no longer
+# live in the emulator) has its Ready marked Unknown this long after. A real cluster's
+# node-monitor-grace-period is 40 s; 20 keeps schedules short.
+NODE_UNKNOWN_S = 20
+# How long after its instance went the check waits for an "ip" Node's Ready Unknown (a
+# noticed reclaim is journalled when announced, done up to 2 min later).
+UNKNOWN_WAIT_S = 180
+# Instance states in which a kubelet runs (the emulator's LIVE_STATES).
+KUBELET_STATES = ("PENDING", "RUNNING", "STARTING", "REBOOTING")
 GARBAGE_FORMS = ("unparseable", "fractional", "pre1970", "junk")
 OTHER_REGIONS = ("ap-tokyo", "ap-shanghai", "ap-seoul")
 
@@ -1108,13 +1120,39 @@ class Schedule:
                                     "application/strategic-merge-patch+json")
         return code
 
+    def node_lifecycle(self) -> None:
+        """The node lifecycle controller's part: the Node of an instance no longer live (its
+        kubelet ended) gets Ready Unknown NODE_UNKNOWN_S after the campaign first saw it
+        so, unless the campaign deleted it (a Node registered again under its name, by
+        another instance too, is another incarnation: its own kubelet reports it). The
+        patch names the incarnation's UID: another's is refused (the UID is immutable)."""
+        live = {i["InstanceId"] for i in self.emu.get("instances") if i["InstanceState"] in KUBELET_STATES}
+        now = time.time()
+        with self.node_lock:
+            ended = [inc for inc in self.incarnations if inc["instance"] and not inc["deleted"]
+                     and "unknown" not in inc and inc["instance"] not in live]
+        for inc in ended:
+            inc.setdefault("ended", now)
+            if now < inc["ended"] + NODE_UNKNOWN_S:
+                continue
+            at = time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())
+            code, _ = self.kube.request("PATCH", f"/api/v1/nodes/{inc['name']}/status", {
+                "metadata": {"uid": inc["uid"]}, "status": {"conditions": [{
+                    "type": "Ready", "status": "Unknown", "reason": "NodeStatusUnknown",
+                    "message": "Kubelet stopped posting node status.", "lastHeartbeatTime": at,
+                    "lastTransitionTime": at}]}}, "application/strategic-merge-patch+json")
+            inc["unknown"] = time.time() if code == 200 else None  # None: no Node of that UID left
+            self.count("Nodes marked Ready Unknown" if code == 200 else "Nodes gone before Ready Unknown")
+
     def kubelets(self) -> None:
         """Every second: a Node (with pods) for each running instance of this schedule's
-        pools, and pods being deleted (an eviction) deleted at once, as a kubelet confirms."""
+        pools, and pods being deleted (an eviction) deleted at once, as a kubelet confirms;
+        the Nodes of instances no longer live marked Ready Unknown (node_lifecycle)."""
         while not self.kubelet_stop.wait(1):
             try:
                 for instance_id in self.owned_live(states=("RUNNING",)):
                     self.ensure_node(instance_id)
+                self.node_lifecycle()
                 if self.notices:  # a doomed instance may show for a second only
                     self.sample_instances()
                 pods = self.kube.get(f"/api/v1/namespaces/{self.ns}/pods?labelSelector=faults-seed%3D{self.seed}")
@@ -2092,7 +2130,9 @@ class Schedule:
           evict         no instance terminated by the controller while a pod placed on its
                         Node (POD_MARGIN_S before) had not been asked to evict (or gone);
           node-left     the Node of an instance gone is deleted within NODE_LEFT_S (the check
-                        waits that long after the instance went if need be)."""
+                        waits that long after the instance went if need be); one that
+                        declares no instance (style "ip"), within NODE_LEFT_S of its Ready
+                        Unknown (node_lifecycle)."""
         if not self.incarnations:
             return
         observed = sorted((o for ctl in self.controllers if ctl.proxy for o in ctl.proxy.observed),
@@ -2161,25 +2201,36 @@ class Schedule:
                                                                                         key=lambda x: x[1])[:8])
                                      or "none"), *self.ctl_tail()])
         judged = [inc for inc in self.incarnations if inc["instance"] in gone and not inc["deleted"]
-                  and self.plan.node_style != "ip" and inc["instance"] in self.recorded
-                  and inc["created"] <= gone[inc["instance"]] - 5]
-        while True:  # until each Node is deleted or NODE_LEFT_S past its instance's end
+                  and inc["instance"] in self.recorded and inc["created"] <= gone[inc["instance"]] - 5]
+
+        def due(inc: dict, now: float) -> float:
+            """When inc is to be deleted by: NODE_LEFT_S after its instance went or, for a
+            Node that declares no instance, after its Ready Unknown (waited for, bounded)."""
+            if self.plan.node_style != "ip":
+                return gone[inc["instance"]] + NODE_LEFT_S
+            if inc.get("unknown"):
+                return inc["unknown"] + NODE_LEFT_S
+            return now + 1 if now < gone[inc["instance"]] + UNKNOWN_WAIT_S else now
+
+        while True:  # until each Node is deleted or past its due time
             nodes = self.kube.get(f"/api/v1/nodes?labelSelector=faults-seed%3D{self.seed}") or {}
             present = {n["metadata"]["name"]: n["metadata"]["uid"] for n in nodes.get("items", [])}
             judged = [inc for inc in judged if present.get(inc["name"]) == inc["uid"]]
             now = time.time()
-            due = max([gone[inc["instance"]] + NODE_LEFT_S for inc in judged], default=0)
-            if due <= now or _stopping.is_set():
+            due_at = max([due(inc, now) for inc in judged], default=0)
+            if due_at <= now or _stopping.is_set():
                 break
-            time.sleep(min(1.0, due - now))
+            time.sleep(min(1.0, due_at - now))
         observed = sorted((o for ctl in self.controllers if ctl.proxy for o in ctl.proxy.observed),
                           key=lambda o: o["t"])
         for inc in judged:
             i = inc["instance"]
             tries = [f"{clock(o['t'])} HTTP {o['status']}{' (injected)' if o.get('injected') else ''}"
                      for o in observed if o["method"] == "DELETE" and o["path"].endswith("/" + inc["name"])]
-            self.violate("node-left", f"Node {node_text(inc)} of {i}, gone at {clock(gone[i])}, still there "
-                         f"{now - gone[i]:.0f} s later; the controller's deletions of it: "
+            unknown = ("" if self.plan.node_style != "ip" else f", Ready Unknown at {clock(inc['unknown'])}"
+                       if inc.get("unknown") else ", never marked Ready Unknown by the campaign")
+            self.violate("node-left", f"Node {node_text(inc)} of {i}, gone at {clock(gone[i])}{unknown}, still "
+                         f"there {now - gone[i]:.0f} s later; the controller's deletions of it: "
                          + (", ".join(tries) or "none"))
 
     def check_doom_bound(self) -> None:
@@ -2469,7 +2520,8 @@ EVIDENCE = [  # (fault kind, counter keys shown for it)
                         "AccountChanged holds settled by the operator"]),
     ("node_delete_fail", ["Node deletions made to fail", "proxy nodeDeletesFailed"]),
     ("node_reuse", ["Nodes re-registered under their name", "Nodes re-registered under a reused name"]),
-    ("(kubelets)", ["Nodes registered", "pods placed", "evictions asked", "Nodes deleted by the controller"]),
+    ("(kubelets)", ["Nodes registered", "pods placed", "evictions asked", "Nodes deleted by the controller",
+                     "Nodes marked Ready Unknown", "Nodes gone before Ready Unknown"]),
 ]
 
 

@@ -614,22 +614,28 @@ static void test_gone_node_by_address(void **state)
 		const char *want[3], *not_want[3];
 		const char *pending;      /* nodeDeletions after the pass */
 		bool requeue_30;
+		bool deleting;            /* the pool is deleted, i1 gone too */
 	} cases[] = {
 		{"found gone, still reported: waits with its address", true, REPORTED, 0, {"write-status"},
-		 {"delete-node", "event"}, "10.0.0.2@2027-01-15T08:00:00Z", true},
+		 {"delete-node", "event"}, "10.0.0.2@2027-01-15T08:00:00Z", true, false},
 		{"found gone, no kubelet reports it: deleted at once", true, UNKNOWN, 0,
-		 {"delete-node 10.0.0.2 uid=u-10.0.0.2"}, {"event"}, "", false},
+		 {"delete-node 10.0.0.2 uid=u-10.0.0.2"}, {"event"}, "", false, false},
 		{"carried, now unmarked: deleted", false, UNKNOWN, -60, {"delete-node 10.0.0.2 uid=u-10.0.0.2"}, {"event"},
-		 "", false},
+		 "", false, false},
 		{"carried, still reported: waits, since kept", false, REPORTED, -60, {NULL}, {"delete-node", "event"},
-		 "10.0.0.2@2027-01-15T07:59:00Z", true},
+		 "10.0.0.2@2027-01-15T07:59:00Z", true, false},
 		{"carried, reported past the wait: left, said", false, REPORTED, -NODE_ADDRESS_WAIT_SECONDS,
-		 {"event Warning NodeNotDeleted"}, {"delete-node"}, "", false},
+		 {"event Warning NodeNotDeleted"}, {"delete-node"}, "", false, false},
 		{"carried, declares an instance now: left, said", false, DECLARES, -60, {"event Warning NodeNotDeleted"},
-		 {"delete-node"}, "", false},
+		 {"delete-node"}, "", false, false},
 		{"carried, its instance live in the pool: left, said", false, LIVE_ONES, -60,
-		 {"event Warning NodeNotDeleted"}, {"delete-node"}, "", false},
-		{"carried, gone: dropped", false, NONE, -60, {NULL}, {"delete-node", "event"}, "", false},
+		 {"event Warning NodeNotDeleted"}, {"delete-node"}, "", false, false},
+		{"carried, gone: dropped", false, NONE, -60, {NULL}, {"delete-node", "event"}, "", false, false},
+		/* Released, nothing would remember the Node (campaign seed 34: left for good). */
+		{"deleted pool, carried, still reported: waits, not released", false, REPORTED, -60, {"write-status"},
+		 {"delete-node", "release"}, "10.0.0.2@2027-01-15T07:59:00Z", false, true},
+		{"deleted pool, carried, unmarked: deleted, then released", false, UNKNOWN, -60,
+		 {"delete-node 10.0.0.2 uid=u-10.0.0.2", "release"}, {"event"}, "", false, true},
 	};
 	for (size_t c = 0; c < sizeof(cases) / sizeof(cases[0]); c++) {
 		print_message("%s\n", cases[c].what);
@@ -657,6 +663,11 @@ static void test_gone_node_by_address(void **state)
 			s.in.n_deletion_nodes = 1;
 		}
 		s.in.old_status = old;
+		if (cases[c].deleting) {
+			s.in.deleting = s.in.plan.deleting = true;
+			s.in.plan.n_instances = 0;
+			seen.n = 0;
+		}
 		sim_run(&s);
 		expect_taken(&s, cases[c].what, cases[c].want, cases[c].not_want, 3);
 		assert_int_equal(s.error, 0);
@@ -673,6 +684,60 @@ static void test_gone_node_by_address(void **state)
 		cJSON_Delete(old);
 		sim_free(&s);
 	}
+}
+
+/* The Node of an instance seen going away (TERMINATING), matched by its address, whose
+ * deletion failed for now: retried as a Node matched by its address (privateIp kept),
+ * so it waits while a kubelet reports it and is deleted once Ready is Unknown. Before,
+ * the retry looked for the instance it declares, found none and dropped it for good
+ * (campaign seed 26, node_delete_fail in the ip style). */
+static void test_going_node_by_address_retried(void **state)
+{
+	(void)state;
+	struct pool_instance in[1] = {running("i2", "TERMINATING")};
+	struct node_view addr = named("10.0.0.2");
+	snprintf(addr.internal_ip, sizeof(addr.internal_ip), "10.0.0.2");
+	struct node_view nodes[2] = {addr, named("")};
+	char *seen_v[] = {"i2"};
+	struct strv seen = {.v = seen_v, .n = 1}, none = {0};
+	struct sim s;
+	sim_one_observed(&s, 0, in, nodes, &seen, &none);
+	cJSON *old = cJSON_CreateObject();
+	s.in.old_status = old;
+	delete_node_code = SP_ETRANSIENT;
+	s.answer = answer_delete_node;
+	sim_run(&s);
+	const char *want1[] = {"delete-node 10.0.0.2 uid=u-10.0.0.2", "write-status"}, *none_taken[] = {NULL};
+	expect_taken(&s, "going, deletion failed", want1, none_taken, 2);
+	const cJSON *entry = cJSON_GetArrayItem(cJSON_GetObjectItemCaseSensitive(s.last_status, "nodeDeletions"), 0);
+	const char *ip = cJSON_GetStringValue(cJSON_GetObjectItemCaseSensitive(entry, "privateIp"));
+	if (!ip || strcmp(ip, "10.0.0.2") != 0)
+		fail_msg("going, deletion failed: nodeDeletions privateIp %s, want 10.0.0.2", ip ? ip : "(none)");
+	cJSON *kept = cJSON_Duplicate(s.last_status, true);
+	sim_free(&s);
+	cJSON_Delete(old);
+	delete_node_code = 0;
+	for (int unknown = 0; unknown < 2; unknown++) {
+		print_message("carried, %s\n", unknown ? "Ready Unknown: deleted" : "still reported: waits");
+		addr.ready = !unknown;
+		addr.ready_unknown = unknown;
+		struct node_view carried[1] = {addr}, no_nodes[1] = {named("")};
+		struct strv gone = {0};
+		sim_one_observed(&s, 0, in, no_nodes, &gone, &none);
+		s.in.plan.n_instances = 0;
+		s.in.old_status = kept;
+		s.in.deletion_nodes = carried;
+		s.in.n_deletion_nodes = 1;
+		s.answer = answer_delete_node;
+		sim_run(&s);
+		const char *del[] = {"delete-node 10.0.0.2 uid=u-10.0.0.2"};
+		if (unknown)
+			expect_taken(&s, "carried, Ready Unknown", del, none_taken, 1);
+		else
+			expect_taken(&s, "carried, still reported", none_taken, del, 1);
+		sim_free(&s);
+	}
+	cJSON_Delete(kept);
 }
 
 /* D3, account: what the credentials in use say of the recorded instances' account, and
@@ -2301,6 +2366,7 @@ int main(void)
 		cmocka_unit_test(test_requeue_progress),
 		cmocka_unit_test(test_gone_nodes_deleted),
 		cmocka_unit_test(test_gone_node_by_address),
+		cmocka_unit_test(test_going_node_by_address_retried),
 		cmocka_unit_test(test_gone_node_recorded_with_the_ledger),
 		cmocka_unit_test(test_nodes_confirmed_live),
 		cmocka_unit_test(test_scale_down_drains),
