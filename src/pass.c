@@ -1,73 +1,12 @@
 /* pass: the pass planner; see pass.h. The walk below follows a pass from start to end
  * and emits every action not answered yet; answers already in pass_done steer it. */
-#include "pass.h"
+#include "pass_walk.h"
 #include "doom.h"
 
 #include <openssl/sha.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <string.h>
-
-/* Steps: one per place an action can come from. Fresh launch attempt k uses
- * STEP_ATTEMPT + k * ATTEMPT_STRIDE + (0 probe, 1 ledger, 2 launch, 3 what follows). */
-enum {
-	STEP_VALIDATE = 1, STEP_FINALIZER, STEP_OBSERVE, STEP_SWEEP, STEP_RECLAIMS, STEP_CHECK,
-	STEP_DRY_EVENT, STEP_RESUME, STEP_ABANDON, STEP_LEDGER_DONE, STEP_SCALE_DOWN_INTENT, STEP_SCALE_DOWN,
-	STEP_CLEANUP, STEP_RETAIN, STEP_RELEASE, STEP_NO_OFFERING, STEP_STATUS, STEP_REREAD, STEP_DELETE_NODES,
-	STEP_LIST_PODS, STEP_NOTICE, STEP_DRAIN_INTENT, STEP_DRAIN_FAILED, STEP_ACCOUNT, STEP_UNLISTED, STEP_NODE_CLAIMS,
-	STEP_FIND_NODES, STEP_END,
-	STEP_ATTEMPT = 100, ATTEMPT_STRIDE = 10,
-	STEP_NODE_DELETE = 1000000,  /* + k: the k-th Node deletion of the pass */
-	STEP_NODE_LEFT = 1100000,    /* + k: the event of the k-th, left undeleted */
-	STEP_FAIL_EVENT = 10000,  /* + the failing step: its event */
-	/* Drains: STEP_DRAIN + group * DRAIN_GROUP + k * DRAIN_STRIDE + a drain_part, k the
-	 * victim's place in its group (the instance's index for GROUP_UNDO). */
-	STEP_DRAIN = 20000, DRAIN_GROUP = 20000, DRAIN_STRIDE = 8,
-};
-
-enum drain_group { GROUP_SCALE_DOWN, GROUP_NOTICE, GROUP_DELETION, GROUP_UNDO };
-enum drain_part { PART_START, PART_STARTED_EVENT, PART_EVICT, PART_UNDO, PART_END_EVENT };
-
-struct walk {
-	const struct pass_input *in;
-	const struct pass_done *d;
-	struct pass_actions *out;
-	const struct plan *plan;         /* NULL: no plan (invalid spec, cloud not read) */
-	const char *account_record;      /* the accountFingerprint to write, NULL: it stands */
-	const char *degraded_reason;     /* the failure this pass ends with, NULL: none */
-	char degraded_message[SP_ERROR_MAX];
-	const char *posted;              /* the failure episode this pass posts an event for */
-	int error;
-	int64_t requeue_ms;
-	int64_t drain_ms;                /* drains in progress want a look again then (0: none) */
-	char progress[SP_ERROR_MAX];
-	char capacity[SP_ERROR_MAX];
-	/* DrainBlocked: NULL keeps the old condition, "" is False, else True with this
-	 * message and reason (NULL: DRAIN_REASON_TIMED_OUT). */
-	const char *drain_blocked, *drain_blocked_reason;
-	char drain_message[512];
-	/* Nodes being drained whose pods could not be listed this pass: how many, and what
-	 * the first one's failure was. */
-	int unlisted;
-	char unlisted_message[512];
-	/* The Nodes of gone instances to delete (nodes_to_delete), once their deletions are
-	 * planned those left after this pass (known: written to the status; else the status
-	 * keeps its list), and how many of them wait on a retry (not tried yet, or failed
-	 * for now) rather than a refusal. */
-	struct node_ref *deletions;
-	/* The Node of each of deletions as the cache has it now (NULL: none, or not known):
-	 * what a Node matched by its address is judged on (node_address_judge). */
-	const struct node_view **deletion_views;
-	size_t n_deletions, deletions_waiting;
-	bool deletions_known;
-	/* NodeClaimsRefused: the same (status_input.node_claims), and its reason. */
-	const char *node_claims;
-	const char *node_claims_reason;
-	char claims_message[SP_ERROR_MAX];
-	/* A live instance without a Node in the cache is not terminated this pass: the
-	 * Nodes were not listed live before the pass used their views (nodes_confirmed). */
-	bool nodeless_held;
-};
 
 enum pass_creds pass_credentials_source(const struct pool_spec *spec, bool have_default)
 {
@@ -156,7 +95,7 @@ void pass_client_token(const char *uid, const char *ns, const char *name, int64_
 	snprintf(out, 65, "spotpool-%.32s-%lld", hex, (long long)seq);
 }
 
-static const struct pass_answer *answer(const struct walk *w, int step, enum pass_kind kind)
+const struct pass_answer *pass_answered(const struct walk *w, int step, enum pass_kind kind)
 {
 	for (size_t i = w->d->n; i-- > 0;)
 		if (w->d->v[i].step == step && w->d->v[i].kind == kind)
@@ -165,9 +104,9 @@ static const struct pass_answer *answer(const struct walk *w, int step, enum pas
 }
 
 /* A new action, or NULL when this one was taken already (its answer is recorded). */
-static struct pass_action *emit(struct walk *w, enum pass_kind kind, int step)
+struct pass_action *pass_emit(struct walk *w, enum pass_kind kind, int step)
 {
-	if (answer(w, step, kind))
+	if (pass_answered(w, step, kind))
 		return NULL;
 	struct pass_actions *o = w->out;
 	o->v = xrealloc(o->v, (o->n + 1) * sizeof(*o->v));
@@ -176,12 +115,9 @@ static struct pass_action *emit(struct walk *w, enum pass_kind kind, int step)
 	return a;
 }
 
-static void emit_event(struct walk *w, int step, const char *type, const char *reason, const char *fmt, ...)
-	__attribute__((format(printf, 5, 6)));
-
-static void emit_event(struct walk *w, int step, const char *type, const char *reason, const char *fmt, ...)
+void pass_event(struct walk *w, int step, const char *type, const char *reason, const char *fmt, ...)
 {
-	struct pass_action *a = emit(w, PASS_EVENT, step);
+	struct pass_action *a = pass_emit(w, PASS_EVENT, step);
 	if (!a)
 		return;
 	a->event_type = type;
@@ -208,42 +144,39 @@ static const char *reason_for(int code)
  * Degraded condition, and as one Warning event per episode: the condition's reason (not
  * the message, which carries a fresh RequestId on every call) tells a new episode from a
  * repeat of the one the pass found, and a pass posts each reason once. */
-static void fail_as(struct walk *w, int step, const char *reason, const char *what, const char *detail)
+void pass_fail_as(struct walk *w, int step, const char *reason, const char *what, const char *detail)
 {
 	w->degraded_reason = reason;
 	snprintf(w->degraded_message, sizeof(w->degraded_message), "%s%s%s", what,
 		 detail && *detail ? ": " : "", detail ? detail : "");
 	const char *start = w->in->start_degraded_reason;
 	if ((!start || strcmp(start, w->degraded_reason) != 0) && w->posted != w->degraded_reason) {
-		emit_event(w, STEP_FAIL_EVENT + step, "Warning", w->degraded_reason, "%s", w->degraded_message);
+		pass_event(w, pass_step_fail_event(step), "Warning", w->degraded_reason, "%s", w->degraded_message);
 		w->posted = w->degraded_reason;
 	}
 }
 
-static void fail(struct walk *w, int step, int code, const char *what, const char *detail)
+void pass_fail(struct walk *w, int step, int code, const char *what, const char *detail)
 {
-	fail_as(w, step, reason_for(code), what, detail);
+	pass_fail_as(w, step, reason_for(code), what, detail);
 }
 
-static void fail_answer(struct walk *w, const struct pass_answer *a, const char *fmt, ...)
-	__attribute__((format(printf, 3, 4)));
-
-static void fail_answer(struct walk *w, const struct pass_answer *a, const char *fmt, ...)
+void pass_fail_answer(struct walk *w, const struct pass_answer *a, const char *fmt, ...)
 {
 	char what[SP_ERROR_MAX];
 	va_list ap;
 	va_start(ap, fmt);
 	vsnprintf(what, sizeof(what), fmt, ap);
 	va_end(ap);
-	fail(w, a->step, a->code, what, a->message);
+	pass_fail(w, a->step, a->code, what, a->message);
 }
 
-static bool refused(int code)
+bool pass_refused(int code)
 {
 	return code == SP_ECAPACITY || code == SP_EAUTH || code == SP_ECONFIG;
 }
 
-static const struct node_view *node_at(const struct pass_input *in, size_t i)
+static const struct node_view *pass_node_at(const struct pass_input *in, size_t i)
 {
 	return in->nodes && i < in->n_nodes && *in->nodes[i].name ? &in->nodes[i] : NULL;
 }
@@ -255,7 +188,7 @@ static const struct node_view *node_at(const struct pass_input *in, size_t i)
  * already (reclaimNotFollowed). */
 static int64_t claim_at(const struct pass_input *in, size_t i, bool *ret_told)
 {
-	const struct node_view *node = node_at(in, i);
+	const struct node_view *node = pass_node_at(in, i);
 	int64_t at = node ? doom_deadline(node->terminating_at, node->terminating_seen) : 0;
 	if (in->notice_at && i < in->n_notice_at)
 		at = doom_earliest(at, in->notice_at[i]);
@@ -272,7 +205,7 @@ static bool not_followed(const struct pass_input *in, size_t i, int64_t *ret_at,
 }
 
 /* When instance i is reclaimed, 0: not doomed (no claim, or a false notice). */
-static int64_t doomed_at(const struct pass_input *in, size_t i)
+static int64_t pass_doomed_at(const struct pass_input *in, size_t i)
 {
 	bool told;
 	int64_t at = claim_at(in, i, &told);
@@ -284,14 +217,14 @@ static int64_t doomed_at(const struct pass_input *in, size_t i)
  * a claim withdrawn and made again gets no new window) and false notices of the recorded
  * instances (plan_recorded keeps the order of the known ones, so one walk pairs them):
  * NULL, 0 and false for none. */
-static void recorded_nodes(const struct pass_input *in, const struct pool_instance *recorded, size_t n,
+static void pass_recorded_nodes(const struct pass_input *in, const struct pool_instance *recorded, size_t n,
 			   const struct node_view **ret_nodes, int64_t *ret_at, bool *ret_false)
 {
 	for (size_t k = 0, j = 0; k < n; k++) {
 		while (j < in->plan.n_instances && strcmp(in->plan.instances[j].id, recorded[k].id) != 0)
 			j++;
 		if (ret_nodes)
-			ret_nodes[k] = j < in->plan.n_instances ? node_at(in, j) : NULL;
+			ret_nodes[k] = j < in->plan.n_instances ? pass_node_at(in, j) : NULL;
 		bool told;
 		ret_at[k] = 0;
 		ret_false[k] = j < in->plan.n_instances && not_followed(in, j, &ret_at[k], &told);
@@ -323,7 +256,7 @@ static cJSON *build_status(const struct walk *w, bool final)
 	const struct node_view **nodes = in->nodes ? xcalloc(n ? n : 1, sizeof(*nodes)) : NULL;
 	int64_t *reclaim_at = xcalloc(n ? n : 1, sizeof(*reclaim_at));
 	bool *false_notice = xcalloc(n ? n : 1, sizeof(*false_notice));
-	recorded_nodes(in, recorded, n, nodes, reclaim_at, false_notice);
+	pass_recorded_nodes(in, recorded, n, nodes, reclaim_at, false_notice);
 	struct status_input s = {
 		.selector = selector, .old_status = in->old_status, .generation = in->generation,
 		.instances = recorded, .n_instances = n, .plan = w->plan,
@@ -352,10 +285,10 @@ static cJSON *build_status(const struct walk *w, bool final)
 
 /* Writes the whole status with the ledger, so what the ledger resolved (the instances)
  * lands in the same write. */
-static void record_ledger(struct walk *w, enum pass_kind kind, int step, const struct plan_launch *ledger,
+void pass_record_ledger(struct walk *w, enum pass_kind kind, int step, const struct plan_launch *ledger,
 			  int64_t launch_seq)
 {
-	struct pass_action *a = emit(w, kind, step);
+	struct pass_action *a = pass_emit(w, kind, step);
 	if (!a)
 		return;
 	a->has_ledger = ledger != NULL;
@@ -391,7 +324,7 @@ static const char *or_spec(const char *v, const char *spec)
 
 static void emit_launch(struct walk *w, int step, const struct plan_launch *l, int count, bool fresh)
 {
-	struct pass_action *a = emit(w, PASS_LAUNCH, step);
+	struct pass_action *a = pass_emit(w, PASS_LAUNCH, step);
 	if (!a)
 		return;
 	set_offering(a, or_spec(l->zone, w->in->spec->zone), or_spec(l->instance_type, w->in->spec->instance_type));
@@ -408,13 +341,13 @@ static void launched_event(struct walk *w, int step, const struct pass_action *l
 	for (size_t i = 0; led && i < led->instance_ids.n; i++)
 		snprintf(joined + strlen(joined), sizeof(joined) - strlen(joined), "%s%s", i ? ", " : "",
 			 led->instance_ids.v[i]);
-	emit_event(w, step, "Normal", "Launched", "launched %zu x %s in %s: %s",
+	pass_event(w, step, "Normal", "Launched", "launched %zu x %s in %s: %s",
 		   led ? led->instance_ids.n : 0, l->instance_type, l->zone, joined);
 }
 
 /* Names the offerings not available, for CapacityAvailable; the earliest time a probe
  * of one of them is due goes to *ret_probe_at (INT64_MAX: none). */
-static void describe_scarcity(struct walk *w, const enum offer_state *state, const int64_t *probe_at,
+static void pass_describe_scarcity(struct walk *w, const enum offer_state *state, const int64_t *probe_at,
 			      int64_t *ret_probe_at)
 {
 	const struct offer_list *offers = w->in->offers;
@@ -439,7 +372,7 @@ static void describe_scarcity(struct walk *w, const enum offer_state *state, con
 
 static void emit_soldout(struct walk *w, enum pass_kind kind, int step, const struct offer *o)
 {
-	struct pass_action *a = emit(w, kind, step);
+	struct pass_action *a = pass_emit(w, kind, step);
 	if (a)
 		set_offering(a, o->zone, o->instance_type);
 }
@@ -447,8 +380,6 @@ static void emit_soldout(struct walk *w, enum pass_kind kind, int step, const st
 /* The shortfall, on the pool's first usable offering (spread: the least loaded zone),
  * and when that one answers "sold out", on the next, in the same pass. At most one probe
  * of a sold-out offering per TTL across all pools (soldout.h). */
-static int instance_index(const struct pass_input *in, const char *id);
-
 /* The offerings of doomed instances, being reclaimed: their replacements go elsewhere
  * when the pool can (pick_view). */
 static void doomed_offerings(const struct walk *w, bool avoid[OFFER_MAX])
@@ -456,7 +387,7 @@ static void doomed_offerings(const struct walk *w, bool avoid[OFFER_MAX])
 	const struct offer_list *offers = w->in->offers;
 	memset(avoid, 0, OFFER_MAX * sizeof(*avoid));
 	for (size_t d = 0; d < w->plan->doomed.n; d++) {
-		int i = instance_index(w->in, w->plan->doomed.v[d]);
+		int i = pass_instance_index(w->in, w->plan->doomed.v[d]);
 		const struct pool_instance *p = i >= 0 ? &w->in->plan.instances[i] : NULL;
 		for (size_t o = 0; p && o < offers->n; o++)
 			avoid[o] = avoid[o] || (strcmp(offers->v[o].zone, p->zone) == 0 &&
@@ -478,7 +409,7 @@ static void pick_view(const struct offer_list *offers, const enum offer_state *s
 		view[o] = other && avoid[o] ? OFFER_SOLD_OUT : state[o];
 }
 
-static void launch_shortfall(struct walk *w)
+static void pass_launch_shortfall(struct walk *w)
 {
 	const struct pass_input *in = w->in;
 	const struct offer_list *offers = in->offers;
@@ -506,47 +437,50 @@ static void launch_shortfall(struct walk *w)
 		if (pick.index < 0)
 			break;
 		const struct offer *o = &offers->v[pick.index];
-		int base = STEP_ATTEMPT + (int)k * ATTEMPT_STRIDE;
-		const struct pass_answer *probe = pick.probe ? answer(w, base, PASS_TAKE_PROBE) : NULL;
+		const int probe_step = pass_step_attempt(k, ATTEMPT_PROBE),
+			  ledger_step = pass_step_attempt(k, ATTEMPT_LEDGER),
+			  launch_step = pass_step_attempt(k, ATTEMPT_LAUNCH),
+			  after_step = pass_step_attempt(k, ATTEMPT_AFTER);
+		const struct pass_answer *probe = pick.probe ? pass_answered(w, probe_step, PASS_TAKE_PROBE) : NULL;
 		if (pick.probe && !probe)
-			emit_soldout(w, PASS_TAKE_PROBE, base, o);
+			emit_soldout(w, PASS_TAKE_PROBE, probe_step, o);
 		if (probe && probe->code < 0) {  /* another pool holds this probe */
 			state[pick.index] = OFFER_SOLD_OUT;
 			continue;
 		}
-		const struct pass_answer *rec = answer(w, base + 1, PASS_RECORD_LEDGER);
+		const struct pass_answer *rec = pass_answered(w, ledger_step, PASS_RECORD_LEDGER);
 		if (!rec) {
 			struct plan_launch l = {.count = pick.count, .started = in->plan.now};
 			snprintf(l.zone, sizeof(l.zone), "%s", o->zone);
 			snprintf(l.instance_type, sizeof(l.instance_type), "%s", o->instance_type);
 			pass_client_token(in->spec->uid, in->ns, in->name, in->launch_seq + 1, l.client_token);
-			record_ledger(w, PASS_RECORD_LEDGER, base + 1, &l, in->launch_seq + 1);
-			emit_launch(w, base + 2, &l, pick.count, true);
+			pass_record_ledger(w, PASS_RECORD_LEDGER, ledger_step, &l, in->launch_seq + 1);
+			emit_launch(w, launch_step, &l, pick.count, true);
 			return;  /* the rest follows from the answer */
 		}
 		if (rec->code < 0) {
 			/* Not recorded, so not launched: safe to try again later; a probe that never
 			 * reached the cloud goes back at once. */
 			if (pick.probe)
-				emit_soldout(w, PASS_SOLDOUT_RETURN, base + 3, o);
+				emit_soldout(w, PASS_SOLDOUT_RETURN, after_step, o);
 			w->error = rec->code;
 			return;
 		}
-		const struct pass_answer *run = answer(w, base + 2, PASS_LAUNCH);
+		const struct pass_answer *run = pass_answered(w, launch_step, PASS_LAUNCH);
 		if (!run) {
-			emit_launch(w, base + 2, in->ledger, in->ledger->count, true);
+			emit_launch(w, launch_step, in->ledger, in->ledger->count, true);
 			return;
 		}
 		if (run->code == 0) {
 			if (pick.probe)
-				emit_soldout(w, PASS_SOLDOUT_FORGET, base + 3, o);
+				emit_soldout(w, PASS_SOLDOUT_FORGET, after_step, o);
 			state[pick.index] = OFFER_AVAILABLE;
 			/* A fresh launch's IDs stay in memory and are resolved next pass; recording
 			 * them now would cost a status write. */
-			emit(w, PASS_REMEMBER, base + 3);
+			pass_emit(w, PASS_REMEMBER, after_step);
 			struct pass_action shown = {0};
 			set_offering(&shown, o->zone, o->instance_type);
-			launched_event(w, base + 3, &shown);
+			launched_event(w, after_step, &shown);
 			launched = true;
 			break;
 		}
@@ -556,24 +490,24 @@ static void launch_shortfall(struct walk *w)
 		 * any write: a write that conflicts ends the pass, and the mark must not go
 		 * with it. */
 		if (run->sold_out || pick.probe) {
-			emit_soldout(w, PASS_SOLDOUT_MARK, base + 3, o);
+			emit_soldout(w, PASS_SOLDOUT_MARK, after_step, o);
 			state[pick.index] = OFFER_SOLD_OUT;
 			probe_at[pick.index] = in->now_ms + in->soldout_ttl_ms;
 		}
-		fail_answer(w, run, "launch of %d instance(s) failed", pick.count);
+		pass_fail_answer(w, run, "launch of %d instance(s) failed", pick.count);
 		/* A refusal of a fresh token proves nothing was launched: the record goes. */
-		if (refused(run->code))
-			record_ledger(w, PASS_CLEAR_LEDGER, base + 3, NULL, in->launch_seq);
+		if (pass_refused(run->code))
+			pass_record_ledger(w, PASS_CLEAR_LEDGER, after_step, NULL, in->launch_seq);
 		over = !run->sold_out;
 		if (over)
 			w->error = run->code;
 	}
 	int64_t next_probe;
-	describe_scarcity(w, state, probe_at, &next_probe);
+	pass_describe_scarcity(w, state, probe_at, &next_probe);
 	if (launched) {
 		w->degraded_reason = NULL;  /* short of nothing: a sold-out first choice shows in CapacityAvailable */
 	} else if (!over && !capped && w->error == 0 && *w->capacity) {
-		fail(w, STEP_NO_OFFERING, SP_ECAPACITY, "no offering of the pool is available", w->capacity);
+		pass_fail(w, STEP_NO_OFFERING, SP_ECAPACITY, "no offering of the pool is available", w->capacity);
 		/* Nothing to call before a probe is due: come back then, not on a backoff. */
 		if (next_probe != INT64_MAX)
 			w->requeue_ms = next_probe - in->now_ms > 1000 ? next_probe - in->now_ms : 1000;
@@ -581,17 +515,17 @@ static void launch_shortfall(struct walk *w)
 }
 
 /* The ledger's launch repeated with its token (outcome unknown, or its IDs wanted). */
-static const struct pass_answer *resume(struct walk *w)
+static const struct pass_answer *pass_resume(struct walk *w)
 {
-	const struct pass_answer *run = answer(w, STEP_RESUME, PASS_LAUNCH);
+	const struct pass_answer *run = pass_answered(w, STEP_RESUME, PASS_LAUNCH);
 	if (!run) {
 		emit_launch(w, STEP_RESUME, w->in->plan.ledger, w->plan->resume, false);
 		return NULL;
 	}
 	if (run->code == 0) {
 		/* Recorded, or each pass would repeat it again. */
-		record_ledger(w, PASS_RECORD_LEDGER, STEP_RESUME, w->in->ledger, w->in->launch_seq);
-		const struct pass_answer *rec = answer(w, STEP_RESUME, PASS_RECORD_LEDGER);
+		pass_record_ledger(w, PASS_RECORD_LEDGER, STEP_RESUME, w->in->ledger, w->in->launch_seq);
+		const struct pass_answer *rec = pass_answered(w, STEP_RESUME, PASS_RECORD_LEDGER);
 		if (rec && rec->code < 0)
 			w->error = rec->code;
 		const struct plan_launch *l = w->in->plan.ledger;
@@ -600,17 +534,17 @@ static const struct pass_answer *resume(struct walk *w)
 			     or_spec(l->instance_type, w->in->spec->instance_type));
 		launched_event(w, STEP_RESUME, &shown);
 	} else {
-		fail_answer(w, run, "launch of %d instance(s) failed", w->plan->resume);
+		pass_fail_answer(w, run, "launch of %d instance(s) failed", w->plan->resume);
 		w->error = run->code;
 	}
 	return run;
 }
 
 /* A terminate of ids (in dry-run, what it would take); true when it was emitted now. */
-static bool emit_terminate(struct walk *w, enum pass_kind kind, int step, const struct strv *ids,
+bool pass_emit_terminate(struct walk *w, enum pass_kind kind, int step, const struct strv *ids,
 			   enum pass_why why)
 {
-	struct pass_action *a = ids->n ? emit(w, kind, step) : NULL;
+	struct pass_action *a = ids->n ? pass_emit(w, kind, step) : NULL;
 	for (size_t i = 0; a && i < ids->n; i++)
 		strv_push(&a->ids, ids->v[i]);
 	if (a)
@@ -618,11 +552,11 @@ static bool emit_terminate(struct walk *w, enum pass_kind kind, int step, const 
 	return a != NULL;
 }
 
-static void terminate(struct walk *w, int step, const struct strv *ids, enum pass_why why)
+void pass_terminate(struct walk *w, int step, const struct strv *ids, enum pass_why why)
 {
-	if (!ids->n || emit_terminate(w, PASS_TERMINATE, step, ids, why))
+	if (!ids->n || pass_emit_terminate(w, PASS_TERMINATE, step, ids, why))
 		return;
-	const struct pass_answer *t = answer(w, step, PASS_TERMINATE);
+	const struct pass_answer *t = pass_answered(w, step, PASS_TERMINATE);
 	if (t && t->code < 0) {
 		static const char *const what[] = {
 			[PASS_WHY_SCALE_DOWN] = "scale down", [PASS_WHY_CLEANUP] = "dead instances",
@@ -630,7 +564,7 @@ static void terminate(struct walk *w, int step, const struct strv *ids, enum pas
 		};
 		char m[SP_ERROR_MAX];
 		snprintf(m, sizeof(m), "terminate failed (%s)", what[why]);
-		fail(w, step, t->code, m, t->message);
+		pass_fail(w, step, t->code, m, t->message);
 		if (w->error == 0)
 			w->error = t->code;
 	}
@@ -642,11 +576,11 @@ static void terminate(struct walk *w, int step, const struct strv *ids, enum pas
  * the pool's: a stale copy (a new leader's cache, a lagging watch) would otherwise act on
  * an old size and launch again once the current one arrives (fault campaign seed 44).
  * True once written. */
-static bool scale_down_recorded(struct walk *w, int step, const struct strv *victims)
+bool pass_scale_down_recorded(struct walk *w, int step, const struct strv *victims)
 {
 	/* The ledger as it stands goes along (a status without one clears it). */
 	enum pass_kind kind = w->in->ledger ? PASS_RECORD_LEDGER : PASS_CLEAR_LEDGER;
-	const struct pass_answer *r = answer(w, step, kind);
+	const struct pass_answer *r = pass_answered(w, step, kind);
 	if (r) {
 		if (r->code < 0 && w->error == 0)
 			w->error = r->code;
@@ -662,14 +596,14 @@ static bool scale_down_recorded(struct walk *w, int step, const struct strv *vic
 		shown.terminated = &going;
 	struct walk as = *w;
 	as.in = &shown;
-	record_ledger(&as, kind, step, w->in->ledger, w->in->launch_seq);
+	pass_record_ledger(&as, kind, step, w->in->ledger, w->in->launch_seq);
 	strv_clear(&going);
 	return false;
 }
 
 /* A drain in progress wants a look again in ms (at least 1 s): the pass's requeue is the
  * sooner of this and what the rest of the pass asks for (requeue()). */
-static void look_again(struct walk *w, int64_t ms)
+void pass_look_again(struct walk *w, int64_t ms)
 {
 	if (ms < 1000)
 		ms = 1000;
@@ -677,7 +611,7 @@ static void look_again(struct walk *w, int64_t ms)
 		w->drain_ms = ms;
 }
 
-static int instance_index(const struct pass_input *in, const char *id)
+int pass_instance_index(const struct pass_input *in, const char *id)
 {
 	for (size_t i = 0; i < in->plan.n_instances; i++)
 		if (strcmp(in->plan.instances[i].id, id) == 0)
@@ -693,14 +627,14 @@ static const struct pass_pods *pods_at(const struct pass_input *in, size_t i)
 /* Whether instance i's Node is being drained by spotpool. */
 static bool draining_at(const struct pass_input *in, size_t i)
 {
-	const struct node_view *node = node_at(in, i);
+	const struct node_view *node = pass_node_at(in, i);
 	return node && node->drain_taint && node->drain_started;
 }
 
 /* Whether a Node's claim to instance id was refused: two or more Nodes claim it, or one
  * declares its ID with another InternalIP (its own after an address change, say). None
  * is its Node, but one may be. */
-static bool contested(const struct pass_input *in, const char *id)
+static bool pass_contested(const struct pass_input *in, const char *id)
 {
 	for (size_t k = 0; k < in->n_refused; k++)
 		if (strcmp(in->refused[k].instance, id) == 0)
@@ -711,20 +645,20 @@ static bool contested(const struct pass_input *in, const char *id)
 /* What the planner knows of each instance's Node and notices, for plan_compute (NULL
  * without Nodes or notices): doomed, draining, scale-down-disabled, and its pods once
  * listed. */
-static struct drain_victim *victims_of(const struct pass_input *in)
+static struct drain_victim *pass_victims_of(const struct pass_input *in)
 {
 	if (!in->nodes && !in->notice_at)
 		return NULL;
 	struct drain_victim *v = xcalloc(in->plan.n_instances ? in->plan.n_instances : 1, sizeof(*v));
 	for (size_t i = 0; i < in->plan.n_instances; i++) {
-		const struct node_view *node = node_at(in, i);
+		const struct node_view *node = pass_node_at(in, i);
 		const struct pass_pods *pods = pods_at(in, i);
 		if (pods)
 			drain_victim_count(pods->v, pods->n, &v[i]);
 		v[i].unlisted = pods && pods->failed;
-		v[i].doomed_at = doomed_at(in, i);
+		v[i].doomed_at = pass_doomed_at(in, i);
 		if (!node) {
-			v[i].contested = contested(in, in->plan.instances[i].id);
+			v[i].contested = pass_contested(in, in->plan.instances[i].id);
 			continue;
 		}
 		v[i].has_node = true;
@@ -743,7 +677,7 @@ static bool pods_listed(struct walk *w)
 {
 	const struct pass_input *in = w->in;
 	const struct plan *plan = w->plan;
-	const struct pass_answer *l = answer(w, STEP_LIST_PODS, PASS_LIST_PODS);
+	const struct pass_answer *l = pass_answered(w, STEP_LIST_PODS, PASS_LIST_PODS);
 	if (l) {
 		if (l->code < 0 && w->error == 0)
 			w->error = l->code;
@@ -751,16 +685,16 @@ static bool pods_listed(struct walk *w)
 	}
 	bool choosing = false;
 	for (size_t k = 0; k < plan->scale_down.n && !choosing; k++) {
-		int i = instance_index(in, plan->scale_down.v[k]);
-		choosing = i >= 0 && node_at(in, (size_t)i) && !draining_at(in, (size_t)i);
+		int i = pass_instance_index(in, plan->scale_down.v[k]);
+		choosing = i >= 0 && pass_node_at(in, (size_t)i) && !draining_at(in, (size_t)i);
 	}
-	struct pass_action *a = emit(w, PASS_LIST_PODS, STEP_LIST_PODS);
+	struct pass_action *a = pass_emit(w, PASS_LIST_PODS, STEP_LIST_PODS);
 	for (size_t i = 0; i < in->plan.n_instances; i++) {
 		const char *id = in->plan.instances[i].id;
 		bool victim = strv_contains(&plan->scale_down, id) || strv_contains(&plan->doomed, id) ||
 			      (in->deleting && strv_contains(&plan->cleanup, id));
-		if (node_at(in, i) && (choosing || victim))
-			strv_push(&a->ids, node_at(in, i)->name);
+		if (pass_node_at(in, i) && (choosing || victim))
+			strv_push(&a->ids, pass_node_at(in, i)->name);
 	}
 	return false;
 }
@@ -782,13 +716,13 @@ static const char *const group_names[] = {
  * Node); true when it is drained (terminate it now). A notice's drain cut short by the
  * deadline is not: spotpool terminates no instance because of a notice with pods it
  * could not move (the cloud does at a real reclaim); it waits for the pods to go, the
- * reclaim, or the notice to prove false (doomed_at). */
+ * reclaim, or the notice to prove false (pass_doomed_at). */
 static bool drain_one(struct walk *w, enum drain_group g, size_t k, size_t i, const struct pass_pods *pods)
 {
 	const struct pass_input *in = w->in;
-	const struct node_view *node = node_at(in, i);
+	const struct node_view *node = pass_node_at(in, i);
 	const char *id = in->plan.instances[i].id;
-	int64_t now = in->plan.now, timeout = in->spec->drain_timeout, deadline = doomed_at(in, i);
+	int64_t now = in->plan.now, timeout = in->spec->drain_timeout, deadline = pass_doomed_at(in, i);
 	/* A notice's drain is forced whatever drainTimeout says (0 included): the deadline
 	 * governs, and past it nothing more is evicted. */
 	if (g == GROUP_NOTICE)
@@ -797,11 +731,13 @@ static bool drain_one(struct walk *w, enum drain_group g, size_t k, size_t i, co
 	 * drain is cut short at the timeout, as a deleted pool's. */
 	bool forced = g == GROUP_DELETION ||
 		      (g == GROUP_SCALE_DOWN && (int)k < w->plan->observed - in->spec->maximum);
-	int step = STEP_DRAIN + (int)g * DRAIN_GROUP + (int)k * DRAIN_STRIDE;
+	const int start_step = pass_step_drain(g, k, PART_START), started_step = pass_step_drain(g, k, PART_STARTED_EVENT),
+		  evict_step = pass_step_drain(g, k, PART_EVICT), undo_step = pass_step_drain(g, k, PART_UNDO),
+		  end_step = pass_step_drain(g, k, PART_END_EVENT);
 	int64_t started = node->drain_taint ? node->drain_started : 0;
-	const struct pass_answer *st = answer(w, step + PART_START, PASS_DRAIN_START);
+	const struct pass_answer *st = pass_answered(w, start_step, PASS_DRAIN_START);
 	if (st && st->code == 0)
-		emit_event(w, step + PART_STARTED_EVENT, "Normal", "DrainStarted", "draining node %s of instance %s (%s)",
+		pass_event(w, started_step, "Normal", "DrainStarted", "draining node %s of instance %s (%s)",
 			   node->name, id, group_names[g]);
 	if (!started && st && st->code == 0)
 		started = now;
@@ -818,7 +754,7 @@ static bool drain_one(struct walk *w, enum drain_group g, size_t k, size_t i, co
 				 node->name, at);
 			w->drain_blocked = w->drain_message;
 		}
-		look_again(w, (retry_at - now) * 1000);
+		pass_look_again(w, (retry_at - now) * 1000);
 		return false;  /* its last drain timed out: not again before a drainTimeout */
 	}
 	struct drain_step_input din = {
@@ -838,60 +774,60 @@ static bool drain_one(struct walk *w, enum drain_group g, size_t k, size_t i, co
 	case DRAIN_START:
 		/* A scale-down follows the spec the pass read: a guarded write proves it is still
 		 * the pool's before a pod is touched (as before a terminate, seed 44). */
-		if (g == GROUP_SCALE_DOWN && !scale_down_recorded(w, STEP_DRAIN_INTENT, NULL)) {
-			look_again(w, DRAIN_RECHECK_SECONDS * 1000);
+		if (g == GROUP_SCALE_DOWN && !pass_scale_down_recorded(w, STEP_DRAIN_INTENT, NULL)) {
+			pass_look_again(w, DRAIN_RECHECK_SECONDS * 1000);
 			break;
 		}
-		if ((a = emit(w, PASS_DRAIN_START, step + PART_START))) {
+		if ((a = pass_emit(w, PASS_DRAIN_START, start_step))) {
 			node_action(a, node);
 		} else if (st && st->code < 0 && g == GROUP_DELETION && in->deleted_at &&
 			   now >= in->deleted_at + timeout) {
 			/* A deleted pool whose Node cannot even be tainted (so no drain-started
 			 * clock): a drainTimeout after the deletion it goes all the same. */
-			emit_event(w, step + PART_END_EVENT, "Warning", DRAIN_REASON_CUT_SHORT, "the drain of node %s "
+			pass_event(w, end_step, "Warning", DRAIN_REASON_CUT_SHORT, "the drain of node %s "
 				   "could not start within drainTimeout of the pool's deletion: %s", node->name, st->message);
 			done = true;
 			break;
 		} else if (st && st->code < 0 && st->code != SP_ENOTFOUND && w->error == 0) {
 			w->error = st->code;  /* not a Node gone, or its name another Node's now: no error */
 		}
-		look_again(w, DRAIN_RECHECK_SECONDS * 1000);
+		pass_look_again(w, DRAIN_RECHECK_SECONDS * 1000);
 		break;
 	case DRAIN_EVICT:
 		/* A refusal for now (a PodDisruptionBudget, a conflict) is retried; any other
 		 * failure (RBAC, the apiserver) is the pool's: Degraded, with backoff. */
-		if ((ev = answer(w, step + PART_EVICT, PASS_EVICT)) && ev->code < 0 && ev->code != SP_ETHROTTLED) {
-			fail(w, STEP_DRAIN_FAILED, ev->code, "cannot evict the pods of a node being drained", ev->message);
+		if ((ev = pass_answered(w, evict_step, PASS_EVICT)) && ev->code < 0 && ev->code != SP_ETHROTTLED) {
+			pass_fail(w, STEP_DRAIN_FAILED, ev->code, "cannot evict the pods of a node being drained", ev->message);
 			if (w->error == 0)
 				w->error = ev->code;
 		}
-		if ((a = emit(w, PASS_EVICT, step + PART_EVICT)))
+		if ((a = pass_emit(w, PASS_EVICT, evict_step)))
 			for (size_t e = 0; e < s.n_evict; e++) {
 				char *ref = xasprintf("%s/%s", pods->v[s.evict[e]].namespace, pods->v[s.evict[e]].name);
 				strv_push(&a->ids, ref);
 				free(ref);
 			}
-		look_again(w, (s.until - now) * 1000);
+		pass_look_again(w, (s.until - now) * 1000);
 		break;
 	case DRAIN_WAIT:
-		look_again(w, (s.until - now) * 1000);
+		pass_look_again(w, (s.until - now) * 1000);
 		break;
 	case DRAIN_DONE:
 		if (*s.reason && g == GROUP_NOTICE) {
-			look_again(w, (deadline + DOOM_FALSE_GRACE_SECONDS - now) * 1000);
+			pass_look_again(w, (deadline + DOOM_FALSE_GRACE_SECONDS - now) * 1000);
 			break;
 		}
 		/* The reasons are constants: an action outlives s. */
 		if (*s.reason)
-			emit_event(w, step + PART_END_EVENT, "Warning", DRAIN_REASON_CUT_SHORT, "%s", s.message);
+			pass_event(w, end_step, "Warning", DRAIN_REASON_CUT_SHORT, "%s", s.message);
 		done = true;
 		break;
 	case DRAIN_GIVE_UP:
-		if ((a = emit(w, PASS_DRAIN_UNDO, step + PART_UNDO))) {
+		if ((a = pass_emit(w, PASS_DRAIN_UNDO, undo_step))) {
 			node_action(a, node);
 			a->why = PASS_WHY_SCALE_DOWN;  /* given up: recorded on the Node */
 		}
-		emit_event(w, step + PART_END_EVENT, "Warning", DRAIN_REASON_TIMED_OUT, "%s", s.message);
+		pass_event(w, end_step, "Warning", DRAIN_REASON_TIMED_OUT, "%s", s.message);
 		snprintf(w->drain_message, sizeof(w->drain_message), "%s", s.message);
 		w->drain_blocked = w->drain_message;
 		w->drain_blocked_reason = DRAIN_REASON_TIMED_OUT;
@@ -904,7 +840,7 @@ static bool drain_one(struct walk *w, enum drain_group g, size_t k, size_t i, co
 /* Of ids (a group's victims), those to terminate now into ready: without a Node, not
  * drained by the spec (drainTimeout 0; a notice's drain is forced all the same), not
  * live, or drained. The others take their drain's next step, each on its own. */
-static void drain_then(struct walk *w, enum drain_group g, const struct strv *ids, struct strv *ready)
+static void pass_drain_then(struct walk *w, enum drain_group g, const struct strv *ids, struct strv *ready)
 {
 	const struct pass_input *in = w->in;
 	/* Before the Nodes are listed a victim's Node may need draining. Before the notices
@@ -912,25 +848,25 @@ static void drain_then(struct walk *w, enum drain_group g, const struct strv *id
 	 * more or brings a deadline earlier, so deletions and deadlines need not wait. */
 	if (in->nodes_pending || (g == GROUP_SCALE_DOWN && in->notices_pending)) {
 		if (ids->n)
-			look_again(w, 1000);
+			pass_look_again(w, 1000);
 		return;
 	}
 	bool listed = true;
 	size_t stepped = 0;
 	for (size_t k = 0; k < ids->n; k++) {
-		int i = instance_index(in, ids->v[k]);
-		const struct node_view *node = i >= 0 ? node_at(in, (size_t)i) : NULL;
+		int i = pass_instance_index(in, ids->v[k]);
+		const struct node_view *node = i >= 0 ? pass_node_at(in, (size_t)i) : NULL;
 		bool live = i >= 0 && plan_classify_state(in->plan.instances[i].state) == PLAN_LIVE;
 		/* A contested instance's pods may be on one of its claimants: none is drained
 		 * (a claimant may be any Node), and it is not terminated by choice meanwhile
 		 * (a refused claimant costs at most keeping it: the pool stays <= maximum). */
-		if (!node && live && g != GROUP_DELETION && contested(in, ids->v[k])) {
-			look_again(w, DRAIN_RECHECK_SECONDS * 1000);
+		if (!node && live && g != GROUP_DELETION && pass_contested(in, ids->v[k])) {
+			pass_look_again(w, DRAIN_RECHECK_SECONDS * 1000);
 			continue;
 		}
-		/* Its Node may be one the cache does not show yet (nodes_confirmed). */
+		/* Its Node may be one the cache does not show yet (pass_nodes_confirmed). */
 		if (!node && live && w->nodeless_held && *in->plan.instances[i].private_ip) {
-			look_again(w, PASS_REQUEUE_PROGRESS_MS);
+			pass_look_again(w, PASS_REQUEUE_PROGRESS_MS);
 			continue;
 		}
 		if (!node || !live || (g != GROUP_NOTICE && in->spec->drain_timeout <= 0)) {
@@ -947,7 +883,7 @@ static void drain_then(struct walk *w, enum drain_group g, const struct strv *id
 		/* A pass takes the next step of at most PASS_DRAINS_MAX drains per group (a few
 		 * actions each): the others come in the next passes, a few seconds later. */
 		if (stepped++ >= PASS_DRAINS_MAX) {
-			look_again(w, PASS_REQUEUE_PROGRESS_MS);
+			pass_look_again(w, PASS_REQUEUE_PROGRESS_MS);
 			continue;
 		}
 		if (!(listed = listed && pods_listed(w)))
@@ -961,19 +897,19 @@ static void drain_then(struct walk *w, enum drain_group g, const struct strv *id
 
 /* Drains of spotpool's that no group wants any more (replicas raised again, a notice
  * withdrawn): undone, the Node as it was. */
-static void undo_unwanted_drains(struct walk *w, const struct strv *const *wanted, size_t n_wanted)
+static void pass_undo_unwanted_drains(struct walk *w, const struct strv *const *wanted, size_t n_wanted)
 {
 	const struct pass_input *in = w->in;
 	for (size_t i = 0; i < in->plan.n_instances; i++) {
-		const struct node_view *node = node_at(in, i);
+		const struct node_view *node = pass_node_at(in, i);
 		if (!draining_at(in, i) || plan_classify_state(in->plan.instances[i].state) != PLAN_LIVE ||
 		    (in->terminated && strv_contains(in->terminated, in->plan.instances[i].id)))
 			continue;  /* none, not ours, or its instance is going anyway */
 		bool kept = false;
 		for (size_t g = 0; g < n_wanted && !kept; g++)
 			kept = strv_contains(wanted[g], in->plan.instances[i].id);
-		struct pass_action *a = kept ? NULL : emit(w, PASS_DRAIN_UNDO, STEP_DRAIN + GROUP_UNDO * DRAIN_GROUP +
-							   (int)i * DRAIN_STRIDE + PART_UNDO);
+		struct pass_action *a = kept ? NULL : pass_emit(w, PASS_DRAIN_UNDO,
+							   pass_step_drain(GROUP_UNDO, i, PART_UNDO));
 		if (a)
 			node_action(a, node);
 	}
@@ -983,8 +919,8 @@ static void undo_unwanted_drains(struct walk *w, const struct strv *const *wante
  * the pool is at its target with every other instance RUNNING and, in a pool whose
  * instances join as Nodes, each one's Node Ready (the pods can move there). Without
  * replicas the target follows the count, which the doomed already left: above minimum
- * nothing replaces it, and it is "replaced" at once (see doomed_go). */
-static bool replaced(const struct walk *w)
+ * nothing replaces it, and it is "replaced" at once (see pass_doomed_go). */
+static bool pass_replaced(const struct walk *w)
 {
 	const struct plan *plan = w->plan;
 	const struct pass_input *in = w->in;
@@ -992,64 +928,64 @@ static bool replaced(const struct walk *w)
 		return false;
 	bool joins = false;
 	for (size_t i = 0; i < in->plan.n_instances && !joins; i++)
-		joins = node_at(in, i) != NULL;
+		joins = pass_node_at(in, i) != NULL;
 	for (size_t i = 0; i < in->plan.n_instances; i++) {
 		const struct pool_instance *p = &in->plan.instances[i];
 		if (plan_classify_state(p->state) != PLAN_LIVE || strv_contains(&plan->doomed, p->id))
 			continue;
-		if (strcmp(p->state, "RUNNING") != 0 || (joins && !(node_at(in, i) && node_at(in, i)->ready)))
+		if (strcmp(p->state, "RUNNING") != 0 || (joins && !(pass_node_at(in, i) && pass_node_at(in, i)->ready)))
 			return false;
 	}
 	return true;
 }
 
-static void release(struct walk *w, const char *why)
+static void pass_release(struct walk *w, const char *why)
 {
-	struct pass_action *a = emit(w, PASS_RELEASE, STEP_RELEASE);
+	struct pass_action *a = pass_emit(w, PASS_RELEASE, STEP_RELEASE);
 	if (a)
 		a->message = xstrdup(why);
 }
 
-static bool released(const struct walk *w)
+static bool pass_released(const struct walk *w)
 {
-	const struct pass_answer *r = answer(w, STEP_RELEASE, PASS_RELEASE);
+	const struct pass_answer *r = pass_answered(w, STEP_RELEASE, PASS_RELEASE);
 	return r && r->code == 0;
 }
 
-static void deletion(struct walk *w)
+static void pass_deletion(struct walk *w)
 {
 	const struct plan *plan = w->plan;
 	if (w->in->dry_run)
 		return;  /* a dry-run controller neither terminates nor releases */
 	if (w->in->spec->deletion_policy == POOL_RETAIN) {
 		/* The instances stay, and so do their Nodes: as they were before any drain. */
-		undo_unwanted_drains(w, NULL, 0);
-		emit_event(w, STEP_RETAIN, "Normal", "Retained", "deletionPolicy Retain: leaving %d instance(s) running",
+		pass_undo_unwanted_drains(w, NULL, 0);
+		pass_event(w, STEP_RETAIN, "Normal", "Retained", "deletionPolicy Retain: leaving %d instance(s) running",
 			   plan->observed);
-		release(w, "deletionPolicy Retain");
+		pass_release(w, "deletionPolicy Retain");
 		return;
 	}
 	if (plan->resume) {
 		/* Whatever it answers, what is known goes now: a refused repeat must not keep a
 		 * deleted pool's instances running. */
-		const struct pass_answer *run = resume(w);
+		const struct pass_answer *run = pass_resume(w);
 		w->requeue_ms = PASS_REQUEUE_PROGRESS_MS;
-		if (run && refused(run->code) && plan->let_go_if_refused) {
-			emit_event(w, STEP_ABANDON, "Warning", "LaunchAbandoned", "launch %s of unknown outcome: "
+		if (run && pass_refused(run->code) && plan->let_go_if_refused) {
+			pass_event(w, STEP_ABANDON, "Warning", "LaunchAbandoned", "launch %s of unknown outcome: "
 				   "repeating it was refused past the launch grace; releasing without it",
 				   plan->resume ? w->in->plan.ledger->client_token : "");
-			record_ledger(w, PASS_CLEAR_LEDGER, STEP_ABANDON, NULL, w->in->launch_seq);
+			pass_record_ledger(w, PASS_CLEAR_LEDGER, STEP_ABANDON, NULL, w->in->launch_seq);
 		}
 		if (!run)
 			return;
 	}
 	if (plan->cleanup.n) {
 		struct strv ready = {0};
-		drain_then(w, GROUP_DELETION, &plan->cleanup, &ready);
-		terminate(w, STEP_CLEANUP, &ready, PASS_WHY_DELETION);
-		const struct pass_answer *t = answer(w, STEP_CLEANUP, PASS_TERMINATE);
+		pass_drain_then(w, GROUP_DELETION, &plan->cleanup, &ready);
+		pass_terminate(w, STEP_CLEANUP, &ready, PASS_WHY_DELETION);
+		const struct pass_answer *t = pass_answered(w, STEP_CLEANUP, PASS_TERMINATE);
 		if (t && t->code == 0 && plan->ledger_done && w->in->ledger && ready.n == plan->cleanup.n)
-			record_ledger(w, PASS_CLEAR_LEDGER, STEP_LEDGER_DONE, NULL, w->in->launch_seq);
+			pass_record_ledger(w, PASS_CLEAR_LEDGER, STEP_LEDGER_DONE, NULL, w->in->launch_seq);
 		strv_clear(&ready);
 		w->requeue_ms = PASS_REQUEUE_PROGRESS_MS;
 		return;
@@ -1061,7 +997,7 @@ static void deletion(struct walk *w)
 		w->requeue_ms = PASS_REQUEUE_PROGRESS_MS;
 		return;
 	}
-	release(w, "every recorded instance is confirmed gone");
+	pass_release(w, "every recorded instance is confirmed gone");
 }
 
 static int cmp_str(const void *a, const void *b)
@@ -1083,7 +1019,7 @@ enum gone { NOT_GONE, GOING, GONE };
 
 /* Whether recorded instance i (plan.seen) is gone or going away. Gone: not observed (a
  * lookup by ID confirmed what the listing lacks) and not someone else's; its Node is
- * recorded_nodes[i] (matched by ID and the private IP the status recorded, or by the Node
+ * pass_recorded_nodes[i] (matched by ID and the private IP the status recorded, or by the Node
  * name and private IP it recorded for a Node declaring no ID). Going away
  * (observed TERMINATING, SHUTTING_DOWN: the status records such an instance no more, so
  * this pass is the last to know it was the pool's): observed as plan.instances[*ret_j],
@@ -1180,19 +1116,19 @@ static bool forgets_nodeless(const struct pass_input *in)
  * registered seconds ago, a watch held or cut: fault campaign seeds 7 and 476). One
  * without a private IP has no Node (node_match); a contested one is held anyway, but
  * for a deleted pool's. The victims: the scale-down's (once notices are listed), the
- * doomed once replaced (doomed_go), and a deleted pool's. */
+ * doomed once replaced (pass_doomed_go), and a deleted pool's. */
 static bool terminates_nodeless(const struct walk *w)
 {
 	const struct pass_input *in = w->in;
 	const struct plan *plan = w->plan;
 	const struct strv *groups[] = {in->notices_pending ? NULL : &plan->scale_down,
-				       plan->doomed.n && replaced(w) ? &plan->doomed : NULL, &plan->cleanup};
+				       plan->doomed.n && pass_replaced(w) ? &plan->doomed : NULL, &plan->cleanup};
 	for (size_t g = 0; g < sizeof(groups) / sizeof(*groups); g++)
 		for (size_t k = 0; groups[g] && k < groups[g]->n; k++) {
-			int i = instance_index(in, groups[g]->v[k]);
+			int i = pass_instance_index(in, groups[g]->v[k]);
 			const struct pool_instance *p = i >= 0 ? &in->plan.instances[i] : NULL;
 			if (p && plan_classify_state(p->state) == PLAN_LIVE && *p->private_ip &&
-			    !node_at(in, (size_t)i) && (in->deleting || !contested(in, p->id)))
+			    !pass_node_at(in, (size_t)i) && (in->deleting || !pass_contested(in, p->id)))
 				return true;
 		}
 	return false;
@@ -1218,10 +1154,10 @@ static bool nodes_used(const struct walk *w)
  * arises only after such steps waits for the next pass (nodeless_held). false: the pass
  * ends here, the list asked, or failed (nothing is terminated or forgotten: retried with
  * backoff). */
-static bool nodes_confirmed(struct walk *w)
+static bool pass_nodes_confirmed(struct walk *w)
 {
 	const struct pass_input *in = w->in;
-	const struct pass_answer *f = answer(w, STEP_FIND_NODES, PASS_FIND_NODES);
+	const struct pass_answer *f = pass_answered(w, STEP_FIND_NODES, PASS_FIND_NODES);
 	if (f && f->code < 0) {
 		w->error = f->code;
 		return false;
@@ -1235,7 +1171,7 @@ static bool nodes_confirmed(struct walk *w)
 		w->nodeless_held = true;
 		return true;
 	}
-	emit(w, PASS_FIND_NODES, STEP_FIND_NODES);
+	pass_emit(w, PASS_FIND_NODES, STEP_FIND_NODES);
 	return false;
 }
 
@@ -1243,7 +1179,7 @@ static bool nodes_confirmed(struct walk *w)
  * the recorded instances gone or going away. Known from the start of the pass, so a
  * status written before they are deleted (the ledger) records them: the gone instances
  * leave the status in that write. */
-static void nodes_to_delete(struct walk *w)
+static void pass_nodes_to_delete(struct walk *w)
 {
 	const struct pass_input *in = w->in;
 	w->deletions = xcalloc(STATUS_MAX_NODE_DELETIONS, sizeof(*w->deletions));
@@ -1264,15 +1200,15 @@ static bool address_deletion_due(struct walk *w, size_t k, const struct node_ref
 {
 	const struct pass_input *in = w->in;
 	enum node_address a = node_address_judge(r, w->deletion_views[k], in->plan.now);
-	int i = instance_index(in, r->instance_id);
+	int i = pass_instance_index(in, r->instance_id);
 	if (a == NODE_ADDRESS_DELETE && i >= 0 && plan_classify_state(in->plan.instances[i].state) == PLAN_LIVE)
 		a = NODE_ADDRESS_CHANGED;
 	*ret_keep = a == NODE_ADDRESS_WAIT || (a == NODE_ADDRESS_GONE && !in->nodes);  /* Nodes not known yet */
 	if (a == NODE_ADDRESS_WAIT) {
 		int64_t left = r->since + NODE_ADDRESS_WAIT_SECONDS - in->plan.now;
-		look_again(w, (left < 30 ? left : 30) * 1000);
+		pass_look_again(w, (left < 30 ? left : 30) * 1000);
 	} else if (a == NODE_ADDRESS_CHANGED || a == NODE_ADDRESS_REPORTED) {
-		emit_event(w, STEP_NODE_LEFT + (int)k, "Warning", "NodeNotDeleted", "Node %s of gone instance %s, which "
+		pass_event(w, pass_step_node_left(k), "Warning", "NodeNotDeleted", "Node %s of gone instance %s, which "
 			   "declares no instance and was matched by its address %s, %s: not deleted", r->name,
 			   r->instance_id, r->ip, a == NODE_ADDRESS_CHANGED
 				? "is no longer that (it declares an instance, has another address, or the instance is live)"
@@ -1281,18 +1217,18 @@ static bool address_deletion_due(struct walk *w, size_t k, const struct node_ref
 	return a == NODE_ADDRESS_DELETE;
 }
 
-/* The Nodes to delete (nodes_to_delete), each only while it is still the Node of that
+/* The Nodes to delete (pass_nodes_to_delete), each only while it is still the Node of that
  * UID (a name reused by a new Node is left alone), one action each, at most
  * PASS_DRAINS_MAX a pass; one matched by its address once no kubelet reports it
  * (address_deletion_due). A failure keeps the Node in the status, retried with backoff
  * (Degraded NodeDeletionFailed); a deleted pool waits for those failing for now and
  * those matched by their address not due yet. In a dry run, told. */
-static void delete_gone_nodes(struct walk *w)
+static void pass_delete_gone_nodes(struct walk *w)
 {
 	struct node_ref *want = w->deletions;
 	size_t n = w->n_deletions;
 	if (w->in->dry_run) {
-		struct pass_action *a = n ? emit(w, PASS_WOULD_DELETE_NODE, STEP_DELETE_NODES) : NULL;
+		struct pass_action *a = n ? pass_emit(w, PASS_WOULD_DELETE_NODE, STEP_DELETE_NODES) : NULL;
 		for (size_t k = 0; a && k < n; k++)
 			strv_push(&a->ids, want[k].name);
 		return;
@@ -1300,8 +1236,8 @@ static void delete_gone_nodes(struct walk *w)
 	size_t kept = 0;
 	for (size_t k = 0; k < n; k++) {
 		const struct node_ref r = want[k];
-		int step = STEP_NODE_DELETE + (int)k;
-		const struct pass_answer *d = answer(w, step, PASS_DELETE_NODE);
+		int step = pass_step_node_delete(k);
+		const struct pass_answer *d = pass_answered(w, step, PASS_DELETE_NODE);
 		if (d && d->code == 0)
 			continue;  /* deleted, or no Node of that UID is left */
 		bool keep = true;
@@ -1315,9 +1251,9 @@ static void delete_gone_nodes(struct walk *w)
 		want[kept++] = r;
 		if (!d && k >= PASS_DRAINS_MAX) {
 			w->deletions_waiting++;
-			look_again(w, PASS_REQUEUE_PROGRESS_MS);
+			pass_look_again(w, PASS_REQUEUE_PROGRESS_MS);
 		} else if (!d) {
-			struct pass_action *a = emit(w, PASS_DELETE_NODE, step);
+			struct pass_action *a = pass_emit(w, PASS_DELETE_NODE, step);
 			strv_push(&a->ids, r.name);
 			snprintf(a->node_uid, sizeof(a->node_uid), "%s", r.uid);
 			a->node_carried = r.carried && !*r.ip;  /* by address: judged here on the Node as it is */
@@ -1337,7 +1273,7 @@ static void delete_gone_nodes(struct walk *w)
 			}
 			char what[SP_ERROR_MAX];
 			snprintf(what, sizeof(what), "cannot delete node %s of gone instance %s", r.name, r.instance_id);
-			fail_as(w, STEP_DELETE_NODES, "NodeDeletionFailed", what, d->message);
+			pass_fail_as(w, STEP_DELETE_NODES, "NodeDeletionFailed", what, d->message);
 			if (w->error == 0)
 				w->error = d->code;
 		}
@@ -1345,7 +1281,7 @@ static void delete_gone_nodes(struct walk *w)
 	w->n_deletions = kept;
 }
 
-static void dry_run(struct walk *w)
+static void pass_dry_run(struct walk *w)
 {
 	const struct plan *plan = w->plan;
 	const struct pass_input *in = w->in;
@@ -1354,7 +1290,7 @@ static void dry_run(struct walk *w)
 	snprintf(m, cap, "dry-run: %d live, target %d", plan->observed, plan->target);
 	int want = plan->launch + plan->resume;
 	if (want) {
-		struct pass_action *a = emit(w, PASS_CHECK_LAUNCH, STEP_CHECK);
+		struct pass_action *a = pass_emit(w, PASS_CHECK_LAUNCH, STEP_CHECK);
 		const struct plan_launch *l = plan->resume ? in->plan.ledger : NULL;
 		const struct offer *o = NULL;
 		if (!l && in->offers && in->offers->n) {
@@ -1372,7 +1308,7 @@ static void dry_run(struct walk *w)
 				     l ? or_spec(l->instance_type, in->spec->instance_type)
 				       : o ? o->instance_type : in->spec->instance_type);
 		}
-		const struct pass_answer *c = answer(w, STEP_CHECK, PASS_CHECK_LAUNCH);
+		const struct pass_answer *c = pass_answered(w, STEP_CHECK, PASS_CHECK_LAUNCH);
 		/* The error code, not the message: messages carry a RequestId that changes
 		 * every call and would turn each pass into a new event and status write. */
 		if (c)
@@ -1383,11 +1319,11 @@ static void dry_run(struct walk *w)
 	for (size_t i = 0; i < plan->scale_down.n; i++)
 		snprintf(m + strlen(m), cap - strlen(m), "%s%s", i ? ", " : "; would terminate ",
 			 plan->scale_down.v[i]);
-	emit_terminate(w, PASS_WOULD_TERMINATE, STEP_SCALE_DOWN, &plan->scale_down, PASS_WHY_SCALE_DOWN);
-	emit_terminate(w, PASS_WOULD_TERMINATE, STEP_CLEANUP, &plan->cleanup, PASS_WHY_CLEANUP);
+	pass_emit_terminate(w, PASS_WOULD_TERMINATE, STEP_SCALE_DOWN, &plan->scale_down, PASS_WHY_SCALE_DOWN);
+	pass_emit_terminate(w, PASS_WOULD_TERMINATE, STEP_CLEANUP, &plan->cleanup, PASS_WHY_CLEANUP);
 	const char *old = status_condition(in->old_status, "Progressing", "message");
 	if (!old || strcmp(old, m) != 0)
-		emit_event(w, STEP_DRY_EVENT, "Normal", "DryRun", "%s", m);
+		pass_event(w, STEP_DRY_EVENT, "Normal", "DryRun", "%s", m);
 }
 
 /* A false notice (doom.h), told once: a Warning when the status does not say it yet
@@ -1405,7 +1341,7 @@ static void not_followed_events(struct walk *w)
 		char when[32], until[32];
 		sp_format_time(at, when);
 		sp_format_time(at + DOOM_MEMORY_SECONDS, until);
-		emit_event(w, STEP_DRAIN + GROUP_UNDO * DRAIN_GROUP + (int)i * DRAIN_STRIDE + PART_END_EVENT, "Warning",
+		pass_event(w, pass_step_drain(GROUP_UNDO, i, PART_END_EVENT), "Warning",
 			   "ReclaimNoticeNotFollowed", "instance %s still runs %lld s after its reclaim deadline %s: "
 			   "the notice was false; the instance counts toward the pool again and is no longer drained; "
 			   "a claim on it made again before %s is not honoured",
@@ -1416,28 +1352,28 @@ static void not_followed_events(struct walk *w)
 /* Doomed instances: drained (forced by the deadline), then terminated once the drain
  * ended normally (every pod evicted or gone, or no Node) and the replacement is up;
  * never at the deadline with pods left (drain_one). One live DOOM_FALSE_GRACE_SECONDS
- * past it is no longer doomed (doomed_at): counted again, its drain undone. So a notice
+ * past it is no longer doomed (pass_doomed_at): counted again, its drain undone. So a notice
  * costs at most one extra instance for at most 15 minutes. */
-static void doomed_go(struct walk *w)
+static void pass_doomed_go(struct walk *w)
 {
 	struct strv ready = {0}, go = {0};
-	drain_then(w, GROUP_NOTICE, &w->plan->doomed, &ready);
+	pass_drain_then(w, GROUP_NOTICE, &w->plan->doomed, &ready);
 	const struct pass_input *in = w->in;
-	bool done_replacing = replaced(w);
+	bool done_replacing = pass_replaced(w);
 	for (size_t k = 0; k < ready.n; k++) {
-		int i = instance_index(in, ready.v[k]);
-		int64_t deadline = i >= 0 ? doomed_at(in, (size_t)i) : 0;
+		int i = pass_instance_index(in, ready.v[k]);
+		int64_t deadline = i >= 0 ? pass_doomed_at(in, (size_t)i) : 0;
 		/* Without replicas, above minimum (no replacement was launched), a drained Node
 		 * does no work and goes; an instance without a Node works on until its deadline. */
-		bool node = i >= 0 && node_at(in, (size_t)i);
+		bool node = i >= 0 && pass_node_at(in, (size_t)i);
 		bool early = in->spec->has_replicas || node || w->plan->observed <= in->spec->minimum;
 		if (done_replacing && (early || in->plan.now >= deadline))
 			strv_push(&go, ready.v[k]);
 		else
-			look_again(w, (deadline > in->plan.now ? deadline : deadline + DOOM_FALSE_GRACE_SECONDS) * 1000 -
+			pass_look_again(w, (deadline > in->plan.now ? deadline : deadline + DOOM_FALSE_GRACE_SECONDS) * 1000 -
 					      in->plan.now * 1000);
 	}
-	terminate(w, STEP_NOTICE, &go, PASS_WHY_NOTICE);
+	pass_terminate(w, STEP_NOTICE, &go, PASS_WHY_NOTICE);
 	strv_clear(&go);
 	strv_clear(&ready);
 	not_followed_events(w);
@@ -1449,36 +1385,36 @@ static void act(struct walk *w)
 {
 	const struct plan *plan = w->plan;
 	if (plan->reclaimed.n) {
-		struct pass_action *a = emit(w, PASS_RECLAIMED, STEP_RECLAIMS);
+		struct pass_action *a = pass_emit(w, PASS_RECLAIMED, STEP_RECLAIMS);
 		for (size_t i = 0; a && i < plan->reclaimed.n; i++)
 			strv_push(&a->ids, plan->reclaimed.v[i]);
 	}
 	if (w->in->dry_run) {
-		dry_run(w);
+		pass_dry_run(w);
 	} else if (plan->resume) {
-		resume(w);
+		pass_resume(w);
 	} else if (plan->launch > 0) {
-		launch_shortfall(w);
+		pass_launch_shortfall(w);
 	} else if (plan->ledger_done && w->in->ledger) {
 		/* Resolved: the instances go into .status.instances in the same guarded write. */
-		record_ledger(w, PASS_CLEAR_LEDGER, STEP_LEDGER_DONE, NULL, w->in->launch_seq);
-		const struct pass_answer *c = answer(w, STEP_LEDGER_DONE, PASS_CLEAR_LEDGER);
+		pass_record_ledger(w, PASS_CLEAR_LEDGER, STEP_LEDGER_DONE, NULL, w->in->launch_seq);
+		const struct pass_answer *c = pass_answered(w, STEP_LEDGER_DONE, PASS_CLEAR_LEDGER);
 		if (c && c->code < 0)
 			w->error = c->code;
 	}
 	if (!w->in->dry_run) {
-		doomed_go(w);
+		pass_doomed_go(w);
 		struct strv ready = {0};
-		drain_then(w, GROUP_SCALE_DOWN, &plan->scale_down, &ready);
-		if (ready.n && scale_down_recorded(w, STEP_SCALE_DOWN_INTENT, &ready))
-			terminate(w, STEP_SCALE_DOWN, &ready, PASS_WHY_SCALE_DOWN);
+		pass_drain_then(w, GROUP_SCALE_DOWN, &plan->scale_down, &ready);
+		if (ready.n && pass_scale_down_recorded(w, STEP_SCALE_DOWN_INTENT, &ready))
+			pass_terminate(w, STEP_SCALE_DOWN, &ready, PASS_WHY_SCALE_DOWN);
 		strv_clear(&ready);
 		/* A DrainBlocked once set goes False when no scale-down waits any more. */
 		if (!plan->scale_down.n && status_condition(w->in->old_status, "DrainBlocked", "status"))
 			w->drain_blocked = "";
-		terminate(w, STEP_CLEANUP, &plan->cleanup, PASS_WHY_CLEANUP);
+		pass_terminate(w, STEP_CLEANUP, &plan->cleanup, PASS_WHY_CLEANUP);
 		const struct strv *wanted[] = {&plan->scale_down, &plan->doomed};
-		undo_unwanted_drains(w, wanted, 2);
+		pass_undo_unwanted_drains(w, wanted, 2);
 	}
 	/* Drains (scale-down with Nodes, doomed instances) set their own look again. */
 	bool progress = plan->launch || plan->resume || plan->waiting || plan->cleanup.n ||
@@ -1493,7 +1429,7 @@ static void act(struct walk *w)
  * Warning event when it turns True or changes reason (an episode) after holding still
  * PASS_CLAIMS_EVENT_QUIET_SECONDS: a Node that keeps claiming what is not its own is
  * told once, not every pass, and one that flaps its claim at most that often. */
-static void node_claims(struct walk *w)
+static void pass_node_claims(struct walk *w)
 {
 	const struct pass_input *in = w->in;
 	if (!in->nodes)
@@ -1531,14 +1467,14 @@ static void node_claims(struct walk *w)
 	int64_t since = sp_parse_time(status_condition(in->old_status, "NodeClaimsRefused", "lastTransitionTime"));
 	bool new_episode = !was || strcmp(was, "True") != 0 || !was_reason || strcmp(was_reason, w->node_claims_reason) != 0;
 	if (new_episode && (!was || in->plan.now >= since + PASS_CLAIMS_EVENT_QUIET_SECONDS))
-		emit_event(w, STEP_NODE_CLAIMS, "Warning", w->node_claims_reason, "%s", m);
+		pass_event(w, STEP_NODE_CLAIMS, "Warning", w->node_claims_reason, "%s", m);
 }
 
 /* The final status, when it changes anything; a failure to write it is the pass's error
  * (a conflict: plan again from a fresh read). */
 static void write_status(struct walk *w)
 {
-	const struct pass_answer *s = answer(w, STEP_STATUS, PASS_WRITE_STATUS);
+	const struct pass_answer *s = pass_answered(w, STEP_STATUS, PASS_WRITE_STATUS);
 	if (!s) {
 		cJSON *st = build_status(w, true);
 		cJSON_DeleteItemFromObject(st, "launch");
@@ -1547,13 +1483,13 @@ static void write_status(struct walk *w)
 			cJSON_Delete(st);
 			return;
 		}
-		emit(w, PASS_WRITE_STATUS, STEP_STATUS)->status = st;
+		pass_emit(w, PASS_WRITE_STATUS, STEP_STATUS)->status = st;
 		return;
 	}
 	/* Made visible on the object too: a status that cannot be written (RBAC, a
 	 * webhook) would otherwise look like a pool that is simply not progressing. */
 	if (s->code < 0 && s->code != SP_ETRANSIENT)
-		emit_event(w, STEP_STATUS, "Warning", "StatusUpdateFailed", "cannot write status: %s", s->message);
+		pass_event(w, STEP_STATUS, "Warning", "StatusUpdateFailed", "cannot write status: %s", s->message);
 	if (s->code < 0 && w->error == 0)
 		w->error = s->code;
 }
@@ -1562,7 +1498,7 @@ static void requeue(struct walk *w)
 {
 	if (w->drain_ms && (!w->requeue_ms || w->drain_ms < w->requeue_ms))
 		w->requeue_ms = w->drain_ms;
-	struct pass_action *a = emit(w, PASS_REQUEUE, STEP_END);
+	struct pass_action *a = pass_emit(w, PASS_REQUEUE, STEP_END);
 	if (a) {
 		a->requeue_ms = w->requeue_ms;
 		a->error = w->error;
@@ -1583,7 +1519,7 @@ static bool conflicted(const struct pass_done *d)
  * (PodsNotListed) with one Warning event per episode (the condition as the pass found it
  * tells a repeat); once every listing works again the condition goes False. A drain that
  * timed out this pass says so instead. */
-static void unlisted_drains(struct walk *w)
+static void pass_unlisted_drains(struct walk *w)
 {
 	const cJSON *old = w->in->old_status;
 	const char *was = status_condition(old, "DrainBlocked", "status"),
@@ -1601,7 +1537,7 @@ static void unlisted_drains(struct walk *w)
 	w->drain_blocked = w->drain_message;
 	w->drain_blocked_reason = DRAIN_REASON_UNLISTED;
 	if (!was_unlisted)
-		emit_event(w, STEP_UNLISTED, "Warning", DRAIN_REASON_UNLISTED, "%s", w->drain_message);
+		pass_event(w, STEP_UNLISTED, "Warning", DRAIN_REASON_UNLISTED, "%s", w->drain_message);
 }
 
 /* Planned: the plan is made (the cloud was read). */
@@ -1609,42 +1545,42 @@ static void planned(struct walk *w)
 {
 	const struct pass_input *in = w->in;
 	/* A failed sweep leaves plan.sweep set: its answer is looked at first. */
-	const struct pass_answer *sw = answer(w, STEP_SWEEP, PASS_SWEEP);
+	const struct pass_answer *sw = pass_answered(w, STEP_SWEEP, PASS_SWEEP);
 	if (w->plan->sweep && !sw) {
-		emit(w, PASS_SWEEP, STEP_SWEEP);
+		pass_emit(w, PASS_SWEEP, STEP_SWEEP);
 		return;
 	}
 	if (sw && sw->code < 0) {
 		char what[SP_ERROR_MAX];
 		snprintf(what, sizeof(what), "cannot look for the instances of launch %s before releasing the "
 			 "deleted pool", in->plan.ledger ? in->plan.ledger->client_token : "");
-		fail(w, STEP_SWEEP, sw->code, what, sw->message);
+		pass_fail(w, STEP_SWEEP, sw->code, what, sw->message);
 		w->error = sw->code;
 		write_status(w);
 		return;
 	}
 	if (!in->deleting) {
 		int64_t next_probe;
-		describe_scarcity(w, in->offer_state, in->probe_at_ms, &next_probe);
+		pass_describe_scarcity(w, in->offer_state, in->probe_at_ms, &next_probe);
 	}
-	if (!nodes_confirmed(w))
+	if (!pass_nodes_confirmed(w))
 		return;
-	nodes_to_delete(w);
+	pass_nodes_to_delete(w);
 	/* Launches first; a deleted pool's gone Nodes before it is released. */
 	if (in->deleting) {
-		delete_gone_nodes(w);
-		deletion(w);
-		if (released(w))
+		pass_delete_gone_nodes(w);
+		pass_deletion(w);
+		if (pass_released(w))
 			return;
-		const struct pass_answer *r = answer(w, STEP_RELEASE, PASS_RELEASE);
+		const struct pass_answer *r = pass_answered(w, STEP_RELEASE, PASS_RELEASE);
 		if (r)
 			w->error = r->code;
 	} else {
 		act(w);
-		delete_gone_nodes(w);
+		pass_delete_gone_nodes(w);
 	}
-	unlisted_drains(w);
-	node_claims(w);
+	pass_unlisted_drains(w);
+	pass_node_claims(w);
 	write_status(w);
 }
 
@@ -1660,7 +1596,7 @@ static void account_changed(struct walk *w, const char *recorded)
 		 "deleted until the credentials the instances were launched with are restored, or, to abandon "
 		 "them knowingly, status.accountFingerprint is removed (docs/troubleshooting.md#accountchanged)",
 		 w->in->account ? w->in->account : w->in->account_key, recorded);
-	fail_as(w, STEP_ACCOUNT, "AccountChanged", what, NULL);
+	pass_fail_as(w, STEP_ACCOUNT, "AccountChanged", what, NULL);
 	write_status(w);
 	requeue(w);
 }
@@ -1684,7 +1620,7 @@ static void plan_pass(struct walk *w)
 	if (conflicted(w->d)) {
 		/* Nothing more is written: what was observed is observed again by the next
 		 * pass, planned at once from a fresh read. */
-		emit(w, PASS_REREAD, STEP_REREAD);
+		pass_emit(w, PASS_REREAD, STEP_REREAD);
 		w->requeue_ms = PASS_REQUEUE_CONFLICT_MS;
 		requeue(w);
 		return;
@@ -1696,7 +1632,7 @@ static void plan_pass(struct walk *w)
 		 * cleaned up as long as its credentials and region can be read. */
 		if (!in->active)
 			return;
-		fail(w, STEP_VALIDATE, SP_EINVAL, in->deleting ? "cannot clean up the deleted pool" : "invalid spec",
+		pass_fail(w, STEP_VALIDATE, SP_EINVAL, in->deleting ? "cannot clean up the deleted pool" : "invalid spec",
 		     in->spec_error);
 		w->error = in->deleting ? SP_EINVAL : 0;
 		write_status(w);
@@ -1706,8 +1642,8 @@ static void plan_pass(struct walk *w)
 	if (!in->active)
 		return;
 	if (!in->deleting && !in->dry_run && !in->finalizer) {
-		emit(w, PASS_ADD_FINALIZER, STEP_FINALIZER);
-		const struct pass_answer *f = answer(w, STEP_FINALIZER, PASS_ADD_FINALIZER);
+		pass_emit(w, PASS_ADD_FINALIZER, STEP_FINALIZER);
+		const struct pass_answer *f = pass_answered(w, STEP_FINALIZER, PASS_ADD_FINALIZER);
 		if (f && f->code < 0) {
 			w->error = f->code;
 			requeue(w);
@@ -1717,11 +1653,11 @@ static void plan_pass(struct walk *w)
 	if (in->observe_code < 0) {
 		char what[SP_ERROR_MAX];
 		snprintf(what, sizeof(what), "%s", in->observe_message ? in->observe_message : "");
-		fail(w, STEP_OBSERVE, in->observe_code, what, NULL);
+		pass_fail(w, STEP_OBSERVE, in->observe_code, what, NULL);
 		bool nothing_recorded = (!in->plan.seen || in->plan.seen->n == 0) && !in->plan.ledger;
 		if (in->deleting && nothing_recorded && !in->dry_run) {
-			release(w, "nothing recorded to clean up");
-			const struct pass_answer *r = answer(w, STEP_RELEASE, PASS_RELEASE);
+			pass_release(w, "nothing recorded to clean up");
+			const struct pass_answer *r = pass_answered(w, STEP_RELEASE, PASS_RELEASE);
 			w->error = r ? r->code : 0;
 			requeue(w);
 			return;
@@ -1742,7 +1678,7 @@ static void plan_pass(struct walk *w)
 	struct plan_input plan_in = in->plan;
 	plan_in.retain = in->deleting && in->spec && in->spec->deletion_policy == POOL_RETAIN;
 	plan_in.dry_run = in->dry_run;
-	struct drain_victim *victims = victims_of(in);
+	struct drain_victim *victims = pass_victims_of(in);
 	plan_in.victims = victims;
 	struct plan plan;
 	plan_compute(&plan_in, &plan);
@@ -1750,7 +1686,7 @@ static void plan_pass(struct walk *w)
 	w->out->live = plan.observed;
 	w->out->target = plan.target;
 	planned(w);
-	if (!released(w))
+	if (!pass_released(w))
 		requeue(w);
 	plan_free(&plan);
 	free(victims);
