@@ -127,4 +127,11 @@ bool pass_scale_down_recorded(struct walk *w, int step, const struct strv *victi
 void pass_look_again(struct walk *w, int64_t ms);
 int pass_instance_index(const struct pass_input *in, const char *id);
 
+/* pass_launch.c: the launches. */
+void pass_describe_scarcity(struct walk *w, const enum offer_state *state, const int64_t *probe_at,
+			    int64_t *ret_probe_at);
+void pass_launch_shortfall(struct walk *w);
+const struct pass_answer *pass_resume(struct walk *w);
+void pass_dry_run(struct walk *w);
+
 #endif
