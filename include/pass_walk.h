@@ -126,6 +126,9 @@ void pass_terminate(struct walk *w, int step, const struct strv *ids, enum pass_
 bool pass_scale_down_recorded(struct walk *w, int step, const struct strv *victims);
 void pass_look_again(struct walk *w, int64_t ms);
 int pass_instance_index(const struct pass_input *in, const char *id);
+const struct node_view *pass_node_at(const struct pass_input *in, size_t i);
+int64_t pass_doomed_at(const struct pass_input *in, size_t i);
+bool pass_contested(const struct pass_input *in, const char *id);
 
 /* pass_launch.c: the launches. */
 void pass_describe_scarcity(struct walk *w, const enum offer_state *state, const int64_t *probe_at,
@@ -133,5 +136,11 @@ void pass_describe_scarcity(struct walk *w, const enum offer_state *state, const
 void pass_launch_shortfall(struct walk *w);
 const struct pass_answer *pass_resume(struct walk *w);
 void pass_dry_run(struct walk *w);
+
+/* pass_drain.c: the drains. */
+struct drain_victim *pass_victims_of(const struct pass_input *in);
+void pass_drain_then(struct walk *w, enum drain_group g, const struct strv *ids, struct strv *ready);
+void pass_undo_unwanted_drains(struct walk *w, const struct strv *const *wanted, size_t n_wanted);
+void pass_unlisted_drains(struct walk *w);
 
 #endif
