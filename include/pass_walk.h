@@ -129,6 +129,7 @@ int pass_instance_index(const struct pass_input *in, const char *id);
 const struct node_view *pass_node_at(const struct pass_input *in, size_t i);
 int64_t pass_doomed_at(const struct pass_input *in, size_t i);
 bool pass_contested(const struct pass_input *in, const char *id);
+bool pass_replaced(const struct walk *w);
 
 /* pass_launch.c: the launches. */
 void pass_describe_scarcity(struct walk *w, const enum offer_state *state, const int64_t *probe_at,
@@ -142,5 +143,13 @@ struct drain_victim *pass_victims_of(const struct pass_input *in);
 void pass_drain_then(struct walk *w, enum drain_group g, const struct strv *ids, struct strv *ready);
 void pass_undo_unwanted_drains(struct walk *w, const struct strv *const *wanted, size_t n_wanted);
 void pass_unlisted_drains(struct walk *w);
+
+/* pass_delete.c: a deleted pool's cleanup, gone instances' Nodes. */
+void pass_release(struct walk *w, const char *why);
+bool pass_released(const struct walk *w);
+void pass_deletion(struct walk *w);
+bool pass_nodes_confirmed(struct walk *w);
+void pass_nodes_to_delete(struct walk *w);
+void pass_delete_gone_nodes(struct walk *w);
 
 #endif
