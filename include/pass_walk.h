@@ -126,10 +126,6 @@ void pass_terminate(struct walk *w, int step, const struct strv *ids, enum pass_
 bool pass_scale_down_recorded(struct walk *w, int step, const struct strv *victims);
 void pass_look_again(struct walk *w, int64_t ms);
 int pass_instance_index(const struct pass_input *in, const char *id);
-const struct node_view *pass_node_at(const struct pass_input *in, size_t i);
-int64_t pass_doomed_at(const struct pass_input *in, size_t i);
-bool pass_contested(const struct pass_input *in, const char *id);
-bool pass_replaced(const struct walk *w);
 
 /* pass_launch.c: the launches. */
 void pass_describe_scarcity(struct walk *w, const enum offer_state *state, const int64_t *probe_at,
@@ -151,5 +147,15 @@ void pass_deletion(struct walk *w);
 bool pass_nodes_confirmed(struct walk *w);
 void pass_nodes_to_delete(struct walk *w);
 void pass_delete_gone_nodes(struct walk *w);
+
+/* pass_notice.c: reclaim deadlines, doomed instances, Node claims. */
+const struct node_view *pass_node_at(const struct pass_input *in, size_t i);
+int64_t pass_doomed_at(const struct pass_input *in, size_t i);
+void pass_recorded_nodes(const struct pass_input *in, const struct pool_instance *recorded, size_t n,
+			 const struct node_view **ret_nodes, int64_t *ret_at, bool *ret_false);
+bool pass_contested(const struct pass_input *in, const char *id);
+bool pass_replaced(const struct walk *w);
+void pass_doomed_go(struct walk *w);
+void pass_node_claims(struct walk *w);
 
 #endif
