@@ -89,7 +89,7 @@ struct walk {
 	 * the first one's failure was. */
 	int unlisted;
 	char unlisted_message[512];
-	/* The Nodes of gone instances to delete (nodes_to_delete), once their deletions are
+	/* The Nodes of gone instances to delete (pass_nodes_to_delete), once their deletions are
 	 * planned those left after this pass (known: written to the status; else the status
 	 * keeps its list), and how many of them wait on a retry (not tried yet, or failed
 	 * for now) rather than a refusal. */
@@ -104,11 +104,11 @@ struct walk {
 	const char *node_claims_reason;
 	char claims_message[SP_ERROR_MAX];
 	/* A live instance without a Node in the cache is not terminated this pass: the
-	 * Nodes were not listed live before the pass used their views (nodes_confirmed). */
+	 * Nodes were not listed live before the pass used their views (pass_nodes_confirmed). */
 	bool nodeless_held;
 };
 
-/* pass.c: answers, actions, failures and the status. */
+/* pass.c: answers, actions, failures, ledger and status writes, terminations. */
 const struct pass_answer *pass_answered(const struct walk *w, int step, enum pass_kind kind);
 struct pass_action *pass_emit(struct walk *w, enum pass_kind kind, int step);
 void pass_event(struct walk *w, int step, const char *type, const char *reason, const char *fmt, ...)

@@ -24,7 +24,9 @@
  *   client), itypes_ (instance types' resources per region, cached), pool_ (Spotpool
  *   spec model and validation), tmpl_ (a pool's node template: labels, taints; pure),
  *   manifest_ (YAML files),
- *   plan_ (pure planner), pass_ (pure pass planner: a pass's ordered actions),
+ *   plan_ (pure planner), pass_ (pure pass planner: a pass's ordered actions; pass.c
+ *   and its parts pass_launch, pass_drain, pass_delete, pass_notice, pass_account,
+ *   sharing the internal pass_walk.h),
  *   offer_ (offerings: zone x type preference and choice),
  *   drain_ (pure: a node's drain before termination, victim order),
  *   evict_ (a drain's apiserver calls: taint, cordon, list and evict pods),

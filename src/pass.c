@@ -1,5 +1,10 @@
 /* pass: the pass planner; see pass.h. The walk below follows a pass from start to end
- * and emits every action not answered yet; answers already in pass_done steer it. */
+ * and emits every action not answered yet; answers already in pass_done steer it. Here:
+ * the walk's order, the helpers every part emits and fails through, the status, the
+ * requeue and the action lines; its parts are pass_launch.c (launches), pass_drain.c
+ * (drains), pass_delete.c (deletion, gone instances' Nodes), pass_notice.c (reclaim
+ * deadlines, Node claims) and pass_account.c (credentials, fingerprints, tokens), which
+ * share include/pass_walk.h. */
 #include "pass_walk.h"
 
 #include <stdarg.h>
