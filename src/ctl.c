@@ -79,9 +79,8 @@ static void on_enqueue(void *ud, const char *key, bool at_once)
 /* A pool gone from the cluster: its metrics, any launch answer it left and its claim on
  * an inventory poller go too (a finalizer removed by hand skips the pass that would
  * forget it). */
-static void on_deleted(void *ud, const char *key)
+static void forget_pool(struct ctl *c, const char *key)
 {
-	struct ctl *c = ud;
 	char *copy = xstrdup(key);
 	char *slash = strchr(copy, '/');
 	if (slash) {
@@ -99,6 +98,11 @@ static void on_deleted(void *ud, const char *key)
 	if (c->nodes)
 		nodes_forget(c->nodes, key);
 	notices_forget(c->notices, key);
+}
+
+static void on_deleted(void *ud, const char *key)
+{
+	forget_pool(ud, key);
 }
 
 /* A Node of a pool's instance appeared, changed (Ready, cordon, taint, notice) or went;
@@ -290,6 +294,14 @@ int ctl_work(struct ctl *c, struct reconciler *rc)
 			informer_note_live(c->informer, key, res.live);
 		cJSON_Delete(res.obj);
 		free(from_rv);
+		/* Deleted while the pass ran (it read a cached copy: the finalizer its last
+		 * pass released, the DELETED event not yet seen): what the pass registered
+		 * after on_deleted forgot the pool (its inventory poller's owner above all,
+		 * which kept the poller alive until it was not read for four resyncs) is
+		 * forgotten again. The cache forgets a key before on_deleted runs, so either
+		 * this sees it gone or on_deleted comes after the pass's registrations. */
+		if (!informer_has(c->informer, key))
+			forget_pool(c, key);
 	}
 	if (c->hooks.reconciled)
 		c->hooks.reconciled(c->hooks.userdata, (double)(mono_ms(c) - started) / 1000.0, res.error < 0);

@@ -52,12 +52,16 @@ struct script {
 	int passes;
 };
 
+static void (*during_pass)(void);  /* what happens while a pass runs, if anything */
+
 static void scripted_pass(struct reconciler *rc, cJSON *obj, struct reconcile_result *ret)
 {
 	struct script *s = (struct script *)rc;
 	s->passes++;
 	*ret = s->outcome;
 	cJSON_Delete(obj);
+	if (during_pass)
+		during_pass();
 }
 
 struct rig {
@@ -249,6 +253,37 @@ static void test_deleted_pool_forgotten_by_the_inventory(void **state)
 	rig_end(&g);
 }
 
+/* A pass that sees its pool deleted while it runs: the DELETED event arrives (and the
+ * inventory forgets the pool) before the pass, reading the cached copy, registered with
+ * the inventory poller again. */
+static struct rig *deleting_rig;
+
+static void delete_a(void)
+{
+	event(deleting_rig, "DELETED", "a", 13, 1);
+}
+
+/* The pool is forgotten again once its pass ends, not left owning an inventory poller
+ * (which lingered four resyncs: test_churn's one thread over the baseline). A pool
+ * still there after its pass is not forgotten. */
+static void test_pool_deleted_during_its_pass_forgotten_after_it(void **state)
+{
+	(void)state;
+	struct rig g;
+	rig_start(&g, 2);
+	assert_string_equal(g.inv.forgotten, "");
+	wq_add(ctl_queue(g.ctl), "ns/b", 0);
+	assert_int_equal(drain(&g), 1);
+	assert_string_equal(g.inv.forgotten, "");
+	deleting_rig = &g;
+	during_pass = delete_a;
+	wq_add(ctl_queue(g.ctl), "ns/a", 0);
+	assert_int_equal(drain(&g), 1);
+	during_pass = NULL;
+	assert_string_equal(g.inv.forgotten, "ns/a ns/a");
+	rig_end(&g);
+}
+
 /* A Node of a pool's instance that appears or changes queues that pool (and no other);
  * a deleted pool's instances are no longer looked for. */
 static void test_node_change_queues_its_pool(void **state)
@@ -313,6 +348,7 @@ int main(void)
 		cmocka_unit_test(test_resync_spreads_every_pool),
 		cmocka_unit_test(test_retry_with_backoff_after_a_failed_pass),
 		cmocka_unit_test(test_deleted_pool_forgotten_by_the_inventory),
+		cmocka_unit_test(test_pool_deleted_during_its_pass_forgotten_after_it),
 		cmocka_unit_test(test_node_change_queues_its_pool),
 		cmocka_unit_test(test_recorded_instances_claim_their_notices),
 	};
