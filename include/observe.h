@@ -115,8 +115,9 @@ struct observation {
 	struct node_view *nodes;
 	size_t n_nodes;
 	struct node_refusals refused; /* the Node claims to them not honoured */
-	/* The Node of each .status.nodeDeletions entry by name (name empty: none), NULL:
-	 * unknown. */
+	/* The .status.nodeDeletions entries as observed, and the Node of each by name (name
+	 * empty: none), NULL: unknown. */
+	struct node_ref *deletion_refs;
 	struct node_view *deletion_nodes;
 	size_t n_deletion_nodes;
 	bool nodes_pending;          /* Nodes are on but not listed yet */

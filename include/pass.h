@@ -209,9 +209,14 @@ struct pass_input {
 	const struct node_view *nodes;
 	size_t n_nodes;
 	const struct node_view *recorded_nodes;
-	/* The Node of each .status.nodeDeletions entry (status_node_deletions' order) as the
-	 * Node cache has it by name (name empty: none), or NULL with nodes: what an entry
-	 * matched by its address is judged on. */
+	/* The .status.nodeDeletions entries as observed at the start of the pass, NULL: read
+	 * from old_status. The pass's writes change old_status, but a deletion's step and
+	 * view go by its place in this list, which must not move within a pass (fault
+	 * campaign seed 7: an entry that moved up took the deleted one's answer and view,
+	 * and the deleted pool was released while it waited). */
+	const struct node_ref *deletion_refs;
+	/* The Node of each of those entries as the Node cache has it by name (name empty:
+	 * none), or NULL with nodes: what an entry matched by its address is judged on. */
 	const struct node_view *deletion_nodes;
 	size_t n_deletion_nodes;
 	/* The Node claims to those instances node_match did not honour (with nodes): shown

@@ -200,8 +200,9 @@ static int cmp_str(const void *a, const void *b)
 /* The Node of each .status.nodeDeletions entry, by name, as the Node cache has it. */
 static void observe_deletion_nodes(struct observation *o, const cJSON *status, const struct node_reader *nodes)
 {
-	struct node_ref refs[STATUS_MAX_NODE_DELETIONS];
+	struct node_ref *refs = xcalloc(STATUS_MAX_NODE_DELETIONS, sizeof(*refs));
 	size_t n = status_node_deletions(status, refs, STATUS_MAX_NODE_DELETIONS);
+	o->deletion_refs = refs;
 	o->deletion_nodes = xcalloc(n ? n : 1, sizeof(*o->deletion_nodes));
 	o->n_deletion_nodes = n;
 	for (size_t k = 0; k < n && nodes->get; k++)
@@ -360,7 +361,8 @@ void observe_input(const struct observation *o, const cJSON *obj, struct pass_in
 		.offers = &o->offers, .offer_state = o->offer_state, .probe_at_ms = o->probe_at, .now_ms = o->now_ms,
 		.soldout_ttl_ms = o->soldout_ttl_ms,
 		.nodes = o->nodes, .n_nodes = o->n_nodes, .recorded_nodes = o->nodes ? o->nodes + o->n_nodes : NULL,
-		.deletion_nodes = o->deletion_nodes, .n_deletion_nodes = o->n_deletion_nodes,
+		.deletion_refs = o->deletion_refs, .deletion_nodes = o->deletion_nodes,
+		.n_deletion_nodes = o->n_deletion_nodes,
 		.refused = o->refused.v, .n_refused = o->refused.n,
 		.nodes_pending = o->nodes_pending, .notice_at = o->notice_at,
 		.n_notice_at = o->n_notice_at, .notices_pending = o->notices_pending,
@@ -376,6 +378,7 @@ void observation_free(struct observation *o)
 	creds_clear(&o->creds);
 	free(o->instances);
 	free(o->nodes);
+	free(o->deletion_refs);
 	free(o->deletion_nodes);
 	node_refusals_clear(&o->refused);
 	free(o->notice_at);

@@ -252,7 +252,12 @@ void pass_nodes_to_delete(struct walk *w)
 	const struct pass_input *in = w->in;
 	w->deletions = xcalloc(STATUS_MAX_NODE_DELETIONS, sizeof(*w->deletions));
 	w->deletion_views = xcalloc(STATUS_MAX_NODE_DELETIONS, sizeof(*w->deletion_views));
-	w->n_deletions = status_node_deletions(in->old_status, w->deletions, STATUS_MAX_NODE_DELETIONS);
+	if (in->deletion_refs) {
+		w->n_deletions = in->n_deletion_nodes;
+		memcpy(w->deletions, in->deletion_refs, w->n_deletions * sizeof(*w->deletions));
+	} else {
+		w->n_deletions = status_node_deletions(in->old_status, w->deletions, STATUS_MAX_NODE_DELETIONS);
+	}
 	for (size_t k = 0; k < w->n_deletions && in->deletion_nodes && k < in->n_deletion_nodes; k++)
 		w->deletion_views[k] = *in->deletion_nodes[k].name ? &in->deletion_nodes[k] : NULL;
 	add_gone_nodes(in, w->deletions, w->deletion_views, &w->n_deletions);

@@ -2200,13 +2200,7 @@ class Schedule:
                                   + (", ".join(f"{p} at {clock(w)}" for p, w in sorted(evicted.items(),
                                                                                         key=lambda x: x[1])[:8])
                                      or "none"), *self.ctl_tail()])
-        # Nodes that declare no instance (style "ip") are not judged yet: seed 7 (make check's
-        # test_faults) shows one left for good, that of a deleted pool's instance launched
-        # just before the deletion and terminated by it, recorded, drained, never deleted
-        # (open, CONTRIBUTING.md "Fault campaign"). JUDGE_IP_NODES=1 judges them.
-        judge_ip = os.environ.get("JUDGE_IP_NODES") == "1"
         judged = [inc for inc in self.incarnations if inc["instance"] in gone and not inc["deleted"]
-                  and (judge_ip or self.plan.node_style != "ip")
                   and inc["instance"] in self.recorded and inc["created"] <= gone[inc["instance"]] - 5]
 
         def due(inc: dict, now: float) -> float:

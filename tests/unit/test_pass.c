@@ -686,6 +686,53 @@ static void test_gone_node_by_address(void **state)
 	}
 }
 
+/* A deleted pool's Node deletions are steps numbered by their place in the list, and
+ * the ledger written mid-pass drops an entry just deleted from the status: the list
+ * must stay the one observed, or the next entry takes the deleted one's answer (fault
+ * campaign seed 7: an address-matched Node, waiting for Ready Unknown, taken for deleted,
+ * and the pool released; the Node left for good). */
+static void test_deletion_list_stable_within_pass(void **state)
+{
+	(void)state;
+	struct pool_instance in[1] = {running("i1", "RUNNING")};
+	struct node_view addr = named("10.0.0.2");
+	snprintf(addr.internal_ip, sizeof(addr.internal_ip), "10.0.0.2");
+	addr.ready = true;
+	struct node_view nodes[2] = {named("n1"), named("")};
+	struct node_view views[2] = {named(""), addr};  /* n-x deleted already, 10.0.0.2 reported */
+	struct node_ref refs[2] = {{.name = "n-x", .uid = "u-n-x", .instance_id = "ix"},
+				   {.name = "10.0.0.2", .uid = "u-10.0.0.2", .instance_id = "i2", .ip = "10.0.0.2",
+				    .since = NOW - 60}};
+	char *seen_v[] = {"i1"};
+	struct strv seen = {.v = seen_v, .n = 1}, live = {.v = seen_v, .n = 1};
+	struct sim s;
+	sim_one_observed(&s, 1, in, nodes, &seen, &live);
+	/* The status as written after n-x's deletion: only the waiting entry left. */
+	char at[32], json[256];
+	sp_format_time(NOW - 60, at);
+	snprintf(json, sizeof(json), "{\"nodeDeletions\":[{\"name\":\"10.0.0.2\",\"uid\":\"u-10.0.0.2\","
+		 "\"instanceId\":\"i2\",\"privateIp\":\"10.0.0.2\",\"since\":\"%s\"}]}", at);
+	cJSON *written = cJSON_Parse(json);
+	s.in.old_status = written;
+	s.in.deletion_refs = refs;
+	s.in.deletion_nodes = views;
+	s.in.n_deletion_nodes = 2;
+	s.in.deleting = s.in.plan.deleting = true;
+	s.in.plan.n_instances = 0;
+	seen.n = 0;
+	struct pass_action deleted = {.kind = PASS_DELETE_NODE, .step = 1000000};  /* n-x, k = 0 */
+	pass_done_add(&s.done, &deleted, 0, NULL, NULL, false);
+	sim_run(&s);
+	const char *want[] = {"write-status"}, *not_want[] = {"release", "delete-node"};
+	expect_taken(&s, "the waiting entry", want, not_want, 1);
+	const cJSON *list = cJSON_GetObjectItemCaseSensitive(s.last_status, "nodeDeletions");
+	assert_int_equal(cJSON_GetArraySize(list), 1);
+	assert_string_equal(cJSON_GetStringValue(cJSON_GetObjectItemCaseSensitive(cJSON_GetArrayItem(list, 0), "name")),
+			    "10.0.0.2");
+	cJSON_Delete(written);
+	sim_free(&s);
+}
+
 /* The Node of an instance seen going away (TERMINATING), matched by its address, whose
  * deletion failed for now: retried as a Node matched by its address (privateIp kept),
  * so it waits while a kubelet reports it and is deleted once Ready is Unknown. Before,
@@ -2367,6 +2414,7 @@ int main(void)
 		cmocka_unit_test(test_gone_nodes_deleted),
 		cmocka_unit_test(test_gone_node_by_address),
 		cmocka_unit_test(test_going_node_by_address_retried),
+		cmocka_unit_test(test_deletion_list_stable_within_pass),
 		cmocka_unit_test(test_gone_node_recorded_with_the_ledger),
 		cmocka_unit_test(test_nodes_confirmed_live),
 		cmocka_unit_test(test_scale_down_drains),
